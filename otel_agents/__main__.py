@@ -1,0 +1,3 @@
+from otel_agents.cli import main
+
+main()

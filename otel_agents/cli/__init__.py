@@ -1,0 +1,25 @@
+"""The ``otel-agents`` command. Commands stay thin: they parse, call a layer, print.
+
+Each command group lives in its own module; none imports litellm at import time,
+so commands that call no LLM start fast.
+"""
+
+from __future__ import annotations
+
+import click
+
+from otel_agents import __version__
+from otel_agents.cli.run import run
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="otel-agents")
+def cli() -> None:
+    """A multi-agent LLM runtime in which everything that happens is an OpenTelemetry span."""
+
+
+cli.add_command(run)
+
+
+def main() -> None:
+    cli(prog_name="otel-agents")

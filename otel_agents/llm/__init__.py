@@ -1,0 +1,1 @@
+"""LLM calls through litellm: attempts, retries, prices and the offline scripted provider."""

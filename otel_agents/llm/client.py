@@ -1,0 +1,275 @@
+"""One LLM call = one or more attempts, each its own ``chat {model}`` CLIENT span.
+
+Transient failures (429 honouring Retry-After, 5xx, timeouts, connection errors)
+are retried with exponential backoff and jitter; others are not. The request
+context is referred to by the transcript ids it consists of, not repeated.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable
+from urllib.parse import urlparse
+
+from opentelemetry import trace
+from opentelemetry.trace import SpanKind, Status, StatusCode
+
+from otel_agents.llm.pricing import PriceTable, Usage
+from otel_agents.llm.retry import RetryPolicy, error_type, is_transient
+from otel_agents.runtime.accounting import charge_llm
+from otel_agents.tracing import semconv as sc
+from otel_agents.tracing.telemetry import Telemetry
+
+META_AGENT_NAME = "otel_agents_agent_name"
+META_ATTEMPT = "otel_agents_attempt"
+DEFAULT_TIMEOUT_S = 120.0
+
+# litellm provider names -> gen_ai.provider.name well-known values.
+_PROVIDER_NAMES = {
+    "openai": "openai",
+    "text-completion-openai": "openai",
+    "azure": "azure.ai.openai",
+    "anthropic": "anthropic",
+    "bedrock": "aws.bedrock",
+    "vertex_ai": "gcp.vertex_ai",
+    "gemini": "gcp.gemini",
+    "cohere": "cohere",
+    "mistral": "mistral_ai",
+    "groq": "groq",
+    "deepseek": "deepseek",
+    "xai": "x_ai",
+    "perplexity": "perplexity",
+    "watsonx": "ibm.watsonx.ai",
+}
+
+
+def provider_of(model: str) -> str:
+    """Provider from the litellm model string, without importing litellm."""
+    prefix = model.split("/", 1)[0] if "/" in model else "openai"
+    return _PROVIDER_NAMES.get(prefix, prefix)
+
+
+class LLMCallFailed(RuntimeError):
+    """All attempts failed; says model, attempts and last cause."""
+
+    def __init__(self, model: str, attempts: int, cause: BaseException):
+        self.model = model
+        self.attempts = attempts
+        self.cause = cause
+        plural = "s" if attempts != 1 else ""
+        super().__init__(
+            f"model {model!r} failed after {attempts} attempt{plural}: {error_type(cause)}: {_short(str(cause))}"
+        )
+
+
+def _short(text: str, limit: int = 300) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+@dataclass
+class ChatRequest:
+    model: str
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]] | None
+    agent_name: str
+    agent_id: str
+    session_id: str
+    context_last_message_id: str | None
+
+
+@dataclass
+class ChatResult:
+    message: dict[str, Any]  # verbatim assistant message, as it enters the transcript
+    usage: Usage
+    cost_usd: float | None
+    response_id: str | None
+    attempts: int
+
+
+def assistant_message(raw: Any) -> dict[str, Any]:
+    """Keep everything needed to send the turn back: content, tool calls, reasoning."""
+    data = raw.model_dump() if hasattr(raw, "model_dump") else dict(raw)
+    message: dict[str, Any] = {"role": "assistant", "content": data.get("content")}
+    calls = data.get("tool_calls") or []
+    if calls:
+        message["tool_calls"] = [
+            {
+                "id": c["id"],
+                "type": c.get("type") or "function",
+                "function": {"name": c["function"]["name"], "arguments": c["function"].get("arguments") or ""},
+            }
+            for c in calls
+        ]
+    for key in ("reasoning_content", "thinking_blocks"):
+        if data.get(key):
+            message[key] = data[key]
+    return message
+
+
+def usage_of(response: Any) -> Usage:
+    usage = getattr(response, "usage", None)
+    if usage is None:
+        return Usage()
+    get = (lambda o, k: o.get(k) if isinstance(o, dict) else getattr(o, k, None))
+    prompt_details = get(usage, "prompt_tokens_details")
+    completion_details = get(usage, "completion_tokens_details")
+    cache_read = (get(prompt_details, "cached_tokens") if prompt_details else None) or get(
+        usage, "cache_read_input_tokens"
+    )
+    return Usage(
+        input_tokens=int(get(usage, "prompt_tokens") or 0),
+        output_tokens=int(get(usage, "completion_tokens") or 0),
+        cache_read_tokens=int(cache_read or 0),
+        cache_write_tokens=int(get(usage, "cache_creation_input_tokens") or 0),
+        reasoning_tokens=int((get(completion_details, "reasoning_tokens") if completion_details else 0) or 0),
+    )
+
+
+@dataclass
+class LLMClient:
+    telemetry: Telemetry
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    prices: PriceTable = field(default_factory=PriceTable)
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    api_base: str | None = None
+    api_key: str | None = None
+    capture_input_messages: bool = False
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+
+    async def complete(
+        self, request: ChatRequest, on_message: Callable[[dict[str, Any]], str]
+    ) -> ChatResult:
+        """Call the model until an attempt succeeds; ``on_message`` records the reply
+        inside the successful attempt's span and returns its message id."""
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                return await self._attempt(request, attempt, on_message)
+            except _AttemptFailed as failed:
+                exc = failed.cause
+                if not is_transient(exc) or attempt >= self.retry.max_attempts:
+                    raise LLMCallFailed(request.model, attempt, exc) from exc
+                delay = self.retry.delay(attempt, exc)
+                self.telemetry.log(
+                    "WRN",
+                    f"attempt {attempt} of {request.model} failed ({error_type(exc)}); retrying in {delay:.2f}s",
+                )
+                await self.sleep(delay)
+
+    def _start_attributes(self, request: ChatRequest, attempt: int) -> dict[str, Any]:
+        attrs: dict[str, Any] = {
+            sc.GEN_AI_OPERATION_NAME: sc.OP_CHAT,
+            sc.GEN_AI_PROVIDER_NAME: provider_of(request.model),
+            sc.GEN_AI_REQUEST_MODEL: request.model,
+            sc.GEN_AI_CONVERSATION_ID: request.session_id,
+            sc.GEN_AI_AGENT_NAME: request.agent_name,
+            sc.AGENT_ID: request.agent_id,
+            sc.LLM_ATTEMPT: attempt,
+            sc.LLM_MAX_ATTEMPTS: self.retry.max_attempts,
+            sc.CONTEXT_AGENT_ID: request.agent_id,
+            sc.CONTEXT_MESSAGE_COUNT: len(request.messages),
+            sc.CONTEXT_CHARS: sum(len(m.get("content") or "") for m in request.messages),
+        }
+        if request.context_last_message_id:
+            attrs[sc.CONTEXT_LAST_MESSAGE_ID] = request.context_last_message_id
+        if request.tools:
+            attrs[sc.REQUEST_TOOLS] = json.dumps(request.tools, separators=(",", ":"))
+        if self.api_base:
+            parsed = urlparse(self.api_base)
+            if parsed.hostname:
+                attrs[sc.SERVER_ADDRESS] = parsed.hostname
+            if parsed.port:
+                attrs[sc.SERVER_PORT] = parsed.port
+        if self.capture_input_messages:
+            attrs[sc.GEN_AI_INPUT_MESSAGES] = json.dumps(request.messages, ensure_ascii=False)
+        return attrs
+
+    async def _attempt(
+        self, request: ChatRequest, attempt: int, on_message: Callable[[dict[str, Any]], str]
+    ) -> ChatResult:
+        from otel_agents.llm.litellm_loader import load_litellm
+
+        litellm = load_litellm()
+        if request.model.startswith("scripted/"):
+            from otel_agents.llm.scripted_provider import PROVIDER  # noqa: F401  (registers the provider)
+        kwargs: dict[str, Any] = {
+            "model": request.model,
+            "messages": list(request.messages),
+            "metadata": {META_AGENT_NAME: request.agent_name, META_ATTEMPT: attempt},
+            "timeout": self.timeout_s,
+            "num_retries": 0,  # retries are ours: each attempt must be its own span
+            "max_retries": 0,
+        }
+        if request.tools:
+            kwargs["tools"] = request.tools
+        if self.api_base:
+            kwargs["api_base"] = self.api_base
+        if self.api_key:
+            kwargs["api_key"] = self.api_key
+
+        name = sc.span_name(sc.OP_CHAT, request.model)
+        tracer = self.telemetry.tracer
+        with tracer.start_as_current_span(
+            name, kind=SpanKind.CLIENT, attributes=self._start_attributes(request, attempt),
+            record_exception=False, set_status_on_exception=False,
+        ) as span:
+            started = time.perf_counter()
+            try:
+                response = await litellm.acompletion(**kwargs)
+            except Exception as exc:  # every failure is recorded on its attempt span
+                latency_ms = (time.perf_counter() - started) * 1000
+                transient = is_transient(exc)
+                span.set_attributes(
+                    {sc.ERROR_TYPE: error_type(exc), sc.LLM_LATENCY_MS: round(latency_ms, 3), sc.LLM_RETRYABLE: transient}
+                )
+                _, price_source = self.prices.lookup(request.model)
+                span.set_attribute(sc.LLM_PRICE_SOURCE, price_source)
+                span.set_status(Status(StatusCode.ERROR, _short(f"{error_type(exc)}: {exc}")))
+                self.telemetry.log("WRN" if transient else "ERR", _short(f"{error_type(exc)}: {exc}"), span=span)
+                charge_llm(Usage(), None, failed=True)
+                raise _AttemptFailed(exc) from exc
+            latency_ms = (time.perf_counter() - started) * 1000
+            choice = response.choices[0]
+            message = assistant_message(choice.message)
+            usage = usage_of(response)
+            cost, price_source = self.prices.cost(request.model, usage)
+            finish = getattr(choice, "finish_reason", None)
+            self.telemetry.set_attributes(
+                span,
+                {
+                    sc.GEN_AI_RESPONSE_ID: getattr(response, "id", None),
+                    sc.GEN_AI_RESPONSE_MODEL: getattr(response, "model", None),
+                    sc.GEN_AI_RESPONSE_FINISH_REASONS: [finish] if finish else None,
+                    sc.GEN_AI_USAGE_INPUT_TOKENS: usage.input_tokens,
+                    sc.GEN_AI_USAGE_OUTPUT_TOKENS: usage.output_tokens,
+                    sc.GEN_AI_USAGE_CACHE_READ: usage.cache_read_tokens,
+                    sc.GEN_AI_USAGE_CACHE_WRITE: usage.cache_write_tokens,
+                    sc.GEN_AI_USAGE_REASONING: usage.reasoning_tokens,
+                    sc.GEN_AI_USAGE_COST: cost,
+                    sc.LLM_PRICE_SOURCE: price_source,
+                    sc.LLM_LATENCY_MS: round(latency_ms, 3),
+                    sc.RESPONSE_CHARS: len(message.get("content") or "")
+                    + sum(len(c["function"]["arguments"]) for c in message.get("tool_calls", [])),
+                },
+            )
+            if message.get("reasoning_content"):
+                self.telemetry.log("THK", message["reasoning_content"], span=span)
+            charge_llm(usage, cost, failed=False)
+            message_id = on_message(message)
+            span.set_attribute(sc.RESPONSE_MESSAGE_ID, message_id)
+            return ChatResult(message, usage, cost, getattr(response, "id", None), attempt)
+
+
+class _AttemptFailed(Exception):
+    def __init__(self, cause: BaseException):
+        super().__init__(str(cause))
+        self.cause = cause
+
+
+def current_span() -> trace.Span:
+    return trace.get_current_span()

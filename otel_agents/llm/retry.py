@@ -1,0 +1,113 @@
+"""Which failures are retried, and how long to wait between attempts.
+
+Classification works on exception class names and status codes so that this
+module (and whatever imports it) does not pull litellm in.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from email.utils import parsedate_to_datetime
+from datetime import datetime, timezone
+from typing import Any
+
+_TRANSIENT_NAMES = frozenset(
+    {
+        "RateLimitError",
+        "InternalServerError",
+        "ServiceUnavailableError",
+        "BadGatewayError",
+        "APIConnectionError",
+        "Timeout",
+        "APITimeoutError",
+        "TimeoutError",
+        "ReadTimeout",
+        "ConnectError",
+        "ConnectionError",
+        "ConnectionResetError",
+        "RemoteProtocolError",
+        "MidStreamFallbackError",
+    }
+)
+_PERMANENT_NAMES = frozenset(
+    {
+        "AuthenticationError",
+        "PermissionDeniedError",
+        "BadRequestError",
+        "ContextWindowExceededError",
+        "ContentPolicyViolationError",
+        "NotFoundError",
+        "UnprocessableEntityError",
+        "UnsupportedParamsError",
+        "InvalidRequestError",
+        "BudgetExceededError",
+    }
+)
+
+
+def error_type(exc: BaseException) -> str:
+    return type(exc).__name__
+
+
+def is_transient(exc: BaseException) -> bool:
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    if names & _PERMANENT_NAMES:
+        return False
+    if names & _TRANSIENT_NAMES:
+        return True
+    status = getattr(exc, "status_code", None)
+    if isinstance(status, int):
+        return status == 429 or status >= 500 or status == 408
+    return isinstance(exc, (TimeoutError, ConnectionError))
+
+
+def _headers_of(exc: BaseException) -> list[Any]:
+    found = []
+    response = getattr(exc, "response", None)
+    if response is not None and getattr(response, "headers", None) is not None:
+        found.append(response.headers)
+    for attr in ("litellm_response_headers", "headers"):
+        value = getattr(exc, attr, None)
+        if value is not None:
+            found.append(value)
+    return found
+
+
+def retry_after_seconds(exc: BaseException) -> float | None:
+    """Retry-After (seconds or HTTP date) or retry-after-ms from the failed response."""
+    for headers in _headers_of(exc):
+        try:
+            ms = headers.get("retry-after-ms")
+            if ms is not None:
+                return max(0.0, float(ms) / 1000.0)
+            value = headers.get("retry-after")
+        except AttributeError:
+            continue
+        if value is None:
+            continue
+        try:
+            return max(0.0, float(value))
+        except (TypeError, ValueError):
+            try:
+                when = parsedate_to_datetime(str(value))
+                return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
+            except (TypeError, ValueError):
+                continue
+    return None
+
+
+@dataclass
+class RetryPolicy:
+    max_attempts: int = 4
+    base_delay_s: float = 0.5
+    max_delay_s: float = 30.0
+    rng: random.Random = field(default_factory=random.Random, repr=False)
+
+    def delay(self, attempt: int, exc: BaseException) -> float:
+        """Wait before attempt ``attempt + 1``: Retry-After if given, else jittered exponential."""
+        hinted = retry_after_seconds(exc)
+        if hinted is not None:
+            return min(hinted, self.max_delay_s)
+        ceiling = min(self.max_delay_s, self.base_delay_s * (2 ** (attempt - 1)))
+        return ceiling / 2 + self.rng.uniform(0, ceiling / 2)  # "equal jitter"

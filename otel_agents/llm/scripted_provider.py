@@ -1,0 +1,129 @@
+"""The ``scripted`` provider: a litellm custom provider, so offline calls take litellm's real path.
+
+The model string is ``scripted/<script name>``; the agent's name and the attempt
+number travel in the request metadata. Usage is counted from the real request
+and response text (about four characters a token) unless the script sets it,
+and a demo price is registered so costs are non-zero.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+from typing import Any
+
+import httpx
+
+from otel_agents.llm.litellm_loader import load_litellm
+from otel_agents.llm.scripts import Script, ScriptedFailure
+
+litellm = load_litellm()
+from litellm import CustomLLM  # noqa: E402
+from litellm.llms.custom_llm import CustomLLMError  # noqa: E402
+from litellm.types.utils import ChatCompletionMessageToolCall, Function, Message, Usage  # noqa: E402
+
+PROVIDER = "scripted"
+META_AGENT_NAME = "otel_agents_agent_name"
+META_ATTEMPT = "otel_agents_attempt"
+# Demo price per token (USD), registered with litellm for every scripted model.
+DEMO_INPUT_PRICE = 1e-6
+DEMO_OUTPUT_PRICE = 4e-6
+
+
+def count_tokens(text: str) -> int:
+    return max(1, math.ceil(len(text) / 4)) if text else 0
+
+
+def request_text(messages: list[dict[str, Any]]) -> str:
+    parts = []
+    for m in messages:
+        if m.get("content"):
+            parts.append(m["content"] if isinstance(m["content"], str) else json.dumps(m["content"]))
+        for call in m.get("tool_calls") or []:
+            parts.append(json.dumps(call, sort_keys=True))
+    return "\n".join(parts)
+
+
+class ScriptedLLM(CustomLLM):
+    def __init__(self) -> None:
+        super().__init__()
+        self.scripts: dict[str, Script] = {}
+
+    async def acompletion(self, model, messages, api_base, custom_prompt_dict, model_response, print_verbose,
+                          encoding, api_key, logging_obj, optional_params, acompletion=None, litellm_params=None,
+                          logger_fn=None, headers={}, timeout=None, client=None):  # noqa: B006 - litellm's signature
+        script = self.scripts.get(model)
+        if script is None:
+            raise CustomLLMError(status_code=404, message=f"no scripted model {model!r} is loaded")
+        metadata = (litellm_params or {}).get("metadata") or {}
+        agent = metadata.get(META_AGENT_NAME, script.root_name)
+        attempt = int(metadata.get(META_ATTEMPT, 1))
+        assistant_turns = sum(1 for m in messages if m.get("role") == "assistant")
+        turn = script.turn(agent, assistant_turns)
+        if turn.latency_ms:
+            await asyncio.sleep(turn.latency_ms / 1000)
+        if turn.fail_first_attempt and attempt == 1:
+            raise _transient_error(turn.fail_first_attempt, agent, model)
+
+        tool_calls = [
+            ChatCompletionMessageToolCall(
+                id=f"call_{agent}_{assistant_turns + 1}_{i + 1}",
+                type="function",
+                function=Function(name=call.name, arguments=json.dumps(call.arguments, ensure_ascii=False)),
+            )
+            for i, call in enumerate(turn.tool_calls)
+        ]
+        message = Message(content=turn.text, role="assistant", tool_calls=tool_calls or None)
+        if turn.reasoning:
+            message.reasoning_content = turn.reasoning
+        out_text = (turn.text or "") + "".join(c.function.arguments for c in tool_calls)
+        usage = dict(turn.usage or {})
+        reasoning_tokens = usage.get("reasoning_tokens", count_tokens(turn.reasoning or ""))
+        prompt_tokens = usage.get("input_tokens", count_tokens(request_text(messages)))
+        completion_tokens = usage.get("output_tokens", count_tokens(out_text) + reasoning_tokens)
+        model_response.choices[0].message = message
+        model_response.choices[0].finish_reason = "tool_calls" if tool_calls else "stop"
+        model_response.model = model
+        model_response.id = f"scripted-{agent}-{assistant_turns + 1}"
+        model_response.usage = Usage(
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            total_tokens=prompt_tokens + completion_tokens,
+            prompt_tokens_details={"cached_tokens": usage.get("cache_read_tokens", 0)},
+            completion_tokens_details={"reasoning_tokens": reasoning_tokens},
+        )
+        return model_response
+
+
+def _transient_error(failure: ScriptedFailure, agent: str, model: str) -> Exception:
+    """The litellm exception a real provider's HTTP failure would map to, headers included."""
+    headers = {"retry-after": str(failure.retry_after)} if failure.retry_after is not None else {}
+    request = httpx.Request("POST", f"scripted://{model}")
+    response = httpx.Response(failure.status, headers=headers, request=request)
+    message = f"scripted transient failure {failure.status} for {agent} (first attempt)"
+    kinds = {429: litellm.RateLimitError, 503: litellm.ServiceUnavailableError, 502: litellm.BadGatewayError}
+    error_class = kinds.get(failure.status, litellm.InternalServerError)
+    return error_class(message=message, llm_provider=PROVIDER, model=model, response=response)
+
+
+def _handler() -> ScriptedLLM:
+    for item in litellm.custom_provider_map:
+        if item.get("provider") == PROVIDER:
+            return item["custom_handler"]
+    handler = ScriptedLLM()
+    litellm.custom_provider_map = [*litellm.custom_provider_map, {"provider": PROVIDER, "custom_handler": handler}]
+    return handler
+
+
+def register_script(script: Script) -> str:
+    """Make ``scripted/<name>`` answer from this script; returns the model string."""
+    _handler().scripts[script.name] = script
+    if script.model not in litellm.model_cost:
+        litellm.model_cost[script.model] = {
+            "input_cost_per_token": DEMO_INPUT_PRICE,
+            "output_cost_per_token": DEMO_OUTPUT_PRICE,
+            "litellm_provider": PROVIDER,
+            "mode": "chat",
+        }
+    return script.model

@@ -1,0 +1,216 @@
+"""Scripts for the offline ``scripted`` model: loading and validation (no litellm here).
+
+A script is a JSON file (see docs/scripts.md)::
+
+    {
+      "name": "demo",
+      "root": {"name": "main", "system_prompt": "..."},
+      "prompts": ["what the run asks when no prompt is given"],
+      "hooks": [{"kind": "approval", "name": "ResourceMonitor", "agent": "ResourceMonitor", "tools": ["task"]}],
+      "agents": {
+        "main": [
+          {"tool_calls": [{"name": "task", "arguments": {"name": "Jack", "system_prompt": "..."}}]},
+          "a plain utterance",
+          {"text": "...", "reasoning": "...", "usage": {"input_tokens": 10, "output_tokens": 3},
+           "latency_ms": 5, "fail_first_attempt": {"status": 429, "retry_after": 0.05}}
+        ]
+      },
+      "fallback": "I have nothing further to add."
+    }
+
+The model's answer is a pure function of the request: the agent's name and how
+many assistant turns its transcript already holds. An agent with no turn left
+answers with the fallback utterance, so a session can always go on.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+FALLBACK_UTTERANCE = "I have nothing further to add."
+BUILTIN_SCRIPTS = ("jack-and-jill",)
+_TRANSIENT_STATUSES = frozenset({429, 500, 502, 503, 504})
+
+
+class ScriptError(ValueError):
+    """A script that cannot be loaded; the message names the file and the problem."""
+
+
+@dataclass(frozen=True)
+class ScriptedToolCall:
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ScriptedFailure:
+    status: int
+    retry_after: float | None = None
+
+
+@dataclass(frozen=True)
+class ScriptedTurn:
+    text: str | None = None
+    tool_calls: tuple[ScriptedToolCall, ...] = ()
+    reasoning: str | None = None
+    usage: dict[str, int] | None = None
+    latency_ms: int = 0
+    fail_first_attempt: ScriptedFailure | None = None
+
+
+@dataclass(frozen=True)
+class HookSpec:
+    kind: str  # approval | review | transform
+    name: str
+    agent: str | None = None  # approval by an agent of this name
+    tools: tuple[str, ...] | None = None  # approval: only these tools
+    agents: tuple[str, ...] | None = None  # only these agents are watched
+    deny_tools: tuple[str, ...] = ()  # approval without an agent: always deny these
+    reject_if_contains: str | None = None  # review: reject utterances containing this
+    replace: dict[str, str] | None = None  # transform: substring replacements on delivery
+
+
+@dataclass(frozen=True)
+class Script:
+    name: str
+    source: str  # builtin name or absolute path, recorded for resume
+    root_name: str = "main"
+    root_system_prompt: str | None = None
+    prompts: tuple[str, ...] = ()
+    hooks: tuple[HookSpec, ...] = ()
+    agents: dict[str, tuple[ScriptedTurn, ...]] = field(default_factory=dict)
+    fallback: str = FALLBACK_UTTERANCE
+
+    @property
+    def model(self) -> str:
+        return f"scripted/{self.name}"
+
+    def turn(self, agent_name: str, assistant_turns: int) -> ScriptedTurn:
+        turns = self.agents.get(agent_name, ())
+        if assistant_turns < len(turns):
+            return turns[assistant_turns]
+        return ScriptedTurn(text=self.fallback)
+
+
+def _fail(where: str, why: str) -> ScriptError:
+    return ScriptError(f"{where}: {why}")
+
+
+def _parse_turn(raw: Any, where: str) -> ScriptedTurn:
+    if isinstance(raw, str):
+        return ScriptedTurn(text=raw)
+    if not isinstance(raw, dict):
+        raise _fail(where, "a turn is a string or an object")
+    unknown = set(raw) - {"text", "tool_calls", "reasoning", "usage", "latency_ms", "fail_first_attempt"}
+    if unknown:
+        raise _fail(where, f"unknown turn field(s) {sorted(unknown)}")
+    calls = []
+    for i, call in enumerate(raw.get("tool_calls") or []):
+        if not isinstance(call, dict) or not isinstance(call.get("name"), str):
+            raise _fail(f"{where}.tool_calls[{i}]", "needs a string 'name'")
+        args = call.get("arguments", {})
+        if not isinstance(args, dict):
+            raise _fail(f"{where}.tool_calls[{i}]", "'arguments' must be an object")
+        calls.append(ScriptedToolCall(call["name"], args))
+    text = raw.get("text")
+    if text is not None and not isinstance(text, str):
+        raise _fail(where, "'text' must be a string")
+    if text is None and not calls:
+        raise _fail(where, "a turn needs 'text' or 'tool_calls'")
+    usage = raw.get("usage")
+    if usage is not None and (
+        not isinstance(usage, dict) or not all(isinstance(v, int) and v >= 0 for v in usage.values())
+    ):
+        raise _fail(where, "'usage' maps token kinds to non-negative integers")
+    failure = raw.get("fail_first_attempt")
+    parsed_failure = None
+    if failure is not None:
+        status = failure.get("status") if isinstance(failure, dict) else None
+        if status not in _TRANSIENT_STATUSES:
+            raise _fail(where, f"'fail_first_attempt.status' must be one of {sorted(_TRANSIENT_STATUSES)}")
+        parsed_failure = ScriptedFailure(status, failure.get("retry_after"))
+    latency = raw.get("latency_ms", 0)
+    if not isinstance(latency, int) or latency < 0:
+        raise _fail(where, "'latency_ms' must be a non-negative integer")
+    reasoning = raw.get("reasoning")
+    if reasoning is not None and not isinstance(reasoning, str):
+        raise _fail(where, "'reasoning' must be a string")
+    return ScriptedTurn(text, tuple(calls), reasoning, usage, latency, parsed_failure)
+
+
+def _parse_hook(raw: Any, where: str) -> HookSpec:
+    if not isinstance(raw, dict) or raw.get("kind") not in {"approval", "review", "transform"}:
+        raise _fail(where, "a hook needs 'kind': approval, review or transform")
+    if not isinstance(raw.get("name"), str):
+        raise _fail(where, "a hook needs a string 'name'")
+    tools = raw.get("tools")
+    agents = raw.get("agents")
+    return HookSpec(
+        kind=raw["kind"],
+        name=raw["name"],
+        agent=raw.get("agent"),
+        tools=tuple(tools) if tools is not None else None,
+        agents=tuple(agents) if agents is not None else None,
+        deny_tools=tuple(raw.get("deny_tools") or ()),
+        reject_if_contains=raw.get("reject_if_contains"),
+        replace=raw.get("replace"),
+    )
+
+
+def parse_script(data: Any, source: str) -> Script:
+    if not isinstance(data, dict):
+        raise _fail(source, "a script is a JSON object")
+    name = data.get("name")
+    if not isinstance(name, str) or not name or "/" in name:
+        raise _fail(source, "'name' must be a non-empty string without '/'")
+    agents_raw = data.get("agents")
+    if not isinstance(agents_raw, dict):
+        raise _fail(source, "'agents' must map agent names to lists of turns")
+    agents = {}
+    for agent, turns in agents_raw.items():
+        if not isinstance(turns, list):
+            raise _fail(f"{source}: agents.{agent}", "must be a list of turns")
+        agents[agent] = tuple(_parse_turn(t, f"{source}: agents.{agent}[{i}]") for i, t in enumerate(turns))
+    root = data.get("root") or {}
+    if not isinstance(root, dict):
+        raise _fail(source, "'root' must be an object")
+    prompts = data.get("prompts") or []
+    if not isinstance(prompts, list) or not all(isinstance(p, str) for p in prompts):
+        raise _fail(source, "'prompts' must be a list of strings")
+    hooks = tuple(_parse_hook(h, f"{source}: hooks[{i}]") for i, h in enumerate(data.get("hooks") or []))
+    return Script(
+        name=name,
+        source=source,
+        root_name=root.get("name", "main"),
+        root_system_prompt=root.get("system_prompt"),
+        prompts=tuple(prompts),
+        hooks=hooks,
+        agents=agents,
+        fallback=data.get("fallback", FALLBACK_UTTERANCE),
+    )
+
+
+def load_script(name_or_path: str) -> Script:
+    """A built-in script by name, or a JSON file by path."""
+    if name_or_path in BUILTIN_SCRIPTS:
+        text = resources.files("otel_agents.llm").joinpath("scripts", f"{name_or_path}.json").read_text()
+        source = name_or_path
+    else:
+        path = Path(name_or_path)
+        if not path.is_file():
+            known = ", ".join(BUILTIN_SCRIPTS)
+            raise ScriptError(f"no script {name_or_path!r}: not a file and not a built-in script ({known})")
+        try:
+            text = path.read_text()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ScriptError(f"{path}: cannot read: {exc}") from None
+        source = str(path.resolve())
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ScriptError(f"{source}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    return parse_script(data, source)

@@ -1,0 +1,1 @@
+"""The runtime: sessions, agents, tools and hooks (seed 001). Emits spans through tracing."""

@@ -1,0 +1,236 @@
+"""Agent: a transcript, a model, tools and sub-agents; ``response()`` loops until an utterance."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from typing import TYPE_CHECKING, Any, Iterable
+
+from opentelemetry.trace import SpanKind, Status, StatusCode
+
+from otel_agents.llm.client import ChatRequest
+from otel_agents.runtime.accounting import charge_tool, scope
+from otel_agents.runtime.hooks import ToolRequest
+from otel_agents.runtime.logged_string import LoggedString, substance_of
+from otel_agents.runtime.tools import Tool, ToolContext
+from otel_agents.tracing import semconv as sc
+from otel_agents.tracing.records import message_from_record
+
+if TYPE_CHECKING:
+    from otel_agents.runtime.session import Session
+
+
+class MaxTurnsExceeded(RuntimeError):
+    pass
+
+
+class Agent:
+    """An LLM-powered agent. Create agents with ``Session.create_agent`` (it logs the creation)."""
+
+    def __init__(
+        self,
+        session: "Session",
+        name: str,
+        model: str,
+        *,
+        tools: Iterable[Tool] = (),
+        parent: "Agent | None" = None,
+        agent_id: str | None = None,
+        max_turns: int | None = None,
+        builtin_tools: bool = True,
+    ):
+        self.session = session
+        self.agent_id = agent_id or session.allocate_agent_id()
+        self.name = name
+        self.model = model
+        self.parent = parent
+        self.max_turns = max_turns
+        self.user_tools: dict[str, Tool] = {t.name: t for t in tools}
+        self.builtin_tools = builtin_tools
+        self.subagents: dict[str, Agent] = {}
+        self.transcript: list[dict[str, Any]] = []  # messages exactly as sent to the model
+        self.transcript_ids: list[str] = []  # message id of each transcript entry
+        session.register(self)
+
+    def __repr__(self) -> str:
+        return f"Agent({self.name!r}, {self.agent_id})"
+
+    # --- tools ---
+    @property
+    def tools(self) -> dict[str, Tool]:
+        if not self.builtin_tools:
+            return dict(self.user_tools)
+        from otel_agents.runtime.builtins import BUILTIN_TOOLS
+
+        return {**BUILTIN_TOOLS, **self.user_tools}
+
+    def tool_schemas(self) -> list[dict[str, Any]]:
+        return [t.schema() for t in self.tools.values()]
+
+    @property
+    def call_path(self) -> str:
+        names, node = [], self
+        while node is not None:
+            names.append(node.name)
+            node = node.parent
+        return "/".join(reversed(names))
+
+    def span_attributes(self) -> dict[str, Any]:
+        attrs = {
+            sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT,
+            sc.GEN_AI_AGENT_NAME: self.name,
+            sc.GEN_AI_AGENT_ID: self.agent_id,
+            sc.GEN_AI_CONVERSATION_ID: self.session.id,
+            sc.GEN_AI_REQUEST_MODEL: self.model,
+            sc.AGENT_ID: self.agent_id,
+            sc.AGENT_MODEL: self.model,
+            sc.AGENT_TOOLS: sorted(self.tools),
+            sc.CALL_PATH: self.call_path,
+        }
+        if self.parent is not None:
+            attrs[sc.AGENT_PARENT_ID] = self.parent.agent_id
+        return attrs
+
+    # --- transcript ---
+    def _append(self, record: dict[str, Any], message_id: str) -> None:
+        self.transcript.append(message_from_record(record))
+        self.transcript_ids.append(message_id)
+
+    def _log_entry(self, message: dict[str, Any], substance: str | None = None, source: str | None = None) -> str:
+        message_id, record = self.session.log_transcript_entry(self.agent_id, message, substance, source)
+        self._append(record, message_id)
+        return message_id
+
+    def add_system(self, content: str) -> str:
+        return self._log_entry({"role": "system", "content": content})
+
+    def harken(self, input: str, source: str | None = None) -> str:
+        """Add a user message; a LoggedString's id becomes the entry's substance."""
+        return self._log_entry({"role": "user", "content": str(input)}, substance=substance_of(input), source=source)
+
+    def harken_tool_result(self, tool_call_id: str, name: str, content: str) -> str:
+        return self._log_entry({"role": "tool", "tool_call_id": tool_call_id, "name": name, "content": content})
+
+    def inform(self, dst: "Agent", txt: str) -> str:
+        """Deliver text to another agent; transform hooks may rewrite it, the substance stays."""
+        delivered = self.session.transform(self, dst, str(txt))
+        return dst.harken(LoggedString(delivered, substance_of(txt)))
+
+    def truncate(self, keep: int, cause: str | None = None) -> str:
+        """Reset working memory to the first ``keep`` entries (an event like any other)."""
+        if keep < 0:
+            raise ValueError("keep must be >= 0")
+        message_id = self.session.log_truncation(self.agent_id, keep, cause)
+        del self.transcript[keep:]
+        del self.transcript_ids[keep:]
+        return message_id
+
+    # --- the loop ---
+    async def response(self) -> LoggedString:
+        """One ``invoke_agent {name}`` span: LLM turns and tool calls until an utterance."""
+        tracer = self.session.telemetry.tracer
+        with tracer.start_as_current_span(
+            sc.span_name(sc.OP_INVOKE_AGENT, self.name), kind=SpanKind.INTERNAL, attributes=self.span_attributes()
+        ) as span, scope("agent", span):
+            return await self.respond_in_current_span()
+
+    async def respond_in_current_span(self) -> LoggedString:
+        tracer = self.session.telemetry.tracer
+        limit = self.max_turns or self.session.max_turns
+        for index in range(1, limit + 1):
+            attrs = {sc.TURN_INDEX: index, sc.AGENT_ID: self.agent_id, sc.GEN_AI_AGENT_NAME: self.name}
+            with tracer.start_as_current_span(sc.OP_TURN, kind=SpanKind.INTERNAL, attributes=attrs) as span, scope(
+                "turn", span
+            ):
+                request = ChatRequest(
+                    model=self.model,
+                    messages=self.transcript,
+                    tools=self.tool_schemas() or None,
+                    agent_name=self.name,
+                    agent_id=self.agent_id,
+                    session_id=self.session.id,
+                    context_last_message_id=self.transcript_ids[-1] if self.transcript_ids else None,
+                )
+                result = await self.session.llm.complete(request, on_message=self._log_entry)
+                message_id = self.transcript_ids[-1]
+                calls = result.message.get("tool_calls")
+                if calls:
+                    await asyncio.gather(*(self._run_tool_call(call, message_id) for call in calls))
+                    continue
+                utterance = LoggedString(result.message.get("content") or "", message_id)
+                rejection = await self.session.review(self, utterance)
+                if rejection is None:
+                    return utterance
+                hook_name, decision = rejection
+                self.harken(f"Your answer was rejected by hook '{hook_name}': {decision.reason}", source="system")
+        raise MaxTurnsExceeded(
+            f"agent {self.name!r} ({self.agent_id}) reached the limit of {limit} LLM turns in one response"
+        )
+
+    async def _run_tool_call(self, call: dict[str, Any], call_message_id: str) -> None:
+        name = call["function"]["name"]
+        raw_args = call["function"].get("arguments") or ""
+        tool = self.tools.get(name)
+        attrs = {
+            sc.GEN_AI_OPERATION_NAME: sc.OP_EXECUTE_TOOL,
+            sc.GEN_AI_TOOL_NAME: name,
+            sc.GEN_AI_TOOL_CALL_ID: call["id"],
+            sc.GEN_AI_TOOL_TYPE: tool.tool_type if tool else "function",
+            sc.GEN_AI_AGENT_NAME: self.name,
+            sc.GEN_AI_CONVERSATION_ID: self.session.id,
+            sc.AGENT_ID: self.agent_id,
+            sc.TOOL_CALL_MESSAGE_ID: call_message_id,
+            sc.TOOL_CHARS_IN: len(raw_args),
+        }
+        telemetry = self.session.telemetry
+        with telemetry.tracer.start_as_current_span(
+            sc.span_name(sc.OP_EXECUTE_TOOL, name), kind=SpanKind.INTERNAL, attributes=attrs,
+            record_exception=False, set_status_on_exception=False,
+        ) as span:
+            started = time.perf_counter()
+            ctx = ToolContext(self, call["id"], call_message_id, name)
+            status, result = "ok", None
+            try:
+                arguments = json.loads(raw_args) if raw_args.strip() else {}
+                if not isinstance(arguments, dict):
+                    raise ValueError("arguments must be a JSON object")
+            except ValueError as exc:
+                status, result = "failed", f"Error: invalid JSON arguments for tool '{name}': {exc}"
+                arguments = None
+            if arguments is not None:
+                if tool is None:
+                    status, result = "failed", f"Error: unknown tool '{name}'"
+                else:
+                    denial = await self.session.approve(ToolRequest(self, name, arguments, call["id"]))
+                    if denial is not None:
+                        hook_name, decision = denial
+                        status, result = "denied", f"Error: Action blocked by hook '{hook_name}': {decision.reason}"
+                    else:
+                        try:
+                            result = await tool.invoke(ctx, arguments)
+                        except Exception as exc:  # a failing tool is a result, not a crash
+                            status = "failed"
+                            result = f"Error: tool '{name}' failed: {type(exc).__name__}: {exc}"
+            if status != "ok":
+                span.set_status(Status(StatusCode.ERROR, result))
+                span.set_attribute(sc.ERROR_TYPE, "tool_" + status)
+                telemetry.log("WRN", str(result), span=span)
+            if result is None and ctx.replies:
+                content = None  # the tool replied as it went (discuss)
+                out_chars = sum(len(r) for r in ctx.replies)
+            else:
+                content = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False, default=str)
+                if result is None:
+                    content = ""
+                out_chars = len(content)
+                result_id = self.harken_tool_result(call["id"], name, content)
+                span.set_attribute(sc.TOOL_RESULT_MESSAGE_ID, result_id)
+            span.set_attributes(
+                {
+                    sc.TOOL_STATUS: status,
+                    sc.TOOL_CHARS_OUT: out_chars,
+                    sc.TOOL_LATENCY_MS: round((time.perf_counter() - started) * 1000, 3),
+                }
+            )
+            charge_tool()

@@ -1,0 +1,74 @@
+"""Built-in tools: ``task`` creates a named sub-agent, ``discuss`` runs a discussion (seed 001)."""
+
+from __future__ import annotations
+
+from otel_agents.runtime.logged_string import LoggedString
+from otel_agents.runtime.tools import Tool, ToolContext, make_tool
+
+
+async def task(ctx: ToolContext, name: str, system_prompt: str, user_prompt: str | None = None) -> str:
+    """Create a named sub-agent. With user_prompt, it answers at once and its answer is the result.
+
+    name: the sub-agent's name, unique among this agent's sub-agents
+    system_prompt: the sub-agent's system prompt
+    user_prompt: optional first message; the sub-agent's answer is returned
+    """
+    parent = ctx.agent
+    if name in parent.subagents:
+        return f"Error: subagent '{name}' already exists"
+    session = parent.session
+    child = session.create_agent(
+        name,
+        parent.model,
+        system_prompt=system_prompt,
+        parent=parent,
+        cause=ctx.call_message_id,
+        tools=parent.user_tools.values(),
+    )
+    if user_prompt is None:
+        return f"Created subagent: {name}"
+    piece = session.log_piece_of_text(parent.agent_id, user_prompt, cause=ctx.call_message_id)
+    parent.inform(child, LoggedString(user_prompt, piece))
+    return str(await child.response())
+
+
+async def discuss(
+    ctx: ToolContext, speakers: list[str], prompt: str | None = None, listeners: list[str] | None = None
+) -> str | None:
+    """Hold a discussion among sub-agents: each speaker answers in turn and is heard by the others.
+
+    speakers: names of sub-agents who speak, in order
+    prompt: optional opening text delivered to every participant
+    listeners: names of sub-agents who only listen
+    """
+    agent = ctx.agent
+    listeners = listeners or []
+    participants = list(dict.fromkeys(speakers + listeners))
+    unknown = [n for n in participants if n not in agent.subagents]
+    if unknown:
+        return f"Error: unknown subagent(s): {', '.join(unknown)}"
+    if not speakers:
+        return "Error: a discussion needs at least one speaker"
+    session = agent.session
+    if prompt is not None:
+        # Parent-generated text delivered to several agents: stored once, referred to by substance.
+        piece = session.log_piece_of_text(agent.agent_id, prompt, cause=ctx.call_message_id)
+        for n in participants:
+            agent.inform(agent.subagents[n], LoggedString(prompt, piece))
+    for speaker_name in speakers:
+        speaker = agent.subagents[speaker_name]
+        utterance = await speaker.response()
+        ctx.reply(str(utterance))
+        for n in participants:
+            if n != speaker_name:
+                speaker.inform(agent.subagents[n], LoggedString(f"[{speaker_name}]: {utterance}", utterance.message_id))
+    return None
+
+
+def _builtin(func) -> Tool:
+    made = make_tool(func)
+    made.tool_type = "extension"
+    return made
+
+
+BUILTIN_TOOLS: dict[str, Tool] = {t.name: t for t in (_builtin(task), _builtin(discuss))}

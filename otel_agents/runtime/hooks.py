@@ -1,0 +1,133 @@
+"""Hooks that watch agents (seed 001 example 3 and beyond).
+
+- Approval hooks are consulted before a tool runs and may deny it; a denial
+  becomes the tool result ``Error: Action blocked by hook '<name>': <reason>``.
+  A hook may itself be an agent: it hears a system-sourced prompt and answers
+  ``APPROVE`` or ``DENY. <reason>``.
+- Review hooks may reject an utterance with a reason; the reason is fed back to
+  the agent (as a system-sourced user turn) and the agent tries again.
+- Transform hooks rewrite a delivery (e.g. redaction); the result keeps the
+  original's substance, so the intervention is visible by comparing the two.
+
+Every decision is a span event ``otel_agents.hook`` on the span it concerns.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Union
+
+from otel_agents.tracing import semconv as sc
+
+if TYPE_CHECKING:
+    from otel_agents.runtime.agent import Agent
+
+
+@dataclass(frozen=True)
+class Decision:
+    allowed: bool
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class ToolRequest:
+    """What an approval hook is asked about."""
+
+    agent: "Agent"
+    tool: str
+    arguments: dict[str, Any]
+    tool_call_id: str
+
+
+MaybeAwaitable = Union[Any, Awaitable[Any]]
+
+
+async def _resolve(value: MaybeAwaitable) -> Any:
+    return await value if inspect.isawaitable(value) else value
+
+
+@dataclass
+class ApprovalHook:
+    name: str
+    check: Callable[[ToolRequest], MaybeAwaitable]  # returns Decision (or bool)
+    tools: frozenset[str] | None = None  # None: every tool
+    agents: frozenset[str] | None = None  # names of the agents watched; None: every agent
+
+    def applies_to(self, request: ToolRequest) -> bool:
+        return (self.tools is None or request.tool in self.tools) and (
+            self.agents is None or request.agent.name in self.agents
+        )
+
+    async def decide(self, request: ToolRequest) -> Decision:
+        result = await _resolve(self.check(request))
+        return result if isinstance(result, Decision) else Decision(bool(result))
+
+
+def approval_prompt(request: ToolRequest) -> str:
+    agent = request.agent
+    if request.tool == "task":
+        name = request.arguments.get("name", "?")
+        return (
+            f"Agent '{agent.agent_id}' is attempting to create subagent '{name}'. "
+            f"Current subagent count: {len(agent.subagents)}. Approve?"
+        )
+    args = json.dumps(request.arguments, ensure_ascii=False, sort_keys=True)
+    return f"Agent '{agent.agent_id}' is attempting to call tool '{request.tool}' with arguments {args}. Approve?"
+
+
+def parse_verdict(answer: str) -> Decision:
+    """``DENY. reason`` / ``DENY: reason`` denies; anything else approves."""
+    text = answer.strip()
+    if text.upper().startswith("DENY"):
+        reason = text[4:].lstrip(" .:-\n").strip()
+        return Decision(False, reason or "denied")
+    return Decision(True, text)
+
+
+def agent_approval_hook(
+    agent_name: str,
+    tools: frozenset[str] | None = None,
+    name: str | None = None,
+    agents: frozenset[str] | None = None,
+) -> ApprovalHook:
+    """An approval hook answered by the agent of that name, once it exists.
+
+    The hook agent is looked up in the session when consulted, so it can be
+    created later by ``task`` (as in seed example 3); until then the hook approves.
+    """
+
+    async def check(request: ToolRequest) -> Decision:
+        hook_agent = request.agent.session.find_agent(agent_name)
+        if hook_agent is None or hook_agent is request.agent:
+            return Decision(True, f"hook agent {agent_name!r} does not exist yet")
+        hook_agent.harken(approval_prompt(request), source="system")
+        answer = await hook_agent.response()
+        return parse_verdict(answer)
+
+    return ApprovalHook(name or agent_name, check, tools, agents)
+
+
+@dataclass
+class ReviewHook:
+    name: str
+    review: Callable[["Agent", str], MaybeAwaitable]  # returns Decision (or bool)
+    agents: frozenset[str] | None = None  # agent names; None: every agent
+
+    def applies_to(self, agent: "Agent") -> bool:
+        return self.agents is None or agent.name in self.agents
+
+    async def decide(self, agent: "Agent", utterance: str) -> Decision:
+        result = await _resolve(self.review(agent, utterance))
+        return result if isinstance(result, Decision) else Decision(bool(result))
+
+
+@dataclass
+class TransformHook:
+    name: str
+    transform: Callable[["Agent", "Agent", str], str]  # (sender, recipient, text) -> text
+
+
+def hook_event(kind: str, name: str, decision: str, reason: str = "") -> dict[str, Any]:
+    return {sc.HOOK_KIND: kind, sc.HOOK_NAME: name, sc.HOOK_DECISION: decision, sc.HOOK_REASON: reason}

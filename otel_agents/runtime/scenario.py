@@ -1,0 +1,84 @@
+"""Build a ready-to-run Session from a script: root agent, hooks and model.
+
+Used by ``run`` and by ``resume`` (which passes the restored counters and agents).
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from otel_agents.llm.scripts import HookSpec, Script
+from otel_agents.runtime.hooks import ApprovalHook, Decision, ReviewHook, TransformHook, agent_approval_hook
+from otel_agents.runtime.session import AgentSpec, Session
+from otel_agents.runtime.tools import Tool
+
+
+def _names(values: tuple[str, ...] | None) -> frozenset[str] | None:
+    return frozenset(values) if values is not None else None
+
+
+def _approval(spec: HookSpec) -> ApprovalHook:
+    if spec.agent:
+        return agent_approval_hook(spec.agent, _names(spec.tools), spec.name, _names(spec.agents))
+    denied = frozenset(spec.deny_tools)
+    return ApprovalHook(
+        spec.name,
+        lambda request: Decision(request.tool not in denied, f"tool '{request.tool}' is not allowed"),
+        _names(spec.tools),
+        _names(spec.agents),
+    )
+
+
+def _review(spec: HookSpec) -> ReviewHook:
+    needle = spec.reject_if_contains or ""
+
+    def review(agent, utterance: str) -> Decision:
+        if needle and needle in utterance:
+            return Decision(False, f"the answer must not contain {needle!r}")
+        return Decision(True)
+
+    return ReviewHook(spec.name, review, _names(spec.agents))
+
+
+def _transform(spec: HookSpec) -> TransformHook:
+    replacements = dict(spec.replace or {})
+
+    def transform(sender, recipient, text: str) -> str:
+        for old, new in replacements.items():
+            text = text.replace(old, new)
+        return text
+
+    return TransformHook(spec.name, transform)
+
+
+def install_hooks(session: Session, specs: Iterable[HookSpec]) -> None:
+    for spec in specs:
+        if spec.kind == "approval":
+            session.approval_hooks.append(_approval(spec))
+        elif spec.kind == "review":
+            session.review_hooks.append(_review(spec))
+        else:
+            session.transform_hooks.append(_transform(spec))
+
+
+def resolve_model(script: Script, model: str | None) -> str:
+    """The model every agent uses: the override, else the script's scripted model."""
+    if model and not model.startswith("scripted/"):
+        return model
+    from otel_agents.llm.scripted_provider import register_script
+
+    return register_script(script)
+
+
+def build_session(
+    script: Script,
+    *,
+    model: str | None = None,
+    tools: Iterable[Tool] = (),
+    **session_kwargs,
+) -> Session:
+    resolved = resolve_model(script, model)
+    root = AgentSpec(script.root_name, resolved, script.root_system_prompt, tuple(tools))
+    session = Session(root=root, **session_kwargs)
+    install_hooks(session, script.hooks)
+    return session

@@ -1,0 +1,301 @@
+"""Session: id allocation, the registry of every agent, and the seed-001 event log.
+
+Every record the session logs becomes a span event on the span active at that
+moment (and reaches the live listeners), so the trace alone can rebuild it.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
+
+from opentelemetry import trace
+from opentelemetry.trace import Link, SpanContext, SpanKind
+
+from otel_agents.runtime.accounting import scope
+from otel_agents.runtime.hooks import ApprovalHook, Decision, ReviewHook, ToolRequest, TransformHook, hook_event
+from otel_agents.runtime.logged_string import LoggedString
+from otel_agents.tracing import semconv as sc
+from otel_agents.tracing.records import make_record
+from otel_agents.tracing.telemetry import Telemetry, noop_telemetry
+
+if TYPE_CHECKING:
+    from otel_agents.llm.client import LLMClient
+    from otel_agents.runtime.agent import Agent
+    from otel_agents.runtime.tools import Tool
+
+SESSION_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+DEFAULT_MAX_TURNS = 20
+
+
+def new_session_id() -> str:
+    return f"{datetime.now(timezone.utc):%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"
+
+
+def valid_session_id(session_id: str) -> bool:
+    """Ids are path components: nothing that could escape the sessions directory."""
+    return bool(SESSION_ID_PATTERN.match(session_id)) and ".." not in session_id
+
+
+@dataclass
+class AgentSpec:
+    """How to create an agent when it is first needed (the root, inside the first run)."""
+
+    name: str
+    model: str
+    system_prompt: str | None = None
+    tools: tuple["Tool", ...] = ()
+    max_turns: int | None = None
+
+
+@dataclass
+class RunContext:
+    """Facts recorded on a run's root span (ingress metadata)."""
+
+    source: str = "api"  # cli | api | resume | external
+    script: str | None = None
+    model_override: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Session:
+    """Event-stream backed state of a multi-agent system (seed 001)."""
+
+    def __init__(
+        self,
+        session_id: str | None = None,
+        *,
+        telemetry: Telemetry | None = None,
+        llm: "LLMClient | None" = None,
+        root: AgentSpec | None = None,
+        max_turns: int = DEFAULT_MAX_TURNS,
+        message_counter: int = 0,
+        agent_counter: int = 0,
+        runs: int = 0,
+        previous_run: SpanContext | None = None,
+    ):
+        self.id = session_id or new_session_id()
+        if not valid_session_id(self.id):
+            raise ValueError(f"invalid session id {self.id!r}")
+        self.telemetry = telemetry or noop_telemetry()
+        if llm is None:
+            from otel_agents.llm.client import LLMClient
+
+            llm = LLMClient(self.telemetry)
+        self.llm = llm
+        self.max_turns = max_turns
+        self.root_spec = root
+        self.root: Agent | None = None
+        self.agents: dict[str, Agent] = {}  # every agent that ever existed, by id
+        self.approval_hooks: list[ApprovalHook] = []
+        self.review_hooks: list[ReviewHook] = []
+        self.transform_hooks: list[TransformHook] = []
+        self._message_counter = message_counter
+        self._agent_counter = agent_counter
+        self.runs = runs
+        self.previous_run = previous_run
+
+    # --- ids ---
+    def allocate_message_id(self) -> str:
+        self._message_counter += 1
+        return f"msg_{self._message_counter:06d}"
+
+    def allocate_agent_id(self) -> str:
+        self._agent_counter += 1
+        return f"agent_{self._agent_counter:03d}"
+
+    @property
+    def counters(self) -> tuple[int, int]:
+        return self._message_counter, self._agent_counter
+
+    # --- the three event kinds (plus truncation) ---
+    def _log(self, event_type: str, **fields: Any) -> str:
+        message_id = self.allocate_message_id()
+        self.telemetry.record(make_record(event_type, message_id, **fields))
+        return message_id
+
+    def log_agent_created(
+        self,
+        agent_id: str,
+        cause: str | None = None,
+        name: str | None = None,
+        language_model: str | None = None,
+        parent: str | None = None,
+    ) -> str:
+        return self._log(
+            sc.EVENT_AGENT_CREATED, agent_id=agent_id, name=name, cause=cause, language_model=language_model, parent=parent
+        )
+
+    def log_transcript_entry(
+        self, agent_id: str, message: Mapping[str, Any], substance: str | None = None, source: str | None = None
+    ) -> tuple[str, dict[str, Any]]:
+        """Returns the message id and the record (unredacted: the transcript keeps the original)."""
+        message_id = self.allocate_message_id()
+        record = make_record(
+            sc.EVENT_TRANSCRIPT_ENTRY,
+            message_id,
+            agent_id=agent_id,
+            role=message["role"],
+            content=message.get("content"),
+            tool_calls=message.get("tool_calls"),
+            tool_call_id=message.get("tool_call_id"),
+            name=message.get("name"),
+            substance=substance,
+            source=source,
+            reasoning_content=message.get("reasoning_content"),
+            thinking_blocks=message.get("thinking_blocks"),
+        )
+        self.telemetry.record(record)
+        return message_id, record
+
+    def log_piece_of_text(self, agent_id: str, content: str, cause: str | list[str]) -> str:
+        return self._log(sc.EVENT_PIECE_OF_TEXT, agent_id=agent_id, content=content, cause=cause)
+
+    def log_truncation(self, agent_id: str, keep: int, cause: str | None = None) -> str:
+        return self._log(sc.EVENT_TRANSCRIPT_TRUNCATED, agent_id=agent_id, keep=keep, cause=cause)
+
+    # --- agents ---
+    def register(self, agent: "Agent") -> None:
+        if agent.agent_id in self.agents:
+            raise ValueError(f"agent id {agent.agent_id} is already registered")
+        self.agents[agent.agent_id] = agent
+
+    def find_agent(self, name_or_id: str) -> "Agent | None":
+        """By id, else the most recently created agent of that name."""
+        if name_or_id in self.agents:
+            return self.agents[name_or_id]
+        for agent in reversed(list(self.agents.values())):
+            if agent.name == name_or_id:
+                return agent
+        return None
+
+    def create_agent(
+        self,
+        name: str,
+        model: str,
+        *,
+        system_prompt: str | None = None,
+        parent: "Agent | None" = None,
+        cause: str | None = None,
+        tools: Iterable["Tool"] = (),
+        max_turns: int | None = None,
+    ) -> "Agent":
+        """Create, register and log an agent inside a ``create_agent {name}`` span."""
+        from otel_agents.runtime.agent import Agent
+
+        attrs = {
+            sc.GEN_AI_OPERATION_NAME: sc.OP_CREATE_AGENT,
+            sc.GEN_AI_AGENT_NAME: name,
+            sc.GEN_AI_CONVERSATION_ID: self.id,
+            sc.AGENT_MODEL: model,
+        }
+        with self.telemetry.tracer.start_as_current_span(
+            sc.span_name(sc.OP_CREATE_AGENT, name), kind=SpanKind.INTERNAL, attributes=attrs
+        ) as span:
+            agent = Agent(self, name, model, tools=tools, parent=parent, max_turns=max_turns)
+            span.set_attribute(sc.GEN_AI_AGENT_ID, agent.agent_id)
+            span.set_attribute(sc.AGENT_ID, agent.agent_id)
+            if parent is not None:
+                span.set_attribute(sc.AGENT_PARENT_ID, parent.agent_id)
+            self.log_agent_created(
+                agent.agent_id,
+                cause=cause,
+                name=name,
+                language_model=model,
+                parent=parent.agent_id if parent else None,
+            )
+            if parent is not None:
+                parent.subagents[name] = agent
+            if system_prompt is not None:
+                agent.add_system(system_prompt)
+        return agent
+
+    def ensure_root(self) -> "Agent":
+        if self.root is None:
+            if self.root_spec is None:
+                raise ValueError("this session has no root agent and no root spec")
+            spec = self.root_spec
+            self.root = self.create_agent(
+                spec.name, spec.model, system_prompt=spec.system_prompt, tools=spec.tools, max_turns=spec.max_turns
+            )
+        return self.root
+
+    # --- hooks ---
+    async def approve(self, request: ToolRequest) -> tuple[str, Decision] | None:
+        """The first denial among the applicable approval hooks, else None."""
+        span = trace.get_current_span()
+        for hook in self.approval_hooks:
+            if not hook.applies_to(request):
+                continue
+            decision = await hook.decide(request)
+            span.add_event(
+                sc.EVENT_HOOK, hook_event("approval", hook.name, "allow" if decision.allowed else "deny", decision.reason)
+            )
+            if not decision.allowed:
+                return hook.name, decision
+        return None
+
+    async def review(self, agent: "Agent", utterance: str) -> tuple[str, Decision] | None:
+        span = trace.get_current_span()
+        for hook in self.review_hooks:
+            if not hook.applies_to(agent):
+                continue
+            decision = await hook.decide(agent, utterance)
+            span.add_event(
+                sc.EVENT_HOOK, hook_event("review", hook.name, "accept" if decision.allowed else "reject", decision.reason)
+            )
+            if not decision.allowed:
+                return hook.name, decision
+        return None
+
+    def transform(self, sender: "Agent", recipient: "Agent", text: str) -> str:
+        for hook in self.transform_hooks:
+            changed = hook.transform(sender, recipient, text)
+            if changed != text:
+                trace.get_current_span().add_event(sc.EVENT_HOOK, hook_event("transform", hook.name, "rewrite"))
+            text = changed
+        return text
+
+    # --- runs and outside events ---
+    def external(self, agent: "Agent", text: str) -> str:
+        """An outside event (seed example 4): a user message with source ``external``."""
+        return agent.harken(text, source="external")
+
+    async def run(self, prompt: str, *, agent: "Agent | None" = None, context: RunContext | None = None) -> LoggedString:
+        """One user prompt = one trace, rooted at ``invoke_agent {agent}``."""
+        context = context or RunContext()
+        self.runs += 1
+        links = [Link(self.previous_run)] if self.previous_run is not None else []
+        target_name = agent.name if agent else (self.root.name if self.root else self.root_spec.name if self.root_spec else "agent")
+        attrs: dict[str, Any] = {
+            sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT,
+            sc.GEN_AI_AGENT_NAME: target_name,
+            sc.GEN_AI_CONVERSATION_ID: self.id,
+            sc.SESSION_ID: self.id,
+            sc.RUN_INDEX: self.runs,
+            sc.RUN_SOURCE: context.source,
+        }
+        if context.script:
+            attrs[sc.RUN_SCRIPT] = context.script
+        if context.model_override:
+            attrs[sc.RUN_MODEL] = context.model_override
+        if self.previous_run is not None:
+            attrs[sc.RESUMED_FROM] = f"{self.previous_run.trace_id:032x}:{self.previous_run.span_id:016x}"
+        attrs.update(context.extra)
+        tracer = self.telemetry.tracer
+        # A new trace per run, even if the caller is inside another span.
+        with tracer.start_as_current_span(
+            sc.span_name(sc.OP_INVOKE_AGENT, target_name),
+            context=trace.set_span_in_context(trace.INVALID_SPAN),
+            kind=SpanKind.INTERNAL,
+            attributes=attrs,
+            links=links,
+        ) as span, scope("agent", span):
+            self.previous_run = span.get_span_context() if span.get_span_context().is_valid else self.previous_run
+            target = agent or self.ensure_root()
+            span.set_attributes(target.span_attributes())
+            target.harken(prompt, source="external" if context.source == "external" else None)
+            return await target.respond_in_current_span()

@@ -1,0 +1,142 @@
+"""Span names, attribute keys and event names: the contract between layers.
+
+The runtime writes these; persistence, views and resume read them back, also
+from traces that travelled through a Collector or Jaeger. GenAI names follow the
+OpenTelemetry GenAI semantic conventions (newest names; the deprecated
+``gen_ai.system`` and ``gen_ai.usage.prompt_tokens``/``completion_tokens`` are
+never emitted). Project-specific facts live under ``otel_agents.*``.
+"""
+
+from __future__ import annotations
+
+# --- span names (operation name + subject, as the conventions recommend) ---
+OP_INVOKE_AGENT = "invoke_agent"
+OP_CREATE_AGENT = "create_agent"
+OP_CHAT = "chat"
+OP_EXECUTE_TOOL = "execute_tool"
+OP_TURN = "turn"  # not a GenAI operation: one iteration of an agent's loop
+
+
+def span_name(operation: str, subject: str | None = None) -> str:
+    return f"{operation} {subject}" if subject else operation
+
+
+# --- GenAI semantic-convention attributes ---
+GEN_AI_OPERATION_NAME = "gen_ai.operation.name"
+GEN_AI_PROVIDER_NAME = "gen_ai.provider.name"
+GEN_AI_REQUEST_MODEL = "gen_ai.request.model"
+GEN_AI_RESPONSE_MODEL = "gen_ai.response.model"
+GEN_AI_RESPONSE_ID = "gen_ai.response.id"
+GEN_AI_RESPONSE_FINISH_REASONS = "gen_ai.response.finish_reasons"
+GEN_AI_USAGE_INPUT_TOKENS = "gen_ai.usage.input_tokens"
+GEN_AI_USAGE_OUTPUT_TOKENS = "gen_ai.usage.output_tokens"
+GEN_AI_USAGE_CACHE_READ = "gen_ai.usage.cache_read.input_tokens"
+GEN_AI_USAGE_CACHE_WRITE = "gen_ai.usage.cache_write.input_tokens"
+GEN_AI_USAGE_REASONING = "gen_ai.usage.reasoning.output_tokens"
+GEN_AI_USAGE_COST = "gen_ai.usage.cost"  # USD
+GEN_AI_CONVERSATION_ID = "gen_ai.conversation.id"
+GEN_AI_AGENT_NAME = "gen_ai.agent.name"
+GEN_AI_AGENT_ID = "gen_ai.agent.id"
+GEN_AI_TOOL_NAME = "gen_ai.tool.name"
+GEN_AI_TOOL_CALL_ID = "gen_ai.tool.call.id"
+GEN_AI_TOOL_TYPE = "gen_ai.tool.type"
+GEN_AI_INPUT_MESSAGES = "gen_ai.input.messages"  # opt-in only (quadratic)
+ERROR_TYPE = "error.type"
+SERVER_ADDRESS = "server.address"
+SERVER_PORT = "server.port"
+
+DEPRECATED_ATTRIBUTES = frozenset(
+    {"gen_ai.system", "gen_ai.usage.prompt_tokens", "gen_ai.usage.completion_tokens"}
+)
+
+# --- project attributes ---
+SESSION_ID = "otel_agents.session.id"
+RUN_INDEX = "otel_agents.run.index"
+RUN_SOURCE = "otel_agents.run.source"  # ingress metadata: cli | api | resume | import
+RUN_SCRIPT = "otel_agents.run.script"  # scripted scenario name or path, for resume
+RUN_MODEL = "otel_agents.run.model"  # model override given on the command line
+RESUMED_FROM = "otel_agents.resumed_from"  # "<trace_id>:<span_id>" of the previous run root
+AGENT_ID = "otel_agents.agent.id"
+AGENT_PARENT_ID = "otel_agents.agent.parent_id"
+AGENT_MODEL = "otel_agents.agent.model"
+AGENT_TOOLS = "otel_agents.agent.tools"
+CALL_PATH = "otel_agents.call_path"  # agent names from the root, "main/Jill/Inner"
+TURN_INDEX = "otel_agents.turn.index"
+LLM_ATTEMPT = "otel_agents.llm.attempt"
+LLM_MAX_ATTEMPTS = "otel_agents.llm.max_attempts"
+LLM_LATENCY_MS = "otel_agents.llm.latency_ms"
+LLM_PRICE_SOURCE = "otel_agents.llm.price_source"  # config | litellm | unpriced
+LLM_RETRYABLE = "otel_agents.llm.retryable"
+LLM_RETRY_DELAY_S = "otel_agents.llm.retry_delay_s"
+# The request context is the agent's transcript; refer to it instead of repeating it.
+CONTEXT_AGENT_ID = "otel_agents.context.agent_id"
+CONTEXT_MESSAGE_COUNT = "otel_agents.context.message_count"
+CONTEXT_LAST_MESSAGE_ID = "otel_agents.context.last_message_id"
+CONTEXT_CHARS = "otel_agents.context.chars"
+REQUEST_TOOLS = "otel_agents.request.tools"  # JSON of the tool schemas sent
+REQUEST_PARAMS = "otel_agents.request.params"  # JSON of extra request parameters
+RESPONSE_MESSAGE_ID = "otel_agents.response.message_id"
+RESPONSE_CHARS = "otel_agents.response.chars"
+TOOL_CHARS_IN = "otel_agents.tool.chars_in"
+TOOL_CHARS_OUT = "otel_agents.tool.chars_out"
+TOOL_LATENCY_MS = "otel_agents.tool.latency_ms"
+TOOL_CALL_MESSAGE_ID = "otel_agents.tool.call_message_id"
+TOOL_RESULT_MESSAGE_ID = "otel_agents.tool.result_message_id"
+TOOL_STATUS = "otel_agents.tool.status"  # ok | failed | denied
+CREATED_AGENT_ID = "otel_agents.created_agent.id"
+CANCELLED = "otel_agents.cancelled"
+
+# Totals on turn and invoke_agent spans: self (this node's own LLM attempts) and
+# inclusive (everything nested, sub-agents included). Each attempt is counted once
+# per level, never twice.
+TOTAL_KEYS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "reasoning_tokens",
+    "llm_calls",
+    "tool_calls",
+    "cost_usd",
+    "unpriced_calls",
+)
+
+
+def total_attr(scope: str, key: str) -> str:
+    """``otel_agents.totals.self.cost_usd`` / ``otel_agents.totals.inclusive.cost_usd``."""
+    return f"otel_agents.totals.{scope}.{key}"
+
+
+# --- span events ---
+# The seed-001 event stream: each record is also a span event named after its
+# event_type, with every field under the ``otel_agents.event.`` prefix.
+EVENT_AGENT_CREATED = "agent_created"
+EVENT_TRANSCRIPT_ENTRY = "transcript_entry"
+EVENT_PIECE_OF_TEXT = "piece_of_text"
+EVENT_TRANSCRIPT_TRUNCATED = "transcript_truncated"
+SESSION_EVENT_TYPES = frozenset(
+    {EVENT_AGENT_CREATED, EVENT_TRANSCRIPT_ENTRY, EVENT_PIECE_OF_TEXT, EVENT_TRANSCRIPT_TRUNCATED}
+)
+EVENT_FIELD_PREFIX = "otel_agents.event."
+
+# Seed-002 log lines attached to the operation they concern.
+EVENT_LOG = "otel_agents.log"
+LOG_LEVEL = "otel_agents.log.level"  # VRB WRN ERR TRC THK FIN
+LOG_MESSAGE = "otel_agents.log.message"
+LOG_LEVELS = ("VRB", "WRN", "ERR", "TRC", "THK", "FIN")
+
+EVENT_HOOK = "otel_agents.hook"
+HOOK_NAME = "otel_agents.hook.name"
+HOOK_KIND = "otel_agents.hook.kind"  # approval | review | transform
+HOOK_DECISION = "otel_agents.hook.decision"  # allow | deny | accept | reject
+HOOK_REASON = "otel_agents.hook.reason"
+
+# Content attributes: dropped from network exports when content export is off.
+CONTENT_ATTRIBUTES = frozenset(
+    {
+        GEN_AI_INPUT_MESSAGES,
+        LOG_MESSAGE,
+        HOOK_REASON,
+    }
+)
+CONTENT_EVENT_FIELDS = frozenset({"content", "tool_calls", "reasoning_content", "thinking_blocks"})

@@ -1,0 +1,63 @@
+"""The runtime's one handle on tracing: a tracer plus listeners for live events.
+
+Span processors only see spans start and end; session records and log lines must
+reach disk as they happen (crash safety), so they are added as span events *and*
+handed to listeners at the same moment. Listeners receive exactly what the span
+event holds, already redacted, so artifacts rebuilt later from exported spans
+match what was written live.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Protocol, runtime_checkable
+
+from opentelemetry import trace
+
+from otel_agents.tracing import semconv as sc
+from otel_agents.tracing.records import to_span_attributes
+from otel_agents.tracing.redaction import redact
+
+
+@runtime_checkable
+class EventListener(Protocol):
+    def on_record(self, span: trace.Span, record: Mapping[str, Any], ts_ns: int) -> None: ...
+
+    def on_log(self, span: trace.Span, level: str, message: str, ts_ns: int) -> None: ...
+
+
+@dataclass
+class Telemetry:
+    tracer: trace.Tracer
+    listeners: list[EventListener] = field(default_factory=list)
+
+    def record(self, record: Mapping[str, Any]) -> dict[str, Any]:
+        """Add a seed-001 record to the current span and to every listener."""
+        safe = redact(dict(record))
+        span = trace.get_current_span()
+        ts = time.time_ns()
+        span.add_event(safe["event_type"], to_span_attributes(safe), timestamp=ts)
+        for listener in self.listeners:
+            listener.on_record(span, safe, ts)
+        return safe
+
+    def log(self, level: str, message: str, span: trace.Span | None = None, **attributes: Any) -> None:
+        """A seed-002 log line (VRB/WRN/ERR/TRC/THK/FIN) on the operation it concerns."""
+        span = span or trace.get_current_span()
+        message = redact(message)
+        ts = time.time_ns()
+        attrs = {sc.LOG_LEVEL: level, sc.LOG_MESSAGE: message}
+        attrs.update(redact(attributes))
+        span.add_event(sc.EVENT_LOG, attrs, timestamp=ts)
+        for listener in self.listeners:
+            listener.on_log(span, level, message, ts)
+
+    @staticmethod
+    def set_attributes(span: trace.Span, attributes: Mapping[str, Any]) -> None:
+        """Set attributes with secrets redacted and None values dropped."""
+        span.set_attributes({k: redact(v) for k, v in attributes.items() if v is not None})
+
+
+def noop_telemetry() -> Telemetry:
+    return Telemetry(trace.NoOpTracer())
