@@ -9,7 +9,11 @@ from __future__ import annotations
 import click
 
 from otel_agents import __version__
+from otel_agents.cli.billing import billing
+from otel_agents.cli.importer import import_traces
 from otel_agents.cli.run import run
+from otel_agents.cli.sessions import sessions
+from otel_agents.cli.view import view
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -18,7 +22,8 @@ def cli() -> None:
     """A multi-agent LLM runtime in which everything that happens is an OpenTelemetry span."""
 
 
-cli.add_command(run)
+for command in (run, sessions, billing, view, import_traces):
+    cli.add_command(command)
 
 
 def main() -> None:

@@ -1,0 +1,38 @@
+"""Options shared by every command that reads or writes the home."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import click
+
+from otel_agents.persistence.paths import InvalidSessionId, Paths
+
+
+def storage_options(func):
+    """Adds ``--sessions-dir`` and ``--billing-file``; passes ``paths: Paths``."""
+    func = click.option(
+        "--billing-file", type=click.Path(dir_okay=False, path_type=Path),
+        help="Billing ledger (default: $OTEL_AGENTS_HOME/billing.jsonl).",
+    )(func)
+    func = click.option(
+        "--sessions-dir", type=click.Path(file_okay=False, path_type=Path),
+        help="Sessions directory (default: $OTEL_AGENTS_HOME/sessions).",
+    )(func)
+
+    @functools.wraps(func)  # carries click's collected params along
+    def wrapper(*args, sessions_dir=None, billing_file=None, **kwargs):
+        return func(*args, paths=Paths.resolve(sessions_dir, billing_file), **kwargs)
+
+    return wrapper
+
+def session_dir_or_exit(paths: Paths, session_id: str, must_exist: bool = True) -> Path:
+    """The session's directory; bad or unknown ids are usage errors (exit 2)."""
+    try:
+        path = paths.session_dir(session_id)
+    except InvalidSessionId as exc:
+        raise click.UsageError(str(exc)) from None
+    if must_exist and not path.is_dir():
+        raise click.UsageError(f"no session {session_id!r} in {paths.sessions_dir}")
+    return path
