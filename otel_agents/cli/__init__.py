@@ -6,11 +6,15 @@ so commands that call no LLM start fast.
 
 from __future__ import annotations
 
+import os
+import sys
+
 import click
 
 from otel_agents import __version__
 from otel_agents.cli.billing import billing
 from otel_agents.cli.importer import import_traces
+from otel_agents.cli.resume import resume
 from otel_agents.cli.run import run
 from otel_agents.cli.sessions import sessions
 from otel_agents.cli.view import view
@@ -22,9 +26,19 @@ def cli() -> None:
     """A multi-agent LLM runtime in which everything that happens is an OpenTelemetry span."""
 
 
-for command in (run, sessions, billing, view, import_traces):
+for command in (run, resume, sessions, billing, view, import_traces):
     cli.add_command(command)
 
 
 def main() -> None:
-    cli(prog_name="otel-agents")
+    try:
+        cli(prog_name="otel-agents")
+    except SystemExit as done:
+        # Interpreter teardown after litellm costs seconds; every file we write is
+        # closed and synced by now, so a command that loaded it leaves at once.
+        if "litellm" in sys.modules:
+            code = done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+        raise

@@ -2,11 +2,66 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
+
+from otel_agents.cli.options import storage_options
+
+
+class ImportRefused(click.ClickException):
+    """A file that cannot be imported or that contradicts a saved session: one line, exit 2, nothing written."""
+
+    exit_code = 2
 
 
 @click.command(name="import")
+# Plain strings: click.Path stats its value and raises on a NUL byte instead of reporting it.
 @click.argument("files", nargs=-1, required=True)
-def import_traces(files) -> None:
-    """Import trace FILES (OTLP/JSON or Jaeger JSON) as sessions."""
-    raise click.UsageError("import is not implemented yet")
+@click.option("--json", "as_json", is_flag=True, help="One JSON array: what was done to each session.")
+@storage_options
+def import_traces(files: tuple[str, ...], as_json: bool, paths) -> None:
+    """Import trace FILES (OTLP/JSON or Jaeger JSON) as sessions.
+
+    Each session is written as a live run writes it (events.jsonl, spans.jsonl,
+    tree.json.gz, meta.json) and its LLM attempts and tool calls go to the
+    ledger. Importing into an existing session merges; the same file twice
+    changes nothing. Every file is checked before anything is written.
+    """
+    from otel_agents.persistence.import_sessions import ImportConflict, Source, apply_import, plan_import
+    from otel_agents.persistence.importers import ImportFormatError, read_trace_file
+    from otel_agents.persistence.store import StoreError
+
+    sources = []
+    for path in map(Path, files):
+        try:
+            sources.append(Source(str(path), read_trace_file(path)))
+        except ImportFormatError as exc:
+            raise ImportRefused(str(exc)) from None
+        except (OSError, ValueError) as exc:  # e.g. a path no file can have (a NUL byte)
+            raise ImportRefused(f"{path!r}:0: cannot read: {exc}") from None
+    try:
+        plans = plan_import(sources, paths.sessions_dir)
+    except ImportConflict as exc:
+        raise ImportRefused(str(exc)) from None
+    try:
+        apply_import(plans, paths.sessions_dir, paths.billing_file)
+    except (StoreError, OSError) as exc:
+        raise click.ClickException(f"cannot write the import: {exc}") from None
+    if as_json:
+        import orjson
+
+        click.echo(orjson.dumps([plan.summary() for plan in plans], option=orjson.OPT_INDENT_2).decode())
+        return
+    for plan in plans:
+        summary = plan.summary()
+        if not plan.changed:
+            what = "unchanged"
+        elif summary["created"]:
+            what = f"created: {summary['spans_added']} span(s), {summary['records_added']} record(s), {summary['runs']} run(s)"
+        else:
+            what = (
+                f"merged: {summary['spans_added']} new span(s), {summary['spans_completed']} completed, "
+                f"{summary['records_added']} new record(s)"
+            )
+        click.echo(f"session {plan.session_id}: {what}; {summary['ledger_records_added']} ledger record(s) added")

@@ -36,3 +36,24 @@ def session_dir_or_exit(paths: Paths, session_id: str, must_exist: bool = True) 
     if must_exist and not path.is_dir():
         raise click.UsageError(f"no session {session_id!r} in {paths.sessions_dir}")
     return path
+
+
+class DataError(click.ClickException):
+    """Unreadable or damaged data: one line on stderr, exit 2 like any other bad input."""
+
+    exit_code = 2
+
+
+def ledger_errors_are_data_errors(func):
+    """A ledger that cannot be opened is one clear line, never a traceback."""
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        from otel_agents.persistence.ledger import LedgerError
+
+        try:
+            return func(*args, **kwargs)
+        except LedgerError as exc:
+            raise DataError(str(exc)) from None
+
+    return wrapper

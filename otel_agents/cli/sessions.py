@@ -2,9 +2,279 @@
 
 from __future__ import annotations
 
+import shutil
+import sys
+from typing import Any, Mapping
+
 import click
+
+from otel_agents.cli.options import ledger_errors_are_data_errors, session_dir_or_exit, storage_options
+
+
+class SessionDataUnreadable(click.ClickException):
+    """Damaged or missing session files: one line, exit 2 like any other bad input."""
+
+    exit_code = 2
 
 
 @click.group()
 def sessions() -> None:
     """Saved sessions: list, show, verify, rm."""
+
+
+def _json(value: Any) -> None:
+    import orjson
+
+    click.echo(orjson.dumps(value, option=orjson.OPT_INDENT_2).decode())
+
+
+@sessions.command(name="list")
+@click.option("--json", "as_json", is_flag=True, help="One JSON array of the sessions' meta.json summaries.")
+@storage_options
+def list_command(as_json: bool, paths) -> None:
+    """List saved sessions, oldest first."""
+    from otel_agents.persistence.store import effective_status, list_sessions
+
+    listings = list_sessions(paths.sessions_dir)
+    if as_json:
+        out = []
+        for item in listings:
+            if item.meta is None:
+                out.append({"id": item.session_id, "problem": item.problem})
+            else:
+                out.append({**item.meta, "id": item.session_id, "status": effective_status(item.meta)})
+        _json(out)
+        return
+    if not listings:
+        click.echo(f"no sessions in {paths.sessions_dir}", err=True)
+        return
+    click.echo(f"{'ID':<24} {'CREATED':<19} {'RUNS':>4} {'STATUS':<11} {'COST':>11}  TITLE")
+    for item in listings:
+        meta = item.meta
+        if meta is None:
+            click.echo(f"{item.session_id:<24} {'?':<19} {'?':>4} {'unreadable':<11} {'?':>11}  {item.problem}")
+            continue
+        cost = (meta.get("totals") or {}).get("cost_usd")
+        click.echo(
+            f"{item.session_id:<24} {str(meta.get('created') or '?')[:19]:<19} {meta.get('runs', '?'):>4} "
+            f"{effective_status(meta):<11} {_money(cost):>11}  {meta.get('title') or ''}"
+        )
+
+
+@sessions.command()
+@click.argument("session_id")
+@click.option("--json", "as_json", is_flag=True, help="The whole tree payload as JSON.")
+@storage_options
+@ledger_errors_are_data_errors
+def show(session_id: str, as_json: bool, paths) -> None:
+    """Show a session's tree: path labels, status, durations, tokens and cost, per agent totals."""
+    from otel_agents.persistence.artifacts import SessionUnreadable, flush_unbilled, load_artifacts
+    from otel_agents.persistence.store import TREE_VERSION, make_meta
+
+    directory = session_dir_or_exit(paths, session_id)
+    # load_artifacts rebuilds from the journal after a crash (a checkpoint may be behind).
+    try:
+        artifacts = load_artifacts(directory, lambda m: click.echo(f"warning: {m}", err=True))
+    except SessionUnreadable as exc:
+        raise SessionDataUnreadable(str(exc)) from None
+    if artifacts.tree is None:
+        raise SessionDataUnreadable(f"session {session_id} has no readable tree: " + "; ".join(artifacts.notes))
+    tree, meta = artifacts.tree, artifacts.meta
+    # Loading bills what a crash left unbilled (record ids make this idempotent).
+    try:
+        billed = flush_unbilled(tree, paths.billing_file, meta)
+    except Exception as exc:  # billing trouble must not hide the session
+        click.echo(f"warning: cannot update the billing ledger {paths.billing_file}: {exc}", err=True)
+    else:
+        if billed:
+            click.echo(f"billed {billed} record(s) of runs that had not been billed", err=True)
+    if as_json:
+        _json({"version": TREE_VERSION, "session": tree, "meta": meta or make_meta(tree, created_ns=0, updated_ns=0)})
+        return
+    for line in render_session(tree, meta):
+        click.echo(line)
+
+
+@sessions.command()
+@click.argument("session_id")
+@storage_options
+@ledger_errors_are_data_errors
+def verify(session_id: str, paths) -> None:
+    """Check that tree.json.gz, events.jsonl and the billing ledger agree; exit 1 naming each disagreement."""
+    from otel_agents.persistence.events_file import EventsFileError, read_event_lines
+    from otel_agents.persistence.ledger import read_records
+    from otel_agents.persistence.store import SessionStore, StoreError, writer_alive
+    from otel_agents.persistence.verify import verify_session
+
+    directory = session_dir_or_exit(paths, session_id)
+    store = SessionStore(directory)
+    problems: list[str] = []
+    try:
+        tree = store.load_tree()
+    except StoreError as exc:
+        tree = None
+        problems.append(str(exc))
+    lines = []
+    if store.events_path.exists():
+        try:
+            lines = read_event_lines(store.events_path, lambda m: click.echo(f"warning: {m}", err=True))
+        except (EventsFileError, OSError) as exc:
+            problems.append(str(exc))
+    try:
+        meta = store.read_meta()
+    except StoreError as exc:
+        meta = None
+        problems.append(str(exc))
+    ledger_warnings: list[str] = []
+    ledger = read_records(paths.billing_file, ledger_warnings.append) if paths.billing_file.exists() else []
+    for message in ledger_warnings:
+        click.echo(f"warning: {message}", err=True)
+    if tree is not None:
+        live = meta is not None and writer_alive(meta)
+        problems += verify_session(tree, lines, ledger, live=live)
+    if problems:
+        click.echo(f"session {session_id}: {len(problems)} disagreement(s)")
+        for problem in problems:
+            click.echo(f"  {problem}")
+        sys.exit(1)
+    ops = sum(1 for r in ledger if r.get("session_id") == session_id)
+    click.echo(f"session {session_id}: tree, events.jsonl ({len(lines)} records) and ledger ({ops} records) agree")
+
+
+@sessions.command()
+@click.argument("session_id")
+@storage_options
+def rm(session_id: str, paths) -> None:
+    """Delete a session directory (its billing records stay in the ledger)."""
+    directory = session_dir_or_exit(paths, session_id)
+    if directory.is_symlink():
+        directory.unlink()  # never follow a link out of the sessions directory
+    else:
+        shutil.rmtree(directory)
+    click.echo(f"removed session {session_id}", err=True)
+
+
+# --------------------------------------------------------------------------- rendering
+
+
+def _money(cost: float | None) -> str:
+    return "unpriced" if cost is None else f"${cost:.6f}"
+
+
+def _duration(node: Mapping[str, Any]) -> str:
+    start, end = node.get("started_ns"), node.get("ended_ns")
+    if start is None or end is None:
+        return "…"
+    ms = (end - start) / 1e6
+    return f"{ms:.0f}ms" if ms < 1000 else f"{ms / 1000:.2f}s"
+
+
+def _tokens(totals: Mapping[str, Any]) -> str:
+    parts = [f"in {totals['input_tokens']}", f"out {totals['output_tokens']}"]
+    if totals.get("cache_read_tokens"):
+        parts.append(f"cache {totals['cache_read_tokens']}")
+    if totals.get("reasoning_tokens"):
+        parts.append(f"reasoning {totals['reasoning_tokens']}")
+    cost = totals["cost_usd"]
+    money = _money(cost) if totals["llm_calls"] else ""
+    if totals.get("unpriced_calls"):
+        money += f" (+{totals['unpriced_calls']} unpriced)"
+    return " ".join(parts) + (f"  {money}" if money else "")
+
+
+def _op_detail(op: Mapping[str, Any]) -> str:
+    kind = op["kind"]
+    if kind == "session":
+        child = op["session"]
+        inclusive = child["totals"]["inclusive"]
+        return f"session {child.get('agent_name')} ({child.get('agent_id')}) {child.get('call_path') or ''}  ".rstrip() + (
+            f"  inclusive {_tokens(inclusive)}" if inclusive["llm_calls"] else ""
+        )
+    if kind == "llm":
+        entry = op["accounting"][0] if op["accounting"] else None
+        model = op["attributes"].get("gen_ai.request.model") or op["name"]
+        attempt = op["attributes"].get("otel_agents.llm.attempt")
+        text = f"llm {model}" + (f" attempt {attempt}" if attempt else "")
+        if entry is not None and entry["status"] == "ok":
+            tokens = entry["tokens"]
+            text += f"  in {tokens['input']} out {tokens['output']}  {_money(entry['cost_usd'])}"
+        return text
+    if kind == "tool":
+        entry = op["accounting"][0] if op["accounting"] else None
+        tool = op["attributes"].get("gen_ai.tool.name") or op["name"]
+        text = f"tool {tool}"
+        if entry is not None:
+            text += f"  chars in {entry['chars_in']} out {entry['chars_out']}"
+        return text
+    return op["name"] if kind == "create_agent" else f"{kind} {op['name']}"
+
+
+def _status(node: Mapping[str, Any]) -> str:
+    return str(node.get("status") or "?")
+
+
+def _session_lines(node: Mapping[str, Any], indent: int) -> list[str]:
+    lines: list[str] = []
+    pad = "  " * indent
+
+    def op_lines(op: Mapping[str, Any], depth: int) -> None:
+        label = op.get("path") or "?"
+        line = f"{pad}{'  ' * depth}{label:<14} {_status(op):<11} {_duration(op):>8}  {_op_detail(op)}"
+        if op.get("error") and op["status"] != "ok":
+            line += f"  — {op['error']}"
+        lines.append(line)
+        for child in op.get("ops", []):
+            op_lines(child, depth + 1)
+        if op.get("session") is not None:
+            lines.extend(_session_lines(op["session"], indent + depth + 1))
+
+    for op in node.get("ops", []):
+        op_lines(op, 0)
+    for turn in node.get("turns", []):
+        lines.append(
+            f"{pad}{turn.get('path') or '?':<14} {_status(turn):<11} {_duration(turn):>8}  "
+            f"turn {turn.get('index')}  {_tokens(turn['totals']['inclusive'])}"
+        )
+        for op in turn.get("ops", []):
+            op_lines(op, 1)
+    return lines
+
+
+def render_session(tree: Mapping[str, Any], meta: Mapping[str, Any] | None) -> list[str]:
+    from otel_agents.persistence.store import effective_status
+    from otel_agents.persistence.tree import agent_totals
+
+    status = effective_status(meta) if meta else tree.get("status")
+    title = (meta or {}).get("title")
+    lines = [f"session {tree.get('id')}  {status}" + (f"  {title!r}" if title else "")]
+    if meta:
+        lines.append(f"  created {meta.get('created')}  updated {meta.get('updated')}")
+    lines.append(f"  {len(tree.get('runs', []))} run(s), {len(tree.get('agents', {}))} agent(s)  {_tokens(tree['totals']['inclusive'])}")
+    if tree.get("error"):
+        lines.append(f"  error: {tree['error']}")
+    for run in tree.get("runs", []):
+        lines.append("")
+        lines.append(
+            f"run {run['index']}  {_status(run)}  {_duration(run)}  {run.get('agent_name')} ({run.get('agent_id')})  "
+            f"{_tokens(run['totals']['inclusive'])}"
+        )
+        if run.get("error"):
+            lines.append(f"  error: {run['error']}")
+        lines.extend(_session_lines(run, 1))
+    if tree.get("ops"):
+        lines.append("")
+        lines.append("outside any run")
+        lines.extend(_session_lines({"ops": tree["ops"], "turns": []}, 1))
+    per_agent = agent_totals(tree)
+    if per_agent:
+        lines.append("")
+        lines.append(f"{'AGENT':<11} {'NAME':<18} {'CALL PATH':<28} {'LLM':>4} {'TOOLS':>5} {'SELF':>11} {'INCLUSIVE':>11}")
+        agents = tree.get("agents", {})
+        for agent_id, totals in per_agent.items():
+            info = agents.get(agent_id, {})
+            own, inclusive = totals["self"], totals["inclusive"]
+            lines.append(
+                f"{agent_id:<11} {str(info.get('name') or '?'):<18} {str(info.get('call_path') or '?'):<28} "
+                f"{own['llm_calls']:>4} {own['tool_calls']:>5} {_money(own['cost_usd']):>11} {_money(inclusive['cost_usd']):>11}"
+            )
+    return lines

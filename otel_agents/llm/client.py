@@ -21,7 +21,8 @@ from otel_agents.llm.pricing import PriceTable, Usage
 from otel_agents.llm.retry import RetryPolicy, error_type, is_transient
 from otel_agents.runtime.accounting import charge_llm
 from otel_agents.tracing import semconv as sc
-from otel_agents.tracing.telemetry import Telemetry
+from otel_agents.tracing.redaction import redact_text
+from otel_agents.tracing.telemetry import Telemetry, marks_cancellation
 
 META_AGENT_NAME = "otel_agents_agent_name"
 META_ATTEMPT = "otel_agents_attempt"
@@ -60,8 +61,9 @@ class LLMCallFailed(RuntimeError):
         self.attempts = attempts
         self.cause = cause
         plural = "s" if attempts != 1 else ""
+        # Provider errors may quote the API key ("Incorrect API key provided: sk-..."); this text reaches stderr.
         super().__init__(
-            f"model {model!r} failed after {attempts} attempt{plural}: {error_type(cause)}: {_short(str(cause))}"
+            redact_text(f"model {model!r} failed after {attempts} attempt{plural}: {error_type(cause)}: {_short(str(cause))}")
         )
 
 
@@ -217,7 +219,7 @@ class LLMClient:
         with tracer.start_as_current_span(
             name, kind=SpanKind.CLIENT, attributes=self._start_attributes(request, attempt),
             record_exception=False, set_status_on_exception=False,
-        ) as span:
+        ) as span, marks_cancellation(span):
             started = time.perf_counter()
             try:
                 response = await litellm.acompletion(**kwargs)

@@ -18,6 +18,10 @@ PRICE_SOURCE_UNPRICED = "unpriced"
 COST_DECIMALS = 12  # far below a cent; keeps sums exact enough to reconcile to the cent
 
 
+class PriceConfigError(ValueError):
+    """A price override file (OTEL_AGENTS_PRICES) that cannot be used."""
+
+
 @dataclass(frozen=True)
 class Usage:
     input_tokens: int = 0  # all prompt tokens, cached ones included
@@ -55,11 +59,12 @@ def price_from_litellm_entry(entry: Mapping[str, Any]) -> Price | None:
     inp, out = entry.get("input_cost_per_token"), entry.get("output_cost_per_token")
     if inp is None or out is None:
         return None
+    cache_read, cache_write = entry.get("cache_read_input_token_cost"), entry.get("cache_creation_input_token_cost")
     return Price(
         float(inp),
         float(out),
-        entry.get("cache_read_input_token_cost"),
-        entry.get("cache_creation_input_token_cost"),
+        float(cache_read) if cache_read is not None else None,
+        float(cache_write) if cache_write is not None else None,
     )
 
 
@@ -76,13 +81,28 @@ class PriceTable:
 
     @classmethod
     def from_file(cls, path: Path) -> "PriceTable":
-        """``{"openai/gpt-4o": {"input_cost_per_token": 2.5e-6, "output_cost_per_token": 1e-5}}``"""
-        data = json.loads(Path(path).read_text())
+        """``{"openai/gpt-4o": {"input_cost_per_token": 2.5e-6, "output_cost_per_token": 1e-5}}``
+
+        Raises :class:`PriceConfigError` with a one-line message for any bad file.
+        """
+        try:
+            data = json.loads(Path(path).read_text())
+        except (OSError, UnicodeDecodeError) as exc:
+            raise PriceConfigError(f"{path}: cannot read prices: {exc}") from None
+        except json.JSONDecodeError as exc:
+            raise PriceConfigError(f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+        if not isinstance(data, dict):
+            raise PriceConfigError(f"{path}: prices must be a JSON object mapping model strings to prices")
         overrides = {}
         for model, entry in data.items():
-            price = price_from_litellm_entry(entry)
+            try:
+                price = price_from_litellm_entry(entry) if isinstance(entry, dict) else None
+            except (TypeError, ValueError):
+                price = None
             if price is None:
-                raise ValueError(f"{path}: price for {model!r} needs input_cost_per_token and output_cost_per_token")
+                raise PriceConfigError(
+                    f"{path}: price for {model!r} needs numeric input_cost_per_token and output_cost_per_token"
+                )
             overrides[model] = price
         return cls(overrides)
 

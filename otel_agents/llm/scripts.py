@@ -64,7 +64,7 @@ class ScriptedTurn:
 
 @dataclass(frozen=True)
 class HookSpec:
-    kind: str  # approval | review | transform
+    kind: str  # approval | review | transform | reset
     name: str
     agent: str | None = None  # approval by an agent of this name
     tools: tuple[str, ...] | None = None  # approval: only these tools
@@ -72,6 +72,8 @@ class HookSpec:
     deny_tools: tuple[str, ...] = ()  # approval without an agent: always deny these
     reject_if_contains: str | None = None  # review: reject utterances containing this
     replace: dict[str, str] | None = None  # transform: substring replacements on delivery
+    max_entries: int | None = None  # reset: when a transcript grows past this after an utterance...
+    keep: int = 1  # reset: ...truncate it to its first `keep` entries (working memory reset)
 
 
 @dataclass(frozen=True)
@@ -108,8 +110,11 @@ def _parse_turn(raw: Any, where: str) -> ScriptedTurn:
     unknown = set(raw) - {"text", "tool_calls", "reasoning", "usage", "latency_ms", "fail_first_attempt"}
     if unknown:
         raise _fail(where, f"unknown turn field(s) {sorted(unknown)}")
+    raw_calls = raw.get("tool_calls") or []
+    if not isinstance(raw_calls, list):
+        raise _fail(where, "'tool_calls' must be a list")
     calls = []
-    for i, call in enumerate(raw.get("tool_calls") or []):
+    for i, call in enumerate(raw_calls):
         if not isinstance(call, dict) or not isinstance(call.get("name"), str):
             raise _fail(f"{where}.tool_calls[{i}]", "needs a string 'name'")
         args = call.get("arguments", {})
@@ -130,11 +135,16 @@ def _parse_turn(raw: Any, where: str) -> ScriptedTurn:
     parsed_failure = None
     if failure is not None:
         status = failure.get("status") if isinstance(failure, dict) else None
-        if status not in _TRANSIENT_STATUSES:
+        if isinstance(status, bool) or not isinstance(status, int) or status not in _TRANSIENT_STATUSES:
             raise _fail(where, f"'fail_first_attempt.status' must be one of {sorted(_TRANSIENT_STATUSES)}")
-        parsed_failure = ScriptedFailure(status, failure.get("retry_after"))
+        retry_after = failure.get("retry_after")
+        if retry_after is not None and (
+            isinstance(retry_after, bool) or not isinstance(retry_after, (int, float)) or not 0 <= retry_after <= 60
+        ):
+            raise _fail(where, "'fail_first_attempt.retry_after' must be a number of seconds from 0 to 60")
+        parsed_failure = ScriptedFailure(status, retry_after)
     latency = raw.get("latency_ms", 0)
-    if not isinstance(latency, int) or latency < 0:
+    if isinstance(latency, bool) or not isinstance(latency, int) or latency < 0:
         raise _fail(where, "'latency_ms' must be a non-negative integer")
     reasoning = raw.get("reasoning")
     if reasoning is not None and not isinstance(reasoning, str):
@@ -142,22 +152,55 @@ def _parse_turn(raw: Any, where: str) -> ScriptedTurn:
     return ScriptedTurn(text, tuple(calls), reasoning, usage, latency, parsed_failure)
 
 
+_HOOK_KINDS = ("approval", "review", "transform", "reset")
+_HOOK_FIELDS = frozenset(
+    {"kind", "name", "agent", "tools", "agents", "deny_tools", "reject_if_contains", "replace", "max_entries", "keep"}
+)
+
+
+def _names_list(raw: dict, key: str, where: str) -> tuple[str, ...] | None:
+    # A bare string would silently become a tuple of its characters.
+    value = raw.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise _fail(where, f"'{key}' must be a list of strings")
+    return tuple(value)
+
+
 def _parse_hook(raw: Any, where: str) -> HookSpec:
-    if not isinstance(raw, dict) or raw.get("kind") not in {"approval", "review", "transform"}:
-        raise _fail(where, "a hook needs 'kind': approval, review or transform")
+    if not isinstance(raw, dict) or raw.get("kind") not in _HOOK_KINDS:
+        raise _fail(where, f"a hook needs 'kind': one of {', '.join(_HOOK_KINDS)}")
     if not isinstance(raw.get("name"), str):
         raise _fail(where, "a hook needs a string 'name'")
-    tools = raw.get("tools")
-    agents = raw.get("agents")
+    unknown = set(raw) - _HOOK_FIELDS
+    if unknown:
+        raise _fail(where, f"unknown hook field(s) {sorted(unknown)}")
+    for key in ("agent", "reject_if_contains"):
+        if raw.get(key) is not None and not isinstance(raw[key], str):
+            raise _fail(where, f"'{key}' must be a string")
+    replace = raw.get("replace")
+    if replace is not None and (
+        not isinstance(replace, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in replace.items())
+    ):
+        raise _fail(where, "'replace' must map strings to strings")
+    for key in ("max_entries", "keep"):
+        value = raw.get(key)
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
+            raise _fail(where, f"'{key}' must be a non-negative integer")
+    if raw["kind"] == "reset" and raw.get("max_entries") is None:
+        raise _fail(where, "a reset hook needs 'max_entries'")
     return HookSpec(
         kind=raw["kind"],
         name=raw["name"],
         agent=raw.get("agent"),
-        tools=tuple(tools) if tools is not None else None,
-        agents=tuple(agents) if agents is not None else None,
-        deny_tools=tuple(raw.get("deny_tools") or ()),
+        tools=_names_list(raw, "tools", where),
+        agents=_names_list(raw, "agents", where),
+        deny_tools=_names_list(raw, "deny_tools", where) or (),
         reject_if_contains=raw.get("reject_if_contains"),
-        replace=raw.get("replace"),
+        replace=replace,
+        max_entries=raw.get("max_entries"),
+        keep=raw.get("keep", 1),
     )
 
 
@@ -178,19 +221,28 @@ def parse_script(data: Any, source: str) -> Script:
     root = data.get("root") or {}
     if not isinstance(root, dict):
         raise _fail(source, "'root' must be an object")
+    for key in ("name", "system_prompt"):
+        if root.get(key) is not None and not isinstance(root[key], str):
+            raise _fail(source, f"'root.{key}' must be a string")
+    fallback = data.get("fallback", FALLBACK_UTTERANCE)
+    if not isinstance(fallback, str):
+        raise _fail(source, "'fallback' must be a string")
     prompts = data.get("prompts") or []
     if not isinstance(prompts, list) or not all(isinstance(p, str) for p in prompts):
         raise _fail(source, "'prompts' must be a list of strings")
-    hooks = tuple(_parse_hook(h, f"{source}: hooks[{i}]") for i, h in enumerate(data.get("hooks") or []))
+    raw_hooks = data.get("hooks") or []
+    if not isinstance(raw_hooks, list):
+        raise _fail(source, "'hooks' must be a list")
+    hooks = tuple(_parse_hook(h, f"{source}: hooks[{i}]") for i, h in enumerate(raw_hooks))
     return Script(
         name=name,
         source=source,
-        root_name=root.get("name", "main"),
+        root_name=root.get("name") or "main",
         root_system_prompt=root.get("system_prompt"),
         prompts=tuple(prompts),
         hooks=hooks,
         agents=agents,
-        fallback=data.get("fallback", FALLBACK_UTTERANCE),
+        fallback=fallback,
     )
 
 

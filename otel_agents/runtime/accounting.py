@@ -17,6 +17,7 @@ from opentelemetry import trace
 
 from otel_agents.llm.pricing import COST_DECIMALS, Usage
 from otel_agents.tracing import semconv as sc
+from otel_agents.tracing.telemetry import marks_cancellation
 
 
 @dataclass
@@ -64,7 +65,8 @@ def scope(kind: str, span: trace.Span) -> Iterator[Scope]:
     current = Scope(kind, span)
     token = _SCOPES.set(_SCOPES.get() + (current,))
     try:
-        yield current
+        with marks_cancellation(span):
+            yield current
     finally:
         _SCOPES.reset(token)
         span.set_attributes(current.own.as_attributes("self"))

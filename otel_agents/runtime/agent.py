@@ -9,13 +9,14 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from otel_agents.llm.client import ChatRequest
+from otel_agents.llm.client import ChatRequest, provider_of
 from otel_agents.runtime.accounting import charge_tool, scope
 from otel_agents.runtime.hooks import ToolRequest
 from otel_agents.runtime.logged_string import LoggedString, substance_of
 from otel_agents.runtime.tools import Tool, ToolContext
 from otel_agents.tracing import semconv as sc
 from otel_agents.tracing.records import message_from_record
+from otel_agents.tracing.telemetry import marks_cancellation
 
 if TYPE_CHECKING:
     from otel_agents.runtime.session import Session
@@ -79,6 +80,7 @@ class Agent:
     def span_attributes(self) -> dict[str, Any]:
         attrs = {
             sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT,
+            sc.GEN_AI_PROVIDER_NAME: provider_of(self.model),
             sc.GEN_AI_AGENT_NAME: self.name,
             sc.GEN_AI_AGENT_ID: self.agent_id,
             sc.GEN_AI_CONVERSATION_ID: self.session.id,
@@ -96,6 +98,14 @@ class Agent:
     def _append(self, record: dict[str, Any], message_id: str) -> None:
         self.transcript.append(message_from_record(record))
         self.transcript_ids.append(message_id)
+
+    def replay(self, record: dict[str, Any]) -> None:
+        """Restore a saved transcript entry without logging it again (resume)."""
+        self._append(record, record["message_id"])
+
+    def replay_truncation(self, keep: int) -> None:
+        del self.transcript[keep:]
+        del self.transcript_ids[keep:]
 
     def _log_entry(self, message: dict[str, Any], substance: str | None = None, source: str | None = None) -> str:
         message_id, record = self.session.log_transcript_entry(self.agent_id, message, substance, source)
@@ -122,8 +132,7 @@ class Agent:
         if keep < 0:
             raise ValueError("keep must be >= 0")
         message_id = self.session.log_truncation(self.agent_id, keep, cause)
-        del self.transcript[keep:]
-        del self.transcript_ids[keep:]
+        self.replay_truncation(keep)
         return message_id
 
     # --- the loop ---
@@ -187,7 +196,7 @@ class Agent:
         with telemetry.tracer.start_as_current_span(
             sc.span_name(sc.OP_EXECUTE_TOOL, name), kind=SpanKind.INTERNAL, attributes=attrs,
             record_exception=False, set_status_on_exception=False,
-        ) as span:
+        ) as span, marks_cancellation(span):
             started = time.perf_counter()
             ctx = ToolContext(self, call["id"], call_message_id, name)
             status, result = "ok", None

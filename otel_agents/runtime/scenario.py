@@ -51,12 +51,26 @@ def _transform(spec: HookSpec) -> TransformHook:
     return TransformHook(spec.name, transform)
 
 
+def _reset(spec: HookSpec) -> ReviewHook:
+    """Working-memory reset: after an utterance, a transcript past ``max_entries`` keeps its first ``keep``."""
+    limit, keep = spec.max_entries or 0, spec.keep
+
+    def review(agent, utterance) -> Decision:
+        if len(agent.transcript) > limit:
+            agent.truncate(keep, cause=getattr(utterance, "message_id", None))
+        return Decision(True)
+
+    return ReviewHook(spec.name, review, _names(spec.agents))
+
+
 def install_hooks(session: Session, specs: Iterable[HookSpec]) -> None:
     for spec in specs:
         if spec.kind == "approval":
             session.approval_hooks.append(_approval(spec))
         elif spec.kind == "review":
             session.review_hooks.append(_review(spec))
+        elif spec.kind == "reset":
+            session.review_hooks.append(_reset(spec))
         else:
             session.transform_hooks.append(_transform(spec))
 

@@ -10,7 +10,7 @@ import re
 import secrets
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from opentelemetry import trace
 from opentelemetry.trace import Link, SpanContext, SpanKind
@@ -97,6 +97,8 @@ class Session:
         self._agent_counter = agent_counter
         self.runs = runs
         self.previous_run = previous_run
+        # Work that must be recorded inside the next run's span (e.g. resume repairs).
+        self.before_next_run: list[Callable[[], None]] = []
 
     # --- ids ---
     def allocate_message_id(self) -> str:
@@ -186,8 +188,11 @@ class Session:
         """Create, register and log an agent inside a ``create_agent {name}`` span."""
         from otel_agents.runtime.agent import Agent
 
+        from otel_agents.llm.client import provider_of
+
         attrs = {
             sc.GEN_AI_OPERATION_NAME: sc.OP_CREATE_AGENT,
+            sc.GEN_AI_PROVIDER_NAME: provider_of(model),
             sc.GEN_AI_AGENT_NAME: name,
             sc.GEN_AI_CONVERSATION_ID: self.id,
             sc.AGENT_MODEL: model,
@@ -230,7 +235,10 @@ class Session:
         for hook in self.approval_hooks:
             if not hook.applies_to(request):
                 continue
-            decision = await hook.decide(request)
+            try:
+                decision = await hook.decide(request)
+            except Exception as exc:  # a hook that cannot judge fails closed; the agent goes on
+                decision = Decision(False, f"hook failed: {type(exc).__name__}: {exc}")
             span.add_event(
                 sc.EVENT_HOOK, hook_event("approval", hook.name, "allow" if decision.allowed else "deny", decision.reason)
             )
@@ -261,8 +269,25 @@ class Session:
 
     # --- runs and outside events ---
     def external(self, agent: "Agent", text: str) -> str:
-        """An outside event (seed example 4): a user message with source ``external``."""
-        return agent.harken(text, source="external")
+        """An outside event (seed example 4): a user message with source ``external``.
+
+        Inside an operation the record joins the current span; on its own it gets
+        an ``external_input {agent}`` span, so the trace holds it like any other.
+        To have the agent answer at once, use ``run(text, agent=..., context=
+        RunContext(source="external"))`` instead.
+        """
+        if trace.get_current_span().is_recording():
+            return agent.harken(text, source="external")
+        attrs = {
+            sc.GEN_AI_CONVERSATION_ID: self.id,
+            sc.SESSION_ID: self.id,
+            sc.GEN_AI_AGENT_NAME: agent.name,
+            sc.AGENT_ID: agent.agent_id,
+        }
+        with self.telemetry.tracer.start_as_current_span(
+            sc.span_name(sc.OP_EXTERNAL_INPUT, agent.name), kind=SpanKind.INTERNAL, attributes=attrs
+        ):
+            return agent.harken(text, source="external")
 
     async def run(self, prompt: str, *, agent: "Agent | None" = None, context: RunContext | None = None) -> LoggedString:
         """One user prompt = one trace, rooted at ``invoke_agent {agent}``."""
@@ -296,6 +321,9 @@ class Session:
         ) as span, scope("agent", span):
             self.previous_run = span.get_span_context() if span.get_span_context().is_valid else self.previous_run
             target = agent or self.ensure_root()
+            pending, self.before_next_run = self.before_next_run, []
+            for work in pending:
+                work()
             span.set_attributes(target.span_attributes())
             target.harken(prompt, source="external" if context.source == "external" else None)
             return await target.respond_in_current_span()

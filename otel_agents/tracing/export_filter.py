@@ -1,100 +1,312 @@
 """What goes to network exporters: capped, optionally content-free, and never fatal.
 
-Local artifacts get every span whole. A Collector or Jaeger gets a copy whose
-attribute values are capped (with a truncation marker), whose content can be
-switched off, and whose batches are split below the 4 MiB gRPC message limit,
-so one giant tool output never makes a collector reject a whole batch.
+Local artifacts (``--otlp-file``, session directories) get every span whole. A
+Collector or Jaeger gets a copy shaped so that no single giant value can make a
+receiver reject a whole batch:
+
+1. Content switch: with ``export_content=False`` message contents, tool
+   arguments and results (``semconv.CONTENT_ATTRIBUTES`` on spans,
+   ``CONTENT_EVENT_FIELDS`` on events) are left out.
+2. Value cap: no string value (and no string array, counted as a whole) is
+   longer than ``value_cap`` UTF-8 bytes, the truncation marker included. The
+   marker says how many bytes were dropped and that the full value is local.
+3. Attribute count: at most ``max_attributes`` (128, the OpenTelemetry default
+   Jaeger and most backends expect) per span and per event; the first ones set
+   are kept, because the runtime sets the identifying attributes at span start.
+   The number dropped travels as OTLP ``dropped_attributes_count``.
+4. Span budget: one span, events included, encodes to at most ``span_bytes``.
+   A span over budget (say a ``discuss`` whose dozens of replies each sit just
+   under the value cap) has its longest strings shortened to one common length,
+   found by bisection, so short values (ids, names, counts) stay intact. Only if
+   that is not enough are its last events dropped, counted as OTLP
+   ``dropped_events_count``.
+5. Batch budget: an export is split into requests of at most ``batch_bytes``
+   encoded bytes (default 3 MiB), below the 4 MiB default gRPC message limit of
+   collectors, measured with the OTLP exporters' own protobuf encoder.
+
+A failing endpoint costs one warning line on stderr for the whole process, and
+at most one exporter timeout at a time: after a failed export, exports in the
+next ``pause_after_failure_s`` seconds are given up at once instead of each
+waiting for the endpoint again (the local artifacts have every span anyway).
+So a session whose collector is down or hangs pays the timeout once, not once
+per batch, and its final flush at exit is immediate if it follows a failure.
 """
 
 from __future__ import annotations
 
 import sys
 import threading
-from typing import Any, Callable, Sequence
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Sequence
 
-import orjson
+from opentelemetry.attributes import BoundedAttributes
 from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+from opentelemetry.sdk.util import BoundedList
+from opentelemetry.trace import Status
 
 from otel_agents.tracing import semconv as sc
+from otel_agents.tracing.redaction import redact_attributes, redact_text
 
 TRUNCATION_MARKER = "…[truncated {dropped} bytes by otel-agents; full value in the local session]"
 DEFAULT_VALUE_CAP = 64 * 1024
-MAX_BATCH_BYTES = 3 * 1024 * 1024  # leaves room under the collectors' 4 MiB default
+MIN_VALUE_CAP = 256  # below this the marker itself would not fit
 MAX_ATTRIBUTES = 128
-
-
-def cap_value(value: Any, cap: int) -> Any:
-    if isinstance(value, str):
-        raw = value.encode("utf-8")
-        if len(raw) <= cap:
-            return value
-        marker = TRUNCATION_MARKER.format(dropped=len(raw) - cap)
-        return raw[:cap].decode("utf-8", "ignore") + marker
-    if isinstance(value, (list, tuple)):
-        return [cap_value(v, cap) for v in value]
-    return value
-
-
-def _filter_attributes(attributes: Any, cap: int, export_content: bool, content_keys: frozenset[str]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in (attributes or {}).items():
-        if not export_content and key in content_keys:
-            continue
-        out[key] = cap_value(value, cap)
-        if len(out) >= MAX_ATTRIBUTES:
-            break
-    return out
-
+MAX_SPAN_BYTES = 1024 * 1024
+MAX_BATCH_BYTES = 3 * 1024 * 1024  # leaves room under the collectors' 4 MiB default
+# A span over budget never has its strings cut below this many bytes.
+MIN_SHARED_CAP = 512
+PAUSE_AFTER_FAILURE_S = 15.0
 
 _CONTENT_EVENT_KEYS = frozenset(sc.EVENT_FIELD_PREFIX + f for f in sc.CONTENT_EVENT_FIELDS) | sc.CONTENT_ATTRIBUTES
 
 
-def filter_span(span: ReadableSpan, cap: int, export_content: bool) -> ReadableSpan:
-    events = [
-        Event(e.name, _filter_attributes(e.attributes, cap, export_content, _CONTENT_EVENT_KEYS), e.timestamp)
-        for e in span.events
-    ]
+@dataclass(frozen=True)
+class ExportLimits:
+    """Bounds on what one span and one request may carry over the network."""
+
+    value_cap: int = DEFAULT_VALUE_CAP
+    max_attributes: int = MAX_ATTRIBUTES
+    span_bytes: int = MAX_SPAN_BYTES
+    batch_bytes: int = MAX_BATCH_BYTES
+
+    def __post_init__(self) -> None:
+        if self.value_cap < MIN_VALUE_CAP:
+            raise ValueError(f"the export value cap must be at least {MIN_VALUE_CAP} bytes, not {self.value_cap}")
+        if self.max_attributes < 1:
+            raise ValueError("max_attributes must be at least 1")
+        if self.span_bytes < 4 * MIN_SHARED_CAP or self.batch_bytes < self.span_bytes:
+            raise ValueError("need span_bytes >= 2048 and batch_bytes >= span_bytes")
+
+
+# --- values ---
+
+
+def _marker_room(total: int) -> int:
+    # The marker for ``total`` dropped bytes is never shorter than for fewer.
+    return len(TRUNCATION_MARKER.format(dropped=total).encode("utf-8"))
+
+
+def _head(raw: bytes, room: int) -> str:
+    return raw[: max(0, room)].decode("utf-8", "ignore")  # never split a character
+
+
+def value_bytes(value: Any) -> int:
+    """Bytes a value's payload takes (strings as UTF-8; arrays summed)."""
+    if isinstance(value, str):
+        return len(value.encode("utf-8"))
+    if isinstance(value, bytes):
+        return len(value)
+    if isinstance(value, (list, tuple)):
+        return sum(value_bytes(v) for v in value)
+    return 8
+
+
+def cap_value(value: Any, cap: int) -> Any:
+    """``value`` with at most ``cap`` bytes of string payload, marker included.
+
+    A string array is capped as a whole: elements are kept while they fit, the
+    element that crosses the cap is cut, and its marker counts every byte left
+    out (of it and of the elements after it).
+    """
+    if isinstance(value, str):
+        raw = value.encode("utf-8")
+        if len(raw) <= cap:
+            return value
+        head = _head(raw, cap - _marker_room(len(raw)))
+        return head + TRUNCATION_MARKER.format(dropped=len(raw) - len(head.encode("utf-8")))
+    if isinstance(value, bytes):
+        return value[:cap]
+    if isinstance(value, (list, tuple)) and value and all(isinstance(v, str) for v in value):
+        total = value_bytes(value)
+        if total <= cap:
+            return list(value)
+        room = _marker_room(total)
+        out: list[str] = []
+        used = 0
+        for item in value:
+            size = value_bytes(item)
+            if used + size + room <= cap:
+                out.append(item)
+                used += size
+                continue
+            head = _head(item.encode("utf-8"), cap - used - room)
+            out.append(head + TRUNCATION_MARKER.format(dropped=total - used - value_bytes(head)))
+            break
+        return out
+    return list(value) if isinstance(value, tuple) else value
+
+
+def _is_text(value: Any) -> bool:
+    return isinstance(value, str) or (
+        isinstance(value, (list, tuple)) and bool(value) and all(isinstance(v, str) for v in value)
+    )
+
+
+# --- attributes ---
+
+
+def _bounded(attributes: Mapping[str, Any], dropped: int) -> BoundedAttributes:
+    bounded = BoundedAttributes(maxlen=None, attributes=dict(attributes), immutable=True)
+    bounded.dropped = dropped  # read by the OTLP encoder as dropped_attributes_count
+    return bounded
+
+
+def filter_attributes(
+    attributes: Mapping[str, Any] | None,
+    limits: ExportLimits,
+    export_content: bool,
+    content_keys: frozenset[str],
+    already_dropped: int = 0,
+) -> BoundedAttributes:
+    """Content filtered, values capped, at most ``max_attributes`` kept (first set first)."""
+    out: dict[str, Any] = {}
+    dropped = already_dropped
+    for key, value in (attributes or {}).items():
+        if not export_content and key in content_keys:
+            continue
+        if len(out) >= limits.max_attributes:
+            dropped += 1
+            continue
+        out[key] = cap_value(value, limits.value_cap)
+    return _bounded(out, dropped)
+
+
+def _dropped(attributes: Any) -> int:
+    return getattr(attributes, "dropped", 0) or 0
+
+
+# --- size ---
+
+
+def encoded_size(spans: Sequence[ReadableSpan]) -> int:
+    """Bytes of the OTLP ``ExportTraceServiceRequest`` the exporters would send."""
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+    return encode_spans(list(spans)).ByteSize()
+
+
+def _rebuild(
+    span: ReadableSpan, attributes: Any, events: Sequence[Event], dropped_events: int = 0, status: Status | None = None
+) -> ReadableSpan:
+    bounded_events = BoundedList(None)
+    bounded_events.extend(events)
+    bounded_events.dropped = span.dropped_events + dropped_events  # OTLP dropped_events_count
     return ReadableSpan(
         name=span.name,
         context=span.context,
         parent=span.parent,
         resource=span.resource,
-        attributes=_filter_attributes(span.attributes, cap, export_content, sc.CONTENT_ATTRIBUTES),
-        events=events,
+        attributes=attributes,
+        events=bounded_events,
         links=span.links,
         kind=span.kind,
-        status=span.status,
+        status=status or span.status,
         start_time=span.start_time,
         end_time=span.end_time,
         instrumentation_scope=span.instrumentation_scope,
     )
 
 
-def approx_size(span: ReadableSpan) -> int:
-    """A cheap upper-ish estimate of a span's encoded size."""
-    size = 200 + len(span.name)
-    for attrs in [span.attributes] + [e.attributes for e in span.events]:
-        if attrs:
-            size += len(orjson.dumps(dict(attrs), default=str)) + 16
-    return size
+def _recap(attributes: BoundedAttributes, cap: int) -> BoundedAttributes:
+    return _bounded({k: cap_value(v, cap) for k, v in attributes.items()}, _dropped(attributes))
+
+
+def _longest_strings(span: ReadableSpan) -> list[int]:
+    sizes = [value_bytes(v) for v in (span.attributes or {}).values() if _is_text(v)]
+    for event in span.events:
+        sizes += [value_bytes(v) for v in (event.attributes or {}).values() if _is_text(v)]
+    return sizes
+
+
+def _fit_span(span: ReadableSpan, limits: ExportLimits) -> ReadableSpan:
+    """Shrink the longest strings of an over-budget span to one shared cap."""
+    size = encoded_size([span])
+    if size <= limits.span_bytes:
+        return span
+    sizes = _longest_strings(span)
+    excess = size - limits.span_bytes
+
+    def saved(cap: int) -> int:
+        # Bytes saved by capping every string at ``cap`` (the marker is inside the cap).
+        return sum(s - cap for s in sizes if s > cap)
+
+    low, high = MIN_SHARED_CAP, limits.value_cap
+    if saved(low) >= excess:
+        while high - low > 64:
+            mid = (low + high) // 2
+            if saved(mid) >= excess:
+                low = mid
+            else:
+                high = mid
+        cap = low
+    else:
+        cap = MIN_SHARED_CAP
+    shrunk = _rebuild(
+        span,
+        _recap(span.attributes, cap),
+        [Event(e.name, _recap(e.attributes, cap), e.timestamp) for e in span.events],
+    )
+    if encoded_size([shrunk]) <= limits.span_bytes:
+        return shrunk
+    # Too many events even at the floor: keep the earliest that fit, count the rest.
+    events = list(shrunk.events)
+    empty = encoded_size([_rebuild(shrunk, {}, [])])
+    used = encoded_size([_rebuild(shrunk, shrunk.attributes, [])])
+    kept: list[Event] = []
+    for event in events:
+        used += encoded_size([_rebuild(shrunk, {}, [event])]) - empty
+        if used > limits.span_bytes:
+            break
+        kept.append(event)
+    return _rebuild(span, shrunk.attributes, kept, dropped_events=len(events) - len(kept))
+
+
+def filter_span(span: ReadableSpan, limits: ExportLimits | int = ExportLimits(), export_content: bool = True) -> ReadableSpan:
+    """The network copy of one span (see the module docstring for the rules)."""
+    if isinstance(limits, int):
+        limits = ExportLimits(value_cap=limits)
+    events = [
+        Event(
+            e.name,
+            filter_attributes(redact_attributes(e.attributes or {}), limits, export_content, _CONTENT_EVENT_KEYS, _dropped(e.attributes)),
+            e.timestamp,
+        )
+        for e in span.events
+    ]
+    attributes = filter_attributes(
+        redact_attributes(span.attributes or {}), limits, export_content, sc.CONTENT_ATTRIBUTES, span.dropped_attributes
+    )
+    status = span.status
+    if status.description:  # set_status and SDK exception text never went through Telemetry
+        status = Status(status.status_code, redact_text(status.description))
+    if status.description and value_bytes(status.description) > limits.value_cap:
+        status = Status(status.status_code, cap_value(status.description, limits.value_cap))
+    return _fit_span(_rebuild(span, attributes, events, status=status), limits)
 
 
 def chunk_by_size(spans: Sequence[ReadableSpan], limit: int = MAX_BATCH_BYTES) -> list[list[ReadableSpan]]:
-    chunks: list[list[ReadableSpan]] = [[]]
+    """Consecutive groups whose encoded requests each stay within ``limit`` bytes.
+
+    Each span is measured as a request of its own, so a group's true size (which
+    shares the resource and scope) is never larger than the sum used here.
+    """
+    chunks: list[list[ReadableSpan]] = []
     used = 0
     for span in spans:
-        size = approx_size(span)
-        if chunks[-1] and used + size > limit:
-            chunks.append([])
-            used = 0
-        chunks[-1].append(span)
-        used += size
-    return [c for c in chunks if c]
+        size = encoded_size([span])
+        if chunks and used + size <= limit:
+            chunks[-1].append(span)
+            used += size
+        else:
+            chunks.append([span])
+            used = size
+    return chunks
 
 
 class NetworkExportFilter(SpanExporter):
-    """Wraps an OTLP exporter: caps, filters, chunks, and warns once on failure."""
+    """Wraps an OTLP exporter: filters, caps, chunks, and warns once on failure."""
 
     def __init__(
         self,
@@ -103,29 +315,71 @@ class NetworkExportFilter(SpanExporter):
         export_content: bool = True,
         warn: Callable[[str], None] | None = None,
         describe: str = "OTLP endpoint",
+        limits: ExportLimits | None = None,
+        pause_after_failure_s: float = PAUSE_AFTER_FAILURE_S,
+        clock: Callable[[], float] = time.monotonic,
     ):
         self.inner = inner
-        self.value_cap = value_cap
+        self.pause_after_failure_s = pause_after_failure_s
+        self._clock = clock
+        self._failed_at: float | None = None
+        self.skipped_spans = 0  # given up without trying, during a pause
+        self._in_flight = 0
+        self.limits = limits or ExportLimits(value_cap=value_cap)
         self.export_content = export_content
         self.describe = describe
-        self._warn = warn or (lambda msg: print(msg, file=sys.stderr))
+        self._warn = warn or (lambda msg: print(msg, file=sys.stderr, flush=True))
         self._warned = False
         self._lock = threading.Lock()
 
+    @property
+    def value_cap(self) -> int:
+        return self.limits.value_cap
+
+    @property
+    def warned(self) -> bool:
+        return self._warned
+
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        filtered = [filter_span(s, self.value_cap, self.export_content) for s in spans]
-        result = SpanExportResult.SUCCESS
-        for chunk in chunk_by_size(filtered):
+        if self._failed_at is not None and self._clock() - self._failed_at < self.pause_after_failure_s:
+            self.skipped_spans += len(spans)
+            return SpanExportResult.FAILURE
+        with self._lock:
+            self._in_flight += 1
+        try:
+            result = self._export(spans)
+        finally:
+            with self._lock:
+                self._in_flight -= 1
+        self._failed_at = self._clock() if result is SpanExportResult.FAILURE else None
+        return result
+
+    def abandon(self, waited_s: float) -> bool:
+        """Called when shutdown stops waiting: warns (once) if an export is still under way."""
+        with self._lock:
+            busy = self._in_flight > 0
+        if busy:
+            self._warn_once(f"no answer within {waited_s:g} s at exit")
+        return busy
+
+    def _export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        try:
+            filtered = [filter_span(s, self.limits, self.export_content) for s in spans]
+            chunks = chunk_by_size(filtered, self.limits.batch_bytes)
+        except Exception as exc:  # a filtering bug must not break the run either
+            self._warn_once(f"{type(exc).__name__}: {exc}")
+            return SpanExportResult.FAILURE
+        for chunk in chunks:
             try:
                 outcome = self.inner.export(chunk)
             except Exception as exc:  # an exporter must never break the run
-                outcome = SpanExportResult.FAILURE
                 self._warn_once(f"{type(exc).__name__}: {exc}")
+                return SpanExportResult.FAILURE
             if outcome is not SpanExportResult.SUCCESS:
-                result = SpanExportResult.FAILURE
-        if result is SpanExportResult.FAILURE:
-            self._warn_once("export failed")
-        return result
+                # The endpoint is failing: the rest of this batch would only add delay.
+                self._warn_once("refused, unreachable or no answer in time")
+                return SpanExportResult.FAILURE
+        return SpanExportResult.SUCCESS
 
     def _warn_once(self, why: str) -> None:
         with self._lock:

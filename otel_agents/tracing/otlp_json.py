@@ -1,12 +1,18 @@
 """OTLP/JSON encoding in the shape the Collector's file exporter writes.
 
 One line per export call: ``{"resourceSpans": [...]}`` with hex trace/span ids,
-64-bit integers as strings and enums as numbers, as the OTLP/JSON spec says.
+64-bit integers as strings, enums as numbers and lowerCamelCase field names, as
+the OTLP/JSON spec says (non-finite doubles as the strings ``"NaN"``,
+``"Infinity"`` and ``"-Infinity"``, as ProtoJSON writes them). Fields at their
+default value are left out, except ``status``. A line parses with protobuf's
+``json_format`` into the same ``ExportTraceServiceRequest`` the OTLP exporters
+send, once the hex ids are turned back into bytes.
 """
 
 from __future__ import annotations
 
 import base64
+import math
 import threading
 from pathlib import Path
 from typing import Any, Iterable, Sequence
@@ -27,7 +33,9 @@ def encode_value(value: Any) -> dict[str, Any]:
     if isinstance(value, int):
         return {"intValue": str(value)}
     if isinstance(value, float):
-        return {"doubleValue": value}
+        if math.isfinite(value):
+            return {"doubleValue": value}
+        return {"doubleValue": "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")}
     if isinstance(value, str):
         return {"stringValue": value}
     if isinstance(value, bytes):

@@ -9,6 +9,7 @@ runtime, the exporter and the viewer can never disagree about a message's bytes.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Mapping
 
 from otel_agents.tracing import semconv as sc
@@ -33,6 +34,14 @@ RECORD_FIELDS: dict[str, tuple[str, ...]] = {
 }
 # Structured fields that span attributes cannot hold natively travel as JSON text.
 _JSON_FIELDS = frozenset({"tool_calls", "thinking_blocks"})
+# Span-event attribute key of every record field (constant: computed once).
+_ATTRIBUTE_KEYS: dict[str, str] = {
+    f: sc.EVENT_FIELD_PREFIX + f for f in ("message_id", *{f for fs in RECORD_FIELDS.values() for f in fs})
+}
+_MESSAGE_ID_KEY = _ATTRIBUTE_KEYS["message_id"]
+_FIELD_KEYS: dict[str, tuple[tuple[str, str], ...]] = {
+    event_type: tuple((f, _ATTRIBUTE_KEYS[f]) for f in fields) for event_type, fields in RECORD_FIELDS.items()
+}
 
 
 class RecordError(ValueError):
@@ -65,22 +74,25 @@ def to_span_attributes(record: Mapping[str, Any]) -> dict[str, Any]:
             value = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
         elif isinstance(value, (list, tuple)):
             value = [str(v) for v in value]
-        attrs[sc.EVENT_FIELD_PREFIX + key] = value
+        attrs[_ATTRIBUTE_KEYS.get(key) or sc.EVENT_FIELD_PREFIX + key] = value
     return attrs
 
 
 def from_span_event(name: str, attributes: Mapping[str, Any]) -> dict[str, Any] | None:
-    """Inverse of :func:`to_span_attributes`; None for span events that are not records."""
+    """Inverse of :func:`to_span_attributes`; None for span events that are not records.
+
+    Tree building decodes every record event of a session, often: the fields are
+    looked up by their attribute keys (in seed order) instead of scanning the attributes.
+    """
     if name not in sc.SESSION_EVENT_TYPES:
         return None
-    fields: dict[str, Any] = {}
-    message_id = None
-    for key, value in attributes.items():
-        if not key.startswith(sc.EVENT_FIELD_PREFIX):
-            continue
-        field = key[len(sc.EVENT_FIELD_PREFIX) :]
-        if field == "message_id":
-            message_id = value
+    message_id = attributes.get(_MESSAGE_ID_KEY)
+    if message_id is None:
+        raise RecordError(f"span event {name!r} has no message_id")
+    record: dict[str, Any] = {"message_id": str(message_id), "event_type": name}
+    for field, key in _FIELD_KEYS[name]:
+        value = attributes.get(key)
+        if value is None:
             continue
         if field in _JSON_FIELDS and isinstance(value, str):
             value = json.loads(value)
@@ -88,11 +100,78 @@ def from_span_event(name: str, attributes: Mapping[str, Any]) -> dict[str, Any] 
             value = list(value)
         if field == "keep":
             value = int(value)
-        fields[field] = value
-    if message_id is None:
-        raise RecordError(f"span event {name!r} has no message_id")
-    known = {k: v for k, v in fields.items() if k in RECORD_FIELDS[name]}
-    return make_record(name, str(message_id), **known)
+        record[field] = value
+    if record.get("substance") is not None and record.get("cause") is not None:
+        raise RecordError("an event has substance or cause, never both")
+    return record
+
+
+_MESSAGE_ID = re.compile(r"^msg_\d+$")
+_ROLES = frozenset({"system", "user", "assistant", "tool"})
+_TEXT_FIELDS = frozenset(
+    {"agent_id", "name", "language_model", "parent", "tool_call_id", "substance", "source", "reasoning_content"}
+)
+
+
+def validate_record(record: Any) -> None:
+    """Raise RecordError unless ``record`` is a well-formed seed-001 record.
+
+    Readers of saved or imported data call this, so damaged input is refused with
+    a clear message instead of surfacing later as a crash deep inside a view.
+    """
+    if not isinstance(record, Mapping):
+        raise RecordError("a record is a JSON object")
+    kind = record.get("event_type")
+    if not isinstance(kind, str) or kind not in RECORD_FIELDS:
+        raise RecordError(f"unknown event_type {kind!r}")
+    message_id = record.get("message_id")
+    if not isinstance(message_id, str) or not _MESSAGE_ID.match(message_id):
+        raise RecordError(f"message_id {message_id!r} is not of the form msg_<digits>")
+    if not isinstance(record.get("agent_id"), str):
+        raise RecordError(f"{message_id}: agent_id must be a string")
+    for field in RECORD_FIELDS[kind]:
+        value = record.get(field)
+        if value is None:
+            continue
+        if field in _TEXT_FIELDS and not isinstance(value, str):
+            raise RecordError(f"{message_id}: {field} must be a string")
+        if field == "substance" and not _MESSAGE_ID.match(value):
+            raise RecordError(f"{message_id}: substance {value!r} is not a message id")
+        if field == "cause" and not (
+            (isinstance(value, str) and _MESSAGE_ID.match(value))
+            or (isinstance(value, list) and value and all(isinstance(v, str) and _MESSAGE_ID.match(v) for v in value))
+        ):
+            raise RecordError(f"{message_id}: cause must be a message id or a list of them")
+        if field == "content" and not isinstance(value, (str, list)):
+            raise RecordError(f"{message_id}: content must be text (or a list of content parts)")
+        if field == "keep" and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+            raise RecordError(f"{message_id}: keep must be a non-negative integer")
+        if field == "thinking_blocks" and not isinstance(value, list):
+            raise RecordError(f"{message_id}: thinking_blocks must be a list")
+        if field == "tool_calls":
+            _check_tool_calls(message_id, value)
+    role = record.get("role")
+    if kind == "transcript_entry" and (not isinstance(role, str) or role not in _ROLES):
+        raise RecordError(f"{message_id}: role must be one of {sorted(_ROLES)}")
+    if kind == "transcript_truncated" and record.get("keep") is None:
+        raise RecordError(f"{message_id}: a truncation needs keep")
+    if record.get("substance") is not None and record.get("cause") is not None:
+        raise RecordError(f"{message_id}: an event has substance or cause, never both")
+
+
+def _check_tool_calls(message_id: str, calls: Any) -> None:
+    if not isinstance(calls, list):
+        raise RecordError(f"{message_id}: tool_calls must be a list")
+    for call in calls:
+        function = call.get("function") if isinstance(call, dict) else None
+        if (
+            not isinstance(call, dict)
+            or not isinstance(call.get("id"), str)
+            or not isinstance(function, dict)
+            or not isinstance(function.get("name"), str)
+            or not isinstance(function.get("arguments", ""), str)
+        ):
+            raise RecordError(f"{message_id}: a tool call needs an id and a function with a name and arguments")
 
 
 def message_from_record(record: Mapping[str, Any]) -> dict[str, Any]:

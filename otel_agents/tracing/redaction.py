@@ -1,13 +1,19 @@
 """Secret redaction applied before anything leaves the process.
 
 Header-like keys have their values replaced whole; key-shaped values (API keys,
-bearer tokens) are replaced wherever they occur inside text.
+bearer tokens) are replaced wherever they occur inside text, and so are the
+values written after a secret key inside text (``Authorization: Basic ...``,
+``api_key='...'``, ``"x-api-key": "..."``), since error messages and tool
+arguments quote headers and keyword arguments verbatim.
+
+Redaction is idempotent: redacting redacted data changes nothing, so a trace
+can pass through it any number of times (live, on export, on import).
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Mapping
 
 MARKER = "[REDACTED]"
 
@@ -20,48 +26,170 @@ SECRET_KEYS = frozenset(
         "api_key",
         "apikey",
         "x-goog-api-key",
+        "anthropic-api-key",
+        "openai-api-key",
+        "x-auth-token",
+        "auth-token",
+        "auth_token",
         "cookie",
         "set-cookie",
         "password",
+        "passwd",
         "secret",
         "access_token",
         "refresh_token",
+        "id_token",
         "client_secret",
+        "aws_secret_access_key",
+        "aws_session_token",
     }
 )
 
-_VALUE_PATTERNS = re.compile(
-    r"|".join(
-        [
-            r"\bsk-(?:ant-|proj-|or-)?[A-Za-z0-9_\-]{16,}",  # OpenAI / Anthropic / OpenRouter keys
-            r"\b[Bb][Ee][Aa][Rr][Ee][Rr]\s+[A-Za-z0-9._~+/\-]{8,}=*",
-            r"\bAKIA[0-9A-Z]{16}\b",  # AWS access key id
-            r"\bgh[pousr]_[A-Za-z0-9]{30,}\b",  # GitHub tokens
-            r"\bxox[abpr]-[A-Za-z0-9\-]{10,}",  # Slack tokens
-            r"\bAIza[0-9A-Za-z_\-]{35}\b",  # Google API keys
-        ]
-    )
+# Key-shaped values, each with a literal that must occur in the text for it to match
+# (checked with ``in`` first: most text holds none, and a plain substring test is far
+# faster than any regex). Each regex starts with its literal, so the engine skips ahead
+# quickly; the word-boundary checks are lookbehinds placed after it for the same reason.
+_VALUE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (anchor, re.compile(pattern))
+    for anchor, pattern in [
+        # OpenAI / Anthropic / OpenRouter keys; not inside a word ("risk-...") but after digits or "_".
+        ("sk-", r"sk-(?<![A-Za-z]sk-)(?:ant-|proj-|or-)?[A-Za-z0-9_\-]{16,}"),
+        ("AKIA", r"AKIA(?<!\wAKIA)[0-9A-Z]{16}\b"),  # AWS access key id
+        ("gh", r"gh[pousr]_(?<!\wgh._)[A-Za-z0-9]{30,}\b"),  # GitHub tokens
+        ("github_pat_", r"github_pat_(?<!\wgithub_pat_)[A-Za-z0-9_]{30,}"),
+        ("xox", r"xox[abpr]-(?<!\wxox.-)[A-Za-z0-9\-]{10,}"),  # Slack tokens
+        ("AIza", r"AIza(?<!\wAIza)[0-9A-Za-z_\-]{35}\b"),  # Google API keys
+        ("gsk_", r"gsk_(?<!\wgsk_)[A-Za-z0-9]{20,}"),  # Groq
+        ("hf_", r"hf_(?<!\whf_)[A-Za-z0-9]{30,}"),  # Hugging Face
+        ("xai-", r"xai-(?<!\wxai-)[A-Za-z0-9]{20,}"),  # xAI
+        ("eyJ", r"eyJ(?<!\weyJ)[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),  # JWTs
+    ]
 )
+# Case-insensitive: anchored on the lower-cased text.
+_BEARER = re.compile(r"[Bb][Ee][Aa][Rr][Ee][Rr](?<![A-Za-z][Bb][Ee][Aa][Rr][Ee][Rr])\s+[A-Za-z0-9._~+/\-]{8,}=*")
+# Every secret key name contains one of these (lower case).
+_KEY_ANCHORS = ("auth", "key", "token", "secret", "cookie", "passw")  # spelled out in redact_text: faster than any()
+# The shortest text any value pattern or the bearer pattern matches ("xox" + "b-" + 10,
+# "bearer" + " " + 8); keyed values and cookie headers need ':' or '=' instead.
+_MIN_SECRET_CHARS = 15
+
+# Inside free text, the value written after a secret key: ``<key><quote?><: or => <quote?><value>``.
+# The value may carry an auth scheme (``Basic xyz``) and ends at whitespace, a quote, a backslash
+# (escaped JSON), a comma, ``;``, ``&`` or a closing bracket. Words that also occur in prose
+# (password, secret, cookie) count only in code-like spellings: ``password=x``, ``"password": "x"``.
+_STRONG_TEXT_KEYS = sorted(SECRET_KEYS - {"password", "passwd", "secret", "cookie"}, key=len, reverse=True)
+_WEAK_TEXT_KEYS = ("password", "passwd", "secret", "cookie")
+_VALUE = r"((?:(?:bearer|basic|token|digest)\s+)?(?!\[REDACTED\])[^\s\"'\\,;&}\]\)]+)"
+_KEYED_VALUE = re.compile(
+    r"(?i)(?<![A-Za-z0-9_\-])("
+    r"(?:" + "|".join(map(re.escape, _STRONG_TEXT_KEYS)) + r")\\?[\"']?\s*[:=]\s*\\?[\"']?"
+    r"|(?:" + "|".join(_WEAK_TEXT_KEYS) + r")="
+    r"|\\?[\"'](?:" + "|".join(_WEAK_TEXT_KEYS) + r")\\?[\"']\s*:\s*\\?[\"']"
+    r")" + _VALUE
+)
+# A cookie header's value runs to the end of the line (``Cookie: a=1; b=2``).
+_COOKIE_HEADER = re.compile(r"(?i)(?<![A-Za-z0-9_\-])((?:set-)?cookie\s*:\s*)(?!\[REDACTED\])(?=[^\s=;]+=)[^\r\n\"\\]+")
 
 
 def is_secret_key(key: str) -> bool:
-    return key.lower().replace(" ", "") in SECRET_KEYS
+    """``Authorization``, ``x-api-key``; also namespaced keys ending in one
+    (``http.request.header.authorization``)."""
+    if key in _KNOWN_SAFE_KEYS:  # the attribute keys this project writes: one set lookup
+        return False
+    return _secret_key_rule(key)
+
+
+def _secret_key_rule(key: str) -> bool:
+    normal = key.lower()
+    if " " in normal:
+        normal = normal.replace(" ", "")
+    if normal in SECRET_KEYS:
+        return True
+    dot = normal.rfind(".")
+    return dot >= 0 and normal[dot + 1 :] in SECRET_KEYS
+
+
+def _known_safe_keys() -> frozenset[str]:
+    """Attribute keys written on every span and event here, checked against the rule once.
+
+    Built from the names themselves (semconv, record fields bare and prefixed, resource
+    and exception keys), and kept only where the rule says "not secret", so the shortcut can never
+    disagree with :func:`_secret_key_rule`.
+    """
+    from otel_agents.tracing import semconv as sc
+    from otel_agents.tracing.records import RECORD_FIELDS
+
+    names = {value for name, value in vars(sc).items() if not name.startswith("_") and isinstance(value, str)}
+    names |= {sc.total_attr(scope, key) for scope in ("self", "inclusive") for key in sc.TOTAL_KEYS}
+    fields = {"message_id", "event_type", "ts", "trace_id", "span_id", *(f for fs in RECORD_FIELDS.values() for f in fs)}
+    names |= fields | {sc.EVENT_FIELD_PREFIX + f for f in fields}  # records are redacted as plain dicts too
+    names |= {
+        "service.name", "service.version", "service.instance.id", "telemetry.sdk.language", "telemetry.sdk.name",
+        "telemetry.sdk.version", "exception.type", "exception.message", "exception.stacktrace", "exception.escaped",
+    }
+    return frozenset(name for name in names if not _secret_key_rule(name))
+
+
+_KNOWN_SAFE_KEYS = _known_safe_keys()
 
 
 def redact_text(text: str) -> str:
-    if not text:
+    # Every secret shape needs 15 characters, or a ':' or '=' (a keyed value, a cookie
+    # header): most attribute values (ids, names, numbers as text) are done here.
+    if not text or (len(text) < _MIN_SECRET_CHARS and ":" not in text and "=" not in text):
         return text
-    return _VALUE_PATTERNS.sub(MARKER, text)
+    for anchor, pattern in _VALUE_PATTERNS:
+        if anchor in text:
+            text = pattern.sub(MARKER, text)
+    lowered = text.lower()
+    if "bearer" in lowered:
+        text = _BEARER.sub(MARKER, text)
+    if (
+        "auth" in lowered or "key" in lowered or "token" in lowered
+        or "secret" in lowered or "cookie" in lowered or "passw" in lowered
+    ):
+        if "cookie" in lowered:
+            text = _COOKIE_HEADER.sub(lambda m: m.group(1) + MARKER, text)
+        text = _KEYED_VALUE.sub(lambda m: m.group(1) + MARKER, text)
+    return text
 
 
 def redact(value: Any) -> Any:
-    """Redact strings, and mappings/sequences recursively (secret keys lose their values)."""
+    """Redact strings, and mappings/sequences recursively (secret keys lose their values).
+
+    A ``(name, value)`` pair whose name is a secret key (a header list) loses its value too.
+    """
     if isinstance(value, str):
         return redact_text(value)
     if isinstance(value, dict):
         return {k: (MARKER if isinstance(k, str) and is_secret_key(k) else redact(v)) for k, v in value.items()}
-    if isinstance(value, list):
-        return [redact(v) for v in value]
-    if isinstance(value, tuple):
-        return tuple(redact(v) for v in value)
+    if isinstance(value, (list, tuple)):
+        if len(value) == 2 and isinstance(value[0], str) and is_secret_key(value[0]):
+            pair = [value[0], MARKER]
+            return tuple(pair) if isinstance(value, tuple) else pair
+        items = [redact(v) for v in value]
+        return tuple(items) if isinstance(value, tuple) else items
+    if isinstance(value, (bytes, bytearray)):
+        text = bytes(value).decode("utf-8", "surrogateescape")
+        redacted = redact_text(text)
+        return value if redacted == text else redacted.encode("utf-8", "surrogateescape")
     return value
+
+
+def redact_attributes(attributes: Mapping[str, Any]) -> dict[str, Any]:
+    """Span/event attributes: values of secret keys replaced whole, all other values redacted."""
+    out: dict[str, Any] = {}
+    for key, value in attributes.items():
+        if is_secret_key(key):
+            out[key] = MARKER
+        elif type(value) is str:  # the common case, without redact's dispatch
+            out[key] = redact_text(value)
+        elif type(value) in _SCALARS:
+            out[key] = value
+        else:
+            out[key] = redact(value)
+    return out
+
+
+_SCALARS = frozenset({int, float, bool, type(None)})
+

@@ -15,6 +15,7 @@ OP_CREATE_AGENT = "create_agent"
 OP_CHAT = "chat"
 OP_EXECUTE_TOOL = "execute_tool"
 OP_TURN = "turn"  # not a GenAI operation: one iteration of an agent's loop
+OP_EXTERNAL_INPUT = "external_input"  # not a GenAI operation: an outside event outside any run
 
 
 def span_name(operation: str, subject: str | None = None) -> str:
@@ -67,14 +68,12 @@ LLM_MAX_ATTEMPTS = "otel_agents.llm.max_attempts"
 LLM_LATENCY_MS = "otel_agents.llm.latency_ms"
 LLM_PRICE_SOURCE = "otel_agents.llm.price_source"  # config | litellm | unpriced
 LLM_RETRYABLE = "otel_agents.llm.retryable"
-LLM_RETRY_DELAY_S = "otel_agents.llm.retry_delay_s"
 # The request context is the agent's transcript; refer to it instead of repeating it.
 CONTEXT_AGENT_ID = "otel_agents.context.agent_id"
 CONTEXT_MESSAGE_COUNT = "otel_agents.context.message_count"
 CONTEXT_LAST_MESSAGE_ID = "otel_agents.context.last_message_id"
 CONTEXT_CHARS = "otel_agents.context.chars"
 REQUEST_TOOLS = "otel_agents.request.tools"  # JSON of the tool schemas sent
-REQUEST_PARAMS = "otel_agents.request.params"  # JSON of extra request parameters
 RESPONSE_MESSAGE_ID = "otel_agents.response.message_id"
 RESPONSE_CHARS = "otel_agents.response.chars"
 TOOL_CHARS_IN = "otel_agents.tool.chars_in"
@@ -83,8 +82,7 @@ TOOL_LATENCY_MS = "otel_agents.tool.latency_ms"
 TOOL_CALL_MESSAGE_ID = "otel_agents.tool.call_message_id"
 TOOL_RESULT_MESSAGE_ID = "otel_agents.tool.result_message_id"
 TOOL_STATUS = "otel_agents.tool.status"  # ok | failed | denied
-CREATED_AGENT_ID = "otel_agents.created_agent.id"
-CANCELLED = "otel_agents.cancelled"
+CANCELLED = "otel_agents.cancelled"  # the span ended because the run was interrupted (Ctrl-C, cancellation)
 
 # Totals on turn and invoke_agent spans: self (this node's own LLM attempts) and
 # inclusive (everything nested, sub-agents included). Each attempt is counted once

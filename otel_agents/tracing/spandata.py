@@ -54,10 +54,6 @@ class SpanData:
     scope: str | None = None
 
 
-def _plain(value: Any) -> Any:
-    return list(value) if isinstance(value, tuple) else value
-
-
 def hex_trace_id(value: int) -> str:
     return format(value, "032x")
 
@@ -67,31 +63,57 @@ def hex_span_id(value: int) -> str:
 
 
 def from_readable(span: ReadableSpan) -> SpanData:
+    """Plain data of a finished (or open) SDK span, secrets redacted.
+
+    Redaction here catches what never went through Telemetry: the SDK's own exception
+    events (``exception.message``/``exception.stacktrace``), ``set_status`` descriptions
+    and direct ``set_attribute`` calls. It is idempotent, so already-redacted data is unchanged.
+    The recorder calls this at every span start and end: one pass, no intermediate copy.
+    """
+    from otel_agents.tracing.redaction import redact_text
+
     ctx = span.context
     parent = span.parent
+    status = span.status
     return SpanData(
         trace_id=hex_trace_id(ctx.trace_id),
         span_id=hex_span_id(ctx.span_id),
         parent_span_id=hex_span_id(parent.span_id) if parent is not None and parent.is_valid else None,
-        name=span.name,
+        name=redact_text(span.name),
         kind=KIND_NAMES.get(span.kind, "INTERNAL"),
         start_ns=span.start_time or 0,
         end_ns=span.end_time,
-        attributes={k: _plain(v) for k, v in (span.attributes or {}).items()},
-        events=tuple(
-            EventData(e.name, e.timestamp, {k: _plain(v) for k, v in (e.attributes or {}).items()})
-            for e in span.events
-        ),
+        attributes=_redacted_plain(span.attributes),
+        events=tuple(EventData(redact_text(e.name), e.timestamp, _redacted_plain(e.attributes)) for e in span.events),
         links=tuple(
-            LinkData(
-                hex_trace_id(link.context.trace_id),
-                hex_span_id(link.context.span_id),
-                {k: _plain(v) for k, v in (link.attributes or {}).items()},
-            )
+            LinkData(hex_trace_id(link.context.trace_id), hex_span_id(link.context.span_id),
+                     _redacted_plain(link.attributes))
             for link in span.links
         ),
-        status=STATUS_NAMES.get(span.status.status_code, "UNSET"),
-        status_message=span.status.description,
-        resource={k: _plain(v) for k, v in span.resource.attributes.items()} if span.resource else {},
+        status=STATUS_NAMES.get(status.status_code, "UNSET"),
+        status_message=redact_text(status.description) if status.description else status.description,
+        resource=_redacted_plain(span.resource.attributes) if span.resource else {},
         scope=span.instrumentation_scope.name if span.instrumentation_scope else None,
     )
+
+
+def _redacted_plain(attributes: Any) -> dict[str, Any]:
+    """Attributes as a plain dict (sequences as lists), secrets redacted: ``redact_attributes`` in one pass."""
+    from otel_agents.tracing.redaction import MARKER, is_secret_key, redact, redact_text
+
+    out: dict[str, Any] = {}
+    if not attributes:
+        return out
+    for key, value in attributes.items():
+        kind = type(value)
+        if is_secret_key(key):
+            out[key] = MARKER
+        elif kind is str:
+            out[key] = redact_text(value)
+        elif kind is tuple or kind is list:
+            out[key] = redact(list(value))
+        elif kind is int or kind is float or kind is bool:
+            out[key] = value
+        else:
+            out[key] = redact(value)
+    return out

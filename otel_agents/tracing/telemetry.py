@@ -9,9 +9,11 @@ match what was written live.
 
 from __future__ import annotations
 
+import asyncio
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Protocol, runtime_checkable
+from typing import Any, Iterator, Mapping, Protocol, runtime_checkable
 
 from opentelemetry import trace
 
@@ -57,6 +59,20 @@ class Telemetry:
     def set_attributes(span: trace.Span, attributes: Mapping[str, Any]) -> None:
         """Set attributes with secrets redacted and None values dropped."""
         span.set_attributes({k: redact(v) for k, v in attributes.items() if v is not None})
+
+
+@contextmanager
+def marks_cancellation(span: trace.Span) -> Iterator[None]:
+    """Mark the span ``otel_agents.cancelled`` when an interruption passes through it.
+
+    Ctrl-C and task cancellation are not errors of the operation: the tree shows
+    such spans as cancelled rather than failed.
+    """
+    try:
+        yield
+    except (asyncio.CancelledError, KeyboardInterrupt):
+        span.set_attribute(sc.CANCELLED, True)
+        raise
 
 
 def noop_telemetry() -> Telemetry:

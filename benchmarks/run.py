@@ -1,0 +1,334 @@
+"""Run every benchmark, print a table of named figures, and optionally write them as JSON.
+
+    python benchmarks/run.py                  # full sizes (a few minutes on 2 cores)
+    python benchmarks/run.py --quick          # tiny sizes: a smoke run (< 1 min); figures are not comparable
+    python benchmarks/run.py --json out.json  # also write {"figures": {...}, "targets": ..., "details": ..., "machine": ...}
+
+Comparisons run both sides in this one invocation, alternating, and report the
+median of the per-pair ratios (machines here are noisy). docs/performance.md
+describes every figure and records the latest results.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the bench_* modules, whatever the working directory
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # never fetch the price map
+
+import bench_billing  # noqa: E402
+import bench_cli  # noqa: E402
+import bench_instrumentation  # noqa: E402
+import bench_recorded  # noqa: E402
+import bench_resume  # noqa: E402
+import bench_session  # noqa: E402
+import bench_views  # noqa: E402
+from bench_timing import alternate, median_of, run_process  # noqa: E402
+
+
+@dataclass(frozen=True)
+class Sizes:
+    overhead_calls: int  # LLM calls of the scripted session
+    overhead_pairs: int
+    instrumentation_pairs: int
+    bytes_short_calls: int  # the long session has 8x as many
+    resume_entries: tuple[int, int, int]  # named 1k, 10k, 100k
+    capture_agents: int  # sub-agents of the session the large saved sessions repeat
+    resume_repeat: int
+    ledger_records: int  # named 1m
+    process_repeat: int  # cold processes per command figure
+
+
+FULL = Sizes(500, 5, 7, 200, (1_000, 10_000, 100_000), 20, 3, 1_000_000, 5)
+QUICK = Sizes(40, 1, 1, 30, (300, 1_000, 3_000), 4, 1, 20_000, 1)
+
+# name -> (target, unit); a figure passes when it is at most its target.
+TARGETS: dict[str, tuple[float | None, str]] = {
+    "overhead_ratio": (1.15, "x"),
+    "instrumentation_vs_bare": (2.0, "x"),
+    "bytes_growth": (1.1, "x"),
+    "resume_s_1k": (None, "s"),
+    "resume_s_10k": (None, "s"),
+    "resume_s_100k": (2.0, "s"),
+    "resume_peak_mb_100k": (None, "MB"),
+    "resume_s_100k_no_journal": (None, "s"),
+    "view_dialog_s_100k": (1.0, "s"),
+    "view_perspective_s_100k": (1.0, "s"),
+    "view_causality_s_100k": (1.0, "s"),
+    "view_s_100k": (1.0, "s"),
+    "view_s_100k_synthetic": (None, "s"),
+    "billing_summary_s_1m": (5.0, "s"),
+    "cli_start_s": (0.35, "s"),
+    "cli_start_imports_litellm": (0, "bool"),
+}
+
+
+class Results:
+    def __init__(self) -> None:
+        self.figures: dict[str, float] = {}
+        self.details: dict[str, dict[str, Any]] = {}
+
+    def add(self, name: str, value: float, **details: Any) -> None:
+        self.figures[name] = float(value)
+        if details:
+            self.details[name] = details
+        target, unit = TARGETS.get(name, (None, ""))
+        verdict = "" if target is None else ("ok" if value <= target else "MISSED")
+        target_text = "" if target is None else f"<= {target:g}"
+        print(f"  {name:<28} {value:>12.4g} {unit:<4} {target_text:<10} {verdict}", flush=True)
+
+
+# --------------------------------------------------------------------------- scripted sessions
+
+
+def session_benchmarks(sizes: Sizes, tmp: Path, results: Results, measure: bool = True) -> tuple[Path | None, Any]:
+    """overhead_ratio, instrumentation_vs_bare, bytes_growth (unless ``measure`` is False).
+
+    Returns the long recorded session's directory and a capture of a session with many
+    agents (the seed of the large saved sessions).
+    """
+    print("scripted sessions (in-process, the CLI's path; litellm warmed up first)", flush=True)
+    bench_session.warm_up(tmp / "warm-up")
+    homes = iter(range(1_000_000))
+
+    def home() -> Path:
+        return tmp / f"home-{next(homes)}"
+
+    many = bench_session.make_script(sizes.overhead_calls, agents=sizes.capture_agents)
+    many_capture = bench_instrumentation.capture_session(bench_session.write_script(many, tmp / "many"),
+                                                         many.prompts, home())
+    if not measure:
+        return None, many_capture
+
+    plan = bench_session.make_script(sizes.overhead_calls)
+    script = bench_session.write_script(plan, tmp)
+
+    def side(traced: bool) -> Callable[[], float]:
+        def run() -> float:
+            done = bench_session.run_session(script, plan.prompts, home(), traced=traced)
+            if done.llm_calls != plan.llm_calls:
+                raise AssertionError(f"the session made {done.llm_calls} LLM calls, not {plan.llm_calls}")
+            return done.seconds
+        return run
+
+    comparison = alternate(side(True), side(False), sizes.overhead_pairs)
+    results.add(
+        "overhead_ratio", comparison.ratio, llm_calls=plan.llm_calls, pairs=sizes.overhead_pairs,
+        traced_s=comparison.a, disabled_s=comparison.b, ratios=comparison.ratios,
+        traced_ms_per_call=comparison.median_a / plan.llm_calls * 1000,
+        disabled_ms_per_call=comparison.median_b / plan.llm_calls * 1000,
+    )
+
+    capture = bench_instrumentation.capture_session(script, plan.prompts, home())
+    turns = bench_instrumentation.turns_of(capture)
+    instrumented = alternate(
+        lambda: bench_instrumentation.replay_instrumented(capture, home()),
+        lambda: bench_instrumentation.replay_bare(capture),
+        sizes.instrumentation_pairs,
+    )
+    same_data = median_of(lambda: bench_instrumentation.replay_bare(capture, same_data=True), sizes.instrumentation_pairs)
+    results.add(
+        "instrumentation_vs_bare", instrumented.ratio, turns=turns, spans=bench_instrumentation.spans_of(capture),
+        calls=len(capture.actions), pairs=sizes.instrumentation_pairs,
+        instrumented_us_per_turn=instrumented.median_a / turns * 1e6,
+        bare_us_per_turn=instrumented.median_b / turns * 1e6,
+        sdk_same_data_us_per_turn=same_data / turns * 1e6,
+        sdk_same_data_vs_bare=same_data / instrumented.median_b,
+        instrumented_vs_sdk_same_data=instrumented.median_a / same_data,
+    )
+
+    sizes_by_length = {}
+    directories = {}
+    for calls in (sizes.bytes_short_calls, 8 * sizes.bytes_short_calls):
+        length_plan = bench_session.make_script(calls)
+        path = bench_session.write_script(length_plan, tmp)
+        where = home()
+        done = bench_session.run_session(path, length_plan.prompts, where, traced=True)
+        assert done.session_dir is not None
+        sizes_by_length[calls] = bench_session.persisted_bytes(done.session_dir, where / "billing.jsonl")
+        directories[calls] = done.session_dir
+    short, long = (sizes_by_length[c] for c in sorted(sizes_by_length))
+    growth = sum(long.values()) / (8 * sum(short.values()))
+    results.add("bytes_growth", growth, short_calls=sizes.bytes_short_calls, short_bytes=short, long_bytes=long,
+                per_file_growth={k: long[k] / (8 * short[k]) for k in short if short[k]})
+    return directories[8 * sizes.bytes_short_calls], many_capture
+
+
+# --------------------------------------------------------------------------- large saved sessions
+
+
+def _view_figures(directory: Path, sizes: Sizes) -> dict[str, tuple[float, list[float], int, str]]:
+    """Cold ``otel-agents view`` processes: dialog of the two busiest sub-agents, perspective of the root,
+    causality chain of the last message heard. view -> (median s, runs, stdout bytes, command)."""
+    from otel_agents.views import SessionViewer
+
+    viewer = SessionViewer.from_session_dir(directory)
+    agents = viewer.list_agents()
+    busiest = sorted(agents[1:], key=lambda a: -a.entries)[:2]
+    last_heard = next(r for r in reversed(viewer.records) if r.get("substance"))
+    commands = bench_cli.view_commands(directory, [a.agent_id for a in busiest], agents[0].agent_id,
+                                       last_heard["message_id"])
+    out = {}
+    for view, command in commands.items():
+        seconds, stdout = bench_cli.timed_command(command, sizes.process_repeat)
+        if not stdout.strip():
+            raise AssertionError(f"{' '.join(command)} printed nothing")
+        out[view] = (statistics.median(seconds), seconds, len(stdout), " ".join(command[1:]))
+    return out
+
+
+def saved_session_benchmarks(sizes: Sizes, tmp: Path, capture: Any, results: Results) -> None:
+    """Resume (1k, 10k, 100k entries), its peak memory, and the views, on sessions in the recorder's format.
+
+    For comparison, the same on ``bench_views.synthetic_session`` saved without a journal
+    (events.jsonl + tree.json.gz only: the path of a session whose journal is gone).
+    """
+    print("large saved sessions (the recorder's format: a recorded session's runs repeated)", flush=True)
+    largest = None
+    for entries, label in zip(sizes.resume_entries, ("1k", "10k", "100k")):
+        recorded = bench_recorded.write_recorded_session(capture, entries, tmp / f"recorded-{label}")
+        bench_recorded.settle(recorded.directory)
+        figures = bench_resume.measure(recorded.directory, sizes.resume_repeat)
+        results.add(f"resume_s_{label}", figures.seconds, records=recorded.records, spans=recorded.spans,
+                    runs=recorded.runs, asked_entries=entries,
+                    **{k: v for k, v in asdict(figures).items() if k != "seconds"})
+        largest = (recorded, figures)
+    recorded, figures = largest
+    results.add("resume_peak_mb_100k", figures.peak_mb, entries=figures.entries,
+                delta_after_imports_mb=figures.peak_delta_mb)
+    worst = 0.0
+    for view, (value, runs, out_bytes, command) in _view_figures(recorded.directory, sizes).items():
+        worst = max(worst, value)
+        results.add(f"view_{view}_s_100k", value, entries=recorded.entries, runs=runs, stdout_bytes=out_bytes,
+                    command=command)
+    results.add("view_s_100k", worst, entries=recorded.entries, note="slowest of dialog, perspective, causality")
+
+    print("  ... the same on bench_views.synthetic_session (no journal: events.jsonl + tree.json.gz)", flush=True)
+    synthetic = bench_views.synthetic_session(sizes.resume_entries[-1])
+    directory = bench_views.write_session_dir(synthetic, tmp / "synthetic")
+    figures = bench_resume.measure(directory, sizes.resume_repeat)
+    results.add("resume_s_100k_no_journal", figures.seconds, records=len(synthetic.records),
+                **{k: v for k, v in asdict(figures).items() if k != "seconds"})
+    views = _view_figures(directory, sizes)
+    in_process = bench_views.view_timings(synthetic, directory, repeat=1)
+    results.add("view_s_100k_synthetic", max(v[0] for v in views.values()), entries=synthetic.entries,
+                views={k: v[0] for k, v in views.items()},
+                in_process_cpu_s={name: cpu for name, _, cpu, _ in in_process})
+
+
+# --------------------------------------------------------------------------- billing and start-up
+
+
+def billing_benchmark(sizes: Sizes, tmp: Path, results: Results) -> None:
+    print("billing ledger", flush=True)
+    ledger = bench_billing.write_ledger(tmp / "billing.jsonl", sizes.ledger_records)
+    env = {"OTEL_AGENTS_HOME": str(tmp / "billing-home")}
+    _, done = run_process(bench_billing.summary_command(ledger, as_json=True), env=env)
+    bench_billing.check_summary(ledger, done.stdout)
+    seconds, _ = bench_cli.timed_command(bench_billing.summary_command(ledger), sizes.process_repeat, env=env)
+    results.add("billing_summary_s_1m", statistics.median(seconds), records=ledger.records,
+                ledger_mb=ledger.bytes / 1e6, runs=seconds)
+
+
+def cli_benchmark(sizes: Sizes, sessions_dir: Path, results: Results) -> None:
+    print("command start-up", flush=True)
+    command = bench_cli.sessions_list_command(sessions_dir)
+    run_process(command)  # the first run may read files from disk; "cold" means a new process
+    seconds, out = bench_cli.timed_command(command, max(3, 2 * sizes.process_repeat))
+    sessions = max(0, len(out.decode().splitlines()) - 1)
+    results.add("cli_start_s", statistics.median(seconds), sessions_listed=sessions, runs=seconds)
+    imported = bench_cli.imports_litellm(["sessions", "list", "--sessions-dir", str(sessions_dir)])
+    results.add("cli_start_imports_litellm", int(imported))
+
+
+# --------------------------------------------------------------------------- machine and main
+
+
+def machine() -> dict[str, Any]:
+    from importlib import metadata
+
+    cpu = "?"
+    try:
+        cpu = next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                   if line.startswith("model name"))
+    except (OSError, StopIteration):
+        cpu = platform.processor() or "?"
+    memory_gb = None
+    try:
+        memory_gb = round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)
+    except (ValueError, OSError, AttributeError):
+        pass
+    versions = {}
+    for package in ("otel-agents", "opentelemetry-sdk", "litellm", "orjson"):
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            versions[package] = None
+    return {
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "cpu": cpu,
+        "cpus": os.cpu_count(),
+        "memory_gb": memory_gb,
+        "load_average": os.getloadavg() if hasattr(os, "getloadavg") else None,
+        "versions": versions,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="tiny sizes: checks the harness, not the targets")
+    parser.add_argument("--json", type=Path, metavar="FILE", help="also write the figures as JSON here")
+    parser.add_argument("--skip", action="append", default=[], choices=["sessions", "saved", "billing", "cli"],
+                        help="leave out a group of benchmarks (repeatable)")
+    args = parser.parse_args(argv)
+    sizes = QUICK if args.quick else FULL
+    results = Results()
+    started = time.perf_counter()
+    print(f"otel-agents benchmarks ({'quick' if args.quick else 'full'} sizes)")
+    with tempfile.TemporaryDirectory(prefix="otel-agents-bench-") as name:
+        tmp = Path(name)
+        # Nothing may reach a real home, whatever a benchmark forgets to pass.
+        os.environ["OTEL_AGENTS_HOME"] = str(tmp / "home")
+        for variable in [v for v in os.environ if v.startswith("OTEL_EXPORTER_OTLP") or v == "OTEL_TRACES_EXPORTER"]:
+            del os.environ[variable]
+        recorded = capture = None
+        if "sessions" not in args.skip or "saved" not in args.skip:
+            recorded, capture = session_benchmarks(sizes, tmp, results, measure="sessions" not in args.skip)
+        if "saved" not in args.skip:
+            saved_session_benchmarks(sizes, tmp, capture, results)
+        if "billing" not in args.skip:
+            billing_benchmark(sizes, tmp, results)
+        if "cli" not in args.skip:
+            cli_benchmark(sizes, recorded.parent if recorded is not None else tmp / "home" / "sessions", results)
+    elapsed = time.perf_counter() - started
+    missed = [n for n, v in results.figures.items() if TARGETS.get(n, (None, ""))[0] is not None and v > TARGETS[n][0]]
+    print(f"done in {elapsed:.0f} s; " + (f"missed: {', '.join(missed)}" if missed else "every target met"))
+    if args.json is not None:
+        document = {
+            "quick": args.quick,
+            "sizes": asdict(sizes),
+            "figures": results.figures,
+            "targets": {n: t for n, (t, _) in TARGETS.items() if t is not None},
+            "missed": missed,
+            "details": results.details,
+            "machine": machine(),
+            "seconds": elapsed,
+        }
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(document, indent=1, default=str) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

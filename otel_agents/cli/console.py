@@ -1,0 +1,150 @@
+"""Console log lines rendered from span data (seed 002 "Console Logging Semantics").
+
+Every stderr line reads ``[txn:<trace id prefix>] <path label> <kind>/<id>: <LEVEL> <message>``:
+the path label is the tree position of the operation the line concerns, the kind
+is llm, tool or session. Nothing in the runtime prints; this span processor (and
+live-record listener) is the only place console lines come from.
+
+Levels: by default only WRN and ERR. ``verbose`` adds one VRB line per LLM and
+tool request/response (latency, sizes, tokens, cost), THK lines for reasoning and
+a FIN line per run. ``trace_llm`` / ``trace_tools`` add TRC lines with the full
+request and response payloads, redacted and capped.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, TextIO
+
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+from opentelemetry.trace import Span as ApiSpan
+
+from otel_agents.tracing import semconv as sc
+from otel_agents.tracing.records import message_from_record
+from otel_agents.tracing.redaction import redact
+
+TXN_PREFIX = 8
+TRACE_CAP = 4096  # bytes of payload per TRC line
+
+
+@dataclass
+class ConsoleOptions:
+    verbose: bool = False
+    trace_llm: bool = False
+    trace_tools: bool = False
+
+
+def _cap(text: str, cap: int = TRACE_CAP) -> str:
+    raw = text.encode("utf-8")
+    if len(raw) <= cap:
+        return text
+    return raw[:cap].decode("utf-8", "ignore") + f"…[{len(raw) - cap} more bytes]"
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def kind_and_id(name: str, attributes: Mapping[str, Any]) -> tuple[str, str]:
+    operation = attributes.get(sc.GEN_AI_OPERATION_NAME) or name.split(" ", 1)[0]
+    if operation == sc.OP_CHAT:
+        model = str(attributes.get(sc.GEN_AI_REQUEST_MODEL, "?"))
+        provider = attributes.get(sc.GEN_AI_PROVIDER_NAME)
+        short = model.split("/", 1)[1] if "/" in model else model
+        return "llm", f"{provider}:{short}" if provider else model
+    if operation == sc.OP_EXECUTE_TOOL:
+        return "tool", f"{attributes.get(sc.GEN_AI_TOOL_TYPE, 'function')}:{attributes.get(sc.GEN_AI_TOOL_NAME, '?')}"
+    return "session", str(attributes.get(sc.GEN_AI_AGENT_NAME) or name.split(" ", 1)[-1])
+
+
+def _money(cost: Any) -> str:
+    return "unpriced" if cost is None else f"${cost:.6f}"
+
+
+@dataclass
+class ConsoleRenderer(SpanProcessor):
+    """Renders console lines; ``label_of(span_id_hex)`` gives the tree position's label."""
+
+    label_of: Callable[[str], str | None]
+    options: ConsoleOptions = field(default_factory=ConsoleOptions)
+    out: TextIO = field(default_factory=lambda: sys.stderr)
+    _transcripts: dict[str, list[dict[str, Any]]] = field(default_factory=dict, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    # --- line assembly ---
+    def _emit(self, span: ApiSpan | ReadableSpan, level: str, message: str) -> None:
+        ctx = span.get_span_context() if hasattr(span, "get_span_context") else span.context
+        if ctx is None or not ctx.is_valid:
+            return
+        attributes = getattr(span, "attributes", None) or {}
+        kind, ident = kind_and_id(getattr(span, "name", ""), attributes)
+        label = self.label_of(format(ctx.span_id, "016x")) or "?"
+        line = f"[txn:{format(ctx.trace_id, '032x')[:TXN_PREFIX]}] {label} {kind}/{ident}: {level} {message}"
+        with self._lock:
+            print(line, file=self.out, flush=True)
+
+    # --- live records and logs (Telemetry listener) ---
+    def on_record(self, span: ApiSpan, record: Mapping[str, Any], ts_ns: int) -> None:
+        kind = record.get("event_type")
+        agent_id = record.get("agent_id")
+        if kind == sc.EVENT_TRANSCRIPT_ENTRY:
+            self._transcripts.setdefault(agent_id, []).append(message_from_record(record))
+            operation = (getattr(span, "attributes", None) or {}).get(sc.GEN_AI_OPERATION_NAME)
+            if operation == sc.OP_CHAT and self.options.trace_llm:
+                self._emit(span, "TRC", "response " + _cap(json.dumps(message_from_record(record), ensure_ascii=False)))
+            elif operation == sc.OP_EXECUTE_TOOL and self.options.trace_tools and record.get("role") == "tool":
+                self._emit(span, "TRC", "result " + _cap(json.dumps(record.get("content"), ensure_ascii=False)))
+        elif kind == sc.EVENT_TRANSCRIPT_TRUNCATED:
+            del self._transcripts.setdefault(agent_id, [])[record.get("keep", 0):]
+
+    def on_log(self, span: ApiSpan, level: str, message: str, ts_ns: int) -> None:
+        if level in ("WRN", "ERR") or (level in ("THK", "VRB", "FIN") and self.options.verbose) or (
+            level == "TRC" and (self.options.trace_llm or self.options.trace_tools)
+        ):
+            self._emit(span, level, _one_line(message) if level != "THK" else message.replace("\n", " ⏎ "))
+
+    # --- span start/end (SpanProcessor) ---
+    def on_start(self, span: Span, parent_context=None) -> None:
+        attributes = span.attributes or {}
+        operation = attributes.get(sc.GEN_AI_OPERATION_NAME)
+        if operation == sc.OP_CHAT:
+            if self.options.verbose:
+                self._emit(span, "VRB", f"request attempt {attributes.get(sc.LLM_ATTEMPT, 1)}: "
+                           f"{attributes.get(sc.CONTEXT_MESSAGE_COUNT, 0)} messages, "
+                           f"{attributes.get(sc.CONTEXT_CHARS, 0)} chars")
+            if self.options.trace_llm:
+                messages = self._transcripts.get(str(attributes.get(sc.CONTEXT_AGENT_ID)), [])
+                count = int(attributes.get(sc.CONTEXT_MESSAGE_COUNT, len(messages)))
+                self._emit(span, "TRC", "request " + _cap(json.dumps(redact(messages[:count]), ensure_ascii=False)))
+        elif operation == sc.OP_EXECUTE_TOOL and self.options.verbose:
+            self._emit(span, "VRB", f"request: {attributes.get(sc.TOOL_CHARS_IN, 0)} chars of arguments")
+
+    def on_end(self, span: ReadableSpan) -> None:
+        attributes = span.attributes or {}
+        operation = attributes.get(sc.GEN_AI_OPERATION_NAME)
+        if not self.options.verbose:
+            return
+        if operation == sc.OP_CHAT and sc.ERROR_TYPE not in attributes:
+            self._emit(span, "VRB", (
+                f"response {attributes.get(sc.LLM_LATENCY_MS, 0):.0f} ms, "
+                f"{attributes.get(sc.GEN_AI_USAGE_INPUT_TOKENS, 0)} in / "
+                f"{attributes.get(sc.GEN_AI_USAGE_OUTPUT_TOKENS, 0)} out tokens, "
+                f"{attributes.get(sc.RESPONSE_CHARS, 0)} chars, {_money(attributes.get(sc.GEN_AI_USAGE_COST))}"
+            ))
+        elif operation == sc.OP_EXECUTE_TOOL:
+            self._emit(span, "VRB", (
+                f"response {attributes.get(sc.TOOL_STATUS, '?')}, {attributes.get(sc.TOOL_CHARS_OUT, 0)} chars, "
+                f"{attributes.get(sc.TOOL_LATENCY_MS, 0):.0f} ms"
+            ))
+        elif operation == sc.OP_INVOKE_AGENT and span.parent is None:
+            self._emit(span, "FIN", (
+                f"run {attributes.get(sc.RUN_INDEX, '?')} done: "
+                f"{attributes.get(sc.total_attr('inclusive', 'llm_calls'), 0)} LLM calls, "
+                f"{attributes.get(sc.total_attr('inclusive', 'tool_calls'), 0)} tool calls, "
+                f"{attributes.get(sc.total_attr('inclusive', 'input_tokens'), 0)} in / "
+                f"{attributes.get(sc.total_attr('inclusive', 'output_tokens'), 0)} out tokens, "
+                f"${attributes.get(sc.total_attr('inclusive', 'cost_usd'), 0):.6f}"
+            ))

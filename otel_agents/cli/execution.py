@@ -1,0 +1,204 @@
+"""What ``run`` and ``resume`` share: prompts, tracing and recording set-up, the prompt loop.
+
+The commands stay thin: they decide which session to run (new or restored) and
+hand it here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import click
+
+from otel_agents.cli.console import ConsoleOptions, ConsoleRenderer
+from otel_agents.persistence.paths import Paths
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+def read_prompts(arguments: tuple[str, ...], default: tuple[str, ...]) -> list[str]:
+    """Arguments, else one per line from stdin, else an interactive prompt on a terminal.
+
+    With nothing given and nothing on stdin, the script's own prompts are used.
+    The interactive prompt goes to stderr: stdout carries utterances only.
+    """
+    if arguments:
+        return list(arguments)
+    stdin = sys.stdin
+    if not stdin.isatty():
+        lines = [line.strip() for line in stdin.read().splitlines()]
+        return [line for line in lines if line] or list(default)
+    hint = f" [{default[0]}]" if default else ""
+    click.echo(f"Enter prompts, one per line; an empty line starts the run.{hint}", err=True)
+    prompts = []
+    while True:
+        click.echo("> ", nl=False, err=True)
+        line = stdin.readline()
+        if not line or not line.strip():
+            break
+        prompts.append(line.strip())
+    return prompts or list(default)
+
+
+@dataclass
+class ModelOptions:
+    model: str | None
+    api_base: str | None
+    max_turns: int
+    max_attempts: int
+    timeout: float
+
+
+def model_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """``--model --api-base --max-turns --max-attempts --timeout``, passed as ``model_opts``."""
+    import functools
+
+    options = [
+        click.option("--timeout", type=click.FloatRange(0, min_open=True), default=120.0, show_default=True,
+                     help="Seconds per LLM attempt."),
+        click.option("--max-attempts", type=click.IntRange(1), default=4, show_default=True,
+                     help="Attempts per LLM call (transient failures are retried)."),
+        click.option("--max-turns", type=click.IntRange(1), default=20, show_default=True,
+                     help="LLM turns allowed in one response of one agent."),
+        click.option("--api-base", help="Base URL of the model's API (e.g. a local OpenAI-compatible server)."),
+        click.option("--model",
+                     help="Any litellm model string (e.g. openai/gpt-4o-mini); default: the script's offline model."),
+    ]
+
+    @functools.wraps(func)
+    def wrapper(*args, model, api_base, max_turns, max_attempts, timeout, **kwargs):
+        return func(*args, model_opts=ModelOptions(model, api_base, max_turns, max_attempts, timeout), **kwargs)
+
+    for option in options:
+        wrapper = option(wrapper)
+    return wrapper
+
+
+def output_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """``--otlp-file -v --trace-llm --trace-tools``."""
+    options = [
+        click.option("--trace-tools", is_flag=True, help="TRC lines with full tool arguments and results (capped)."),
+        click.option("--trace-llm", is_flag=True, help="TRC lines with full LLM requests and responses (capped)."),
+        click.option("-v", "--verbose", is_flag=True,
+                     help="One stderr line per LLM and tool request/response, reasoning (THK) and run summaries."),
+        click.option("--otlp-file", type=click.Path(dir_okay=False, path_type=Path),
+                     help="Also write spans as OTLP/JSON lines (the Collector file exporter's shape)."),
+    ]
+    for option in options:
+        func = option(func)
+    return func
+
+
+def configure(otlp_file: Path | None):
+    from otel_agents.tracing.setup import ConfigError, TracingOptions, configure_tracing
+
+    try:
+        return configure_tracing(TracingOptions(otlp_file=otlp_file))
+    except ConfigError as exc:
+        raise click.UsageError(str(exc)) from None
+
+
+def make_llm(tracing, opts: ModelOptions):
+    from otel_agents.llm.client import LLMClient
+    from otel_agents.llm.pricing import PriceConfigError, PriceTable
+    from otel_agents.llm.retry import RetryPolicy
+
+    try:
+        prices = PriceTable.from_env()
+    except PriceConfigError as exc:
+        tracing.shutdown()
+        raise click.UsageError(str(exc)) from None
+    return LLMClient(
+        tracing.telemetry,
+        retry=RetryPolicy(max_attempts=opts.max_attempts),
+        prices=prices,
+        timeout_s=opts.timeout,
+        api_base=opts.api_base,
+        capture_input_messages=tracing.options.capture_input_messages,
+    )
+
+
+class StorageUnwritable(click.ClickException):
+    """The home cannot take the session: said in one line, before any LLM call (exit 2)."""
+
+    exit_code = EXIT_USAGE
+
+
+def start_recording(tracing, paths: Paths, session_id: str, **recorder_kwargs: Any):
+    """Create (or reopen) the session directory and attach the recorder to the provider.
+
+    Runs before the first LLM call, so an unwritable home costs nothing but the message.
+    """
+    from otel_agents.persistence.recorder import SessionRecorder
+    from otel_agents.persistence.store import SessionStore, StoreError, check_file_writable
+
+    try:
+        check_file_writable(paths.billing_file)
+        store = SessionStore.create(paths.sessions_dir, session_id)
+    except StoreError as exc:
+        tracing.shutdown()
+        raise StorageUnwritable(str(exc)) from None
+    recorder = SessionRecorder(store, session_id, billing_file=paths.billing_file, **recorder_kwargs)
+    if not tracing.enabled:
+        click.echo("warning: OTEL_SDK_DISABLED is set: only events.jsonl is saved (no tree, no billing)", err=True)
+    tracing.add_processor(recorder)
+    tracing.add_listener(recorder)
+    return recorder
+
+
+def attach_console(tracing, verbose: bool, trace_llm: bool, trace_tools: bool) -> None:
+    """Console lines come from spans; the labeler must see a span start before the renderer."""
+    from otel_agents.persistence.live_labels import LivePathLabels
+
+    labels = LivePathLabels()
+    renderer = ConsoleRenderer(labels.label_of, ConsoleOptions(verbose, trace_llm, trace_tools))
+    tracing.add_processor(labels)
+    tracing.add_processor(renderer)
+    tracing.add_listener(renderer)
+
+
+def _as_ctrl_c(signum, frame):
+    # SIGTERM ends a run like Ctrl-C: asyncio.Runner's SIGINT handling cancels the
+    # running task, so every open span ends (marked cancelled) before we save.
+    signal.raise_signal(signal.SIGINT)
+
+
+def execute(session, prompts: list[str], context, tracing, recorder) -> int:
+    """Run each prompt as its own trace; print utterances; always close the recorder."""
+    from otel_agents.llm.client import LLMCallFailed
+    from otel_agents.runtime.agent import MaxTurnsExceeded
+
+    # A shell starts background jobs with SIGINT ignored; asyncio.Runner only takes
+    # over the default handler, and Ctrl-C or SIGTERM must always end a run cleanly.
+    previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)
+    previous = signal.signal(signal.SIGTERM, _as_ctrl_c)
+    exit_code = EXIT_OK
+    try:
+        with asyncio.Runner() as runner:  # one loop for every prompt of the process
+            for prompt in prompts:
+                utterance = runner.run(session.run(prompt, context=context))
+                click.echo(str(utterance))
+    except (LLMCallFailed, MaxTurnsExceeded) as exc:
+        click.echo(f"error: {exc}", err=True)
+        exit_code = EXIT_FAILED
+    except KeyboardInterrupt:
+        click.echo("interrupted: open spans were ended as cancelled and the session was saved", err=True)
+        exit_code = EXIT_INTERRUPTED
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGINT, previous_int)
+        recorder.close()
+        tracing.shutdown()
+        click.echo(f"session: {session.id}", err=True)
+    return exit_code
+
+
+def finish(exit_code: int) -> None:
+    sys.stdout.flush()
+    sys.stderr.flush()
+    sys.exit(exit_code)

@@ -1,0 +1,143 @@
+"""``otel-agents resume SESSION_ID [PROMPT]...``: rebuild every agent of a saved session and carry on."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import click
+import orjson
+
+from otel_agents.cli.execution import (
+    attach_console,
+    configure,
+    execute,
+    finish,
+    make_llm,
+    model_options,
+    output_options,
+    read_prompts,
+    start_recording,
+)
+from otel_agents.cli.options import ledger_errors_are_data_errors, session_dir_or_exit, storage_options
+
+FALLBACK_SCRIPT = "jack-and-jill"
+
+
+def _tree_version(path: Path):
+    """The payload version if the file is readable at all (an unknown version must not be guessed at)."""
+    try:
+        return orjson.loads(gzip.decompress(path.read_bytes())).get("version")
+    except Exception:  # unreadable trees are load_artifacts' business (fallback to events)
+        return None
+
+
+def _checkpoint_tree(session_dir: Path):
+    """The last tree.json.gz checkpoint as written, or None when it cannot be read."""
+    from otel_agents.persistence.store import SessionStore, StoreError
+
+    try:
+        return SessionStore(session_dir).load_tree()
+    except StoreError:
+        return None
+
+
+def load_saved(session_dir: Path, session_id: str):
+    """Everything resume needs, validated before anything is written (exit 2 on any problem)."""
+    from otel_agents.persistence.artifacts import SessionUnreadable, load_artifacts
+    from otel_agents.persistence.store import TREE_VERSION
+    from otel_agents.persistence.tree import records_of
+    from otel_agents.resume import ResumeError, SavedSession, merge_records, saved_runs
+
+    tree_path = session_dir / "tree.json.gz"
+    version = _tree_version(tree_path) if tree_path.exists() else None
+    if version is not None and version != TREE_VERSION:
+        raise click.UsageError(f"{tree_path} has tree version {version!r}; this otel-agents reads version {TREE_VERSION}")
+    try:
+        artifacts = load_artifacts(session_dir)
+    except SessionUnreadable as exc:
+        raise click.UsageError(str(exc)) from None
+    meta = artifacts.meta or {}
+    tree = artifacts.tree
+    checkpoint = _checkpoint_tree(session_dir)
+    try:
+        records = merge_records(
+            records_of(checkpoint) if checkpoint else [],
+            records_of(tree) if tree else [],
+            artifacts.records,
+        )
+    except ResumeError as exc:
+        raise click.UsageError(f"session {session_id}: events.jsonl contradicts tree.json.gz: {exc}") from None
+    redacted = bool(meta.get("redacted") or (tree or {}).get("attributes", {}).get("otel_agents.redacted_save"))
+    return SavedSession(session_id, records, saved_runs(tree), redacted=redacted), tree, artifacts.meta
+
+
+@ledger_errors_are_data_errors
+def resume_session_command(session_id, prompts, script_name, model_opts, otlp_file, verbose, trace_llm,
+                           trace_tools, paths) -> int:
+    from otel_agents.llm.scripts import ScriptError, load_script
+    from otel_agents.resume import ResumeError, restore_session
+
+    session_dir = session_dir_or_exit(paths, session_id)
+    saved, tree, meta = load_saved(session_dir, session_id)
+    last = saved.last_run
+    try:
+        script = load_script(script_name or (last.script if last and last.script else FALLBACK_SCRIPT))
+    except ScriptError as exc:
+        raise click.UsageError(f"cannot load the session's script: {exc} (pass --script)") from None
+    prompt_list = read_prompts(prompts, ())
+    if not prompt_list:
+        raise click.UsageError("no prompt given (as arguments, on stdin, or interactively)")
+    model = model_opts.model or (last.model_override if last else None)
+
+    from otel_agents.runtime.scenario import install_hooks, resolve_model
+    from otel_agents.runtime.session import RunContext
+
+    resolve_model(script, model)  # registers the scripted model the saved agents name
+    tracing = configure(otlp_file)
+    llm = make_llm(tracing, model_opts)
+    try:
+        session = restore_session(
+            saved,
+            model_override=model if model and not model.startswith("scripted/") else None,
+            telemetry=tracing.telemetry,
+            llm=llm,
+            max_turns=model_opts.max_turns,
+        )
+    except ResumeError as exc:
+        tracing.shutdown()
+        raise click.UsageError(str(exc)) from None
+    install_hooks(session, script.hooks)
+
+    from otel_agents.persistence.artifacts import flush_unbilled
+
+    from otel_agents.cli.execution import StorageUnwritable
+    from otel_agents.persistence.store import StoreError, check_file_writable
+
+    try:
+        check_file_writable(paths.billing_file)  # said before anything is billed or any LLM is called
+    except StoreError as exc:
+        tracing.shutdown()
+        raise StorageUnwritable(str(exc)) from None
+    if tree is not None:
+        flush_unbilled(tree, paths.billing_file, meta)  # a crashed run is billed once, before new runs
+    recorder = start_recording(tracing, paths, session_id, resume=True)
+    attach_console(tracing, verbose, trace_llm, trace_tools)
+    context = RunContext(source="resume", script=script.source, model_override=model)
+    return execute(session, prompt_list, context, tracing, recorder)
+
+
+@click.command()
+@click.argument("session_id")
+@click.argument("prompts", nargs=-1)
+@click.option("--script", "script_name", help="Script to continue with (default: the one the session ran with).")
+@model_options
+@output_options
+@storage_options
+def resume(session_id, prompts, script_name, model_opts, otlp_file, verbose, trace_llm, trace_tools, paths):
+    """Rebuild every agent of SESSION_ID exactly as saved and run PROMPTS.
+
+    Each resumed run is a new trace linked to the previous run, in the same session directory.
+    """
+    finish(resume_session_command(session_id, prompts, script_name, model_opts, otlp_file, verbose,
+                                  trace_llm, trace_tools, paths))

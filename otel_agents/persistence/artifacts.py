@@ -1,0 +1,239 @@
+"""Loading a saved session for resume and views, and billing what a crash left unbilled.
+
+The tree is rebuilt from the span journal (``spans.jsonl``) plus the event stream
+(``events.jsonl``) whenever both are readable: both are flushed per line, so they
+are always at least as complete as the last ``tree.json.gz`` checkpoint. A session
+whose writer died after its last checkpoint is recovered here: the rebuilt tree is
+written back (atomically) so that every reader, ``sessions verify`` included, sees
+the same story. Without a usable journal the checkpoint stands in, as before.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from otel_agents.persistence.events_file import EventLine, EventsFileError, read_event_lines
+from otel_agents.persistence.journal import JournalError, read_journal, rebuild
+from otel_agents.persistence.ledger_records import ledger_records
+from otel_agents.persistence.notices import Warn, stderr_warning
+from otel_agents.persistence.store import (
+    SessionStore,
+    StoreError,
+    closed_meta,
+    created_ns_of,
+    make_payload,
+    writer_alive,
+)
+from otel_agents.persistence.timestamps import iso_ts
+from otel_agents.persistence.tree import STATUS_IN_PROGRESS, build_tree, iter_nodes, iter_records, records_of
+from otel_agents.tracing.spandata import SpanData
+
+SOURCE_JOURNAL = "journal"  # spans.jsonl + events.jsonl
+SOURCE_TREE = "tree"  # tree.json.gz (records from events.jsonl when readable)
+SOURCE_EVENTS = "events"  # events.jsonl only: no tree
+
+
+class SessionUnreadable(ValueError):
+    """Neither the journal, tree.json.gz nor events.jsonl can be read; the message says why (one line)."""
+
+
+@dataclass
+class SessionArtifacts:
+    tree: dict[str, Any] | None  # None: no journal and tree.json.gz is missing or unreadable
+    records: list[dict[str, Any]]  # seed-001 records: events.jsonl, else the tree's
+    meta: dict[str, Any] | None
+    notes: list[str] = field(default_factory=list)  # what was missing or damaged
+    spans: list[SpanData] | None = None  # the journal's spans, when the tree was rebuilt from them
+    source: str = SOURCE_TREE
+    recovered: bool = False  # tree.json.gz (and meta.json) were rewritten from the journal
+
+
+def load_artifacts(session_dir: Path, warn: Warn = stderr_warning, *, repair: bool = True) -> SessionArtifacts:
+    """The tree and the event stream of a session directory.
+
+    Preference: the journal with events.jsonl (always the most complete), else
+    tree.json.gz, else events.jsonl alone; each fallback is said on stderr.
+    ``repair``: when the journal shows more than tree.json.gz and no live process
+    is writing the session, rewrite tree.json.gz and meta.json from it.
+    """
+    store = SessionStore(Path(session_dir))
+    notes: list[str] = []
+    lines: list[EventLine] | None = None
+    if store.events_path.exists():
+        try:
+            lines = read_event_lines(store.events_path, warn)
+        except (EventsFileError, OSError) as exc:
+            notes.append(str(exc))
+    else:
+        notes.append(f"{store.events_path} does not exist")
+    meta = _read_meta(store)
+
+    rebuilt = None
+    if not store.journal_path.exists():
+        notes.append(f"{store.journal_path} does not exist")
+    elif lines is None and store.events_path.exists():
+        notes.append(f"{store.journal_path} cannot be used without its events.jsonl")
+    else:
+        try:
+            rebuilt = rebuild(read_journal(store.journal_path, warn), lines or [])
+            rebuilt_tree = build_tree(rebuilt.spans, store.session_id)
+        except (JournalError, OSError) as exc:
+            notes.append(str(exc))
+            rebuilt = None
+        except (ValueError, TypeError, LookupError, AttributeError) as exc:  # values no span of ours could have
+            notes.append(f"{store.journal_path} holds spans that cannot be put in a tree ({type(exc).__name__}: {exc})")
+            rebuilt = None
+
+    if rebuilt is not None and (lines is not None or not store.tree_path.exists()):
+        tree = rebuilt_tree
+        if rebuilt.orphans:
+            warn(
+                f"{len(rebuilt.orphans)} record(s) of {store.events_path} name spans that are not in "
+                f"{store.journal_path}; they are in the event stream but not in the tree"
+            )
+        artifacts = SessionArtifacts(
+            tree, [line.record for line in lines or []], meta, notes, spans=rebuilt.spans, source=SOURCE_JOURNAL
+        )
+        if repair and not (meta is not None and writer_alive(meta)):
+            _repair(store, artifacts, lines or [], warn)
+        return artifacts
+
+    tree = None
+    try:
+        tree = store.load_tree()
+    except StoreError as exc:
+        notes.append(str(exc))
+    if tree is not None:
+        why = next((n for n in notes if "spans.jsonl" in n), "the journal cannot be used")
+        warn(f"{why}; using tree.json.gz (spans that ended after its last checkpoint may be missing)")
+    records = [line.record for line in lines] if lines is not None else None
+    if records is None:
+        if tree is None:
+            raise SessionUnreadable(f"session {store.session_id} cannot be read: " + "; ".join(notes))
+        warn(f"{_first(notes, 'events.jsonl')}; using the records held in tree.json.gz")
+        records = records_of(tree)
+        return SessionArtifacts(tree, records, meta, notes, source=SOURCE_TREE)
+    if tree is None:
+        warn(f"{_first(notes, 'tree.json.gz')}; using events.jsonl only (no timings, accounting or logs)")
+        return SessionArtifacts(None, records, meta, notes, source=SOURCE_EVENTS)
+    return SessionArtifacts(tree, records, meta, notes, source=SOURCE_TREE)
+
+
+def _first(notes: list[str], about: str) -> str:
+    return next((n for n in notes if about in n), notes[-1] if notes else about)
+
+
+def _read_meta(store: SessionStore) -> dict[str, Any] | None:
+    try:
+        return store.read_meta()
+    except StoreError:
+        return None
+
+
+def _repair(store: SessionStore, artifacts: SessionArtifacts, lines: list[EventLine], warn: Warn) -> None:
+    """Write the rebuilt tree back when tree.json.gz is behind (a writer died after its last checkpoint).
+
+    Only a checkpoint that is missing, or consistent with the streams and merely
+    behind them, is replaced: a damaged one or one that contradicts them is left
+    for a person to look at (``sessions verify`` names the differences).
+    """
+    tree = artifacts.tree
+    assert tree is not None
+    saved = None
+    if store.tree_path.exists():
+        try:
+            saved = store.load_tree()
+        except StoreError as exc:
+            warn(f"{exc}; using the tree rebuilt from spans.jsonl and events.jsonl (the damaged file is left as is)")
+            return
+        if saved != tree:
+            problem = checkpoint_contradiction(saved, tree, lines)
+            if problem is not None:
+                artifacts.notes.append(problem)
+                warn(f"session {store.session_id}: {problem}; tree.json.gz is left as is")
+                return
+    meta = artifacts.meta
+    if saved == tree and not (meta is not None and meta.get("status") == "running"):
+        return
+    created = created_ns_of(meta) or tree.get("started_ns") or time.time_ns()
+    new_meta = closed_meta(tree, created_ns=created, updated_ns=time.time_ns())
+    try:
+        if saved != tree:
+            store.save_tree(make_payload(tree, new_meta))
+        store.write_meta(new_meta)
+    except (OSError, StoreError) as exc:
+        artifacts.notes.append(f"cannot rewrite {store.tree_path}: {exc}")
+        warn(f"session {store.session_id}: tree.json.gz is behind spans.jsonl and cannot be rewritten ({exc}); "
+             "using the tree rebuilt from the journal")
+        return
+    artifacts.meta = new_meta
+    artifacts.recovered = True
+    if saved != tree:
+        warn(f"session {store.session_id}: recovered from spans.jsonl what its last checkpoint lacked "
+             "(the writer stopped early); tree.json.gz is rewritten")
+
+
+def checkpoint_contradiction(saved: Mapping[str, Any], rebuilt: Mapping[str, Any], lines: list[EventLine]) -> str | None:
+    """Why a checkpoint is not merely an earlier state of the rebuilt tree (None: it is).
+
+    An earlier state holds only records that events.jsonl holds identically (same
+    content, span and time), and only spans the journal holds: those it shows
+    ended exactly as rebuilt (an ended span's subtree is complete), the others
+    with the same start.
+    """
+    if saved.get("id") != rebuilt.get("id"):
+        return f"tree.json.gz names session {saved.get('id')!r}, not {rebuilt.get('id')!r} (its directory's name)"
+    by_id = {line.record.get("message_id"): line for line in lines}
+    for ref in iter_records(saved):
+        mid = ref.record.get("message_id")
+        line = by_id.get(mid)
+        if line is None:
+            return f"record {mid} of tree.json.gz is not in events.jsonl"
+        if line.record != ref.record or line.span_id != ref.span_id or line.ts != iso_ts(ref.ts_ns):
+            return f"record {mid} of tree.json.gz contradicts events.jsonl"
+    # A sub-agent's operation node and its session node share the span id: keyed apart.
+    nodes = {(node["span_id"], "session" in node): node for _, node in iter_nodes(rebuilt)}
+    for _, node in reversed(list(iter_nodes(saved))):  # innermost first: the message names the span itself
+        mine = nodes.get((node["span_id"], "session" in node))
+        what = f"span {node['span_id']} ({node.get('name')}) of tree.json.gz"
+        if mine is None:
+            return f"{what} is not in spans.jsonl"
+        if node.get("ended_ns") is not None:
+            if mine != node:
+                return f"{what} differs from spans.jsonl"
+        elif (mine.get("started_ns"), mine.get("name")) != (node.get("started_ns"), node.get("name")):
+            return f"{what} started otherwise in spans.jsonl"
+    return None
+
+
+def load_session_artifacts(session_dir: Path, warn: Warn = stderr_warning) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    """``(tree or None, records)``: the pair resume and the views start from."""
+    artifacts = load_artifacts(session_dir, warn)
+    return artifacts.tree, artifacts.records
+
+
+def flush_unbilled(
+    tree: Mapping[str, Any],
+    billing_file: Path,
+    meta: Mapping[str, Any] | None = None,
+    *,
+    append: Callable[[Path, list[dict]], int] | None = None,
+) -> int:
+    """Append the ledger records of every run of a session that is not being written live.
+
+    Record ids are stable and the ledger skips ids it holds, so this is
+    idempotent: finished runs add nothing, crashed runs are billed once.
+    """
+    if meta is not None and writer_alive(meta):
+        runs = [r["index"] for r in tree.get("runs", []) if r["status"] != STATUS_IN_PROGRESS]
+    else:
+        runs = [r["index"] for r in tree.get("runs", [])]
+    records = ledger_records(tree, runs=runs)
+    if not records:
+        return 0
+    if append is None:
+        from otel_agents.persistence.ledger import append_records as append
+    return append(Path(billing_file), records)

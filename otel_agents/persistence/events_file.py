@@ -1,0 +1,182 @@
+"""events.jsonl: the seed-001 event stream of one session, append-only.
+
+Each line is one record (seed-001 field names, in seed order) followed by
+``ts`` (ISO 8601 UTC, nanoseconds), ``trace_id`` and ``span_id`` of the span the
+record was emitted on. Lines are written whole and flushed one by one, so a
+crash can tear at most the last line; the reader skips such a line with a
+warning, and the writer cuts it off before appending again (a whole record
+that lost only its newline is kept, as the reader kept it).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO, Callable, Mapping
+
+import orjson
+
+from otel_agents.tracing.records import RecordError, validate_record
+
+from otel_agents.persistence.notices import Warn, stderr_warning
+from otel_agents.persistence.timestamps import iso_ts, parse_iso_ts
+
+EVENTS_FILE = "events.jsonl"
+LINE_FIELDS = ("ts", "trace_id", "span_id")
+
+
+class EventsFileError(ValueError):
+    """events.jsonl is damaged somewhere other than its last line."""
+
+
+@dataclass(frozen=True)
+class EventLine:
+    record: dict[str, Any]  # the seed-001 record, exactly as emitted
+    ts: str | None  # None only in a line someone else wrote without one
+    trace_id: str | None
+    span_id: str | None
+
+
+def encode_line(record: Mapping[str, Any], ts_ns: int, trace_id: str | None, span_id: str | None) -> bytes:
+    line = dict(record)
+    line.update({"ts": iso_ts(ts_ns), "trace_id": trace_id, "span_id": span_id})
+    return orjson.dumps(line) + b"\n"
+
+
+def split_line(line: Mapping[str, Any]) -> EventLine:
+    record = {k: v for k, v in line.items() if k not in LINE_FIELDS}
+    ts = line.get("ts")
+    return EventLine(record, ts if isinstance(ts, str) else None, line.get("trace_id"), line.get("span_id"))
+
+
+class EventsWriter:
+    """Appends lines; opened lazily so that a session that never records writes nothing."""
+
+    def __init__(self, path: Path, warn: Warn = stderr_warning):
+        self.path = Path(path)
+        self.warn = warn
+        self._handle: BinaryIO | None = None
+        self.lines_written = 0
+
+    def _open(self) -> BinaryIO:
+        if self._handle is None:
+            cut = repair_torn_tail(self.path)
+            if cut:
+                self.warn(f"{self.path}: removed a torn last line ({cut} bytes) left by an interrupted writer")
+            self._handle = open(self.path, "ab")
+        return self._handle
+
+    def append(self, record: Mapping[str, Any], ts_ns: int, trace_id: str | None, span_id: str | None) -> None:
+        handle = self._open()
+        handle.write(encode_line(record, ts_ns, trace_id, span_id))
+        handle.flush()  # per line: a crash loses at most the line being written
+        self.lines_written += 1
+
+    def close(self) -> None:
+        if self._handle is not None:
+            try:
+                self._handle.close()
+            finally:
+                self._handle = None
+
+
+def repair_torn_tail(path: Path, is_whole: Callable[[bytes], bool] | None = None) -> int:
+    """Make the file end in a newline before appending; returns the number of bytes removed.
+
+    An unterminated last line is cut off, unless ``is_whole`` (default: a whole
+    events.jsonl record) says it is a complete line whose newline alone was lost
+    (readers accept such a line, so the writer must keep it): then only the
+    newline is added.
+    """
+    is_whole = is_whole or is_record_line
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return 0
+    if size == 0:
+        return 0
+    with open(path, "rb+") as handle:
+        handle.seek(size - 1)
+        if handle.read(1) == b"\n":
+            return 0
+        # Walk back to the last newline in blocks.
+        position, block = size, 65536
+        keep = 0
+        while position > 0:
+            start = max(0, position - block)
+            handle.seek(start)
+            chunk = handle.read(position - start)
+            index = chunk.rfind(b"\n")
+            if index >= 0:
+                keep = start + index + 1
+                break
+            position = start
+        handle.seek(keep)
+        if is_whole(handle.read(size - keep)):
+            handle.seek(size)
+            handle.write(b"\n")
+            keep = size
+        else:
+            handle.truncate(keep)
+        handle.flush()
+        os.fsync(handle.fileno())
+    return size - keep
+
+
+def is_record_line(raw: bytes) -> bool:
+    """Whether a line holds a whole record (the reader's test)."""
+    return _parse_record(raw)[1] is None
+
+
+def _parse_record(raw: bytes) -> tuple[dict[str, Any] | None, str | None]:
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        return None, str(exc)
+    if not isinstance(value, dict) or "event_type" not in value or "message_id" not in value:
+        return None, "not a record (needs message_id and event_type)"
+    if not isinstance(value["message_id"], str) or not isinstance(value["event_type"], str):
+        return None, "message_id and event_type must be strings"
+    if value.get("agent_id") is not None and not isinstance(value["agent_id"], str):
+        return None, "agent_id must be a string"
+    for key in LINE_FIELDS:
+        if value.get(key) is not None and not isinstance(value[key], str):
+            return None, f"{key} must be a string or null"
+    try:
+        validate_record({k: v for k, v in value.items() if k not in LINE_FIELDS})
+        if value.get("ts") is not None:
+            parse_iso_ts(value["ts"])
+    except (RecordError, ValueError) as exc:
+        return None, str(exc)
+    return value, None
+
+
+def read_event_lines(path: Path, warn: Warn = stderr_warning) -> list[EventLine]:
+    """Every line in order; a torn last line is skipped with a warning, other damage raises."""
+    path = Path(path)
+    data = path.read_bytes()
+    lines = data.split(b"\n")
+    complete = data.endswith(b"\n") or not data
+    if complete:
+        lines = lines[:-1]
+    out: list[EventLine] = []
+    for number, raw in enumerate(lines, start=1):
+        last = number == len(lines)
+        if not raw.strip():
+            if last and not complete:
+                continue
+            raise EventsFileError(f"{path}:{number}: empty line")
+        value, problem = _parse_record(raw)
+        if value is None:
+            if last and not complete:
+                warn(f"{path}:{number}: skipped a torn last line ({len(raw)} bytes): {problem}")
+                continue
+            raise EventsFileError(f"{path}:{number}: not a valid record line: {problem}")
+        out.append(split_line(value))
+    return out
+
+
+def read_records(path: Path, warn: Warn = stderr_warning) -> list[dict[str, Any]]:
+    """The seed-001 records of events.jsonl, without the line's ts/trace_id/span_id."""
+    return [line.record for line in read_event_lines(path, warn)]

@@ -1,0 +1,384 @@
+"""Decoded trace files into session directories and the ledger, as a live run writes them.
+
+Two steps, so that nothing is written unless everything is valid:
+
+- :func:`plan_import` (reads, never writes) groups the spans by session, merges
+  them with what each session directory already holds and checks that nothing
+  contradicts it: the same span again changes nothing, a span that only started
+  there and ended here completes it, new runs are added, and a record (message
+  id) that differs from the saved one, or sits on another span, is an
+  :class:`ImportConflict`;
+- :func:`apply_import` appends the new records to ``events.jsonl`` and the new
+  spans to ``spans.jsonl``, writes ``tree.json.gz`` and ``meta.json`` (built from
+  exactly those files, as ``load_artifacts`` rebuilds them), and appends the
+  ledger records (ids dedupe).
+
+Traces without a session id (other software's) become sessions named after
+their trace id, ``trace-<first 16 hex digits>``. Two different spans with the
+same id (other software reuses ids) keep both: the later one gets an id derived
+from the original (kept under ``otel_agents.import.original_span_id``), the same
+derivation each time, so re-importing a file changes nothing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from otel_agents.persistence.events_file import EventLine, EventsFileError, EventsWriter, read_event_lines
+from otel_agents.persistence.journal import (
+    JournalError,
+    JournalWriter,
+    context_line,
+    decode,
+    encode,
+    end_line,
+    is_record_event,
+    read_journal,
+    rebuild,
+    span_lines,
+    spans_from_journal,
+)
+from otel_agents.persistence.ledger_records import ledger_records
+from otel_agents.persistence.notices import stderr_warning
+from otel_agents.persistence.paths import InvalidSessionId, Paths
+from otel_agents.persistence.store import SessionStore, StoreError, closed_meta, created_ns_of, writer_alive
+from otel_agents.persistence.timestamps import iso_ts
+from otel_agents.persistence.tree import build_tree, group_by_session
+from otel_agents.tracing.records import from_span_event, message_id_number
+from otel_agents.tracing.spandata import SpanData
+
+ORIGINAL_SPAN_ID = "otel_agents.import.original_span_id"  # as importers.py names it
+
+
+class ImportConflict(ValueError):
+    """The files contradict a saved session (or each other); one line naming what and where."""
+
+
+@dataclass(frozen=True)
+class Source:
+    """The spans decoded from one file (name kept for error messages)."""
+
+    name: str
+    spans: Sequence[SpanData]
+
+
+@dataclass
+class SessionImport:
+    """What importing does to one session directory."""
+
+    session_id: str
+    directory: Path
+    existed: bool
+    new_spans: list[SpanData] = field(default_factory=list)  # journaled whole
+    completed: list[tuple[SpanData, SpanData]] = field(default_factory=list)  # (saved start only, ended)
+    new_records: list[EventLine] = field(default_factory=list)
+    tree: dict[str, Any] = field(default_factory=dict)
+    created_ns: int = 0
+    ledger: list[dict[str, Any]] = field(default_factory=list)
+    ledger_written: int = 0
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.new_spans or self.completed or self.new_records) or not self.existed
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "session_id": self.session_id,
+            "directory": str(self.directory),
+            "created": not self.existed,
+            "spans_added": len(self.new_spans),
+            "spans_completed": len(self.completed),
+            "records_added": len(self.new_records),
+            "runs": len(self.tree.get("runs", [])),
+            "ledger_records_added": self.ledger_written,
+        }
+
+
+# --------------------------------------------------------------------------- ids
+
+
+def session_id_for(conversation_id: str | None, trace_id: str) -> str:
+    """The session a trace goes to: its conversation id when usable as a directory name."""
+    if conversation_id is None:
+        # 64-bit ids (Jaeger, Zipkin) are left-padded with zeros: name those by their low half.
+        return f"trace-{trace_id[:16] if int(trace_id[:16], 16) else trace_id[16:]}"
+    if _usable_as_directory(conversation_id):
+        return conversation_id
+    return "conv-" + hashlib.blake2b(conversation_id.encode(), digest_size=8).hexdigest()
+
+
+def _usable_as_directory(session_id: str) -> bool:
+    try:
+        Paths(Path("sessions"), Path("billing.jsonl")).session_dir(session_id)  # validates only
+    except InvalidSessionId:
+        return False
+    return True
+
+
+def _derived_span_id(span: SpanData, n: int) -> str:
+    digest = hashlib.blake2b(f"{span.trace_id}:{span.span_id}:{n}".encode(), digest_size=8).hexdigest()
+    return digest if int(digest, 16) else "1".rjust(16, "0")
+
+
+# --------------------------------------------------------------------------- comparing
+
+
+def _facts(span: SpanData) -> tuple:
+    """Everything about a span except its records (compared one by one, by message id)."""
+    others = tuple((e.name, e.time_ns, e.attributes) for e in span.events if not is_record_event(e))
+    return (
+        span.trace_id, span.parent_span_id, span.name, span.kind, span.start_ns, span.end_ns,
+        span.attributes, span.status, span.status_message, span.links, span.resource, span.scope, others,
+    )
+
+
+def _start_facts(span: SpanData) -> tuple:
+    return (span.trace_id, span.parent_span_id, span.name, span.kind, span.start_ns)
+
+
+def _records_of(span: SpanData) -> list[EventLine]:
+    out = []
+    for event in span.events:
+        if not is_record_event(event):
+            continue
+        record = from_span_event(event.name, event.attributes)
+        out.append(EventLine(record, iso_ts(event.time_ns), span.trace_id, span.span_id))
+    return out
+
+
+def in_journal_form(span: SpanData) -> SpanData:
+    """The span exactly as the journal and events.jsonl give it back (JSON-safe values, records re-attached).
+
+    ValueError when the journal could not hold it (e.g. a time beyond 64 bits).
+    """
+    lines = [decode(encode(line)) for line in (context_line(span.resource, span.scope), *span_lines(span))]
+    return rebuild(lines, _records_of(span)).spans[0]
+
+
+def _diff(a: Mapping[str, Any], b: Mapping[str, Any]) -> str:
+    keys = [k for k in list(a) + [k for k in b if k not in a] if a.get(k) != b.get(k)]
+    return ", ".join(f"{k}: {a.get(k)!r:.40} vs {b.get(k)!r:.40}" for k in keys[:3])
+
+
+# --------------------------------------------------------------------------- planning
+
+
+class _Session:
+    """One session's spans and records while planning (saved ones first)."""
+
+    def __init__(self, plan: SessionImport, spans: list[SpanData], lines: list[EventLine]):
+        self.plan = plan
+        self.spans: dict[str, SpanData] = {s.span_id: s for s in spans}
+        self.records: dict[str, EventLine] = {}
+        for line in lines:
+            self.records[line.record["message_id"]] = line
+
+    def add(self, span: SpanData, source: str) -> None:
+        known = self.spans.get(span.span_id)
+        if known is None:
+            self._accept(span, source)
+            return
+        if _facts(known) == _facts(span):
+            self._check_records(span, source)
+            return
+        if _start_facts(known) == _start_facts(span):
+            if known.end_ns is None and span.end_ns is not None:
+                self._complete(known, span, source)
+                return
+            if span.end_ns is None:
+                self._check_records(span, source)  # we know more already
+                return
+        # A different span under a used id: keep it under a derived one.
+        n = 1
+        while True:
+            attributes = {**span.attributes, ORIGINAL_SPAN_ID: span.attributes.get(ORIGINAL_SPAN_ID, span.span_id)}
+            renamed = dataclasses.replace(span, span_id=_derived_span_id(span, n), attributes=attributes)
+            known = self.spans.get(renamed.span_id)
+            if known is None:
+                self._accept(renamed, source)
+                return
+            if _facts(known) == _facts(renamed):
+                self._check_records(renamed, source)
+                return
+            n += 1
+
+    def _accept(self, span: SpanData, source: str) -> None:
+        self._check_records(span, source)
+        self.spans[span.span_id] = span
+        self.plan.new_spans.append(span)
+        self._take_records(span)
+
+    def _complete(self, known: SpanData, span: SpanData, source: str) -> None:
+        self._check_records(span, source)
+        self.spans[span.span_id] = span
+        self.plan.completed.append((known, span))
+        self._take_records(span)
+
+    def _take_records(self, span: SpanData) -> None:
+        for line in _records_of(span):
+            mid = line.record["message_id"]
+            if mid not in self.records:
+                self.records[mid] = line
+                self.plan.new_records.append(line)
+
+    def _check_records(self, span: SpanData, source: str) -> None:
+        for line in _records_of(span):
+            mid = line.record["message_id"]
+            known = self.records.get(mid)
+            if known is None:
+                continue
+            where = f"{source}: session {self.plan.session_id}: record {mid}"
+            if known.record != line.record:
+                raise ImportConflict(f"{where} contradicts the one already saved ({_diff(known.record, line.record)})")
+            if (known.trace_id, known.span_id) != (line.trace_id, line.span_id):
+                raise ImportConflict(
+                    f"{where} is on span {line.span_id} but already saved on span {known.span_id}"
+                )
+            if known.ts != line.ts:
+                raise ImportConflict(f"{where} is dated {line.ts} but already saved as of {known.ts}")
+
+
+def _load_saved(store: SessionStore) -> tuple[list[SpanData], list[EventLine], dict[str, Any] | None]:
+    """The spans and records a session directory holds; ImportConflict if they cannot be merged with."""
+    meta = None
+    if store.meta_path.exists():
+        try:
+            meta = store.read_meta()
+        except StoreError as exc:
+            raise ImportConflict(f"session {store.session_id} exists but {exc}") from None
+    if meta is not None and writer_alive(meta):
+        writer = meta.get("writer") or {}
+        raise ImportConflict(
+            f"session {store.session_id} is being written by process {writer.get('pid')} on {writer.get('host')}; "
+            "import once it has finished"
+        )
+    has_content = store.events_path.exists() or store.tree_path.exists()
+    if not store.journal_path.exists():
+        if has_content:
+            raise ImportConflict(
+                f"session {store.session_id} exists without {store.journal_path.name} (saved by an older otel-agents), "
+                "so it cannot be merged with; import into another --sessions-dir"
+            )
+        return [], [], meta
+    try:
+        # A torn last line (a crashed writer) is skipped here and cut off before appending.
+        lines = read_event_lines(store.events_path, stderr_warning) if store.events_path.exists() else []
+        spans = spans_from_journal(read_journal(store.journal_path, stderr_warning), lines)
+        build_tree(spans, store.session_id)  # proves the saved spans make a tree before anything is merged
+    except (JournalError, EventsFileError, OSError, ValueError, TypeError, LookupError, AttributeError) as exc:
+        raise ImportConflict(f"session {store.session_id} exists but cannot be read: {exc}") from None
+    return spans, lines, meta
+
+
+def plan_import(sources: Iterable[Source], sessions_dir: Path) -> list[SessionImport]:
+    """What importing these spans would do; reads the session directories, writes nothing."""
+    sources = list(sources)
+    source_of: dict[int, str] = {}
+    everything: list[SpanData] = []
+    for source in sources:
+        for span in source.spans:
+            source_of[id(span)] = source.name
+            everything.append(span)
+    # Session of each trace (group_by_session decides it from the trace's spans).
+    session_of_trace: dict[str, str] = {}
+    for conversation_id, spans in group_by_session(everything).items():
+        for span in spans:
+            session_of_trace.setdefault(span.trace_id, session_id_for(conversation_id, span.trace_id))
+    paths = Paths(Path(sessions_dir), Path("/dev/null"))
+    sessions: dict[str, _Session] = {}
+    for span in everything:  # file order, then span order: later files meet earlier ones as saved
+        session_id = session_of_trace[span.trace_id]
+        state = sessions.get(session_id)
+        if state is None:
+            directory = paths.session_dir(session_id)
+            store = SessionStore(directory)
+            saved_spans, saved_lines, meta = _load_saved(store) if directory.is_dir() else ([], [], None)
+            plan = SessionImport(session_id, directory, existed=directory.is_dir())
+            plan.created_ns = created_ns_of(meta) or 0
+            state = sessions[session_id] = _Session(plan, saved_spans, saved_lines)
+        try:
+            stored = in_journal_form(span)
+        except (ValueError, OverflowError, TypeError) as exc:
+            raise ImportConflict(f"{source_of[id(span)]}: span {span.span_id} of trace {span.trace_id} "
+                                 f"cannot be stored: {exc}") from None
+        state.add(stored, source_of[id(span)])
+    plans = []
+    for state in sessions.values():
+        plan = state.plan
+        plan.new_spans.sort(key=lambda s: (s.start_ns, s.span_id))
+        plan.new_records.sort(key=lambda l: message_id_number(l.record["message_id"]))
+        try:
+            plan.tree = build_tree(list(state.spans.values()), plan.session_id)
+        except (ValueError, TypeError, LookupError, AttributeError) as exc:
+            raise ImportConflict(f"session {plan.session_id}: the spans cannot be put in a tree "
+                                 f"({type(exc).__name__}: {exc})") from None
+        if not plan.created_ns:
+            plan.created_ns = plan.tree.get("started_ns") or min((s.start_ns for s in state.spans.values()), default=0)
+        plan.ledger = ledger_records(plan.tree)
+        plans.append(plan)
+    return plans
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def apply_import(plans: Sequence[SessionImport], sessions_dir: Path, billing_file: Path) -> None:
+    """Write each changed session directory, then append every session's ledger records."""
+    from otel_agents.persistence.ledger import append_records
+    from otel_agents.persistence.store import check_file_writable
+
+    # Every destination is proved writable before the first byte goes anywhere.
+    stores = {plan.session_id: SessionStore.create(Path(sessions_dir), plan.session_id) for plan in plans if plan.changed}
+    if any(plan.ledger for plan in plans):
+        check_file_writable(billing_file)
+    for plan in plans:
+        if plan.changed:
+            _write_session(stores[plan.session_id], plan)
+    for plan in plans:
+        plan.ledger = ledger_records(plan.tree)  # of the tree as written
+        plan.ledger_written = append_records(billing_file, plan.ledger) if plan.ledger else 0
+
+
+def _write_session(store: SessionStore, plan: SessionImport) -> None:
+    from otel_agents.persistence.store import make_payload
+
+    events = EventsWriter(store.events_path)
+    try:
+        for line in plan.new_records:
+            events.append(line.record, _ns(line.ts), line.trace_id, line.span_id)
+    finally:
+        events.close()
+    store.events_path.touch()  # a session of another software's trace has no records, but the file is part of it
+    lines: list[dict[str, Any]] = []
+    contexts: set[str] = set()
+    for span in plan.new_spans:
+        context = context_line(span.resource, span.scope)
+        if context["ctx"] not in contexts:
+            contexts.add(context["ctx"])
+            lines.append(context)
+        lines.extend(span_lines(span))
+    for started, ended in plan.completed:
+        lines.append(end_line(ended, started))
+    journal = JournalWriter(store.journal_path)
+    try:
+        journal.write(lines)
+    finally:
+        journal.close()
+    # The tree as load_artifacts rebuilds it from the files just written.
+    spans = spans_from_journal(read_journal(store.journal_path), read_event_lines(store.events_path))
+    tree = build_tree(spans, plan.session_id)
+    plan.tree = tree
+    meta = closed_meta(tree, created_ns=plan.created_ns or time.time_ns(), updated_ns=time.time_ns())
+    store.save_tree(make_payload(tree, meta))
+    store.write_meta(meta)
+
+
+def _ns(ts: str | None) -> int:
+    from otel_agents.persistence.timestamps import parse_iso_ts
+
+    return parse_iso_ts(ts) if ts else 0

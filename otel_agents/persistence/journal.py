@@ -1,0 +1,398 @@
+"""spans.jsonl: the span journal of one session, append-only, flushed per line.
+
+Every span of the session is written twice: once when it starts and once when
+it ends, so after a crash each span is known whole (it ended) or by its start
+(it was open). Seed-001 records are not repeated here: they are in events.jsonl
+with the span they were emitted on and its time, and are put back as span events
+when spans are rebuilt, so each fact is stored once. Line shapes (keys at their
+default value are left out):
+
+``{"ctx": id, "resource": {...}, "scope": name}``
+    a resource and instrumentation scope, named by a hash of their content
+    (so writers in different processes agree on ids without reading the file);
+``{"start": span_id, "trace": trace_id, "parent": span_id, "name": ..., "kind": ...,
+"ns": start_ns, "ctx": id, "attrs": {...}, "links": [[trace_id, span_id, {...}], ...]}``
+    a span started, with the attributes and links it started with;
+``{"end": span_id, "ns": end_ns, "attrs": {...}, "status": "OK"|"ERROR", "message": ...,
+"events": [[name, time_ns, {...}], ...], "links": [...]}``
+    it ended: the attributes set or changed since its start, its status, its span
+    events other than records (log lines, hook decisions, exceptions), and its
+    links only if they changed since its start.
+
+A crash can tear only the last line: readers skip it with a warning, writers cut
+it off before appending again (as for events.jsonl); a whole line that lost only
+its newline is read, and kept by the next writer.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import heapq
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, BinaryIO, Iterable, Mapping
+
+import orjson
+
+from otel_agents.persistence.events_file import EventLine, repair_torn_tail
+from otel_agents.persistence.notices import Warn, stderr_warning
+from otel_agents.persistence.timestamps import parse_iso_ts
+from otel_agents.tracing import semconv as sc
+from otel_agents.tracing.records import from_span_event, to_span_attributes
+from otel_agents.tracing.spandata import EventData, LinkData, SpanData
+
+JOURNAL_FILE = "spans.jsonl"
+_MESSAGE_ID = sc.EVENT_FIELD_PREFIX + "message_id"
+_KINDS = frozenset({"INTERNAL", "SERVER", "CLIENT", "PRODUCER", "CONSUMER"})
+_STATUSES = frozenset({"UNSET", "OK", "ERROR"})
+
+
+class JournalError(ValueError):
+    """spans.jsonl is damaged (somewhere other than a torn last line); one line naming it."""
+
+
+# --------------------------------------------------------------------------- encoding
+
+
+def context_id(resource: Mapping[str, Any], scope: str | None) -> str:
+    digest = hashlib.blake2b(orjson.dumps([resource, scope], option=orjson.OPT_SORT_KEYS, default=str), digest_size=6)
+    return digest.hexdigest()
+
+
+def context_line(resource: Mapping[str, Any], scope: str | None) -> dict[str, Any]:
+    return {"ctx": context_id(resource, scope), "resource": dict(resource), "scope": scope}
+
+
+def _links(links: Iterable[LinkData]) -> list[list[Any]]:
+    return [[link.trace_id, link.span_id, dict(link.attributes)] for link in links]
+
+
+def start_line(span: SpanData) -> dict[str, Any]:
+    """The line for a span's start (its context line must be written first: :func:`context_line`)."""
+    line: dict[str, Any] = {"start": span.span_id, "trace": span.trace_id}
+    if span.parent_span_id:
+        line["parent"] = span.parent_span_id
+    line.update({"name": span.name, "kind": span.kind, "ns": span.start_ns, "ctx": context_id(span.resource, span.scope)})
+    if span.attributes:
+        line["attrs"] = dict(span.attributes)
+    if span.links:
+        line["links"] = _links(span.links)
+    return line
+
+
+def is_record_event(event: EventData) -> bool:
+    """Span events that decode as seed-001 records go to events.jsonl, not to the journal."""
+    if event.name not in sc.SESSION_EVENT_TYPES:
+        return False
+    try:
+        return from_span_event(event.name, event.attributes) is not None
+    except (ValueError, TypeError):
+        return False
+
+
+def end_line(
+    span: SpanData,
+    started: SpanData | None,
+    recorded: frozenset[str] | set[str] | None = None,
+) -> dict[str, Any]:
+    """The line for a span's end; ``started`` is the span as its start line wrote it.
+
+    ``recorded``: message ids of the records written to events.jsonl for this span;
+    their span events are left out. None: leave out every event that decodes as a record.
+    """
+    start_attrs = started.attributes if started is not None else {}
+    changed = {k: v for k, v in span.attributes.items() if k not in start_attrs or start_attrs[k] != v}
+    line: dict[str, Any] = {"end": span.span_id, "ns": span.end_ns}
+    if changed:
+        line["attrs"] = changed
+    if span.status != "UNSET":
+        line["status"] = span.status
+    if span.status_message:
+        line["message"] = span.status_message
+    events = []
+    for event in span.events:
+        if recorded is None:
+            if is_record_event(event):
+                continue
+        elif event.name in sc.SESSION_EVENT_TYPES and event.attributes.get(_MESSAGE_ID) in recorded:
+            continue
+        events.append([event.name, event.time_ns, dict(event.attributes)])
+    if events:
+        line["events"] = events
+    if started is None or tuple(started.links) != tuple(span.links):
+        if span.links or started is not None:
+            line["links"] = _links(span.links)
+    return line
+
+
+def span_lines(span: SpanData) -> list[dict[str, Any]]:
+    """Start and end lines of a span known whole (import); start only if it never ended."""
+    started = SpanData(
+        span.trace_id, span.span_id, span.parent_span_id, span.name, span.kind, span.start_ns, None,
+        span.attributes, (), span.links, resource=span.resource, scope=span.scope,
+    )
+    lines = [start_line(started)]
+    if span.end_ns is not None:
+        lines.append(end_line(span, started))
+    return lines
+
+
+def encode(line: Mapping[str, Any]) -> bytes:
+    try:
+        return orjson.dumps(line, default=str) + b"\n"
+    except orjson.JSONEncodeError:
+        # Integers beyond 64 bits (only in traces from elsewhere) are kept as text.
+        return orjson.dumps(_big_ints_as_text(line), default=str) + b"\n"
+
+
+def _big_ints_as_text(value: Any) -> Any:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and not -(2**63) <= value < 2**64:
+        return str(value)
+    if isinstance(value, dict):
+        return {k: _big_ints_as_text(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_big_ints_as_text(v) for v in value]
+    return value
+
+
+class JournalWriter:
+    """Appends journal lines, flushed one by one; opened lazily, torn tail cut off first."""
+
+    def __init__(self, path: Path, warn: Warn = stderr_warning):
+        self.path = Path(path)
+        self.warn = warn
+        self._handle: BinaryIO | None = None
+        self._contexts: set[str] = set()
+        self.lines_written = 0
+        self.bytes_written = 0
+
+    def _open(self) -> BinaryIO:
+        if self._handle is None:
+            cut = repair_torn_tail(self.path, _is_whole_line)
+            if cut:
+                self.warn(f"{self.path}: removed a torn last line ({cut} bytes) left by an interrupted writer")
+            self._handle = open(self.path, "ab")
+        return self._handle
+
+    def write(self, lines: Iterable[Mapping[str, Any]]) -> None:
+        data = b"".join(encode(line) for line in lines)
+        if not data:
+            return
+        handle = self._open()
+        handle.write(data)
+        handle.flush()  # per call: a crash loses at most the line being written
+        self.lines_written += data.count(b"\n")
+        self.bytes_written += len(data)
+
+    def start(self, span: SpanData) -> None:
+        lines = []
+        ctx = context_id(span.resource, span.scope)
+        if ctx not in self._contexts:
+            lines.append(context_line(span.resource, span.scope))
+        lines.append(start_line(span))
+        self.write(lines)
+        self._contexts.add(ctx)
+
+    def end(self, span: SpanData, started: SpanData | None, recorded: set[str] | None = None) -> None:
+        self.write([end_line(span, started, recorded)])
+
+    def close(self) -> None:
+        if self._handle is not None:
+            try:
+                self._handle.close()
+            finally:
+                self._handle = None
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _bad_triples(items: Any, *, timed: bool) -> bool:
+    """Events ``[name, ns, {attrs}]`` (timed) and links ``[trace_id, span_id, {attrs}]``."""
+    if not isinstance(items, list):
+        return True
+    for item in items:
+        if not isinstance(item, list) or len(item) != 3 or not isinstance(item[0], str):
+            return True
+        if not (_is_int(item[1]) if timed else isinstance(item[1], str)) or not isinstance(item[2], dict):
+            return True
+    return False
+
+
+def _check_line(value: Any) -> str | None:
+    """Why a parsed line is not a journal line (None: it is one)."""
+    if not isinstance(value, dict):
+        return "not a JSON object"
+    if "start" in value:
+        if not isinstance(value["start"], str) or not isinstance(value.get("trace"), str):
+            return "a start line needs string span and trace ids"
+        if not _is_int(value.get("ns")):
+            return "a start line needs an integer ns"
+        if not isinstance(value.get("parent", ""), str) or not isinstance(value.get("name", ""), str):
+            return "parent and name must be strings"
+        if not isinstance(value.get("ctx", ""), str):
+            return "ctx must be a string"
+        kind = value.get("kind", "INTERNAL")
+        if not isinstance(kind, str) or kind not in _KINDS:
+            return f"unknown span kind {value.get('kind')!r}"
+        if not isinstance(value.get("attrs", {}), dict):
+            return "attrs must be an object"
+        if _bad_triples(value.get("links", []), timed=False):
+            return "links must be [trace_id, span_id, {attributes}] lists"
+        return None
+    if "end" in value:
+        if not isinstance(value["end"], str):
+            return "an end line needs a string span id"
+        if not _is_int(value.get("ns")):
+            return "an end line needs an integer ns"
+        status = value.get("status", "UNSET")
+        if not isinstance(status, str) or status not in _STATUSES:
+            return f"unknown status {value.get('status')!r}"
+        if not isinstance(value.get("message", ""), str):
+            return "message must be a string"
+        if not isinstance(value.get("attrs", {}), dict):
+            return "attrs must be an object"
+        if _bad_triples(value.get("events", []), timed=True):
+            return "events must be [name, ns, {attributes}] lists"
+        if _bad_triples(value.get("links", []), timed=False):
+            return "links must be [trace_id, span_id, {attributes}] lists"
+        return None
+    if "ctx" in value:
+        if not isinstance(value["ctx"], str) or not isinstance(value.get("resource", {}), dict):
+            return "a context line needs a string id and a resource object"
+        if value.get("scope") is not None and not isinstance(value["scope"], str):
+            return "scope must be a string or null"
+        return None
+    return "neither a ctx, start nor end line"
+
+
+def _is_whole_line(raw: bytes) -> bool:
+    try:
+        return _check_line(orjson.loads(raw)) is None
+    except orjson.JSONDecodeError:
+        return False
+
+
+def decode(raw: bytes) -> dict[str, Any]:
+    """One journal line back from its bytes; ValueError says why it is not one."""
+    value = orjson.loads(raw)
+    problem = _check_line(value)
+    if problem is not None:
+        raise ValueError(problem)
+    return value
+
+
+def read_journal(path: Path, warn: Warn = stderr_warning) -> list[dict[str, Any]]:
+    """Every line in order; a torn last line is skipped with a warning, other damage raises JournalError."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise JournalError(f"cannot read {path}: {exc.strerror or exc}") from None
+    lines = data.split(b"\n")
+    complete = data.endswith(b"\n") or not data
+    if complete:
+        lines = lines[:-1]
+    out: list[dict[str, Any]] = []
+    for number, raw in enumerate(lines, start=1):
+        last = number == len(lines)
+        try:
+            value = orjson.loads(raw)
+            problem = _check_line(value)
+        except orjson.JSONDecodeError as exc:
+            problem = f"invalid JSON ({exc})"
+        if problem is None:
+            out.append(value)
+            continue
+        if last and not complete:
+            warn(f"{path}:{number}: skipped a torn last line ({len(raw)} bytes): {problem}")
+            continue
+        raise JournalError(f"{path}:{number}: not a valid journal line: {problem}")
+    return out
+
+
+# --------------------------------------------------------------------------- rebuilding
+
+
+@dataclass(frozen=True)
+class Rebuilt:
+    spans: list[SpanData]
+    # Records whose span is not in the journal (they cannot be placed in the tree).
+    orphans: list[EventLine] = field(default_factory=list)
+
+
+def _record_event(line: EventLine) -> EventData:
+    ts = parse_iso_ts(line.ts) if line.ts else 0
+    return EventData(line.record["event_type"], ts, to_span_attributes(line.record))
+
+
+def rebuild(journal_lines: Iterable[Mapping[str, Any]], event_lines: Iterable[EventLine]) -> Rebuilt:
+    """Spans from journal lines, records put back on their spans; raises JournalError on contradictions."""
+    contexts: dict[str, tuple[dict[str, Any], str | None]] = {}
+    starts: dict[str, Mapping[str, Any]] = {}
+    ends: dict[str, Mapping[str, Any]] = {}
+    for line in journal_lines:
+        if "start" in line:
+            span_id = line["start"]
+            known = starts.get(span_id)
+            if known is not None and known != line:
+                raise JournalError(f"span {span_id} starts twice with different facts")
+            starts[span_id] = line
+        elif "end" in line:
+            span_id = line["end"]
+            if span_id not in starts:
+                raise JournalError(f"span {span_id} ends but its start is not in the journal")
+            known = ends.get(span_id)
+            if known is not None and known != line:
+                raise JournalError(f"span {span_id} ends twice with different facts")
+            ends[span_id] = line
+        elif "ctx" in line:
+            contexts[line["ctx"]] = (dict(line.get("resource") or {}), line.get("scope"))
+    records: dict[str, list[EventData]] = {}
+    orphans: list[EventLine] = []
+    for event_line in event_lines:
+        start = starts.get(event_line.span_id or "")
+        if start is None or start["trace"] != event_line.trace_id:
+            orphans.append(event_line)
+            continue
+        records.setdefault(start["start"], []).append(_record_event(event_line))
+    spans = []
+    for span_id, start in starts.items():
+        end = ends.get(span_id, {})
+        attributes = dict(start.get("attrs") or {})
+        attributes.update(end.get("attrs") or {})
+        others = [EventData(e[0], e[1], dict(e[2])) for e in end.get("events") or []]
+        # Records keep their file order and other events theirs; the two are interleaved by time.
+        events = tuple(heapq.merge(records.get(span_id, []), others, key=lambda e: e.time_ns))
+        links = end["links"] if "links" in end else start.get("links") or []
+        resource, scope = contexts.get(start.get("ctx") or "", ({}, None))
+        spans.append(
+            SpanData(
+                trace_id=start["trace"],
+                span_id=span_id,
+                parent_span_id=start.get("parent"),
+                name=start.get("name", ""),
+                kind=start.get("kind", "INTERNAL"),
+                start_ns=start["ns"],
+                end_ns=end.get("ns"),
+                attributes=attributes,
+                events=events,
+                links=tuple(LinkData(l[0], l[1], dict(l[2])) for l in links),
+                status=end.get("status", "UNSET"),
+                status_message=end.get("message"),
+                resource=dict(resource),
+                scope=scope,
+            )
+        )
+    return Rebuilt(spans, orphans)
+
+
+def spans_from_journal(journal_lines: Iterable[Mapping[str, Any]], event_lines: Iterable[EventLine]) -> list[SpanData]:
+    """Ended spans whole, open ones by their start (``end_ns`` None), records re-attached in order."""
+    return rebuild(journal_lines, event_lines).spans

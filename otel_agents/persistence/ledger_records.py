@@ -1,0 +1,103 @@
+"""Billing ledger records, derived from the session tree (no separate accounting tracker).
+
+One record per LLM attempt and per tool call, failed ones included. Decisions:
+
+- ``record_id`` is ``<trace_id>:<span_id>`` of the operation's span: unique and
+  stable, so re-deriving after a crash never bills twice.
+- A tool call that an approval hook denied did not succeed: ``status`` is
+  ``failed`` and ``error`` names the hook (``Error: Action blocked by hook ...``).
+- An operation that never completed (cancelled, or the process died) was still
+  requested, so it is billed as ``failed`` with an ``error`` saying so, zero
+  tokens and ``cost_usd`` null: the provider's charge, if any, is unknown.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping
+
+from otel_agents.persistence.timestamps import iso_ts
+from otel_agents.persistence.tree import KIND_LLM, KIND_TOOL, STATUS_CANCELLED, STATUS_IN_PROGRESS, OpRef, iter_ops
+from otel_agents.tracing import semconv as sc
+
+UNFINISHED_ERRORS = {
+    STATUS_CANCELLED: "cancelled before it completed",
+    STATUS_IN_PROGRESS: "unfinished: the run stopped before this operation ended",
+}
+
+
+def record_id(trace_id: str, span_id: str) -> str:
+    return f"{trace_id}:{span_id}"
+
+
+def ledger_records(tree: Mapping[str, Any], runs: Iterable[int] | None = None) -> list[dict[str, Any]]:
+    """Ledger records for the given run indexes (default: every run), in tree order."""
+    wanted = set(runs) if runs is not None else None
+    out = []
+    for ref in iter_ops(tree):
+        if ref.op["kind"] not in {KIND_LLM, KIND_TOOL} or ref.run is None:
+            continue
+        if wanted is not None and ref.run["index"] not in wanted:
+            continue
+        out.append(ledger_record(tree.get("id"), ref))
+    return out
+
+
+def ledger_record(session_id: str | None, ref: OpRef) -> dict[str, Any]:
+    op, run, session = ref.op, ref.run, ref.session
+    attrs = op["attributes"]
+    entry = op["accounting"][0] if op["accounting"] else None
+    trace_id = run["trace_id"] if run is not None else None
+    agent_id = attrs.get(sc.AGENT_ID) or session.get("agent_id")
+    record: dict[str, Any] = {
+        "record_id": record_id(trace_id or "", op["span_id"]),
+        "ts": iso_ts(op["ended_ns"] if op["ended_ns"] is not None else op["started_ns"]),
+        "session_id": session_id,
+        "trace_id": trace_id,
+        "span_id": op["span_id"],
+        "run": run["index"] if run is not None else None,
+        "path": ref.label,
+        "agent_id": agent_id,
+        "agent_name": attrs.get(sc.GEN_AI_AGENT_NAME) or session.get("agent_name"),
+        "call_path": session.get("call_path"),
+        "type": op["kind"],
+    }
+    if entry is not None:
+        record.update({"status": entry["status"], "latency_ms": entry["latency_ms"], "error": entry["error"]})
+    else:
+        ended = op["ended_ns"]
+        latency = round((ended - op["started_ns"]) / 1e6, 3) if ended is not None else None
+        record.update({"status": "failed", "latency_ms": latency, "error": UNFINISHED_ERRORS.get(op["status"], op["error"])})
+    if op["kind"] == KIND_LLM:
+        if entry is not None:
+            record.update(
+                {
+                    "provider": entry["provider"],
+                    "model": entry["model"],
+                    "response_model": entry["response_model"],
+                    "attempt": entry["attempt"],
+                    "tokens": dict(entry["tokens"]),
+                    "cost_usd": entry["cost_usd"],
+                    "price_source": entry["price_source"],
+                }
+            )
+        else:
+            record.update(
+                {
+                    "provider": attrs.get(sc.GEN_AI_PROVIDER_NAME),
+                    "model": attrs.get(sc.GEN_AI_REQUEST_MODEL),
+                    "response_model": None,
+                    "attempt": attrs.get(sc.LLM_ATTEMPT),
+                    "tokens": {"input": 0, "output": 0, "cache_read": 0, "cache_write": 0, "reasoning": 0, "total": 0},
+                    "cost_usd": None,
+                    "price_source": None,
+                }
+            )
+    else:
+        record.update(
+            {
+                "tool": entry["tool"] if entry else attrs.get(sc.GEN_AI_TOOL_NAME),
+                "chars_in": entry["chars_in"] if entry else int(attrs.get(sc.TOOL_CHARS_IN) or 0),
+                "chars_out": entry["chars_out"] if entry else 0,
+            }
+        )
+    return record

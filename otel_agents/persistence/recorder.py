@@ -1,0 +1,395 @@
+"""The live session recorder: a span processor and a Telemetry listener in one object.
+
+Added to the same TracerProvider as any OTLP exporter, it sees every span of its
+session start and end, and every seed-001 record the moment it is emitted:
+
+- records are appended to ``events.jsonl`` as they arrive (flushed per line);
+- each span start and end is appended to the ``spans.jsonl`` journal (flushed
+  per line), so every finished span is durable the moment it ends;
+- the live tree is :func:`build_tree` over the spans seen so far (open spans
+  included, known by their start), so it always equals what an importer would
+  rebuild from the same spans, and what ``load_artifacts`` rebuilds from the
+  journal after a crash;
+- ``tree.json.gz`` is checkpointed at the end of sub-agent invocations and of
+  runs, coalesced geometrically (see :class:`CheckpointPolicy`), and always by
+  :meth:`SessionRecorder.close`; ``meta.json`` at each run start and end;
+- at the end of each run, the run's ledger records are derived from the live
+  tree (in memory) and appended to the billing ledger.
+
+Nothing here may break a run: any failure becomes one warning on stderr per
+destination (session directory, billing file) and recording of that
+destination stops, so a half-working disk never leaves half-written files.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import orjson
+from opentelemetry import trace
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
+
+from otel_agents.persistence.events_file import EventsFileError, EventsWriter, read_event_lines
+from otel_agents.persistence.journal import JournalError, JournalWriter, read_journal, spans_from_journal
+from otel_agents.persistence.ledger_records import ledger_records
+from otel_agents.persistence.notices import Warn, stderr_warning
+from otel_agents.persistence.store import SessionStore, StoreError, created_ns_of, make_meta, make_payload
+from otel_agents.persistence.tree import build_tree, merge_trees, span_operation
+from otel_agents.tracing import semconv as sc
+from otel_agents.tracing.redaction import redact, redact_attributes
+from otel_agents.tracing.spandata import EventData, LinkData, SpanData, from_readable, hex_span_id, hex_trace_id
+
+# Per span, beyond its attributes and events, in the tree's JSON (keys, timings, ids).
+_NODE_OVERHEAD_BYTES = 400
+
+
+@dataclass(frozen=True)
+class CheckpointPolicy:
+    """When a sub-agent invocation or a run ends, write the tree only if it grew enough.
+
+    Rewriting the whole tree at every sub-agent or run end costs O(n^2) bytes
+    over a session. Writing only once the tree has grown by ``growth`` times its
+    size at the last write (measured from at least ``min_bytes``) makes the sizes
+    of successive writes a geometric series: all checkpoints together cost at
+    most ``(1 + growth) / growth`` times the final tree, plus the final write of
+    ``close()``. The journal makes every finished span durable in between.
+    """
+
+    growth: float = 0.5
+    min_bytes: int = 16_384
+
+    def due(self, pending: int, written: int) -> bool:
+        return pending >= self.growth * max(written, self.min_bytes)
+
+
+@dataclass
+class RecorderStats:
+    checkpoints: int = 0  # tree.json.gz writes
+    tree_bytes_written: int = 0  # compressed bytes, all writes together
+    last_tree_bytes: int = 0
+    meta_writes: int = 0
+    meta_bytes_written: int = 0
+    event_lines: int = 0
+    journal_lines: int = 0
+    journal_bytes_written: int = 0
+    ledger_records_written: int = 0
+    base_spans: int = 0  # spans of earlier runs loaded from the journal (resume)
+
+
+def redacted(span: SpanData) -> SpanData:
+    """The span with secrets replaced (idempotent: records and logs are redacted already).
+
+    Exception events and status messages quote error text verbatim and are not
+    written through Telemetry; the session files must not keep a key they quote.
+    """
+    return dataclasses.replace(
+        span,
+        attributes=redact_attributes(span.attributes),
+        events=tuple(EventData(e.name, e.time_ns, redact_attributes(e.attributes)) for e in span.events),
+        links=tuple(LinkData(l.trace_id, l.span_id, redact_attributes(l.attributes)) for l in span.links),
+        status_message=redact(span.status_message),
+    )
+
+
+def span_size_estimate(span: SpanData) -> int:
+    """About how many bytes a span adds to the tree's JSON (cheap, no tree needed)."""
+    size = _NODE_OVERHEAD_BYTES + len(orjson.dumps(span.attributes, default=str))
+    for event in span.events:
+        size += 64 + len(event.name) + len(orjson.dumps(event.attributes, default=str))
+    return size
+
+
+class SessionRecorder(SpanProcessor):
+    """Persists one session as it runs. Register with ``tracing.add_processor`` and ``tracing.add_listener``.
+
+    ``resume=True`` continues a saved session: the spans already in its journal
+    (or, for a directory without one, its saved tree) are kept, so checkpoints
+    and the final tree hold every run; only the new runs are billed at their ends.
+    ``base_tree`` passes a saved tree explicitly instead (merged under the new runs).
+    """
+
+    def __init__(
+        self,
+        store: SessionStore,
+        session_id: str | None = None,
+        *,
+        billing_file: Path | None = None,
+        resume: bool = False,
+        base_tree: Mapping[str, Any] | None = None,
+        created_ns: int | None = None,
+        policy: CheckpointPolicy = CheckpointPolicy(),
+        warn: Warn = stderr_warning,
+        append_ledger: Callable[[Path, list[dict]], int] | None = None,
+    ):
+        self.store = store
+        self.session_id = session_id or store.session_id
+        self.billing_file = Path(billing_file) if billing_file is not None else None
+        self.base_tree = dict(base_tree) if base_tree is not None else None
+        self.created_ns = created_ns
+        self.policy = policy
+        self.warn = warn
+        self._append_ledger = append_ledger
+        self.stats = RecorderStats()
+        self._lock = threading.RLock()
+        self._events = EventsWriter(store.events_path, warn)
+        self._journal = JournalWriter(store.journal_path, warn)
+        self._traces: set[int] = set()
+        self._base: list[SpanData] = []  # earlier runs' spans (resume)
+        self._open: dict[int, Any] = {}  # span id -> live SDK span (readable while open)
+        self._started: dict[int, SpanData] = {}  # span id -> the span as its start line wrote it
+        self._recorded: dict[int, set[str]] = {}  # span id -> message ids written to events.jsonl
+        self._finished: dict[int, SpanData] = {}
+        self._open_runs = 0
+        self._pending_bytes = 0  # estimated growth since the last tree write
+        self._written_bytes = 0  # estimated tree size at the last tree write
+        self._dirty = False
+        self._store_failed = False
+        self._billing_failed = False
+        self._closed = False
+        if resume:
+            self._load_saved()
+        if self.created_ns is None:
+            self.created_ns = time.time_ns()
+
+    def _load_saved(self) -> None:
+        """The saved session this recorder continues; unreadable => nothing more is written to it."""
+        store = self.store
+        try:
+            if store.journal_path.exists():
+                lines = read_event_lines(store.events_path, self.warn) if store.events_path.exists() else []
+                self._base = spans_from_journal(read_journal(store.journal_path, self.warn), lines)
+                self.stats.base_spans = len(self._base)
+                self._written_bytes = sum(span_size_estimate(s) for s in self._base)
+            elif store.tree_path.exists() and self.base_tree is None:
+                self.base_tree = store.load_tree()
+        except (JournalError, EventsFileError, StoreError, OSError) as exc:
+            self._fail_store(exc)
+            return
+        try:
+            self.created_ns = self.created_ns or created_ns_of(store.read_meta())
+        except StoreError:
+            pass  # a missing or damaged summary is rewritten at the first checkpoint
+
+    # ------------------------------------------------------------------ span processor
+    def on_start(self, span: Any, parent_context: Any = None) -> None:
+        with self._lock:
+            try:
+                context = span.get_span_context()
+                if span.parent is None or not span.parent.is_valid:
+                    if self._names_session(span.attributes or {}):
+                        self._traces.add(context.trace_id)
+                if context.trace_id not in self._traces:
+                    return
+                self._open[context.span_id] = span
+                self._dirty = True
+                run_started = span.parent is None and span_operation_of(span) == sc.OP_INVOKE_AGENT
+                if run_started:
+                    self._open_runs += 1
+                if self._store_failed:
+                    return
+                if run_started:
+                    self._write_meta()  # "running" first: a reader never takes a live run for a crashed one
+                    if self._store_failed:
+                        return
+                data = redacted(from_readable(span))
+                self._started[context.span_id] = data
+                self._journal.start(data)
+                self._journal_stats()
+            except Exception as exc:  # never into the run
+                self._fail_store(exc)
+
+    def on_end(self, span: ReadableSpan) -> None:
+        with self._lock:
+            try:
+                context = span.get_span_context()
+                if context.trace_id not in self._traces:
+                    return
+                self._open.pop(context.span_id, None)
+                data = redacted(from_readable(span))
+                self._finished[context.span_id] = data
+                self._pending_bytes += span_size_estimate(data)
+                self._dirty = True
+                started = self._started.pop(context.span_id, None)
+                recorded = self._recorded.pop(context.span_id, set())
+                if not self._store_failed:
+                    try:
+                        self._journal.end(data, started, recorded)
+                        self._journal_stats()
+                    except Exception as exc:
+                        self._fail_store(exc)
+                if span_operation(data) != sc.OP_INVOKE_AGENT:
+                    return
+                if data.parent_span_id is None:
+                    self._open_runs = max(0, self._open_runs - 1)
+                    self._run_ended(data)
+                elif self._checkpoint_due():
+                    self.checkpoint()
+            except Exception as exc:
+                self._fail_store(exc)
+
+    def shutdown(self) -> None:
+        self.close()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return True
+
+    # ------------------------------------------------------------------ listener
+    def on_record(self, span: trace.Span, record: Mapping[str, Any], ts_ns: int) -> None:
+        with self._lock:
+            if self._store_failed or self._closed:
+                return
+            try:
+                context = span.get_span_context()
+                if context.is_valid and context.trace_id not in self._traces:
+                    return  # another session's span
+                trace_id = hex_trace_id(context.trace_id) if context.is_valid else None
+                span_id = hex_span_id(context.span_id) if context.is_valid else None
+                self._events.append(record, ts_ns, trace_id, span_id)
+                if context.is_valid:
+                    # Written here, so the span's end line leaves this event out.
+                    self._recorded.setdefault(context.span_id, set()).add(record.get("message_id"))
+                self.stats.event_lines += 1
+            except Exception as exc:
+                self._fail_store(exc)
+
+    def on_log(self, span: trace.Span, level: str, message: str, ts_ns: int) -> None:
+        """Log lines are span events: the journal gets them with their span's end."""
+
+    # ------------------------------------------------------------------ tree
+    def spans(self) -> list[SpanData]:
+        """Every span of the session known so far: saved ones (resume), finished, open."""
+        with self._lock:
+            return (
+                list(self._base)
+                + list(self._finished.values())
+                + [redacted(from_readable(s)) for s in self._open.values()]
+            )
+
+    def tree(self) -> dict[str, Any]:
+        """The live tree: every span seen so far, open ones marked in progress."""
+        with self._lock:
+            tree = build_tree(self.spans(), self.session_id)
+            if self.base_tree is not None:
+                tree = merge_trees(self.base_tree, tree)
+            return tree
+
+    def _checkpoint_due(self) -> bool:
+        return self.policy.due(self._pending_bytes, self._written_bytes)
+
+    def checkpoint(self, tree: dict[str, Any] | None = None) -> dict[str, Any] | None:
+        """Write tree.json.gz and meta.json now; returns the tree written (None if not written)."""
+        with self._lock:
+            if self._store_failed:
+                return None
+            try:
+                tree = tree if tree is not None else self.tree()
+                meta = self._meta(tree)
+                written = self.store.save_tree(make_payload(tree, meta))
+                self._save_meta(meta)
+            except Exception as exc:
+                self._fail_store(exc)
+                return None
+            self.stats.checkpoints += 1
+            self.stats.tree_bytes_written += written
+            self.stats.last_tree_bytes = written
+            self._written_bytes += self._pending_bytes
+            self._pending_bytes = 0
+            self._dirty = False
+            return tree
+
+    def _run_ended(self, root: SpanData) -> None:
+        # The journal already holds every span of the run, so the ledger need not wait
+        # for a tree write, and the tree is written only when the policy says so.
+        tree = self.tree()
+        run = next((r for r in tree["runs"] if r["span_id"] == root.span_id), None)
+        if run is not None:
+            self._flush_ledger(ledger_records(tree, runs=[run["index"]]))
+        if self._checkpoint_due():
+            self.checkpoint(tree)
+        else:
+            self._write_meta(tree)
+
+    def _flush_ledger(self, records: list[dict]) -> None:
+        if self.billing_file is None or self._billing_failed or not records:
+            return
+        try:
+            append = self._append_ledger
+            if append is None:
+                from otel_agents.persistence.ledger import append_records as append
+            self.stats.ledger_records_written += append(self.billing_file, records)
+        except Exception as exc:
+            self._billing_failed = True
+            self.warn(
+                f"cannot append to the billing ledger {self.billing_file}: {_reason(exc)}; "
+                "the run goes on (the records are derived again when the session is next loaded)"
+            )
+
+    def _meta(self, tree: Mapping[str, Any]) -> dict[str, Any]:
+        return make_meta(tree, created_ns=self.created_ns, updated_ns=time.time_ns(), running=self._open_runs > 0)
+
+    def _save_meta(self, meta: Mapping[str, Any]) -> None:
+        self.stats.meta_bytes_written += self.store.write_meta(meta)
+        self.stats.meta_writes += 1
+
+    def _write_meta(self, tree: Mapping[str, Any] | None = None) -> None:
+        if self._store_failed:
+            return
+        try:
+            self._save_meta(self._meta(tree if tree is not None else self.tree()))
+        except Exception as exc:
+            self._fail_store(exc)
+
+    def close(self) -> None:
+        """Final checkpoint if anything changed since the last one; idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            try:
+                if self._dirty or self.stats.checkpoints == 0:
+                    if self._finished or self._open or self._base or self.base_tree is not None:
+                        self.checkpoint()
+                    else:
+                        self._write_meta()
+            except Exception as exc:
+                self._fail_store(exc)
+            finally:
+                self._closed = True
+                for writer in (self._events, self._journal):
+                    try:
+                        writer.close()
+                    except Exception as exc:
+                        self._fail_store(exc)
+
+    # ------------------------------------------------------------------ helpers
+    def _journal_stats(self) -> None:
+        self.stats.journal_lines = self._journal.lines_written
+        self.stats.journal_bytes_written = self._journal.bytes_written
+
+    def _names_session(self, attributes: Mapping[str, Any]) -> bool:
+        value = attributes.get(sc.SESSION_ID) or attributes.get(sc.GEN_AI_CONVERSATION_ID)
+        return value == self.session_id
+
+    def _fail_store(self, exc: BaseException) -> None:
+        if self._store_failed:
+            return
+        self._store_failed = True
+        self.warn(
+            f"cannot save session {self.session_id} in {self.store.directory}: {_reason(exc)}; "
+            "the run goes on without saving it"
+        )
+
+
+def span_operation_of(span: Any) -> str:
+    attributes = span.attributes or {}
+    return str(attributes.get(sc.GEN_AI_OPERATION_NAME) or span.name.split(" ", 1)[0])
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"{exc.strerror}" + (f" ({exc.filename})" if exc.filename else "")
+    return f"{type(exc).__name__}: {exc}"

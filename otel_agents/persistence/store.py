@@ -1,0 +1,302 @@
+"""One session directory (seed 003): ``events.jsonl``, ``spans.jsonl``, ``tree.json.gz``, ``meta.json``.
+
+``tree.json.gz`` holds the versioned payload ``{"version": 1, "session": ..., "meta": ...}``;
+``meta.json`` is a small summary for fast listing. Both are replaced atomically,
+so a crash leaves the previous version readable. Reading reports damage as a
+:class:`StoreError` with a one-line message naming the file and the problem,
+a tree that decodes but is not shaped as ``build_tree`` makes it included.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import socket
+import tempfile
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import orjson
+
+from otel_agents.persistence.atomic import atomic_write, remove_stale_temps
+from otel_agents.persistence.events_file import EVENTS_FILE
+from otel_agents.persistence.journal import JOURNAL_FILE
+from otel_agents.persistence.paths import InvalidSessionId, Paths
+from otel_agents.persistence.timestamps import iso_ts, parse_iso_ts
+from otel_agents.persistence.tree_shape import ShapeError, check_session_shape
+from otel_agents.tracing import semconv as sc
+
+TREE_FILE = "tree.json.gz"
+META_FILE = "meta.json"
+TREE_VERSION = 1
+TITLE_LIMIT = 80
+# Fast and still small: the tree is rewritten at checkpoints, speed matters more than the last percent.
+GZIP_LEVEL = 6
+
+
+class StoreError(ValueError):
+    """A session file that cannot be read or written; the message is one line."""
+
+
+def encode_payload(payload: Mapping[str, Any]) -> bytes:
+    """Deterministic gzip (no mtime, no file name) of the payload's JSON."""
+    return gzip.compress(orjson.dumps(payload), compresslevel=GZIP_LEVEL, mtime=0)
+
+
+def decode_payload(data: bytes, where: str) -> dict[str, Any]:
+    try:
+        raw = gzip.decompress(data)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise StoreError(f"{where} is truncated or corrupt ({type(exc).__name__}: {exc})") from None
+    try:
+        payload = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise StoreError(f"{where} does not hold valid JSON ({exc})") from None
+    if not isinstance(payload, dict):
+        raise StoreError(f"{where} does not hold a tree payload object")
+    version = payload.get("version")
+    if version != TREE_VERSION:
+        raise StoreError(f"{where} has tree version {version!r}; this otel-agents reads version {TREE_VERSION}")
+    if not isinstance(payload.get("session"), dict):
+        raise StoreError(f"{where} has no session node")
+    try:
+        check_session_shape(payload["session"])
+    except ShapeError as exc:
+        raise StoreError(f"{where} is damaged: {exc}") from None
+    return payload
+
+
+def make_payload(tree: Mapping[str, Any], meta: Mapping[str, Any]) -> dict[str, Any]:
+    return {"version": TREE_VERSION, "session": tree, "meta": meta}
+
+
+@dataclass(frozen=True)
+class SessionStore:
+    """Paths and file operations of one session directory."""
+
+    directory: Path
+
+    @property
+    def session_id(self) -> str:
+        return self.directory.name
+
+    @property
+    def tree_path(self) -> Path:
+        return self.directory / TREE_FILE
+
+    @property
+    def events_path(self) -> Path:
+        return self.directory / EVENTS_FILE
+
+    @property
+    def meta_path(self) -> Path:
+        return self.directory / META_FILE
+
+    @property
+    def journal_path(self) -> Path:
+        return self.directory / JOURNAL_FILE
+
+    @classmethod
+    def create(cls, sessions_dir: Path, session_id: str) -> "SessionStore":
+        """Make the directory and prove it writable; StoreError (one line) if it is not."""
+        directory = Path(sessions_dir) / session_id
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            fd, probe = tempfile.mkstemp(prefix=".probe.", dir=directory)
+            os.close(fd)
+            os.unlink(probe)
+        except OSError as exc:
+            raise StoreError(f"cannot write session directory {directory}: {explain_os_error(exc, directory)}") from None
+        store = cls(directory)
+        remove_stale_temps(store.tree_path)
+        remove_stale_temps(store.meta_path)
+        return store
+
+    def exists(self) -> bool:
+        return self.directory.is_dir()
+
+    # --- tree ---
+    def save_tree(self, payload: Mapping[str, Any], *, before_rename: Callable[[Path], None] | None = None) -> int:
+        """Atomically replace tree.json.gz; returns the compressed bytes written."""
+        return atomic_write(self.tree_path, encode_payload(payload), before_rename=before_rename)
+
+    def load_payload(self) -> dict[str, Any]:
+        try:
+            data = self.tree_path.read_bytes()
+        except FileNotFoundError:
+            raise StoreError(f"{self.tree_path} does not exist") from None
+        except OSError as exc:
+            raise StoreError(f"cannot read {self.tree_path}: {exc.strerror or exc}") from None
+        return decode_payload(data, str(self.tree_path))
+
+    def load_tree(self) -> dict[str, Any]:
+        return self.load_payload()["session"]
+
+    # --- meta ---
+    def write_meta(self, meta: Mapping[str, Any]) -> int:
+        """Atomically replace meta.json; returns the bytes written."""
+        return atomic_write(self.meta_path, orjson.dumps(meta, option=orjson.OPT_INDENT_2) + b"\n")
+
+    def read_meta(self) -> dict[str, Any]:
+        try:
+            meta = orjson.loads(self.meta_path.read_bytes())
+        except FileNotFoundError:
+            raise StoreError(f"{self.meta_path} does not exist") from None
+        except OSError as exc:
+            raise StoreError(f"cannot read {self.meta_path}: {exc.strerror or exc}") from None
+        except orjson.JSONDecodeError as exc:
+            raise StoreError(f"{self.meta_path} is not valid JSON ({exc})") from None
+        if not isinstance(meta, dict):
+            raise StoreError(f"{self.meta_path} does not hold an object")
+        return meta
+
+
+# --------------------------------------------------------------------------- meta
+
+
+def title_of(tree: Mapping[str, Any]) -> str | None:
+    """The session's first user prompt, shortened to one line."""
+    for run in tree.get("runs", []):
+        for event in run.get("events", []):
+            record = event["record"]
+            if record.get("event_type") == sc.EVENT_TRANSCRIPT_ENTRY and record.get("role") == "user":
+                return shorten(str(record.get("content") or ""))
+    return None
+
+
+def shorten(text: str, limit: int = TITLE_LIMIT) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def make_meta(
+    tree: Mapping[str, Any],
+    *,
+    created_ns: int,
+    updated_ns: int,
+    running: bool = False,
+) -> dict[str, Any]:
+    """The listing summary; ``writer`` names the live process while a run is going on."""
+    totals = tree.get("totals", {}).get("inclusive", {})
+    return {
+        "id": tree.get("id"),
+        "title": title_of(tree),
+        "created": iso_ts(created_ns),
+        "updated": iso_ts(updated_ns),
+        "runs": len(tree.get("runs", [])),
+        "status": "running" if running else (tree.get("status") if tree.get("runs") or tree.get("ops") else "new"),
+        "agents": len(tree.get("agents", {})),
+        "root_agent": tree.get("agent_name"),
+        "totals": dict(totals),
+        "writer": {"pid": os.getpid(), "host": socket.gethostname()} if running else None,
+    }
+
+
+def closed_meta(tree: Mapping[str, Any], *, created_ns: int, updated_ns: int) -> dict[str, Any]:
+    """meta.json for a session no process is writing: a run that never ended is ``interrupted``."""
+    meta = make_meta(tree, created_ns=created_ns, updated_ns=updated_ns, running=False)
+    if meta["status"] == "in_progress":
+        meta["status"] = "interrupted"
+    return meta
+
+
+def created_ns_of(meta: Mapping[str, Any] | None) -> int | None:
+    """meta.json's ``created`` back in nanoseconds (None when absent or unreadable)."""
+    created = (meta or {}).get("created")
+    if not isinstance(created, str):
+        return None
+    try:
+        return parse_iso_ts(created)
+    except ValueError:
+        return None
+
+
+def writer_alive(meta: Mapping[str, Any]) -> bool:
+    """Whether the process that last wrote this session as running still exists (same host only)."""
+    writer = meta.get("writer")
+    if not isinstance(writer, dict) or meta.get("status") != "running":
+        return False
+    if writer.get("host") != socket.gethostname():
+        return True  # cannot tell from here: assume it is alive and leave its runs alone
+    pid = writer.get("pid")
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def effective_status(meta: Mapping[str, Any]) -> str:
+    """``running`` only while the writer lives; a dead writer's session is ``interrupted``."""
+    status = str(meta.get("status") or "?")
+    if status == "running" and not writer_alive(meta):
+        return "interrupted"
+    return status
+
+
+# --------------------------------------------------------------------------- listing
+
+
+@dataclass(frozen=True)
+class SessionListing:
+    session_id: str
+    directory: Path
+    meta: dict[str, Any] | None
+    problem: str | None  # why meta is missing, if it is
+
+
+def list_sessions(sessions_dir: Path) -> list[SessionListing]:
+    """Every session directory, oldest first; unreadable ones are listed with their problem."""
+    sessions_dir = Path(sessions_dir)
+    if not sessions_dir.is_dir():
+        return []
+    paths = Paths(sessions_dir, Path(os.devnull))
+    out = []
+    for entry in sessions_dir.iterdir():
+        if not entry.is_dir():
+            continue
+        try:
+            paths.session_dir(entry.name)
+        except InvalidSessionId:
+            continue
+        store = SessionStore(entry)
+        try:
+            meta, problem = store.read_meta(), None
+        except StoreError as exc:
+            meta, problem = None, str(exc)
+        out.append(SessionListing(entry.name, entry, meta, problem))
+    out.sort(key=lambda s: ((s.meta or {}).get("created") or "", s.session_id))
+    return out
+
+
+def check_file_writable(path: Path) -> None:
+    """Prove a file can be appended to (created if need be) without changing it; StoreError if not."""
+    path = Path(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.exists():
+            with open(path, "ab"):
+                pass
+        else:
+            fd, probe = tempfile.mkstemp(prefix=f".{path.name}.probe.", dir=path.parent)
+            os.close(fd)
+            os.unlink(probe)
+    except OSError as exc:
+        raise StoreError(f"cannot write {path}: {explain_os_error(exc, path)}") from None
+
+
+def explain_os_error(exc: OSError, path: Path) -> str:
+    """``File exists`` from mkdir says little; name the file that stands where a directory must be."""
+    if isinstance(exc, (FileExistsError, NotADirectoryError)):
+        for ancestor in [Path(path), *Path(path).parents]:
+            if ancestor.exists() and not ancestor.is_dir():
+                return f"{ancestor} is a file, not a directory"
+    return exc.strerror or type(exc).__name__

@@ -1,0 +1,29 @@
+"""Timestamps in the line formats (events.jsonl, billing.jsonl): ISO 8601 UTC, nanoseconds kept.
+
+The tree keeps integer nanoseconds; the lines carry text a person can read and
+``date`` can parse. Nine fractional digits make the two convertible both ways.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timezone
+
+_ISO = re.compile(r"^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(?:\.(\d{1,9}))?Z$")
+
+
+def iso_ts(ns: int) -> str:
+    """1700000000123456789 -> '2023-11-14T22:13:20.123456789Z'."""
+    seconds, fraction = divmod(int(ns), 1_000_000_000)
+    stamp = datetime.fromtimestamp(seconds, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+    return f"{stamp}.{fraction:09d}Z"
+
+
+def parse_iso_ts(text: str) -> int:
+    """Inverse of :func:`iso_ts` (fewer fractional digits are accepted)."""
+    match = _ISO.match(text)
+    if not match:
+        raise ValueError(f"not an ISO 8601 UTC timestamp: {text!r}")
+    whole = datetime.strptime(match.group(1), "%Y-%m-%dT%H:%M:%S").replace(tzinfo=timezone.utc)
+    fraction = (match.group(2) or "").ljust(9, "0")
+    return int(whole.timestamp()) * 1_000_000_000 + int(fraction or 0)

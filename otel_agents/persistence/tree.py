@@ -1,0 +1,788 @@
+"""The session tree (seed 002), built from spans by one pure function.
+
+``build_tree(spans)`` turns plain :class:`SpanData` (finished, or known only by
+their start) into the canonical tree. The live recorder, the importer and the
+loaders all call it, so the tree never depends on how the spans arrived.
+
+Shape (docs/session-tree.md has the full description)::
+
+    session   {id, trace_ids, agent_id, agent_name, call_path, started_ns, ended_ns,
+               status, success, error, attributes (ingress), totals, agents, runs, ops}
+    run/child {kind: "session", span_id, trace_id, index, agent_id, agent_name, call_path,
+               started_ns, ended_ns, status, error, attributes, events, logs, span_events,
+               links, otel, resource, turns, ops, totals}
+    turn      {kind: "turn", path, index, span_id, ..., ops, totals}
+    op        {kind: llm|tool|session|create_agent|span, path, span_id, name, ..., accounting,
+               reasoning, request, response, ops, session (kind session only)}
+
+Path labels address turns and operations inside one run: ``<turn>-<op>`` for an
+operation of a turn (turn 0 holds operations outside any turn), ``-<k>`` for the
+k-th operation nested in an operation, and ``.`` to descend into the child
+session of a ``session`` operation: ``1-4-1.2-1``. :func:`label_of` and
+:func:`position_of` are inverse bijections between labels and positions.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from dataclasses import dataclass
+from typing import Any, Iterable, Iterator, Mapping
+
+from otel_agents.tracing import semconv as sc
+from otel_agents.tracing.records import RecordError, from_span_event, message_id_number
+from otel_agents.tracing.spandata import SpanData
+
+COST_DECIMALS = 12  # as the runtime's accounting rounds (llm/pricing.py)
+
+STATUS_OK = "ok"
+STATUS_ERROR = "error"
+STATUS_IN_PROGRESS = "in_progress"
+STATUS_CANCELLED = "cancelled"
+
+KIND_SESSION = "session"
+KIND_TURN = "turn"
+KIND_LLM = "llm"
+KIND_TOOL = "tool"
+KIND_CREATE_AGENT = "create_agent"
+KIND_SPAN = "span"  # any other span (custom instrumentation): kept, never dropped
+
+# A position: one segment per session level; a segment is (turn, op, nested op, ...).
+Position = tuple[tuple[int, ...], ...]
+
+_INGRESS_PREFIXES = ("otel_agents.run.",)
+_INGRESS_KEYS = frozenset({sc.RESUMED_FROM, sc.SESSION_ID, sc.GEN_AI_CONVERSATION_ID})
+
+
+# --------------------------------------------------------------------------- labels
+
+
+def label_of(position: Position) -> str:
+    """``((1, 4, 1), (2, 1))`` -> ``"1-4-1.2-1"``; raises ValueError for a malformed position."""
+    _check_position(position)
+    return ".".join("-".join(str(n) for n in segment) for segment in position)
+
+
+_N = r"(?:0|[1-9][0-9]*)"
+_LABEL = re.compile(rf"{_N}(?:-{_N})*(?:\.{_N}(?:-{_N})*)*")
+
+
+def position_of(label: str) -> Position:
+    """Inverse of :func:`label_of`; raises ValueError for anything that is not a label."""
+    if not isinstance(label, str) or not _LABEL.fullmatch(label):
+        raise ValueError(f"not a path label: {label!r}")
+    position = tuple(tuple(int(n) for n in segment.split("-")) for segment in label.split("."))
+    _check_position(position)
+    return position
+
+
+def _check_position(position: Position) -> None:
+    if not position:
+        raise ValueError("a position has at least one segment")
+    for i, segment in enumerate(position):
+        if not segment or any((not isinstance(n, int)) or isinstance(n, bool) for n in segment):
+            raise ValueError(f"malformed position segment {segment!r}")
+        turn, ops = segment[0], segment[1:]
+        if turn < 0 or any(n < 1 for n in ops):
+            raise ValueError(f"turns count from 0 (outside any turn) and operations from 1: {segment!r}")
+        if turn == 0 and not ops:
+            raise ValueError("turn 0 is not a node: it only holds operations outside any turn")
+        if i < len(position) - 1 and not ops:
+            raise ValueError("only an operation's child session can be descended into")
+
+
+def node_at(session_node: Mapping[str, Any], position: Position) -> dict[str, Any]:
+    """The turn or operation at ``position`` inside a run (or child session) node."""
+    _check_position(position)
+    node: Any = session_node
+    for depth, segment in enumerate(position):
+        if depth:
+            if node.get("kind") != KIND_SESSION or node.get("session") is None:
+                raise KeyError(f"{label_of(position)}: {label_of(position[:depth])} is not a session operation")
+            node = node["session"]
+        turn, ops = segment[0], segment[1:]
+        if turn == 0:
+            container = node["ops"]
+        else:
+            if turn > len(node["turns"]):
+                raise KeyError(f"no turn {turn} at {label_of(position)}")
+            node = node["turns"][turn - 1]
+            if not ops:
+                return node
+            container = node["ops"]
+        for k in ops:
+            if k > len(container):
+                raise KeyError(f"no operation {k} at {label_of(position)}")
+            node = container[k - 1]
+            container = node["ops"]
+    return node
+
+
+# --------------------------------------------------------------------------- traversal
+
+
+@dataclass(frozen=True)
+class OpRef:
+    """An operation with its context: the run (None for spans outside any run),
+    the session-like node it belongs to (for agent and call path) and its label."""
+
+    run: dict[str, Any] | None
+    session: dict[str, Any]
+    turn: dict[str, Any] | None
+    op: dict[str, Any]
+    label: str
+
+
+def iter_ops(tree: Mapping[str, Any]) -> Iterator[OpRef]:
+    """Every operation of the session, depth first in tree order."""
+    for run in tree.get("runs", []):
+        yield from _iter_session_ops(run, run, ())
+    pseudo = {"ops": tree.get("ops", []), "turns": []}
+    for k, op in enumerate(tree.get("ops", []), start=1):
+        yield from _iter_op(None, pseudo, None, op, (0, k), ())
+
+
+def _iter_session_ops(run: dict, node: dict, prefix: Position) -> Iterator[OpRef]:
+    for k, op in enumerate(node.get("ops", []), start=1):
+        yield from _iter_op(run, node, None, op, (0, k), prefix)
+    for t, turn in enumerate(node.get("turns", []), start=1):
+        for k, op in enumerate(turn.get("ops", []), start=1):
+            yield from _iter_op(run, node, turn, op, (t, k), prefix)
+
+
+def _iter_op(run, session, turn, op, segment: tuple[int, ...], prefix: Position) -> Iterator[OpRef]:
+    yield OpRef(run, session, turn, op, label_of(prefix + (segment,)))
+    for k, child in enumerate(op.get("ops", []), start=1):
+        yield from _iter_op(run, session, turn, child, segment + (k,), prefix)
+    if op.get("session") is not None:
+        yield from _iter_session_ops(run, op["session"], prefix + (segment,))
+
+
+def iter_sessions(tree: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+    """Every session-like node: each run, then its child sessions, depth first."""
+    for run in tree.get("runs", []):
+        yield run
+        yield from _child_sessions(run)
+
+
+def _child_sessions(node: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+    for op in _ops_of_session(node):
+        if op.get("session") is not None:
+            yield op["session"]
+            yield from _child_sessions(op["session"])
+
+
+def _ops_of_session(node: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+    """Operations of one session level (nested ops included, child sessions not entered)."""
+    stack = list(node.get("ops", []))
+    for turn in node.get("turns", []):
+        stack.extend(turn.get("ops", []))
+    while stack:
+        op = stack.pop(0)
+        yield op
+        stack[0:0] = op.get("ops", [])
+
+
+def iter_nodes(tree: Mapping[str, Any]) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
+    """(top node holding the trace id, node) for every node that carries span data:
+    each run and everything in it, then each operation outside any run."""
+    for run in tree.get("runs", []):
+        for node in _walk(run):
+            yield run, node
+    for op in tree.get("ops", []):
+        for node in _walk_op(op):
+            yield op, node
+
+
+def _walk(session: dict) -> Iterator[dict]:
+    yield session
+    for op in session.get("ops", []):
+        yield from _walk_op(op)
+    for turn in session.get("turns", []):
+        yield turn
+        for op in turn.get("ops", []):
+            yield from _walk_op(op)
+
+
+def _walk_op(op: dict) -> Iterator[dict]:
+    yield op
+    for child in op.get("ops", []):
+        yield from _walk_op(child)
+    if op.get("session") is not None:
+        yield from _walk(op["session"])
+
+
+@dataclass(frozen=True)
+class RecordRef:
+    record: dict[str, Any]
+    ts_ns: int
+    trace_id: str | None
+    span_id: str
+
+
+def iter_records(tree: Mapping[str, Any]) -> Iterator[RecordRef]:
+    """Every seed-001 record in the tree with the span it was emitted on (tree order)."""
+    for top, node in iter_nodes(tree):
+        for event in node.get("events", []):
+            yield RecordRef(event["record"], event["ts"], top.get("trace_id"), node["span_id"])
+
+
+def records_of(tree: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The session's seed-001 event stream, ordered by message id: enough to rebuild every transcript."""
+    return [ref.record for ref in sorted(iter_records(tree), key=lambda r: message_id_number(r.record["message_id"]))]
+
+
+# --------------------------------------------------------------------------- building
+
+
+def span_operation(span: SpanData) -> str:
+    return str(span.attributes.get(sc.GEN_AI_OPERATION_NAME) or span.name.split(" ", 1)[0])
+
+
+def session_id_of(span: SpanData) -> str | None:
+    value = span.attributes.get(sc.SESSION_ID) or span.attributes.get(sc.GEN_AI_CONVERSATION_ID)
+    return str(value) if value else None
+
+
+def group_by_session(spans: Iterable[SpanData]) -> dict[str | None, list[SpanData]]:
+    """Spans by the session their trace belongs to (None: no span of the trace names one).
+
+    A trace's session is the id on its root span, else the first id found on any span.
+    """
+    spans = list(spans)
+    by_trace: dict[str, str] = {}
+    for span in sorted(spans, key=lambda s: (s.parent_span_id is not None, s.start_ns)):
+        sid = session_id_of(span)
+        if sid and span.trace_id not in by_trace:
+            by_trace[span.trace_id] = sid
+    groups: dict[str | None, list[SpanData]] = {}
+    for span in spans:
+        groups.setdefault(by_trace.get(span.trace_id), []).append(span)
+    return groups
+
+
+def build_tree(spans: Iterable[SpanData], session_id: str | None = None) -> dict[str, Any]:
+    """The session node for these spans (all of them: filter with :func:`group_by_session`).
+
+    Pure: the same spans give the same tree, whatever order they come in.
+    """
+    index: dict[str, SpanData] = {}
+    for span in spans:
+        known = index.get(span.span_id)
+        # The same span twice (overlapping imports, live + finished): the finished copy wins.
+        if known is None or (known.end_ns is None and span.end_ns is not None):
+            index[span.span_id] = span
+    children: dict[str, list[SpanData]] = {}
+    roots: list[SpanData] = []
+    for span in index.values():
+        if span.parent_span_id and span.parent_span_id in index:
+            children.setdefault(span.parent_span_id, []).append(span)
+        else:
+            roots.append(span)
+    order = lambda s: (s.start_ns, s.span_id)  # noqa: E731
+    for siblings in children.values():
+        siblings.sort(key=order)
+    roots.sort(key=order)
+    builder = _Builder(children)
+    runs = [builder.session_node(span) for span in roots if span_operation(span) == sc.OP_INVOKE_AGENT]
+    ops = [dict(builder.op_node(span), trace_id=span.trace_id) for span in roots if span_operation(span) != sc.OP_INVOKE_AGENT]
+    if session_id is None:
+        for span in roots + sorted(index.values(), key=order):
+            session_id = session_id_of(span)
+            if session_id:
+                break
+    return assemble_session(session_id, runs, ops)
+
+
+def merge_trees(base: Mapping[str, Any], newer: Mapping[str, Any]) -> dict[str, Any]:
+    """Runs of ``base`` plus those of ``newer`` (a run in both: newer wins), as one session.
+
+    A resumed session keeps its earlier runs from the saved tree and adds the new ones.
+    """
+    runs = {run["span_id"]: run for run in base.get("runs", [])}
+    runs.update({run["span_id"]: run for run in newer.get("runs", [])})
+    ops = {op["span_id"]: op for op in base.get("ops", [])}
+    ops.update({op["span_id"]: op for op in newer.get("ops", [])})
+    return assemble_session(newer.get("id") or base.get("id"), list(runs.values()), list(ops.values()))
+
+
+def assemble_session(session_id: str | None, runs: list[dict], ops: list[dict]) -> dict[str, Any]:
+    """The session node around its runs: ordered, numbered, summarised."""
+    runs = sorted(runs, key=lambda r: (r["started_ns"], r["span_id"]))
+    numbered: list[dict] = []
+    for ordinal, run in enumerate(runs, start=1):
+        declared = run["attributes"].get(sc.RUN_INDEX)
+        run = dict(run)
+        run["index"] = int(declared) if isinstance(declared, int) and not isinstance(declared, bool) else ordinal
+        numbered.append(run)
+    numbered.sort(key=lambda r: (r["index"], r["started_ns"], r["span_id"]))
+    ops = copy.deepcopy(sorted(ops, key=lambda o: (o["started_ns"], o["span_id"])))  # paths are set below
+    for k, op in enumerate(ops, start=1):
+        _assign_op_paths(op, (), (0, k))
+    first = numbered[0] if numbered else None
+    statuses = [r["status"] for r in numbered]
+    if STATUS_IN_PROGRESS in statuses:
+        status = STATUS_IN_PROGRESS
+    elif STATUS_ERROR in statuses:
+        status = STATUS_ERROR
+    elif STATUS_CANCELLED in statuses:
+        status = STATUS_CANCELLED
+    else:
+        status = STATUS_OK
+    errors = [r["error"] for r in numbered if r.get("error")]
+    entries = [e for run in numbered for e in _all_entries(run)]
+    entries += [e for op in ops for e in _op_entries(op, cross_sessions=True)]
+    self_entries = [e for run in numbered for e in _session_self_entries(run)]
+    self_entries += [e for op in ops for e in _op_entries(op, cross_sessions=False)]
+    trace_ids: list[str] = []
+    for node in numbered + ops:
+        trace_id = node.get("trace_id")
+        if trace_id and trace_id not in trace_ids:
+            trace_ids.append(trace_id)
+    ended = [r["ended_ns"] for r in numbered]
+    return {
+        "id": session_id,
+        "trace_ids": trace_ids,
+        "agent_id": first["agent_id"] if first else None,
+        "agent_name": first["agent_name"] if first else None,
+        "call_path": first["call_path"] if first else None,
+        "started_ns": min((r["started_ns"] for r in numbered), default=None),
+        "ended_ns": None if not ended or None in ended else max(ended),
+        "status": status,
+        "success": bool(numbered) and status == STATUS_OK,
+        "error": errors[-1] if errors else None,
+        "attributes": _ingress(first["attributes"]) if first else {},
+        "totals": {"self": fold_totals(self_entries), "inclusive": fold_totals(entries)},
+        "agents": _agents(numbered, ops),
+        "runs": numbered,
+        "ops": ops,
+    }
+
+
+def _ingress(attributes: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        k: v for k, v in attributes.items() if k in _INGRESS_KEYS or any(k.startswith(p) for p in _INGRESS_PREFIXES)
+    }
+
+
+def _assign_op_paths(op: dict, prefix: Position, segment: tuple[int, ...]) -> None:
+    op["path"] = label_of(prefix + (segment,))
+    for k, child in enumerate(op["ops"], start=1):
+        _assign_op_paths(child, prefix, segment + (k,))
+    if op.get("session") is not None:
+        _assign_session_paths(op["session"], prefix + (segment,))
+
+
+def _assign_session_paths(node: dict, prefix: Position) -> None:
+    for k, op in enumerate(node["ops"], start=1):
+        _assign_op_paths(op, prefix, (0, k))
+    for t, turn in enumerate(node["turns"], start=1):
+        turn["path"] = label_of(prefix + ((t,),))
+        for k, op in enumerate(turn["ops"], start=1):
+            _assign_op_paths(op, prefix, (t, k))
+
+
+class _Builder:
+    """Span -> node conversion; holds only the children index of one build_tree call."""
+
+    def __init__(self, children: dict[str, list[SpanData]]):
+        self.children = children
+
+    def _common(self, span: SpanData) -> dict[str, Any]:
+        events, logs, others = split_events(span)
+        return {
+            "span_id": span.span_id,
+            "name": span.name,
+            "started_ns": span.start_ns,
+            "ended_ns": span.end_ns,
+            "attributes": dict(span.attributes),
+            "events": events,
+            "logs": logs,
+            "span_events": others,
+            "links": [{"trace_id": l.trace_id, "span_id": l.span_id, "attributes": dict(l.attributes)} for l in span.links],
+            "otel": {
+                "span_kind": span.kind,
+                "status_code": span.status,
+                "status_message": span.status_message,
+                "scope": span.scope,
+            },
+        }
+
+    def session_node(self, span: SpanData) -> dict[str, Any]:
+        node = self._common(span)
+        attrs = span.attributes
+        turns, ops = [], []
+        for child in self.children.get(span.span_id, []):
+            if span_operation(child) == sc.OP_TURN:
+                turns.append(self.turn_node(child))
+            else:
+                ops.append(self.op_node(child))
+        status, error = _own_status(span)
+        status = _propagate(status, turns + ops)
+        run_index = attrs.get(sc.RUN_INDEX)
+        node.update(
+            {
+                "kind": KIND_SESSION,
+                "trace_id": span.trace_id,
+                "index": run_index if span.parent_span_id is None else None,
+                "agent_id": attrs.get(sc.AGENT_ID) or attrs.get(sc.GEN_AI_AGENT_ID),
+                "agent_name": attrs.get(sc.GEN_AI_AGENT_NAME) or _subject(span.name),
+                "call_path": attrs.get(sc.CALL_PATH),
+                "status": status,
+                "error": error,
+                "resource": dict(span.resource) if span.parent_span_id is None else None,
+                "turns": turns,
+                "ops": ops,
+            }
+        )
+        node["totals"] = {
+            "self": fold_totals(_session_self_entries(node)),
+            "inclusive": fold_totals(_all_entries(node)),
+        }
+        if span.parent_span_id is None:
+            _assign_session_paths(node, ())
+        return node
+
+    def turn_node(self, span: SpanData) -> dict[str, Any]:
+        node = self._common(span)
+        ops = [self.op_node(child) for child in self.children.get(span.span_id, [])]
+        status, error = _own_status(span)
+        node.update(
+            {
+                "kind": KIND_TURN,
+                "index": span.attributes.get(sc.TURN_INDEX),
+                "status": _propagate(status, ops),
+                "error": error,
+                "ops": ops,
+            }
+        )
+        self_entries = [e for op in ops for e in _op_entries(op, cross_sessions=False)]
+        all_entries = [e for op in ops for e in _op_entries(op, cross_sessions=True)]
+        node["totals"] = {"self": fold_totals(self_entries), "inclusive": fold_totals(all_entries)}
+        return node
+
+    def op_node(self, span: SpanData) -> dict[str, Any]:
+        operation = span_operation(span)
+        kind = {
+            sc.OP_CHAT: KIND_LLM,
+            sc.OP_EXECUTE_TOOL: KIND_TOOL,
+            sc.OP_CREATE_AGENT: KIND_CREATE_AGENT,
+            sc.OP_INVOKE_AGENT: KIND_SESSION,
+        }.get(operation, KIND_SPAN)
+        if kind == KIND_SESSION:
+            child = self.session_node(span)
+            return {
+                "kind": KIND_SESSION,
+                "span_id": span.span_id,
+                "name": span.name,
+                "started_ns": span.start_ns,
+                "ended_ns": span.end_ns,
+                "status": child["status"],
+                "error": child["error"],
+                "attributes": {},
+                "events": [],
+                "logs": [],
+                "span_events": [],
+                "links": [],
+                "otel": None,
+                "accounting": [],
+                "reasoning": None,
+                "request": None,
+                "response": None,
+                "ops": [],
+                "session": child,
+            }
+        node = self._common(span)
+        ops = [self.op_node(child) for child in self.children.get(span.span_id, [])]
+        status, error = _op_status(kind, span)
+        status = _propagate(status, ops)
+        node.update(
+            {
+                "kind": kind,
+                "status": status,
+                "error": error,
+                "accounting": _accounting(kind, span, status, error),
+                "reasoning": _reasoning(node) if kind == KIND_LLM else None,
+                "request": _request(kind, span.attributes),
+                "response": _response(kind, span),
+                "ops": ops,
+                "session": None,
+            }
+        )
+        return node
+
+
+def _subject(name: str) -> str | None:
+    parts = name.split(" ", 1)
+    return parts[1] if len(parts) == 2 else None
+
+
+def split_events(span: SpanData) -> tuple[list[dict], list[dict], list[dict]]:
+    """(records, log lines, other span events) of one span, in time order; nothing is dropped."""
+    records, logs, others = [], [], []
+    for event in span.events:
+        attrs = dict(event.attributes)
+        if event.name in sc.SESSION_EVENT_TYPES:
+            try:
+                record = from_span_event(event.name, attrs)
+            except (RecordError, ValueError, TypeError):
+                record = None
+            if record is not None:
+                records.append({"ts": event.time_ns, "record": record})
+                continue
+        if event.name == sc.EVENT_LOG:
+            level = attrs.pop(sc.LOG_LEVEL, "VRB")
+            message = attrs.pop(sc.LOG_MESSAGE, "")
+            logs.append({"ts": event.time_ns, "event": event.name, "level": level, "message": message, "attributes": attrs})
+            continue
+        if event.name == sc.EVENT_HOOK:
+            text = f"{attrs.get(sc.HOOK_KIND, 'hook')} hook {attrs.get(sc.HOOK_NAME, '?')}: {attrs.get(sc.HOOK_DECISION, '?')}"
+            if attrs.get(sc.HOOK_REASON):
+                text += f" ({attrs[sc.HOOK_REASON]})"
+            logs.append({"ts": event.time_ns, "event": event.name, "level": "VRB", "message": text, "attributes": attrs})
+            continue
+        others.append({"name": event.name, "ts": event.time_ns, "attributes": attrs})
+    return records, logs, others
+
+
+# --------------------------------------------------------------------------- status
+
+
+def _own_status(span: SpanData) -> tuple[str, str | None]:
+    if span.end_ns is None:
+        return STATUS_IN_PROGRESS, None
+    if span.attributes.get(sc.CANCELLED):
+        return STATUS_CANCELLED, span.status_message
+    if span.status == "ERROR":
+        return STATUS_ERROR, span.status_message or str(span.attributes.get(sc.ERROR_TYPE) or "error")
+    return STATUS_OK, None
+
+
+def _op_status(kind: str, span: SpanData) -> tuple[str, str | None]:
+    status, error = _own_status(span)
+    if status != STATUS_OK:
+        return status, error
+    attrs = span.attributes
+    # Our spans set these at completion; ended without them means cancelled mid-way
+    # (asyncio cancellation and KeyboardInterrupt end spans without an error status).
+    if kind == KIND_LLM and sc.LLM_ATTEMPT in attrs and sc.LLM_LATENCY_MS not in attrs:
+        return STATUS_CANCELLED, "cancelled before the attempt completed"
+    if kind == KIND_TOOL and sc.TOOL_CHARS_IN in attrs and sc.TOOL_STATUS not in attrs:
+        return STATUS_CANCELLED, "cancelled before the tool call completed"
+    if kind == KIND_TOOL and attrs.get(sc.TOOL_STATUS) in {"failed", "denied"}:
+        return STATUS_ERROR, span.status_message or f"tool {attrs[sc.TOOL_STATUS]}"
+    return status, error
+
+
+def _propagate(status: str, children: list[dict]) -> str:
+    """An ended node whose work was cut short (a child cancelled) is cancelled itself."""
+    if status == STATUS_OK and any(c["status"] == STATUS_CANCELLED for c in children):
+        return STATUS_CANCELLED
+    return status
+
+
+# --------------------------------------------------------------------------- accounting
+
+
+def _num(value: Any) -> int:
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
+
+
+def _accounting(kind: str, span: SpanData, status: str, error: str | None) -> list[dict[str, Any]]:
+    """Per-op accounting entries: one per completed LLM attempt or tool call."""
+    if kind not in {KIND_LLM, KIND_TOOL} or status in {STATUS_IN_PROGRESS, STATUS_CANCELLED}:
+        return []
+    attrs = span.attributes
+    failed = status == STATUS_ERROR
+    latency = attrs.get(sc.LLM_LATENCY_MS if kind == KIND_LLM else sc.TOOL_LATENCY_MS)
+    if not isinstance(latency, (int, float)) or isinstance(latency, bool):
+        latency = round((span.end_ns - span.start_ns) / 1e6, 3)
+    entry: dict[str, Any] = {
+        "type": kind,
+        "status": "failed" if failed else "ok",
+        "ts": span.end_ns,
+        "latency_ms": latency,
+        "error": error if failed else None,
+    }
+    if kind == KIND_LLM:
+        tokens = {
+            "input": _num(attrs.get(sc.GEN_AI_USAGE_INPUT_TOKENS)),
+            "output": _num(attrs.get(sc.GEN_AI_USAGE_OUTPUT_TOKENS)),
+            "cache_read": _num(attrs.get(sc.GEN_AI_USAGE_CACHE_READ)),
+            "cache_write": _num(attrs.get(sc.GEN_AI_USAGE_CACHE_WRITE)),
+            "reasoning": _num(attrs.get(sc.GEN_AI_USAGE_REASONING)),
+        }
+        tokens["total"] = tokens["input"] + tokens["output"]
+        cost = attrs.get(sc.GEN_AI_USAGE_COST)
+        entry.update(
+            {
+                "provider": attrs.get(sc.GEN_AI_PROVIDER_NAME),
+                "model": attrs.get(sc.GEN_AI_REQUEST_MODEL) or _subject(span.name),
+                "response_model": attrs.get(sc.GEN_AI_RESPONSE_MODEL),
+                "attempt": attrs.get(sc.LLM_ATTEMPT),
+                "tokens": tokens,
+                "cost_usd": float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None,
+                "price_source": attrs.get(sc.LLM_PRICE_SOURCE),
+            }
+        )
+    else:
+        entry.update(
+            {
+                "tool": attrs.get(sc.GEN_AI_TOOL_NAME) or _subject(span.name),
+                "chars_in": _num(attrs.get(sc.TOOL_CHARS_IN)),
+                "chars_out": _num(attrs.get(sc.TOOL_CHARS_OUT)),
+            }
+        )
+    return [entry]
+
+
+def empty_totals() -> dict[str, int | float]:
+    totals: dict[str, int | float] = {key: 0 for key in sc.TOTAL_KEYS}
+    totals["cost_usd"] = 0.0
+    return totals
+
+
+def fold_totals(entries: Iterable[Mapping[str, Any]]) -> dict[str, int | float]:
+    """Totals as the runtime keeps them (runtime/accounting.py), in completion order."""
+    totals = empty_totals()
+    for entry in sorted(entries, key=lambda e: e.get("ts") or 0):
+        if entry["type"] == KIND_TOOL:
+            totals["tool_calls"] += 1
+            continue
+        tokens = entry["tokens"]
+        totals["input_tokens"] += tokens["input"]
+        totals["output_tokens"] += tokens["output"]
+        totals["cache_read_tokens"] += tokens["cache_read"]
+        totals["cache_write_tokens"] += tokens["cache_write"]
+        totals["reasoning_tokens"] += tokens["reasoning"]
+        totals["llm_calls"] += 1
+        if entry["cost_usd"] is None:
+            if entry["status"] == "ok":
+                totals["unpriced_calls"] += 1
+        else:
+            totals["cost_usd"] = round(totals["cost_usd"] + entry["cost_usd"], COST_DECIMALS)
+    return totals
+
+
+def _op_entries(op: Mapping[str, Any], cross_sessions: bool) -> list[dict]:
+    out = list(op.get("accounting", []))
+    for child in op.get("ops", []):
+        out.extend(_op_entries(child, cross_sessions))
+    if cross_sessions and op.get("session") is not None:
+        out.extend(_all_entries(op["session"]))
+    return out
+
+
+def _session_self_entries(node: Mapping[str, Any]) -> list[dict]:
+    return [e for op in _ops_of_session(node) for e in op.get("accounting", [])]
+
+
+def _all_entries(node: Mapping[str, Any]) -> list[dict]:
+    out = [e for op in node.get("ops", []) for e in _op_entries(op, True)]
+    for turn in node.get("turns", []):
+        out.extend(e for op in turn.get("ops", []) for e in _op_entries(op, True))
+    return out
+
+
+# --------------------------------------------------------------------------- op details
+
+
+def _request(kind: str, attrs: Mapping[str, Any]) -> dict[str, Any] | None:
+    """References to the request, never the request repeated: the transcript holds it."""
+    if kind == KIND_LLM:
+        return {
+            "context_agent_id": attrs.get(sc.CONTEXT_AGENT_ID),
+            "context_last_message_id": attrs.get(sc.CONTEXT_LAST_MESSAGE_ID),
+            "context_message_count": attrs.get(sc.CONTEXT_MESSAGE_COUNT),
+            "context_chars": attrs.get(sc.CONTEXT_CHARS),
+        }
+    if kind == KIND_TOOL:
+        return {
+            "tool_call_id": attrs.get(sc.GEN_AI_TOOL_CALL_ID),
+            "call_message_id": attrs.get(sc.TOOL_CALL_MESSAGE_ID),
+            "chars_in": attrs.get(sc.TOOL_CHARS_IN),
+        }
+    return None
+
+
+def _response(kind: str, span: SpanData) -> dict[str, Any] | None:
+    attrs = span.attributes
+    if kind == KIND_LLM and (sc.RESPONSE_MESSAGE_ID in attrs or sc.GEN_AI_RESPONSE_ID in attrs):
+        return {
+            "message_id": attrs.get(sc.RESPONSE_MESSAGE_ID),
+            "response_id": attrs.get(sc.GEN_AI_RESPONSE_ID),
+            "chars": attrs.get(sc.RESPONSE_CHARS),
+            "finish_reasons": attrs.get(sc.GEN_AI_RESPONSE_FINISH_REASONS),
+        }
+    if kind == KIND_TOOL and sc.TOOL_STATUS in attrs:
+        return {
+            "message_id": attrs.get(sc.TOOL_RESULT_MESSAGE_ID),  # None: the tool replied as it went (discuss)
+            "chars_out": attrs.get(sc.TOOL_CHARS_OUT),
+            "status": attrs.get(sc.TOOL_STATUS),
+        }
+    return None
+
+
+def _reasoning(node: Mapping[str, Any]) -> dict[str, Any] | None:
+    chunks = [{"text": log["message"], "ts": log["ts"]} for log in node["logs"] if log["level"] == "THK"]
+    final = None
+    for event in node["events"]:
+        record = event["record"]
+        if record.get("event_type") == sc.EVENT_TRANSCRIPT_ENTRY and record.get("reasoning_content"):
+            final = record["reasoning_content"]
+    if not chunks and final is None:
+        return None
+    return {"chunks": chunks, "final": final if final is not None else "".join(c["text"] for c in chunks)}
+
+
+# --------------------------------------------------------------------------- agents
+
+
+def _agents(runs: list[dict], ops: list[dict]) -> dict[str, dict[str, Any]]:
+    """Every agent that was created, from its agent_created record and its spans."""
+    tree = {"runs": runs, "ops": ops}
+    agents: dict[str, dict[str, Any]] = {}
+    for ref in sorted(iter_records(tree), key=lambda r: message_id_number(r.record["message_id"])):
+        record = ref.record
+        if record.get("event_type") != sc.EVENT_AGENT_CREATED:
+            continue
+        agents[record["agent_id"]] = {
+            "name": record.get("name"),
+            "model": record.get("language_model"),
+            "parent": record.get("parent"),
+            "cause": record.get("cause"),
+            "created_message_id": record["message_id"],
+            "call_path": None,
+            "tools": None,
+        }
+    for node in iter_sessions(tree):
+        agent = agents.get(node.get("agent_id"))
+        if agent is not None:
+            agent["call_path"] = node.get("call_path") or agent["call_path"]
+            tools = node["attributes"].get(sc.AGENT_TOOLS)
+            if tools is not None:
+                agent["tools"] = list(tools)
+    return agents
+
+
+def agent_totals(tree: Mapping[str, Any]) -> dict[str, dict[str, dict[str, int | float]]]:
+    """Per agent id: ``self`` (its own LLM attempts and tool calls) and ``inclusive``
+    (plus everything its invocations caused), each attempt counted once per agent."""
+    per_self: dict[str, list] = {}
+    per_all: dict[str, list] = {}
+
+    def visit(node: Mapping[str, Any], open_agents: frozenset[str]) -> None:
+        agent = node.get("agent_id") or "?"
+        per_self.setdefault(agent, []).extend(_session_self_entries(node))
+        if agent not in open_agents:  # an agent nested in itself is not counted twice
+            per_all.setdefault(agent, []).extend(_all_entries(node))
+        for op in _ops_of_session(node):
+            if op.get("session") is not None:
+                visit(op["session"], open_agents | {agent})
+
+    for run in tree.get("runs", []):
+        visit(run, frozenset())
+    return {
+        agent: {"self": fold_totals(per_self.get(agent, [])), "inclusive": fold_totals(per_all.get(agent, []))}
+        for agent in per_self
+    }

@@ -1,0 +1,193 @@
+"""Resume a saved session: rebuild every agent exactly as it was and carry on (issue 4).
+
+The saved seed-001 records are the state: replaying them in message-id order
+gives every agent (id, name, model, parent), every transcript (truncations
+applied) and both id counters, so no id is ever reused. A run that was killed
+may leave an assistant turn whose tool calls have no results; those calls get
+an error result saying the run was interrupted, logged at the start of the next
+run, so the next LLM request is valid.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping
+
+from opentelemetry.trace import SpanContext, TraceFlags
+
+from otel_agents.runtime.agent import Agent
+from otel_agents.runtime.session import Session
+from otel_agents.runtime.tools import Tool
+from otel_agents.tracing import semconv as sc
+from otel_agents.tracing.records import message_id_number
+
+INTERRUPTED_RESULT = "Error: the run was interrupted before this tool call finished; its outcome is unknown."
+
+
+class ResumeError(ValueError):
+    """A saved session that cannot be resumed; the message says why."""
+
+
+@dataclass(frozen=True)
+class SavedRun:
+    index: int
+    trace_id: str
+    span_id: str
+    script: str | None = None
+    model_override: str | None = None
+
+
+@dataclass
+class SavedSession:
+    session_id: str
+    records: list[dict[str, Any]]
+    runs: list[SavedRun] = field(default_factory=list)
+    redacted: bool = False
+
+    @property
+    def last_run(self) -> SavedRun | None:
+        return self.runs[-1] if self.runs else None
+
+
+def saved_runs(tree: Mapping[str, Any] | None) -> list[SavedRun]:
+    """The runs of a saved tree, in order, with what resume needs from their root spans."""
+    runs = []
+    for run in (tree or {}).get("runs", []):
+        attributes = run.get("attributes") or {}
+        runs.append(
+            SavedRun(
+                index=int(run.get("index") or len(runs) + 1),
+                trace_id=run["trace_id"],
+                span_id=run["span_id"],
+                script=attributes.get(sc.RUN_SCRIPT),
+                model_override=attributes.get(sc.RUN_MODEL),
+            )
+        )
+    return runs
+
+
+def merge_records(*sources: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Union of record sources by message id (tree checkpoint + events written after it).
+
+    The same id with different content is a contradiction, not a choice to make.
+    """
+    merged: dict[str, dict[str, Any]] = {}
+    for source in sources:
+        for record in source:
+            core = {k: v for k, v in record.items() if k not in {"ts", "trace_id", "span_id"}}
+            known = merged.get(core["message_id"])
+            if known is not None and known != core:
+                raise ResumeError(f"the saved records disagree about {core['message_id']}")
+            merged[core["message_id"]] = core
+    return sorted(merged.values(), key=lambda r: message_id_number(r["message_id"]))
+
+
+def check_records(records: list[dict[str, Any]]) -> None:
+    """Refuse records that contradict themselves (they would rebuild a wrong session)."""
+    agents: set[str] = set()
+    lengths: dict[str, int] = {}
+    for record in records:
+        kind, agent_id = record.get("event_type"), record.get("agent_id")
+        where = record.get("message_id")
+        if kind == sc.EVENT_AGENT_CREATED:
+            if agent_id in agents:
+                raise ResumeError(f"{where}: agent {agent_id} is created twice")
+            parent = record.get("parent")
+            if parent is not None and parent not in agents:
+                raise ResumeError(f"{where}: agent {agent_id} names unknown parent {parent}")
+            agents.add(agent_id)
+            lengths[agent_id] = 0
+        elif kind in (sc.EVENT_TRANSCRIPT_ENTRY, sc.EVENT_TRANSCRIPT_TRUNCATED, sc.EVENT_PIECE_OF_TEXT):
+            if agent_id not in agents:
+                raise ResumeError(f"{where}: {kind} for agent {agent_id}, which was never created")
+            if kind == sc.EVENT_TRANSCRIPT_ENTRY:
+                lengths[agent_id] += 1
+            elif kind == sc.EVENT_TRANSCRIPT_TRUNCATED:
+                keep = record.get("keep")
+                if not isinstance(keep, int) or keep < 0 or keep > lengths[agent_id]:
+                    raise ResumeError(f"{where}: truncation of {agent_id} keeps {keep!r} of {lengths[agent_id]} entries")
+                lengths[agent_id] = keep
+        else:
+            raise ResumeError(f"{where}: unknown event type {kind!r}")
+
+
+def _agent_number(agent_id: str) -> int:
+    try:
+        return int(agent_id.rsplit("_", 1)[1])
+    except (IndexError, ValueError):
+        return 0
+
+
+def interrupted_tool_calls(agent: Agent) -> list[tuple[str, str]]:
+    """(tool_call_id, tool name) of calls in the transcript that never got a result."""
+    answered = {m.get("tool_call_id") for m in agent.transcript if m.get("role") == "tool"}
+    missing = []
+    for message in agent.transcript:
+        for call in message.get("tool_calls") or []:
+            if call["id"] not in answered:
+                missing.append((call["id"], call["function"]["name"]))
+    return missing
+
+
+def restore_session(
+    saved: SavedSession,
+    *,
+    tools: Iterable[Tool] = (),
+    model_override: str | None = None,
+    **session_kwargs: Any,
+) -> Session:
+    """A Session with every agent, transcript and counter as saved; hooks are the caller's."""
+    if saved.redacted:
+        raise ResumeError(
+            f"session {saved.session_id} was saved with --redacted-save: message contents were not kept, "
+            "so its agents cannot be rebuilt"
+        )
+    records = saved.records
+    check_records(records)
+    if not any(r["event_type"] == sc.EVENT_AGENT_CREATED for r in records):
+        raise ResumeError(f"session {saved.session_id} has no agents to resume")
+    last = saved.last_run
+    previous = None
+    if last is not None:
+        previous = SpanContext(int(last.trace_id, 16), int(last.span_id, 16), is_remote=True,
+                               trace_flags=TraceFlags(TraceFlags.SAMPLED))
+    session = Session(
+        saved.session_id,
+        message_counter=max(message_id_number(r["message_id"]) for r in records),
+        agent_counter=max(_agent_number(r["agent_id"]) for r in records if r["event_type"] == sc.EVENT_AGENT_CREATED),
+        runs=len(saved.runs),
+        previous_run=previous,
+        **session_kwargs,
+    )
+    tool_list = tuple(tools)
+    agents: dict[str, Agent] = {}
+    for record in records:
+        kind = record["event_type"]
+        if kind == sc.EVENT_AGENT_CREATED:
+            parent = agents.get(record.get("parent")) if record.get("parent") else None
+            agent = Agent(
+                session,
+                record.get("name") or record["agent_id"],
+                model_override or record.get("language_model") or "",
+                tools=tool_list,
+                parent=parent,
+                agent_id=record["agent_id"],
+            )
+            agents[agent.agent_id] = agent
+            if parent is not None:
+                parent.subagents[agent.name] = agent
+            elif session.root is None:
+                session.root = agent
+        elif kind == sc.EVENT_TRANSCRIPT_ENTRY:
+            agents[record["agent_id"]].replay(record)
+        elif kind == sc.EVENT_TRANSCRIPT_TRUNCATED:
+            agents[record["agent_id"]].replay_truncation(record["keep"])
+
+    repairs = [(agent, call_id, name) for agent in agents.values() for call_id, name in interrupted_tool_calls(agent)]
+    if repairs:
+        def repair() -> None:
+            for agent, call_id, name in repairs:
+                agent.harken_tool_result(call_id, name, INTERRUPTED_RESULT)
+
+        session.before_next_run.append(repair)
+    return session

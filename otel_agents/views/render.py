@@ -1,0 +1,182 @@
+"""Human-readable text for each view (formats documented in docs/views.md).
+
+One line per item; continuation lines of multi-line content are indented by
+four spaces so every item still starts at the left margin.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from typing import Any, Mapping, Sequence
+
+from otel_agents.tracing import semconv as sc
+from otel_agents.views.index import causes_of, tool_calls_of
+from otel_agents.views.model import (
+    AgentInfo,
+    ChatContext,
+    DialogItem,
+    FlowStep,
+    PerspectiveItem,
+    Reference,
+    ToolCallView,
+    TranscriptLine,
+)
+
+INDENT = "    "
+TAGS = {
+    "heard": "[Heard]",
+    "thought": "[Thought]",
+    "said": "[Said]",
+    "action": "[Action]",
+    "received": "[Received]",
+    "truncated": "[Truncated]",
+}
+
+
+def block(text: str | None, indent: str = INDENT) -> str:
+    """Content on one logical line: later lines indented."""
+    return (text or "").replace("\r\n", "\n").replace("\n", "\n" + indent)
+
+
+def format_ts(ts: Any) -> str:
+    """ISO 8601 UTC with milliseconds for epoch ns/s numbers; strings as given."""
+    if ts is None:
+        return "-"
+    if isinstance(ts, (int, float)) and not isinstance(ts, bool):
+        seconds = ts / 1e9 if ts > 1e14 else float(ts)  # ns since the epoch, else seconds
+        moment = datetime.fromtimestamp(seconds, tz=timezone.utc)
+        return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return str(ts)
+
+
+def format_arguments(raw: str) -> str:
+    """``{"name": "Jack", "n": 2}`` -> ``name="Jack", n=2``; anything else verbatim."""
+    try:
+        value = json.loads(raw) if raw.strip() else {}
+    except ValueError:
+        return raw
+    if not isinstance(value, dict):
+        return raw
+    return ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in value.items())
+
+
+def format_calls(calls: Sequence[ToolCallView]) -> str:
+    return "; ".join(f"{c.name}({format_arguments(c.arguments)})" for c in calls)
+
+
+def action_text(content: str | None, calls: Sequence[ToolCallView]) -> str:
+    return f"{content} -> {format_calls(calls)}" if content else format_calls(calls)
+
+
+def _message_text(message: Mapping[str, Any], tool: str | None) -> str:
+    role = message["role"]
+    calls = tool_calls_of(message)
+    if role == "assistant" and calls:
+        content = message.get("content")
+        return f"assistant: {block(content)} -> {format_calls(calls)}" if content else f"assistant -> {format_calls(calls)}"
+    if role == "tool":
+        return f"tool {tool or message.get('name') or '?'}: {block(message.get('content'))}"
+    return f"{role}: {block(message.get('content'))}"
+
+
+# --- one renderer per view ---
+def render_agents(agents: Sequence[AgentInfo]) -> str:
+    names = {a.agent_id: a.display_name for a in agents}
+    rows = [("ID", "NAME", "PARENT", "ROLE", "MODEL")] + [
+        (a.agent_id, a.display_name, names.get(a.parent, a.parent) if a.parent else "-", a.role, a.model or "-")
+        for a in agents
+    ]
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    return "\n".join(
+        "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:4])) + "  " + row[4] for row in rows
+    )
+
+
+def render_transcript(lines: Sequence[TranscriptLine]) -> str:
+    return "\n".join(f"{line.message_id} {_message_text(line.message, line.tool)}" for line in lines)
+
+
+def render_dialog(items: Sequence[DialogItem]) -> str:
+    return "\n".join(f"{item.message_id} {item.speaker.label}: {block(item.content)}" for item in items)
+
+
+def perspective_line(item: PerspectiveItem) -> str:
+    tag = TAGS[item.kind]
+    if item.kind == "heard":
+        text = f"{item.speaker.label if item.speaker else 'unknown'}: {block(item.content)}"
+    elif item.kind == "action":
+        text = action_text(block(item.content), item.tool_calls)
+    elif item.kind == "received":
+        text = f"{item.tool or '?'}: {block(item.content)}"
+    elif item.kind == "truncated":
+        text = f"kept the first {item.keep} entries"
+    else:
+        text = block(item.content)
+    return f"{item.message_id} {tag} {text}"
+
+
+def render_perspective(items: Sequence[PerspectiveItem]) -> str:
+    return "\n".join(perspective_line(item) for item in items)
+
+
+def event_text(step: FlowStep) -> str:
+    """``[Tag] text`` for any record: the perspective tags plus [Created] and [Text]."""
+    record = step.record
+    event_type = record["event_type"]
+    if event_type == sc.EVENT_AGENT_CREATED:
+        name = record.get("name") or record.get("agent_id")
+        model = f" model {record['language_model']}" if record.get("language_model") else ""
+        return f"[Created] {name} ({record.get('agent_id')}){model}"
+    if event_type == sc.EVENT_PIECE_OF_TEXT:
+        return f"[Text] {block(record.get('content'))}"
+    if event_type == sc.EVENT_TRANSCRIPT_TRUNCATED:
+        return f"[Truncated] kept the first {record.get('keep')} entries"
+    role = record.get("role")
+    if role in ("user", "system"):
+        return f"[Heard] {step.speaker.label if step.speaker else 'unknown'}: {block(record.get('content'))}"
+    if role == "tool":
+        return f"[Received] {step.tool or '?'}: {block(record.get('content'))}"
+    calls = tool_calls_of(record)
+    if calls:
+        return f"[Action] {action_text(block(record.get('content')), calls)}"
+    return f"[Said] {block(record.get('content'))}"
+
+
+def step_line(step: FlowStep) -> str:
+    return f"{step.message_id} {step.agent or '-'} {event_text(step)}"
+
+
+def render_trace(steps: Sequence[FlowStep]) -> str:
+    """One line per step; each says how it follows from its parent (the line above)."""
+    lines = []
+    for step in steps:
+        line = step_line(step)
+        if step.link is not None:
+            others = [c for c in causes_of(step.record) if c != step.parent]
+            also = f", also {', '.join(others)}" if others else ""
+            missing = "" if step.parent_known else ", not in this session"
+            line += f"  ({step.link}: {step.parent}{also}{missing})"
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def render_references(original: FlowStep, refs: Sequence[Reference]) -> str:
+    head = step_line(original)
+    if not refs:
+        return f"{head}\nno transcript entry refers to it"
+    lines = [head, "heard as:"]
+    for ref in refs:
+        when = f" at {format_ts(ref.ts)}" if ref.ts is not None else ""
+        lines.append(f"{INDENT}{ref.message_id} {ref.agent}{when}: {block(ref.content, INDENT * 2)}")
+    return "\n".join(lines)
+
+
+def render_context(context: ChatContext) -> str:
+    upto = f" up to {context.last_message_id}" if context.last_message_id else ""
+    attempt = f", attempt {context.attempt}" if context.attempt is not None else ""
+    head = (
+        f"chat span {context.span_id}{attempt}: {context.message_count} messages sent by "
+        f"{context.agent} ({context.agent_id}){upto}"
+    )
+    return "\n".join([head] + [f"[{i}] {_message_text(m, None)}" for i, m in enumerate(context.messages)])

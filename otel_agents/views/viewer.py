@@ -1,0 +1,359 @@
+"""SessionViewer: the seed-001 perspectives on a saved session.
+
+Built from a list of records (pure; tests and benchmarks) or from a session
+directory. Agent arguments accept an id, a name (when unique) or a path of
+names from the root (``main/Jill/Inner``). Every operation is linear in what it
+returns or in the records of the agents it concerns; the indexes are built once.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from otel_agents.persistence.events_file import EVENTS_FILE
+from otel_agents.persistence.notices import Warn, stderr_warning
+from otel_agents.tracing import semconv as sc
+from otel_agents.tracing.records import message_from_record
+from otel_agents.views.errors import AmbiguousAgent, SessionDataError, UnknownAgent, UnknownMessage, UnknownSpan
+from otel_agents.views.index import SessionIndex, is_utterance, paused, tool_calls_of
+from otel_agents.views.loading import TREE_FILE, read_events, read_tree, records_from_tree, span_nodes
+from otel_agents.views.model import (
+    AgentInfo,
+    CauseLink,
+    ChatContext,
+    DialogItem,
+    FlowStep,
+    PerspectiveItem,
+    Reference,
+    Speaker,
+    TranscriptLine,
+)
+
+_LIST_LIMIT = 12  # names listed in an "unknown agent" message
+
+
+class SessionViewer:
+    """Read-only views of one session's records (and, for chat contexts, its span tree)."""
+
+    def __init__(
+        self,
+        records: Iterable[Mapping[str, Any]],
+        tree: Mapping[str, Any] | None = None,
+        *,
+        session_id: str | None = None,
+        tree_path: Path | None = None,
+    ):
+        self.session_id = session_id
+        self._index = SessionIndex.build(records)
+        self._tree = tree
+        self._tree_path = tree_path  # read on first use: only ``context`` needs the tree
+        self._spans: dict[str, dict[str, Any]] | None = None  # span id -> tree node, on first use
+        self._agents = self._agent_infos()
+
+    @classmethod
+    def from_session_dir(cls, path: Path | str, warn: Warn = stderr_warning) -> "SessionViewer":
+        """A saved session: ``events.jsonl`` (else the records held in ``tree.json.gz``)."""
+        path = Path(path)
+        if not path.is_dir():
+            raise SessionDataError(f"{path} is not a session directory")
+        events, tree_path = path / EVENTS_FILE, path / TREE_FILE
+        if events.is_file():
+            return cls(read_events(events, warn), session_id=path.name, tree_path=tree_path)
+        if tree_path.is_file():
+            tree = read_tree(tree_path)
+            return cls(records_from_tree(tree), tree, session_id=path.name, tree_path=tree_path)
+        raise SessionDataError(f"{path} holds neither {EVENTS_FILE} nor {TREE_FILE}")
+
+    @property
+    def records(self) -> list[dict[str, Any]]:
+        """Every record, in message-id order."""
+        return self._index.records
+
+    # --- agents ---
+    def _agent_infos(self) -> dict[str, AgentInfo]:
+        index = self._index
+        names = {a: (index.created.get(a) or {}).get("name") for a in index.agent_order}
+        counts = Counter(n for n in names.values() if n)
+        display = {
+            a: (n if counts[n] == 1 else f"{n} ({a})") if n else a for a, n in names.items()
+        }
+        parents = {a: index.parent_agent(a) for a in index.agent_order}
+        infos = {}
+        for agent_id in index.agent_order:
+            created = index.created.get(agent_id)
+            path, seen, cursor = [], set(), agent_id
+            while cursor is not None and cursor not in seen:  # a bad parent loop must not hang
+                seen.add(cursor)
+                path.append(names.get(cursor) or cursor)
+                cursor = parents.get(cursor)
+            if created is None:
+                role = "unregistered"
+            else:
+                role = "subagent" if parents[agent_id] or created.get("cause") else "root"
+            infos[agent_id] = AgentInfo(
+                agent_id=agent_id,
+                name=names[agent_id],
+                display_name=display[agent_id],
+                parent=parents[agent_id],
+                model=(created or {}).get("language_model"),
+                role=role,
+                path="/".join(reversed(path)),
+                created_by=created["message_id"] if created else None,
+                cause=created.get("cause") if created and isinstance(created.get("cause"), str) else None,
+                system_prompt=index.system_prompt.get(agent_id),
+                entries=index.entry_count[agent_id],
+            )
+        return infos
+
+    def list_agents(self) -> list[AgentInfo]:
+        return list(self._agents.values())
+
+    def agent(self, name_or_id: str) -> AgentInfo:
+        return self._agents[self.resolve_agent(name_or_id)]
+
+    def resolve_agent(self, name_or_id: str) -> str:
+        """An agent id from an id, a unique name, or a path of names from the root."""
+        if name_or_id in self._agents:
+            return name_or_id
+        by_name = [a for a in self._agents.values() if a.name == name_or_id]
+        if len(by_name) == 1:
+            return by_name[0].agent_id
+        if len(by_name) > 1:
+            options = ", ".join(f"{a.agent_id} ({a.path})" for a in by_name)
+            raise AmbiguousAgent(f"agent name {name_or_id!r} is ambiguous: {options}; give an id or a path")
+        by_path = [a for a in self._agents.values() if a.path == name_or_id]
+        if len(by_path) == 1:
+            return by_path[0].agent_id
+        if len(by_path) > 1:
+            options = ", ".join(a.agent_id for a in by_path)
+            raise AmbiguousAgent(f"agent path {name_or_id!r} is ambiguous: {options}; give an id")
+        known = [a.display_name for a in self._agents.values()]
+        listed = ", ".join(known[:_LIST_LIMIT]) + (", ..." if len(known) > _LIST_LIMIT else "")
+        raise UnknownAgent(f"unknown agent {name_or_id!r} (agents: {listed or 'none'})")
+
+    def name_of(self, agent_id: str | None) -> str:
+        if agent_id is None:
+            return "unknown"
+        info = self._agents.get(agent_id)
+        return info.display_name if info else agent_id
+
+    # --- messages ---
+    def record(self, message_id: str) -> dict[str, Any]:
+        record = self._index.by_id.get(message_id)
+        if record is None:
+            raise UnknownMessage(f"unknown message {message_id!r}")
+        return record
+
+    def speaker_of(self, message_id: str) -> Speaker:
+        """Who originally said or wrote the content ``message_id`` stands for."""
+        origin = self._index.by_id.get(self._index.origin(message_id))
+        if origin is None:
+            return Speaker("unknown")
+        role = origin.get("role")
+        if origin["event_type"] == sc.EVENT_TRANSCRIPT_ENTRY and role in ("user", "system"):
+            return Speaker(origin.get("source") or role)
+        agent_id = origin.get("agent_id")
+        return Speaker(self.name_of(agent_id), agent_id)
+
+    def tool_name(self, record: Mapping[str, Any]) -> str | None:
+        return record.get("name") or self._index.tool_names.get(record["message_id"])
+
+    # --- transcript ---
+    def get_transcript(self, agent: str, *, after: str | None = None) -> list[dict[str, Any]]:
+        """The agent's transcript records now, or as it stood right after entry ``after``.
+
+        Truncations are applied; the chat message for each is ``message_from_record``.
+        """
+        agent_id = self.resolve_agent(agent)
+        if after is None:
+            return [self._index.by_id[m] for m in self._index.current[agent_id]]
+        record = self.record(after)
+        if record["event_type"] != sc.EVENT_TRANSCRIPT_ENTRY or record.get("agent_id") != agent_id:
+            raise UnknownMessage(f"{after} is not a transcript entry of {self.name_of(agent_id)}")
+        return [self._index.by_id[m] for m in self._index.transcript_after(after)]
+
+    @paused
+    def transcript(self, agent: str, *, after: str | None = None) -> list[TranscriptLine]:
+        return [
+            TranscriptLine(
+                r["message_id"], r.get("ts"), message_from_record(r), r.get("substance"), r.get("source"),
+                self.tool_name(r) if r.get("role") == "tool" else None,
+            )
+            for r in self.get_transcript(agent, after=after)
+        ]
+
+    # --- dialog ---
+    @paused
+    def extract_dialog(self, agents: Sequence[str]) -> list[DialogItem]:
+        """Distinct content heard or said by the selected agents, once each, in order of first appearance.
+
+        Entries are grouped by substance (followed to the original), so the same
+        utterance delivered in different formatted forms appears once, with its
+        speaker and its original content. Tool calls, tool results and system
+        prompts are actions and set-up, not dialog (see ``extract_agent_perspective``).
+        """
+        selected = list(dict.fromkeys(self.resolve_agent(a) for a in agents))
+        chosen = set(selected)
+        index = self._index
+        groups: dict[str, tuple[list[str], list[str]]] = {}  # origin -> (entries, hearers)
+        for record in index.records:
+            if record["event_type"] != sc.EVENT_TRANSCRIPT_ENTRY or record.get("agent_id") not in chosen:
+                continue
+            heard = record.get("role") == "user"
+            if not heard and not is_utterance(record):
+                continue
+            entries, hearers = groups.setdefault(index.origin(record["message_id"]), ([], []))
+            entries.append(record["message_id"])
+            if heard and record["agent_id"] not in hearers:
+                hearers.append(record["agent_id"])
+        items = []
+        for origin, (entries, hearers) in groups.items():
+            source = index.by_id.get(origin)
+            content = source.get("content") if source is not None else index.by_id[entries[0]].get("content")
+            items.append(DialogItem(origin, self.speaker_of(origin), content, tuple(hearers), tuple(entries)))
+        return items
+
+    # --- perspective ---
+    @paused
+    def extract_agent_perspective(self, agent: str) -> list[PerspectiveItem]:
+        """What the agent heard, thought, said, did and received, entry by entry (truncations included)."""
+        agent_id = self.resolve_agent(agent)
+        items: list[PerspectiveItem] = []
+        for message_id in self._index.history[agent_id]:
+            r = self._index.by_id[message_id]
+            ts = r.get("ts")
+            if r["event_type"] == sc.EVENT_TRANSCRIPT_TRUNCATED:
+                items.append(PerspectiveItem(message_id, "truncated", ts, keep=int(r.get("keep", 0))))
+                continue
+            role = r.get("role")
+            if role in ("user", "system"):
+                speaker = self.speaker_of(message_id)
+                items.append(
+                    PerspectiveItem(message_id, "heard", ts, r.get("content"), speaker, r.get("substance"))
+                )
+            elif role == "tool":
+                items.append(
+                    PerspectiveItem(
+                        message_id, "received", ts, r.get("content"),
+                        tool=self.tool_name(r), tool_call_id=r.get("tool_call_id"),
+                    )
+                )
+            else:
+                if r.get("reasoning_content"):
+                    items.append(PerspectiveItem(message_id, "thought", ts, r["reasoning_content"]))
+                calls = tool_calls_of(r)
+                kind = "action" if calls else "said"
+                items.append(PerspectiveItem(message_id, kind, ts, r.get("content"), tool_calls=calls))
+        return items
+
+    # --- causality ---
+    @paused
+    def build_causality_index(self) -> dict[str, CauseLink]:
+        """message id -> its parent: cause (first of a list), else substance, else the tool call."""
+        return self._index.causality()
+
+    def step(self, message_id: str) -> FlowStep:
+        """One record with its causal link and who/what it concerns."""
+        record = self.record(message_id)
+        link = self._index.link(message_id)
+        agent_id = record.get("agent_id")
+        is_entry = record["event_type"] == sc.EVENT_TRANSCRIPT_ENTRY
+        role = record.get("role")
+        return FlowStep(
+            message_id=message_id,
+            event_type=record["event_type"],
+            agent_id=agent_id,
+            agent=self.name_of(agent_id),
+            link=link.link,
+            parent=link.parent,
+            parent_known=link.parent in self._index.by_id if link.parent else False,
+            record=record,
+            speaker=self.speaker_of(message_id) if is_entry and role in ("user", "system") else None,
+            tool=self.tool_name(record) if is_entry and role == "tool" else None,
+        )
+
+    def trace_message_flow(self, message_id: str) -> list[FlowStep]:
+        """The causality chain from its root to ``message_id``, oldest first."""
+        self.record(message_id)
+        chain: list[FlowStep] = []
+        seen: set[str] = set()
+        cursor: str | None = message_id
+        while cursor is not None and cursor in self._index.by_id and cursor not in seen:
+            seen.add(cursor)
+            step = self.step(cursor)
+            chain.append(step)
+            cursor = step.parent
+        chain.reverse()
+        return chain
+
+    def trace_content_references(self, message_id: str) -> list[Reference]:
+        """Every transcript entry whose substance is ``message_id``: who heard it, when, in what form."""
+        self.record(message_id)
+        refs = []
+        for ref_id in self._index.references.get(message_id, ()):
+            r = self._index.by_id[ref_id]
+            refs.append(
+                Reference(ref_id, r["agent_id"], self.name_of(r["agent_id"]), r.get("ts"), r.get("role"), r.get("content"))
+            )
+        return refs
+
+    # --- exact LLM context ---
+    def _span_node(self, key: str) -> dict[str, Any] | None:
+        """A tree node by span id, or the chat span whose response is assistant entry ``key``."""
+        if self._spans is None:
+            if self._tree is None:
+                if self._tree_path is None or not self._tree_path.exists():
+                    raise SessionDataError(f"session has no {TREE_FILE}: the span tree is needed for chat contexts")
+                self._tree = read_tree(self._tree_path)
+            self._spans = {}
+            for node in span_nodes(self._tree):
+                self._spans.setdefault(node["span_id"].lower(), node)
+                response = node["attributes"].get(sc.RESPONSE_MESSAGE_ID)
+                if isinstance(response, str):
+                    self._spans.setdefault(response, node)  # message ids never look like span ids
+        return self._spans.get(key.strip()) or self._spans.get(key.strip().lower())
+
+    @paused
+    def chat_context(self, span_id: str) -> ChatContext:
+        """The message list sent on a ``chat`` span, rebuilt from the records, byte-identical to what was sent.
+
+        ``span_id`` may also be an assistant entry's message id: the context that produced it.
+        """
+        node = self._span_node(span_id)
+        if node is None:
+            if span_id in self._index.by_id:
+                raise UnknownSpan(f"{span_id} is not an assistant entry answered by a chat span of this session")
+            raise UnknownSpan(f"no span {span_id!r} in this session")
+        attrs = node["attributes"]
+        agent_id = attrs.get(sc.CONTEXT_AGENT_ID)
+        if agent_id is None:
+            raise UnknownSpan(f"span {node['span_id']} ({node.get('name', '?')}) is not a chat span")
+        count = int(attrs.get(sc.CONTEXT_MESSAGE_COUNT, 0))
+        last = attrs.get(sc.CONTEXT_LAST_MESSAGE_ID)
+        if last is None:
+            records = []
+        else:
+            try:
+                records = self.get_transcript(agent_id, after=last)
+            except (UnknownAgent, UnknownMessage) as exc:
+                raise SessionDataError(f"chat span {span_id}: {exc}") from None
+        if len(records) != count:
+            raise SessionDataError(
+                f"chat span {span_id} sent {count} messages but the records give {len(records)} up to {last}"
+            )
+        tools = attrs.get(sc.REQUEST_TOOLS)
+        attempt = attrs.get(sc.LLM_ATTEMPT)
+        return ChatContext(
+            span_id=node["span_id"],
+            name=node.get("name"),
+            agent_id=agent_id,
+            agent=self.name_of(agent_id),
+            last_message_id=last,
+            message_count=count,
+            attempt=int(attempt) if attempt is not None else None,
+            messages=[message_from_record(r) for r in records],
+            tools=json.loads(tools) if isinstance(tools, str) else tools,
+        )

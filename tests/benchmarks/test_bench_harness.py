@@ -1,0 +1,74 @@
+"""The benchmark harness must not rot: a quick run produces every named figure, and its parts are right."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+@pytest.fixture(scope="module")
+def harness():
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        yield importlib.import_module("run")
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory):
+    """One ``--quick`` run in a clean working directory (no timing targets are asserted)."""
+    workdir = tmp_path_factory.mktemp("bench")
+    out = workdir / "out.json"
+    done = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "run.py"), "--quick", "--json", str(out)],
+        cwd=workdir, capture_output=True, text=True, timeout=300,
+        env={k: v for k, v in __import__("os").environ.items() if not k.startswith("OTEL_")},
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return workdir, json.loads(out.read_text()), done.stdout
+
+
+def test_quick_run_writes_every_named_figure_as_a_number(quick_run, harness):
+    _, document, stdout = quick_run
+    figures = document["figures"]
+    assert set(harness.TARGETS) <= set(figures)
+    for name, value in figures.items():
+        assert isinstance(value, (int, float)) and not isinstance(value, bool), name
+        assert math.isfinite(value) and value >= 0, (name, value)
+    for name in harness.TARGETS:
+        assert name in stdout  # the table names every figure too
+    assert document["quick"] is True
+    assert document["targets"]["overhead_ratio"] == 1.15
+    assert document["machine"]["cpus"] >= 1 and document["machine"]["python"]
+
+
+def test_quick_run_measures_what_it_says(quick_run, harness):
+    _, document, _ = quick_run
+    details = document["details"]
+    overhead = details["overhead_ratio"]
+    assert overhead["llm_calls"] == harness.QUICK.overhead_calls
+    assert len(overhead["traced_s"]) == len(overhead["disabled_s"]) == harness.QUICK.overhead_pairs
+    bytes_growth = details["bytes_growth"]
+    # Every artifact of the recorder is counted, the journal included.
+    assert {"events.jsonl", "spans.jsonl", "tree.json.gz", "billing.jsonl"} <= set(bytes_growth["short_bytes"])
+    assert sum(bytes_growth["long_bytes"].values()) > 4 * sum(bytes_growth["short_bytes"].values())
+    sizes = harness.QUICK.resume_entries
+    for label, asked in zip(("1k", "10k", "100k"), sizes):
+        assert details[f"resume_s_{label}"]["entries"] >= asked
+    assert details["billing_summary_s_1m"]["records"] == harness.QUICK.ledger_records
+    assert details["instrumentation_vs_bare"]["turns"] > 0
+    assert document["figures"]["cli_start_imports_litellm"] == 0
+
+
+def test_quick_run_leaves_nothing_in_the_working_directory(quick_run):
+    workdir, _, _ = quick_run
+    assert sorted(p.name for p in workdir.iterdir()) == ["out.json"]

@@ -1,0 +1,55 @@
+"""The benchmark generators are exact: scripted call counts, alternation order, ledger counts."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+@pytest.fixture(scope="module")
+def bench():
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        yield {name: importlib.import_module(name) for name in ("bench_session", "bench_timing", "bench_billing")}
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+
+
+@pytest.mark.parametrize("calls", [25, 26, 27, 40, 101, 500])
+def test_script_plans_exactly_the_calls_asked(bench, calls):
+    from otel_agents.llm.scripts import parse_script
+
+    plan = bench["bench_session"].make_script(calls)
+    script = parse_script(plan.document, "bench")
+    # Every scripted turn is one LLM call; the plan leaves no agent to the fallback.
+    assert sum(len(turns) for turns in script.agents.values()) == calls == plan.llm_calls
+    assert len(plan.prompts) == sum(1 for t in script.agents["main"] if t.text and not t.tool_calls)
+
+
+def test_script_refuses_a_session_too_short_for_its_shape(bench):
+    with pytest.raises(ValueError, match="at least"):
+        bench["bench_session"].make_script(10)
+
+
+def test_alternation_puts_each_side_first_equally_often(bench):
+    order = []
+    timing = bench["bench_timing"]
+    comparison = timing.alternate(lambda: order.append("a") or 2.0, lambda: order.append("b") or 1.0, 4)
+    assert order == ["a", "b", "b", "a", "a", "b", "b", "a"]
+    assert comparison.ratios == [2.0] * 4 and comparison.ratio == 2.0
+
+
+def test_synthetic_ledger_counts_what_it_wrote(bench, tmp_path):
+    from otel_agents.persistence.ledger import summarize_file
+
+    billing = bench["bench_billing"]
+    ledger = billing.write_ledger(tmp_path / "billing.jsonl", 3_000)
+    rows = summarize_file(ledger.path, "model")
+    assert sum(r.calls for r in rows) == 3_000
+    assert sum(r.tool_calls for r in rows) == ledger.tool_records
+    assert sum(r.llm_calls for r in rows) == ledger.llm_records

@@ -1,0 +1,268 @@
+"""``otel-agents billing summary|export|rebuild`` over a home written by real scripted sessions."""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import gzip
+import io
+import json
+import shutil
+from decimal import Decimal
+from pathlib import Path
+
+import orjson
+import pytest
+from click.testing import CliRunner
+
+from otel_agents.cli import cli
+
+PRICE_IN, PRICE_OUT = 1.1e-6, 3.3e-6
+
+
+async def _no_sleep(seconds):
+    return None
+
+
+def _record_session(home: Path, priced: bool, prompts: list[str]) -> str:
+    """One jack-and-jill session through the real runtime, recorder and ledger."""
+    from opentelemetry.sdk.trace import TracerProvider
+
+    from otel_agents.llm.client import LLMClient
+    from otel_agents.llm.pricing import Price, PriceTable
+    from otel_agents.llm.retry import RetryPolicy
+    from otel_agents.llm.scripts import load_script
+    from otel_agents.persistence.recorder import SessionRecorder
+    from otel_agents.persistence.store import SessionStore
+    from otel_agents.runtime.scenario import build_session
+    from otel_agents.runtime.session import RunContext
+    from otel_agents.tracing.setup import TRACER_NAME
+    from otel_agents.tracing.telemetry import Telemetry
+
+    provider = TracerProvider()
+    telemetry = Telemetry(provider.get_tracer(TRACER_NAME))
+    script = load_script("jack-and-jill")
+    prices = PriceTable({"scripted/jack-and-jill": Price(PRICE_IN, PRICE_OUT)} if priced else {})
+    llm = LLMClient(telemetry, retry=RetryPolicy(max_attempts=4), sleep=_no_sleep, prices=prices)
+    session = build_session(script, telemetry=telemetry, llm=llm)
+    recorder = SessionRecorder(SessionStore.create(home / "sessions", session.id), billing_file=home / "billing.jsonl")
+    provider.add_span_processor(recorder)
+    telemetry.listeners.append(recorder)
+
+    async def runs():
+        for prompt in prompts:
+            await session.run(prompt, context=RunContext(source="cli", script=script.source))
+
+    # The scripted model carries a demo price in litellm's map; without it the model is unpriced.
+    from otel_agents.llm.litellm_loader import load_litellm
+
+    cost_map = load_litellm().model_cost
+    demo_price = cost_map.get(script.model)
+    if not priced:
+        cost_map.pop(script.model, None)
+    try:
+        asyncio.run(runs())
+    finally:
+        if demo_price is not None:
+            cost_map[script.model] = demo_price
+    provider.shutdown()
+    return session.id
+
+
+@pytest.fixture(scope="module")
+def recorded_home(tmp_path_factory):
+    home = tmp_path_factory.mktemp("billing") / "home"
+    priced = _record_session(home, True, ["Create Jack and Jill for a cafe discussion", "And now?"])
+    unpriced = _record_session(home, False, ["Create Jack and Jill for a cafe discussion"])
+    return home, priced, unpriced
+
+
+@pytest.fixture
+def home(recorded_home, tmp_path):
+    """A private copy of the recorded home (tests change the ledger)."""
+    source, priced, unpriced = recorded_home
+    copy = tmp_path / "home"
+    shutil.copytree(source, copy)
+    return copy, priced, unpriced
+
+
+def invoke(home: Path, *args: str):
+    runner = CliRunner()
+    return runner.invoke(cli, ["billing", *args], env={"OTEL_AGENTS_HOME": str(home)}, catch_exceptions=False)
+
+
+def tree_of(home: Path, session_id: str) -> dict:
+    payload = orjson.loads(gzip.decompress((home / "sessions" / session_id / "tree.json.gz").read_bytes()))
+    return payload["session"]
+
+
+def ledger_lines(home: Path) -> list[dict]:
+    return [json.loads(line) for line in (home / "billing.jsonl").read_text().splitlines()]
+
+
+# --- summary ------------------------------------------------------------------------------
+
+
+def test_summary_totals_equal_the_session_trees(home):
+    home, priced, unpriced = home
+    result = invoke(home, "summary", "--json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    rows = {row["key"]: row for row in doc["rows"]}
+    assert set(rows) == {priced, unpriced}
+    for session_id in (priced, unpriced):
+        totals = tree_of(home, session_id)["totals"]["inclusive"]
+        row = rows[session_id]
+        assert row["llm_calls"] == totals["llm_calls"] and row["tool_calls"] == totals["tool_calls"]
+        assert row["tokens"]["input"] == totals["input_tokens"] and row["tokens"]["output"] == totals["output_tokens"]
+        assert row["tokens"]["reasoning"] == totals["reasoning_tokens"]
+        assert row["unpriced_calls"] == totals["unpriced_calls"]
+    priced_totals = tree_of(home, priced)["totals"]["inclusive"]
+    assert priced_totals["cost_usd"] > 0 and rows[priced]["unpriced_calls"] == 0
+    assert round(Decimal(str(rows[priced]["cost_usd"])), 2) == round(Decimal(str(priced_totals["cost_usd"])), 2)
+    assert abs(rows[priced]["cost_usd"] - priced_totals["cost_usd"]) < 1e-9
+    # The unpriced session has no cost at all, never a zero one.
+    assert rows[unpriced]["cost_usd"] is None and rows[unpriced]["unpriced_calls"] > 0
+    assert doc["total"]["cost_usd"] == rows[priced]["cost_usd"]
+    assert doc["total"]["calls"] == len(ledger_lines(home))
+    assert rows[priced]["failed_calls"] >= 1  # the scripted 429 attempt is billed as failed
+
+
+def test_summary_table_is_aligned_with_a_total_row(home):
+    home, priced, unpriced = home
+    result = invoke(home, "summary", "--by", "agent")
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0].split()[:3] == ["AGENT", "CALLS", "LLM"] and lines[0].split()[-2:] == ["COST_USD", "UNPRICED"]
+    names = [line.split()[0] for line in lines[1:]]
+    assert names == ["Inner", "Jack", "Jill", "ResourceMonitor", "main", "TOTAL"]
+    assert len({len(line) for line in lines}) == 1, "every row has the same width"
+    cost_end = lines[0].index("COST_USD") + len("COST_USD")
+    for line in lines[1:]:  # numbers are right-aligned under their heading
+        assert line[cost_end - 1] in "0123456789-" and line[cost_end] == " "
+        cell = line[:cost_end].split()[-1]
+        assert cell == "-" or Decimal(cell) >= 0
+    total_calls = int(lines[-1].split()[1])
+    assert total_calls == len(ledger_lines(home))
+
+
+def test_summary_by_model_and_day_and_session_filter(home):
+    home, priced, unpriced = home
+    by_model = json.loads(invoke(home, "summary", "--by", "model", "--json").stdout)
+    assert [r["key"] for r in by_model["rows"]] == ["(tools)", "scripted/jack-and-jill"]
+    day = ledger_lines(home)[0]["ts"][:10]
+    by_day = json.loads(invoke(home, "summary", "--by", "day", "--json", "--since", day, "--until", day).stdout)
+    assert [r["key"] for r in by_day["rows"]] == [day]
+    only = json.loads(invoke(home, "summary", "--json", "--session", unpriced).stdout)
+    assert [r["key"] for r in only["rows"]] == [unpriced] and only["filters"]["session"] == unpriced
+    after = invoke(home, "summary", "--since", "2999-01-01")
+    assert after.exit_code == 0 and "no ledger records match" in after.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--since", "2025-13-01"], "'2025-13-01' is not a date in the form YYYY-MM-DD"),
+        (["--until", "yesterday"], "'yesterday' is not a date in the form YYYY-MM-DD"),
+        (["--since", "2025-03-05", "--until", "2025-03-04"], "--since 2025-03-05 is after --until 2025-03-04"),
+        (["--by", "colour"], "Invalid value for '--by'"),
+    ],
+)
+def test_bad_options_exit_2_with_one_clear_line(home, args, message):
+    home, _, _ = home
+    before = (home / "billing.jsonl").read_bytes()
+    result = invoke(home, "summary", *args)
+    assert result.exit_code == 2
+    assert message in result.stderr
+    assert (home / "billing.jsonl").read_bytes() == before
+
+
+def test_a_torn_ledger_line_is_a_warning_not_a_failure(home):
+    home, priced, _ = home
+    with open(home / "billing.jsonl", "ab") as fh:
+        fh.write(b'{"record_id":"x:y","ts":"2025')
+    result = invoke(home, "summary", "--json")
+    assert result.exit_code == 0
+    assert "skipped a torn last line" in result.stderr
+    assert json.loads(result.stdout)["total"]["calls"] == len((home / "billing.jsonl").read_text().splitlines()) - 1
+
+
+def test_summary_with_an_explicit_billing_file(home, tmp_path):
+    home, _, _ = home
+    other = tmp_path / "elsewhere.jsonl"
+    shutil.copy(home / "billing.jsonl", other)
+    (home / "billing.jsonl").unlink()
+    result = CliRunner().invoke(cli, ["billing", "summary", "--json", "--billing-file", str(other)],
+                                env={"OTEL_AGENTS_HOME": str(home)})
+    assert result.exit_code == 0 and json.loads(result.stdout)["total"]["calls"] == len(other.read_text().splitlines())
+
+
+# --- export -------------------------------------------------------------------------------
+
+
+def test_export_csv_and_jsonl(home, tmp_path):
+    home, priced, unpriced = home
+    records = ledger_lines(home)
+    jsonl = invoke(home, "export", "--format", "jsonl")
+    assert jsonl.exit_code == 0 and [json.loads(line) for line in jsonl.stdout.splitlines()] == records
+    result = invoke(home, "export", "--format", "csv", "--session", priced)
+    rows = list(csv.DictReader(io.StringIO(result.stdout)))
+    mine = [r for r in records if r["session_id"] == priced]
+    assert [r["record_id"] for r in rows] == [r["record_id"] for r in mine]
+    assert sum(Decimal(r["cost_usd"]) for r in rows if r["cost_usd"]) == sum(Decimal(str(r["cost_usd"])) for r in mine if r.get("cost_usd") is not None)
+    out = tmp_path / "out.csv"
+    result = invoke(home, "export", "--format", "csv", "-o", str(out), "--session", unpriced)
+    assert result.exit_code == 0 and f"exported {sum(r['session_id'] == unpriced for r in records)} records" in result.stderr
+    assert all(r["cost_usd"] == "" for r in csv.DictReader(out.open()) if r["type"] == "llm")
+    assert invoke(home, "export").exit_code == 2  # --format is required
+    before = (home / "billing.jsonl").read_bytes()
+    onto_itself = invoke(home, "export", "--format", "jsonl", "-o", str(home / "billing.jsonl"))
+    assert onto_itself.exit_code == 2 and "is the ledger itself" in onto_itself.stderr
+    assert (home / "billing.jsonl").read_bytes() == before
+
+
+# --- rebuild ------------------------------------------------------------------------------
+
+
+def test_rebuild_restores_the_ledger_and_reports_differences(home):
+    home, priced, unpriced = home
+    ledger = home / "billing.jsonl"
+    original = ledger_lines(home)
+    damaged = [dict(r) for r in original]
+    missing = damaged.pop(3)
+    damaged[0]["cost_usd"] = 99.0
+    bogus = dict(damaged[1], record_id=f"{damaged[1]['trace_id']}:ffffffffffffffff", span_id="ffffffffffffffff")
+    gone = dict(damaged[2], record_id="0" * 31 + "1:" + "0" * 15 + "1", session_id="20240101-000000-gone00")
+    damaged += [bogus, gone, damaged[5]]  # the last one is a duplicate line
+    ledger.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in damaged))
+
+    before = ledger.read_bytes()
+    dry = invoke(home, "rebuild", "--dry-run")
+    assert dry.exit_code == 0, dry.output
+    assert f"+ {missing['record_id']}" in dry.stdout.splitlines()
+    assert f"~ {original[0]['record_id']} (cost_usd)" in dry.stdout.splitlines()
+    assert f"- {bogus['record_id']}" in dry.stdout.splitlines()
+    assert "1 added, 1 changed, 1 removed, 1 duplicate lines dropped, 1 kept" in dry.stdout
+    assert "dry run: the ledger is unchanged" in dry.stdout and ledger.read_bytes() == before
+
+    result = invoke(home, "rebuild")
+    assert result.exit_code == 0, result.output
+    rebuilt = ledger_lines(home)
+    key = lambda r: r["record_id"]  # noqa: E731
+    assert sorted(rebuilt, key=key) == sorted(original + [gone], key=key)
+    assert [r["ts"] for r in rebuilt] == sorted(r["ts"] for r in rebuilt)
+    again = invoke(home, "rebuild")
+    assert "the ledger already matches the saved sessions" in again.stdout
+    assert "0 added, 0 changed, 0 removed, 0 duplicate lines dropped, 1 kept" in again.stdout
+
+
+def test_rebuild_keeps_records_of_a_damaged_tree(home):
+    home, priced, unpriced = home
+    (home / "sessions" / unpriced / "tree.json.gz").write_bytes(b"\x1f\x8b not really gzip")
+    ledger = home / "billing.jsonl"
+    (home / "billing.jsonl").unlink()
+    result = invoke(home, "rebuild")
+    assert result.exit_code == 0, result.output
+    assert "tree.json.gz is truncated or corrupt" in result.stderr and "its ledger records are kept" in result.stderr
+    assert {r["session_id"] for r in ledger_lines(home)} == {priced}
+    assert "(1 unreadable)" in result.stdout and ledger.exists()

@@ -1,0 +1,97 @@
+"""Console log lines: format, verbosity levels, and agreement with `sessions show` on path labels."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+
+from click.testing import CliRunner
+
+from otel_agents.cli import cli
+
+PROMPT = "Create Jack and Jill for a cafe discussion"
+LINE = re.compile(
+    r"^\[txn:(?P<txn>[0-9a-f]{8})\] (?P<label>run|\d+(?:-\d+)*(?:\.\d+(?:-\d+)*)*) "
+    r"(?P<kind>llm|tool|session)/(?P<id>\S+): (?P<level>VRB|WRN|ERR|TRC|THK|FIN) (?P<message>.*)$"
+)
+
+
+def run(*flags):
+    result = CliRunner().invoke(cli, ["run", *flags, PROMPT], catch_exceptions=False)
+    assert result.exit_code == 0, result.stderr
+    lines = result.stderr.splitlines()
+    assert lines[-1].startswith("session: ")
+    parsed = [LINE.match(line) for line in lines[:-1]]
+    assert all(parsed), [line for line, m in zip(lines, parsed) if not m]
+    return result, parsed, lines[-1].split(": ", 1)[1]
+
+
+def op_counts(home, sid):
+    """(LLM attempts, failed attempts, tool calls) according to the saved tree."""
+    from otel_agents.persistence.tree import iter_ops
+
+    tree = json.loads(gzip.decompress((home / "sessions" / sid / "tree.json.gz").read_bytes()))["session"]
+    ops = [ref.op for ref in iter_ops(tree)]
+    llm = [op for op in ops if op["kind"] == "llm"]
+    return len(llm), sum(op["status"] != "ok" for op in llm), sum(op["kind"] == "tool" for op in ops)
+
+
+def test_default_shows_warnings_only_and_stdout_only_the_utterance(home):
+    result, lines, _ = run()
+    assert result.stdout == "Jack and Jill met in the cafe and introduced themselves; a fourth helper was not allowed.\n"
+    assert {m["level"] for m in lines} == {"WRN"}
+    by_kind = {(m["label"], m["kind"]) for m in lines}
+    # the 429 on the first attempt of turn 4, the retry notice on turn 4, the hook's denial on a tool
+    assert ("4-1", "llm") in by_kind and ("4", "session") in by_kind
+    assert any(m["kind"] == "tool" and "Action blocked by hook 'ResourceMonitor'" in m["message"] for m in lines)
+    assert len({m["txn"] for m in lines}) == 1
+
+
+def test_verbose_adds_one_line_per_request_and_response(home):
+    _, lines, sid = run("-v")
+    vrb = [m for m in lines if m["level"] == "VRB"]
+    llm_requests = [m for m in vrb if m["kind"] == "llm" and m["message"].startswith("request")]
+    llm_responses = [m for m in vrb if m["kind"] == "llm" and m["message"].startswith("response")]
+    tool_lines = [m for m in vrb if m["kind"] == "tool"]
+    attempts, failed, tools = op_counts(home, sid)
+    assert failed == 1 and attempts > 10 and tools > 5
+    assert len(llm_requests) == attempts
+    assert len(llm_responses) == attempts - failed  # a failed attempt's line is its WRN
+    assert len(tool_lines) == 2 * tools  # each tool call: request and response
+    assert all(re.search(r"\d+ in / \d+ out tokens, \d+ chars, \$\d+\.\d{6}", m["message"]) for m in llm_responses)
+    assert [m["level"] for m in lines if m["level"] in ("THK", "FIN")] == ["THK", "FIN"]
+    assert any(m["label"] == "run" and m["level"] == "FIN" for m in lines)
+
+
+def test_trace_flags_add_full_payloads(home):
+    _, lines, sid = run("--trace-llm")
+    requests = [m for m in lines if m["level"] == "TRC" and m["message"].startswith("request ")]
+    assert len(requests) == op_counts(home, sid)[0]
+    first = json.loads(requests[0]["message"][len("request "):])
+    assert [m["role"] for m in first] == ["system", "user"]
+    assert first[1]["content"] == PROMPT
+    assert all(m["kind"] == "llm" for m in lines if m["level"] == "TRC")
+
+    _, lines, _ = run("--trace-tools")
+    results = [m for m in lines if m["level"] == "TRC"]
+    assert results and all(m["kind"] == "tool" for m in results)
+    assert any('"Created subagent: Jack"' in m["message"] for m in results)
+
+
+def test_console_and_sessions_show_agree_on_path_labels(home):
+    _, lines, sid = run("-v")
+    shown = CliRunner().invoke(cli, ["sessions", "show", sid], catch_exceptions=False)
+    assert shown.exit_code == 0
+    show_labels = {}
+    for line in shown.stdout.splitlines():
+        match = re.match(r"^\s+(\d+(?:-\d+)*(?:\.\d+(?:-\d+)*)*)\s+\S+\s+\d+ms\s+(\w+)", line)
+        if match:
+            show_labels[match.group(1)] = match.group(2)
+    console = {(m["label"], m["kind"]) for m in lines if m["label"] != "run"}
+    assert console
+    kinds = {"llm": "llm", "tool": "tool", "session": "session"}
+    for label, kind in console:
+        assert label in show_labels, label
+        if "-" in label.rsplit(".", 1)[-1]:  # an operation, not a turn
+            assert show_labels[label] == kinds[kind], (label, show_labels[label], kind)

@@ -1,0 +1,293 @@
+"""``otel-agents import``: trace files into session directories exactly as a live run writes them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import orjson
+import pytest
+from click.testing import CliRunner
+
+from otel_agents.cli import cli
+from otel_agents.persistence.artifacts import load_artifacts
+from otel_agents.persistence.events_file import read_event_lines
+from otel_agents.persistence.import_sessions import session_id_for
+from otel_agents.persistence.journal import read_journal, spans_from_journal
+from otel_agents.persistence.ledger import read_records
+from otel_agents.persistence.store import SessionStore
+from otel_agents.persistence.tree import iter_ops
+
+FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures"
+ALL_FIXTURES = sorted(str(p) for p in FIXTURES.rglob("*.json"))
+PROMPTS = ["Create Jack and Jill for a cafe discussion", "And then?"]
+
+
+def invoke(*args):
+    return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
+
+
+def storage(home: Path) -> list[str]:
+    return ["--sessions-dir", str(home / "sessions"), "--billing-file", str(home / "billing.jsonl")]
+
+
+def snapshot(home: Path) -> dict[str, tuple[bytes, int]]:
+    """Every file under a home with its bytes and mtime: "nothing written" means this is unchanged."""
+    if not home.exists():
+        return {}
+    return {str(p.relative_to(home)): (p.read_bytes(), p.stat().st_mtime_ns) for p in sorted(home.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory):
+    """A two-run demo session recorded live, with its spans exported through --otlp-file."""
+    root = tmp_path_factory.mktemp("live")
+    mp = pytest.MonkeyPatch()
+    mp.setenv("OTEL_TRACES_EXPORTER", "none")
+    mp.delenv("OTEL_EXPORTER_OTLP_ENDPOINT", raising=False)
+    try:
+        home, otlp = root / "home", root / "export.jsonl"
+        result = invoke("run", *PROMPTS, "--otlp-file", otlp, *storage(home))
+        assert result.exit_code == 0, result.stderr
+    finally:
+        mp.undo()
+    (directory,) = (home / "sessions").iterdir()
+    return home, SessionStore(directory), otlp
+
+
+@pytest.fixture
+def env(home, monkeypatch):
+    monkeypatch.setenv("OTEL_TRACES_EXPORTER", "none")
+    return home
+
+
+def test_an_exported_session_imports_as_the_live_one(live, env):
+    live_home, live_store, otlp = live
+    result = invoke("import", otlp, *storage(env))
+    assert result.exit_code == 0, result.stderr
+    sid = live_store.session_id
+    assert result.stdout.strip() == f"session {sid}: created: 45 span(s), 41 record(s), 2 run(s); 21 ledger record(s) added"
+    store = SessionStore(env / "sessions" / sid)
+    assert sorted(p.name for p in store.directory.iterdir()) == ["events.jsonl", "meta.json", "spans.jsonl", "tree.json.gz"]
+    # Same event stream, byte for byte; same tree; same ledger records.
+    assert store.events_path.read_bytes() == live_store.events_path.read_bytes()
+    assert store.load_tree() == live_store.load_tree()
+    assert read_records(env / "billing.jsonl") == read_records(live_home / "billing.jsonl")
+    # meta.json differs only in when its files were written.
+    ignore = {"created", "updated"}
+    mine, theirs = store.read_meta(), live_store.read_meta()
+    assert {k: v for k, v in mine.items() if k not in ignore} == {k: v for k, v in theirs.items() if k not in ignore}
+    # The journal gives back the same spans (its lines differ: live, starts and ends interleave and an
+    # end line holds the attributes set after the start; an import knows only the final attributes).
+    def spans(s):
+        rebuilt = spans_from_journal(read_journal(s.journal_path, pytest.fail), read_event_lines(s.events_path))
+        return sorted(rebuilt, key=lambda span: span.span_id)
+    assert spans(store) == spans(live_store)
+    assert load_artifacts(store.directory, pytest.fail).tree == store.load_tree()
+    assert invoke("sessions", "verify", sid, *storage(env)).exit_code == 0
+
+
+def test_importing_the_same_spans_again_writes_nothing(live, env):
+    live_home, live_store, otlp = live
+    assert invoke("import", otlp, *storage(env)).exit_code == 0
+    for home in (env, live_home):  # again into the import, and into the home that recorded it live
+        before = snapshot(home)
+        result = invoke("import", otlp, *storage(home))
+        assert result.exit_code == 0, result.stderr
+        assert result.stdout.strip() == f"session {live_store.session_id}: unchanged; 0 ledger record(s) added"
+        assert snapshot(home) == before
+
+
+def test_new_runs_merge_into_an_existing_session(live, env, tmp_path):
+    live_home, live_store, otlp = live
+    first_trace = live_store.load_tree()["runs"][0]["trace_id"]
+    run1, rest = tmp_path / "run1.jsonl", tmp_path / "rest.jsonl"
+    lines = otlp.read_bytes().splitlines(keepends=True)
+
+    def in_run1(line: bytes) -> bool:
+        doc = orjson.loads(line)
+        return {s["traceId"] for rs in doc["resourceSpans"] for ss in rs["scopeSpans"] for s in ss["spans"]} == {first_trace}
+
+    run1.write_bytes(b"".join(l for l in lines if in_run1(l)))
+    rest.write_bytes(b"".join(l for l in lines if not in_run1(l)))
+    assert invoke("import", run1, *storage(env)).exit_code == 0
+    store = SessionStore(env / "sessions" / live_store.session_id)
+    assert [r["index"] for r in store.load_tree()["runs"]] == [1]
+    created = store.read_meta()["created"]
+    merged = invoke("import", rest, otlp, "--json", *storage(env))
+    assert merged.exit_code == 0, merged.stderr
+    (summary,) = json.loads(merged.stdout)
+    assert summary["created"] is False and summary["runs"] == 2 and summary["spans_added"] == 3
+    assert summary["ledger_records_added"] == 1
+    # The same session as recorded live, in the same files.
+    assert store.load_tree() == live_store.load_tree()
+    assert store.events_path.read_bytes() == live_store.events_path.read_bytes()
+    assert store.read_meta()["created"] == created
+    assert invoke("sessions", "verify", live_store.session_id, *storage(env)).exit_code == 0
+
+
+def test_records_that_contradict_the_saved_session_are_refused(live, tmp_path):
+    live_home, live_store, otlp = live
+    text = otlp.read_text()
+    assert text.count("Hi, I'm Jack. *extends hand*") >= 1
+    forged = tmp_path / "forged.jsonl"
+    forged.write_text(text.replace("Hi, I'm Jack. *extends hand*", "Something Jack never said."))
+    before = snapshot(live_home)
+    result = invoke("import", forged, *storage(live_home))
+    assert result.exit_code == 2
+    assert f"{forged}: session {live_store.session_id}: record msg_" in result.stderr
+    assert "contradicts the one already saved" in result.stderr and "Something Jack never said" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert snapshot(live_home) == before
+
+
+def test_every_fixture_imports_and_is_listed(env):
+    result = invoke("import", *ALL_FIXTURES, "--json", *storage(env))
+    assert result.exit_code == 0, result.stderr
+    summaries = json.loads(result.stdout)
+    # Other software's traces carry no session id: one session per trace, named after it.
+    sessions = {s["session_id"] for s in summaries}
+    assert sessions == {"trace-83a9efd15c1c98a9", "trace-71274d9041e0213e", "trace-0000000000000001",
+                        "trace-0000000000000011", "trace-5b8efff798038103"}
+    listed = json.loads(invoke("sessions", "list", "--json", *storage(env)).stdout)
+    assert {s["id"] for s in listed} == sessions
+    assert all(s["runs"] == 0 and s["status"] == "ok" for s in listed)
+    for sid in sessions:
+        assert invoke("sessions", "verify", sid, *storage(env)).exit_code == 0
+        assert invoke("sessions", "show", sid, *storage(env)).exit_code == 0
+    # The same span in OTLP/JSON and in Jaeger JSON (otlp2jaeger-in/-out) is one span.
+    tree = SessionStore(env / "sessions" / "trace-83a9efd15c1c98a9").load_tree()
+    assert [op["name"] for op in tree["ops"]] == ["okey-dokey-0"]
+    # Different spans that share an id (ui_01.json and span_tags_trace.json) are both kept.
+    shared = SessionStore(env / "sessions" / "trace-0000000000000001").load_tree()
+    names = sorted(ref.op["name"] for ref in iter_ops(shared))
+    assert names.count("some-operation") == 3 and "test-general-conversion" in names
+    renamed = [ref.op for ref in iter_ops(shared) if "otel_agents.import.original_span_id" in ref.op["attributes"]]
+    assert any(op["attributes"]["otel_agents.import.original_span_id"] == "0000000000000002" for op in renamed)
+    # Each file on its own, again: nothing new.
+    before = snapshot(env)
+    for path in ALL_FIXTURES:
+        again = invoke("import", path, *storage(env))
+        assert again.exit_code == 0 and "unchanged" in again.stdout, (path, again.stdout)
+    assert snapshot(env) == before
+
+
+def _otlp(spans: list[dict]) -> str:
+    return json.dumps({"resourceSpans": [{"resource": {"attributes": [
+        {"key": "service.name", "value": {"stringValue": "other-agent-framework"}}]},
+        "scopeSpans": [{"scope": {"name": "other"}, "spans": spans}]}]})
+
+
+def _attr(key, value):
+    kind = "intValue" if isinstance(value, int) else "doubleValue" if isinstance(value, float) else "stringValue"
+    return {"key": key, "value": {kind: str(value) if isinstance(value, int) else value}}
+
+
+def test_other_software_s_genai_trace_becomes_a_session_with_accounting(env, tmp_path):
+    trace = "5" * 32
+    conversation = "conv/42:weird id"
+    spans = [
+        {"traceId": trace, "spanId": "a" * 16, "name": "invoke_agent planner", "kind": 1,
+         "startTimeUnixNano": "1700000000000000000", "endTimeUnixNano": "1700000005000000000",
+         "attributes": [_attr("gen_ai.operation.name", "invoke_agent"), _attr("gen_ai.agent.name", "planner"),
+                        _attr("gen_ai.conversation.id", conversation)]},
+        {"traceId": trace, "spanId": "b" * 16, "parentSpanId": "a" * 16, "name": "chat gpt-4o", "kind": 3,
+         "startTimeUnixNano": "1700000001000000000", "endTimeUnixNano": "1700000002000000000",
+         "attributes": [_attr("gen_ai.operation.name", "chat"), _attr("gen_ai.request.model", "gpt-4o"),
+                        _attr("gen_ai.provider.name", "openai"), _attr("gen_ai.usage.input_tokens", 120),
+                        _attr("gen_ai.usage.output_tokens", 30), _attr("gen_ai.usage.cost", 0.00042)]},
+        {"traceId": trace, "spanId": "c" * 16, "parentSpanId": "a" * 16, "name": "execute_tool search", "kind": 1,
+         "startTimeUnixNano": "1700000003000000000", "endTimeUnixNano": "1700000004000000000",
+         "attributes": [_attr("gen_ai.operation.name", "execute_tool"), _attr("gen_ai.tool.name", "search")],
+         "status": {"code": 2, "message": "search backend down"}},
+    ]
+    path = tmp_path / "other.json"
+    path.write_text(_otlp(spans))
+    result = invoke("import", path, "--json", *storage(env))
+    assert result.exit_code == 0, result.stderr
+    (summary,) = json.loads(result.stdout)
+    sid = summary["session_id"]
+    assert sid == session_id_for(conversation, trace) and sid.startswith("conv-")  # not usable as a directory name
+    assert summary["runs"] == 1 and summary["ledger_records_added"] == 2
+    tree = SessionStore(env / "sessions" / sid).load_tree()
+    run = tree["runs"][0]
+    assert run["agent_name"] == "planner" and run["status"] == "ok"
+    assert [ref.op["status"] for ref in iter_ops(tree)] == ["ok", "error"]
+    assert run["totals"]["inclusive"]["input_tokens"] == 120 and run["totals"]["inclusive"]["cost_usd"] == 0.00042
+    ledger = {r["type"]: r for r in read_records(env / "billing.jsonl")}
+    assert ledger["llm"]["tokens"]["total"] == 150 and ledger["llm"]["model"] == "gpt-4o"
+    assert ledger["tool"]["status"] == "failed" and ledger["tool"]["error"] == "search backend down"
+    assert invoke("sessions", "verify", sid, *storage(env)).exit_code == 0
+
+
+def test_an_unfinished_span_is_completed_by_a_later_import(env, tmp_path):
+    trace = "6" * 32
+    root = {"traceId": trace, "spanId": "d" * 16, "name": "job", "kind": 1, "startTimeUnixNano": "1700000000000000000",
+            "attributes": [_attr("step", "started")]}
+    first, second = tmp_path / "first.json", tmp_path / "second.json"
+    first.write_text(_otlp([root]))
+    second.write_text(_otlp([{**root, "endTimeUnixNano": "1700000001000000000",
+                              "attributes": [_attr("step", "done")]}]))
+    assert invoke("import", first, *storage(env)).exit_code == 0
+    store = SessionStore(env / "sessions" / "trace-6666666666666666")
+    assert store.load_tree()["ops"][0]["status"] == "in_progress"
+    result = invoke("import", second, *storage(env))
+    assert "0 new span(s), 1 completed" in result.stdout
+    (op,) = store.load_tree()["ops"]
+    assert op["status"] == "ok" and op["attributes"] == {"step": "done"}
+    assert [sorted(line) for line in read_journal(store.journal_path, pytest.fail)][-1][0] == "attrs"
+    # And the other way round, an unfinished copy of a span already known whole changes nothing.
+    before = snapshot(env)
+    assert "unchanged" in invoke("import", first, *storage(env)).stdout
+    assert snapshot(env) == before
+
+
+@pytest.mark.parametrize("content, where", [
+    ('{"resourceSpans": [', "bad.json:1: invalid JSON"),
+    ('{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "xyz", "spanId": "' + "1" * 16 + '"}]}]}]}',
+     "bad.json:1: resourceSpans[0].scopeSpans[0].spans[0].traceId: invalid id 'xyz'"),
+    ('{"resourceSpans": []}\n{"resourceSpans": [{"scopeSpans": "nope"}]}\n',
+     "bad.json:2: resourceSpans[0].scopeSpans: expected a list"),
+    ('{"hello": "world"}', "bad.json:1: not a trace document"),
+    ("", "bad.json:1: no spans in the file"),
+])
+def test_malformed_files_are_refused_naming_file_and_position_and_nothing_is_written(env, tmp_path, content, where):
+    good = tmp_path / "good.json"
+    good.write_text((FIXTURES / "otlp" / "example_trace.json").read_text())
+    bad = tmp_path / "bad.json"
+    bad.write_text(content)
+    result = invoke("import", good, bad, *storage(env))
+    assert result.exit_code == 2
+    assert where in result.stderr, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert snapshot(env) == {}  # not even the good file's session
+
+
+def test_a_span_the_journal_cannot_hold_is_refused(env, tmp_path):
+    path = tmp_path / "far.json"
+    path.write_text(_otlp([{"traceId": "7" * 32, "spanId": "e" * 16, "name": "far", "kind": 1,
+                            "startTimeUnixNano": str(2**70)}]))
+    result = invoke("import", path, *storage(env))
+    assert result.exit_code == 2 and f"{path}: span {'e' * 16}" in result.stderr and "cannot be stored" in result.stderr
+    assert snapshot(env) == {}
+
+
+def test_a_missing_file_is_refused(env, tmp_path):
+    result = invoke("import", tmp_path / "nowhere.json", *storage(env))
+    assert result.exit_code == 2 and "nowhere.json:0: cannot read" in result.stderr
+    nul = invoke("import", "bad\x00name", *storage(env))  # no file can have this name
+    assert nul.exit_code == 2 and ":0: cannot read" in nul.stderr
+    assert snapshot(env) == {}
+
+
+def test_a_session_being_written_is_not_merged_into(live, env):
+    live_home, live_store, otlp = live
+    assert invoke("import", otlp, *storage(env)).exit_code == 0
+    store = SessionStore(env / "sessions" / live_store.session_id)
+    meta = store.read_meta()
+    meta.update({"status": "running", "writer": {"pid": __import__("os").getpid(), "host": __import__("socket").gethostname()}})
+    store.write_meta(meta)
+    before = snapshot(env)
+    result = invoke("import", otlp, *storage(env))
+    assert result.exit_code == 2 and "is being written by process" in result.stderr
+    assert snapshot(env) == before

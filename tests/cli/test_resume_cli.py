@@ -1,0 +1,244 @@
+"""`otel-agents resume`: the equivalence contract, tracing across runs, and bad input.
+
+Contract (issue 4): running prompts p1..pk in one process, or p1 and then one
+resume per remaining prompt, gives identical events (ids, roles, contents,
+substance/cause links, order), identical transcripts and identical ledger records.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+from click.testing import CliRunner
+
+from otel_agents.cli import cli
+from otel_agents.views import SessionViewer
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+DEEP = str(DATA / "deep-hooks.json")
+VOLATILE = {"ts", "trace_id", "span_id"}
+# Ledger fields that differ between any two executions (ids, time) or name the trace.
+LEDGER_VOLATILE = {"record_id", "ts", "trace_id", "span_id", "latency_ms", "session_id"}
+
+
+def invoke(args, input=None):
+    result = CliRunner().invoke(cli, args, input=input, catch_exceptions=False)
+    return result
+
+
+def session_id_of(result) -> str:
+    lines = [line for line in result.stderr.splitlines() if line.startswith("session: ")]
+    assert lines, result.stderr
+    return lines[-1].split(": ", 1)[1]
+
+
+def events(home: Path, sid: str) -> list[dict]:
+    path = home / "sessions" / sid / "events.jsonl"
+    return [{k: v for k, v in orjson.loads(line).items() if k not in VOLATILE} for line in path.read_bytes().splitlines()]
+
+
+def transcripts(home: Path, sid: str) -> dict[str, list[dict]]:
+    viewer = SessionViewer.from_session_dir(home / "sessions" / sid)
+    return {
+        a.agent_id: [{k: v for k, v in e.items() if k not in VOLATILE} for e in viewer.get_transcript(a.agent_id)]
+        for a in viewer.list_agents()
+    }
+
+
+def ledger(home: Path, sid: str) -> list[dict]:
+    path = home / "billing.jsonl"
+    rows = [orjson.loads(line) for line in path.read_bytes().splitlines()]
+    rows = [{k: v for k, v in r.items() if k not in LEDGER_VOLATILE} for r in rows if r["session_id"] == sid]
+    return sorted(rows, key=lambda r: json.dumps(r, sort_keys=True))
+
+
+def run_all_then_resume(home: Path, script: str, prompts: list[str]) -> tuple[str, str]:
+    """(one-process session id, resumed session id), both in ``home``."""
+    whole = invoke(["run", "--script", script, *prompts])
+    assert whole.exit_code == 0, whole.stderr
+    first = invoke(["run", "--script", script, prompts[0]])
+    assert first.exit_code == 0, first.stderr
+    resumed = session_id_of(first)
+    for prompt in prompts[1:]:
+        result = invoke(["resume", resumed, prompt])
+        assert result.exit_code == 0, result.stderr
+        assert session_id_of(result) == resumed
+    return session_id_of(whole), resumed
+
+
+@pytest.mark.parametrize(
+    "script, prompts",
+    [
+        ("jack-and-jill", ["Create Jack and Jill for a cafe discussion", "And then?", "Goodbye."]),
+        (DEEP, ["Start.", "Go deep.", "Again."]),
+    ],
+    ids=["jack-and-jill", "deep-hooks"],
+)
+def test_resuming_prompt_by_prompt_equals_one_process(home, script, prompts):
+    whole, resumed = run_all_then_resume(home, script, prompts)
+    assert whole != resumed
+    whole_events, resumed_events = events(home, whole), events(home, resumed)
+    assert resumed_events == whole_events
+    kinds = {e["event_type"] for e in whole_events}
+    if script == DEEP:  # the contract is only worth something if the hard parts happened
+        assert "transcript_truncated" in kinds
+        contents = [e.get("content") or "" for e in whole_events]
+        assert any("Action blocked by hook 'NoDiscussForA'" in c for c in contents)
+        assert any("rejected by hook 'Censor'" in c for c in contents)
+        assert any("Go DEEP, A." == c for c in contents)
+        assert {e["agent_id"] for e in whole_events if e.get("name") == "C"}, "three levels deep"
+    assert transcripts(home, resumed) == transcripts(home, whole)
+    assert ledger(home, resumed) == ledger(home, whole)
+    assert len(ledger(home, whole)) > 10
+    verify = invoke(["sessions", "verify", resumed])
+    assert verify.exit_code == 0, verify.stdout + verify.stderr
+
+
+def test_each_resumed_run_is_a_linked_trace_in_the_same_session(home):
+    first = invoke(["run", "hello"])
+    sid = session_id_of(first)
+    second = invoke(["resume", sid, "again"])
+    assert second.exit_code == 0, second.stderr
+    tree = json.loads(gzip.decompress((home / "sessions" / sid / "tree.json.gz").read_bytes()))["session"]
+    runs = tree["runs"]
+    assert [r["index"] for r in runs] == [1, 2]
+    assert runs[0]["trace_id"] != runs[1]["trace_id"]
+    link = runs[1]["links"]
+    assert [(l["trace_id"], l["span_id"]) for l in link] == [(runs[0]["trace_id"], runs[0]["span_id"])]
+    attributes = runs[1]["attributes"]
+    assert attributes["gen_ai.conversation.id"] == sid
+    assert attributes["otel_agents.resumed_from"] == f"{runs[0]['trace_id']}:{runs[0]['span_id']}"
+    assert attributes["otel_agents.run.source"] == "resume"
+
+
+def test_ids_are_never_reused_after_resume(home):
+    sid = session_id_of(invoke(["run", "Create Jack and Jill for a cafe discussion"]))
+    invoke(["resume", sid, "Create more"])
+    lines = events(home, sid)
+    ids = [e["message_id"] for e in lines]
+    assert len(ids) == len(set(ids))
+    assert ids == sorted(ids)
+    agents = [e["agent_id"] for e in lines if e["event_type"] == "agent_created"]
+    assert len(agents) == len(set(agents))
+
+
+def test_run_resume_option_is_an_alias(home):
+    sid = session_id_of(invoke(["run", "hello"]))
+    result = invoke(["run", "--resume", sid, "again"])
+    assert result.exit_code == 0, result.stderr
+    assert session_id_of(result) == sid
+    assert len({e["message_id"] for e in events(home, sid)}) == len(events(home, sid))
+
+
+def test_resume_in_a_real_process_continues_where_the_first_stopped(home, tmp_path):
+    env = {**os.environ, "OTEL_AGENTS_HOME": str(home)}
+    cmd = [sys.executable, "-m", "otel_agents"]
+    workdir = tmp_path / "workdir"
+    workdir.mkdir()
+    first = subprocess.run(cmd + ["run", "Create Jack and Jill for a cafe discussion"], env=env,
+                           capture_output=True, text=True, timeout=120, cwd=workdir)
+    assert first.returncode == 0, first.stderr
+    sid = first.stderr.strip().splitlines()[-1].split(": ", 1)[1]
+    second = subprocess.run(cmd + ["resume", sid, "What did Jill say?"], env=env,
+                            capture_output=True, text=True, timeout=120, cwd=workdir)
+    assert second.returncode == 0, second.stderr
+    assert second.stdout.strip() == "I have nothing further to add."  # root's script has no turn left
+    whole = invoke(["run", "Create Jack and Jill for a cafe discussion", "What did Jill say?"])
+    assert events(home, sid) == events(home, session_id_of(whole))
+    assert list(workdir.iterdir()) == [], "nothing is written to the working directory"
+
+
+# --- bad input: a clear one-line error, exit 2, and nothing in the session directory changes ---
+
+
+def snapshot(directory: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(directory)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(directory.rglob("*"))
+        if p.is_file()
+    }
+
+
+@pytest.fixture
+def saved(home):
+    sid = session_id_of(invoke(["run", "Create Jack and Jill for a cafe discussion"]))
+    return sid, home / "sessions" / sid
+
+
+def assert_usage_error(result, *needles):
+    assert result.exit_code == 2, (result.exit_code, result.stderr)
+    message = result.stderr.strip().splitlines()[-1]
+    for needle in needles:
+        assert needle in message, message
+    assert "Traceback" not in result.stderr
+
+
+def test_unknown_session_is_a_usage_error(home):
+    assert_usage_error(invoke(["resume", "20990101-000000-abcdef", "hi"]), "no session")
+
+
+@pytest.mark.parametrize("bad", ["../etc", "a/b", "..", "/tmp/x"])
+def test_ids_that_could_escape_are_refused(home, bad):
+    assert_usage_error(invoke(["resume", bad, "hi"]), "invalid session id")
+
+
+def test_unknown_tree_version_is_refused_and_nothing_changes(saved):
+    sid, directory = saved
+    payload = json.loads(gzip.decompress((directory / "tree.json.gz").read_bytes()))
+    payload["version"] = 99
+    (directory / "tree.json.gz").write_bytes(gzip.compress(json.dumps(payload).encode()))
+    before = snapshot(directory)
+    assert_usage_error(invoke(["resume", sid, "hi"]), "version 99")
+    assert snapshot(directory) == before
+
+
+def test_events_that_contradict_the_tree_are_refused_and_nothing_changes(saved):
+    sid, directory = saved
+    path = directory / "events.jsonl"
+    lines = path.read_bytes().splitlines()
+    for i, line in enumerate(lines):
+        record = orjson.loads(line)
+        if record.get("content") == "Hi, I'm Jack. *extends hand*":
+            record["content"] = "Something Jack never said."
+            lines[i] = orjson.dumps(record)
+            break
+    else:
+        raise AssertionError("Jack's line is missing from the demo")
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    before = snapshot(directory)
+    assert_usage_error(invoke(["resume", sid, "hi"]), "contradicts")
+    assert snapshot(directory) == before
+
+
+def test_a_corrupt_tree_falls_back_to_the_saved_streams(saved, home):
+    sid, directory = saved
+    data = (directory / "tree.json.gz").read_bytes()
+    (directory / "tree.json.gz").write_bytes(data[: len(data) // 2])
+    result = invoke(["resume", sid, "Still there?"])
+    assert result.exit_code == 0, result.stderr
+    assert "tree.json.gz" in result.stderr  # said on stderr, not silently
+    assert result.stdout.strip() == "I have nothing further to add."
+    ids = [e["message_id"] for e in events(home, sid)]
+    assert len(ids) == len(set(ids))
+
+
+def test_a_missing_script_file_is_a_usage_error(home, tmp_path):
+    script = tmp_path / "moved.json"
+    script.write_text(Path(DEEP).read_text())
+    sid = session_id_of(invoke(["run", "--script", str(script), "Start."]))
+    script.unlink()
+    directory = home / "sessions" / sid
+    before = snapshot(directory)
+    assert_usage_error(invoke(["resume", sid, "Go deep."]), "script")
+    assert snapshot(directory) == before
+    ok = invoke(["resume", sid, "--script", DEEP, "Go deep."])
+    assert ok.exit_code == 0, ok.stderr
+    assert ok.stdout.strip() == "Deep done."

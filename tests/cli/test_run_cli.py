@@ -1,0 +1,150 @@
+"""``otel-agents run``: prompts from arguments or stdin, stdout = utterances, exit codes 0/1/2."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from otel_agents.cli import cli
+from support.openai_server import OpenAIServer, Reply
+
+ROOT_ANSWER = "Jack and Jill met in the cafe and introduced themselves; a fourth helper was not allowed."
+
+
+@pytest.fixture
+def cli_env(home, monkeypatch):
+    """Nothing exported over the network, prices from litellm's bundled map, an isolated home."""
+    monkeypatch.setenv("OTEL_TRACES_EXPORTER", "none")
+    monkeypatch.delenv("OTEL_AGENTS_PRICES", raising=False)
+    return home
+
+
+def invoke(args, **kwargs):
+    return CliRunner().invoke(cli, ["run", *args], catch_exceptions=False, **kwargs)
+
+
+def session_line(stderr: str) -> str:
+    lines = [line for line in stderr.splitlines() if line.startswith("session: ")]
+    assert len(lines) == 1, stderr
+    return lines[0].split(": ", 1)[1]
+
+
+def test_run_prints_only_the_root_utterance(cli_env):
+    result = invoke(["Create Jack and Jill for a cafe discussion"])
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == ROOT_ANSWER + "\n"
+    session_id = session_line(result.stderr)
+    assert session_id and session_id not in result.stdout
+
+
+def test_several_prompts_are_several_utterances_in_one_session(cli_env, tmp_path):
+    otlp = tmp_path / "spans.jsonl"
+    result = invoke(["Create Jack and Jill for a cafe discussion", "And now?", "--otlp-file", str(otlp)])
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.splitlines() == [ROOT_ANSWER, "I have nothing further to add."]
+    # Two runs, two traces, one conversation id.
+    roots = []
+    for line in otlp.read_text().splitlines():
+        for rs in json.loads(line)["resourceSpans"]:
+            for ss in rs["scopeSpans"]:
+                roots += [s for s in ss["spans"] if s["name"] == "invoke_agent main" and not s.get("parentSpanId")]
+    assert len(roots) == 2 and len({r["traceId"] for r in roots}) == 2
+
+
+def test_unknown_script_is_a_usage_error(cli_env):
+    result = CliRunner().invoke(cli, ["run", "--script", "no-such-script", "hi"])
+    assert result.exit_code == 2
+    assert "no script 'no-such-script'" in result.stderr
+    assert result.stdout == ""
+
+
+def test_bad_script_json_is_a_usage_error(cli_env, tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"name": "x", "agents": {"main": ["hi"]')
+    result = CliRunner().invoke(cli, ["run", "--script", str(bad), "hi"])
+    assert result.exit_code == 2
+    assert "invalid JSON at line 1" in result.stderr
+    invalid = tmp_path / "invalid.json"
+    invalid.write_text(json.dumps({"name": "x", "agents": {"main": [{"txt": "typo"}]}}))
+    result = CliRunner().invoke(cli, ["run", "--script", str(invalid), "hi"])
+    assert result.exit_code == 2 and "unknown turn field(s) ['txt']" in result.stderr
+
+
+def test_a_user_script_runs(cli_env, tmp_path):
+    path = tmp_path / "echo.json"
+    path.write_text(json.dumps({"name": "echo-cli", "agents": {"main": ["Echo!"]}}))
+    result = invoke(["--script", str(path), "hello"])
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == "Echo!\n"
+
+
+def test_a_failing_model_exits_1_with_a_clear_message(cli_env, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    with OpenAIServer() as server:
+        server.plan(Reply.error(401))
+        result = CliRunner().invoke(cli, ["run", "--model", "openai/x", "--api-base", server.api_base, "hi"])
+        assert len(server.requests) == 1  # auth failures are not retried
+    assert result.exit_code == 1
+    assert "error: model 'openai/x' failed after 1 attempt: AuthenticationError" in result.stderr
+    assert result.stdout == ""
+    session_line(result.stderr)
+
+
+def test_a_real_model_through_the_cli(cli_env, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    with OpenAIServer() as server:
+        server.plan(Reply(content="Hello from the server"))
+        result = invoke(["--model", "openai/x", "--api-base", server.api_base, "hi"])
+        (body,) = server.bodies
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == "Hello from the server\n"
+    assert body["messages"][-1] == {"role": "user", "content": "hi"}
+
+
+def test_stdin_prompts_in_a_real_process(cli_env, tmp_path):
+    """One prompt per stdin line; the real console script, as a user runs it."""
+    path = tmp_path / "two.json"
+    path.write_text(json.dumps({"name": "two-cli", "agents": {"main": ["first answer", "second answer"]}}))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_EXPORTER_OTLP")}
+    env.update(OTEL_TRACES_EXPORTER="none", OTEL_AGENTS_HOME=str(cli_env))
+    proc = subprocess.run(
+        [sys.executable, "-m", "otel_agents", "run", "--script", str(path)],
+        input="one\n\n  two  \n", capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "first answer\nsecond answer\n"
+    session_line(proc.stderr)
+    # A usage error from a real process: exit code 2, one clear line, nothing on stdout.
+    proc = subprocess.run(
+        [sys.executable, "-m", "otel_agents", "run", "--script", str(tmp_path / "missing.json"), "hi"],
+        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120,
+    )
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert "not a file and not a built-in script" in proc.stderr
+
+
+def test_interactive_prompts_from_a_terminal(cli_env, tmp_path):
+    """stdin is a terminal: prompts are read until an empty line; stdout still holds only answers."""
+    path = tmp_path / "one.json"
+    path.write_text(json.dumps({"name": "one-tty", "agents": {"main": ["answer one", "answer two"]}}))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_EXPORTER_OTLP")}
+    env.update(OTEL_TRACES_EXPORTER="none", OTEL_AGENTS_HOME=str(cli_env))
+    master, slave = os.openpty()
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "otel_agents", "run", "--script", str(path)],
+            stdin=slave, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=tmp_path,
+        )
+        os.close(slave)
+        os.write(master, b"first\nsecond\n\n")  # the terminal buffers it until the process reads
+        out, err = proc.communicate(timeout=120)
+    finally:
+        os.close(master)
+    assert proc.returncode == 0, err
+    assert out.decode() == "answer one\nanswer two\n"
+    assert b"session: " in err

@@ -1,0 +1,205 @@
+"""``otel-agents sessions`` list/show/verify/rm, and the session directory ``run`` leaves behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from otel_agents.cli import cli
+
+PROMPT = "Create Jack and Jill for a cafe discussion"
+
+
+@pytest.fixture
+def env(home, monkeypatch):
+    monkeypatch.setenv("OTEL_TRACES_EXPORTER", "none")
+    monkeypatch.delenv("OTEL_AGENTS_PRICES", raising=False)
+    return home
+
+
+def invoke(*args):
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
+
+def run_demo(*extra) -> str:
+    result = invoke("run", PROMPT, *extra)
+    assert result.exit_code == 0, result.stderr
+    (line,) = [l for l in result.stderr.splitlines() if l.startswith("session: ")]
+    return line.split(": ", 1)[1]
+
+
+def test_run_saves_the_session_in_the_home_and_nothing_in_the_cwd(env, tmp_path, monkeypatch):
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    monkeypatch.chdir(workdir)
+    session_id = run_demo()
+    directory = env / "sessions" / session_id
+    assert sorted(p.name for p in directory.iterdir()) == ["events.jsonl", "meta.json", "spans.jsonl", "tree.json.gz"]
+    assert (env / "billing.jsonl").stat().st_size > 0
+    assert list(workdir.iterdir()) == []
+
+
+def test_list_show_verify_rm(env):
+    first = run_demo()
+    second = run_demo()
+    listed = invoke("sessions", "list")
+    assert listed.exit_code == 0
+    rows = listed.stdout.splitlines()
+    assert rows[0].split()[:5] == ["ID", "CREATED", "RUNS", "STATUS", "COST"]
+    assert [r.split()[0] for r in rows[1:]] == [first, second]
+    assert all(" ok " in r and PROMPT in r for r in rows[1:])
+
+    as_json = json.loads(invoke("sessions", "list", "--json").stdout)
+    assert [s["id"] for s in as_json] == [first, second]
+    assert as_json[0]["runs"] == 1 and as_json[0]["totals"]["llm_calls"] == 13 and as_json[0]["status"] == "ok"
+
+    shown = invoke("sessions", "show", first)
+    assert shown.exit_code == 0
+    text = shown.stdout
+    assert text.startswith(f"session {first}  ok")
+    for needle in ("run 1  ok", "4-3-2.2-2-1.1-1", "tool task", "blocked by hook 'ResourceMonitor'",
+                   "RateLimitError", "session Jill (agent_003) main/Jill", "$0.002557"):
+        assert needle in text, needle
+    agent_rows = {line.split()[1]: line.split() for line in text.splitlines() if line.startswith("agent_")}
+    assert set(agent_rows) == {"main", "Jack", "Jill", "Inner", "ResourceMonitor"}
+    assert agent_rows["main"][-2:] == ["$0.001815", "$0.002557"]  # self, inclusive
+    assert agent_rows["Jill"][-2] != agent_rows["Jill"][-1]  # Jill's inclusive includes Inner
+
+    payload = json.loads(invoke("sessions", "show", first, "--json").stdout)
+    assert payload["version"] == 1 and payload["session"]["id"] == first and payload["meta"]["id"] == first
+
+    verified = invoke("sessions", "verify", first)
+    assert verified.exit_code == 0, verified.stdout
+    assert "agree" in verified.stdout and "39 records" in verified.stdout and "20 records" in verified.stdout
+
+    ledger_before = (env / "billing.jsonl").read_bytes()
+    removed = invoke("sessions", "rm", first)
+    assert removed.exit_code == 0
+    assert not (env / "sessions" / first).exists() and (env / "sessions" / second).is_dir()
+    assert (env / "billing.jsonl").read_bytes() == ledger_before  # billing history stays
+    assert invoke("sessions", "show", first).exit_code == 2
+
+
+@pytest.mark.parametrize("command", ["show", "verify", "rm"])
+@pytest.mark.parametrize("bad_id", ["../x", "a/b", "..", "/etc", "x/../../y"])
+def test_ids_that_could_escape_are_rejected(env, command, bad_id):
+    (env / "sessions").mkdir(parents=True)
+    (env / "x").mkdir()
+    result = CliRunner().invoke(cli, ["sessions", command, bad_id])
+    assert result.exit_code == 2
+    assert "invalid session id" in result.stderr
+    assert (env / "x").is_dir()
+
+
+@pytest.mark.parametrize("command", ["show", "verify", "rm"])
+def test_unknown_id_is_a_usage_error(env, command):
+    result = CliRunner().invoke(cli, ["sessions", command, "20990101-000000-ffffff"])
+    assert result.exit_code == 2 and "no session" in result.stderr
+
+
+def test_verify_names_tampered_events_and_ledger(env):
+    session_id = run_demo()
+    events = env / "sessions" / session_id / "events.jsonl"
+    lines = events.read_text().splitlines()
+    changed = json.loads(lines[7])
+    changed["content"] = "edited afterwards"
+    lines[7] = json.dumps(changed)
+    events.write_text("\n".join(lines) + "\n")
+    result = invoke("sessions", "verify", session_id)
+    assert result.exit_code == 1
+    assert "1 disagreement" in result.stdout and changed["message_id"] in result.stdout
+
+    # A fresh session, whose ledger records are tampered with instead.
+    run_id = run_demo()
+    billing = env / "billing.jsonl"
+    ledger = [json.loads(l) for l in billing.read_text().splitlines()]
+    mine = [r for r in ledger if r["session_id"] == run_id]
+    mine[0]["tokens"]["input"] += 1000
+    dropped = mine[1]["record_id"]
+    billing.write_text("".join(json.dumps(r) + "\n" for r in ledger if r["record_id"] != dropped))
+    result = invoke("sessions", "verify", run_id)
+    assert result.exit_code == 1
+    assert mine[0]["record_id"] in result.stdout and "tokens" in result.stdout
+    assert dropped in result.stdout and "lacks" in result.stdout
+
+
+def test_corrupt_tree_is_shown_from_the_journal_and_reported_by_verify(env):
+    session_id = run_demo()
+    tree = env / "sessions" / session_id / "tree.json.gz"
+    intact = CliRunner().invoke(cli, ["sessions", "show", session_id]).stdout
+    tree.write_bytes(tree.read_bytes()[:100])
+    result = CliRunner().invoke(cli, ["sessions", "show", session_id])
+    assert result.exit_code == 0
+    assert result.stdout == intact  # rebuilt from spans.jsonl + events.jsonl
+    assert "truncated or corrupt" in result.stderr and "Traceback" not in result.stderr
+    (env / "sessions" / session_id / "spans.jsonl").unlink()
+    (env / "sessions" / session_id / "events.jsonl").unlink()
+    unreadable = CliRunner().invoke(cli, ["sessions", "show", session_id])
+    assert unreadable.exit_code == 2 and "truncated or corrupt" in unreadable.stderr
+    assert unreadable.stderr.strip().count("\n") == 0
+    verified = invoke("sessions", "verify", session_id)
+    assert verified.exit_code == 1 and "truncated or corrupt" in verified.stdout
+
+
+def test_storage_flags_override_the_home(env, tmp_path):
+    sessions_dir, billing = tmp_path / "elsewhere" / "s", tmp_path / "elsewhere" / "bill.jsonl"
+    flags = ["--sessions-dir", str(sessions_dir), "--billing-file", str(billing)]
+    session_id = run_demo(*flags)
+    assert (sessions_dir / session_id / "tree.json.gz").exists() and billing.exists()
+    assert not (env / "sessions").exists() and not (env / "billing.jsonl").exists()
+    assert session_id in invoke("sessions", "list", *flags).stdout
+    assert invoke("sessions", "list").stdout == ""
+    assert invoke("sessions", "verify", session_id, *flags).exit_code == 0
+    assert invoke("sessions", "show", session_id).exit_code == 2
+
+
+def test_unwritable_home_is_reported_before_the_first_llm_call(env, tmp_path, monkeypatch):
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("a file where the home directory should be")
+    monkeypatch.setenv("OTEL_AGENTS_HOME", str(blocker))
+    spans = tmp_path / "spans.jsonl"
+    result = CliRunner().invoke(cli, ["run", PROMPT, "--otlp-file", str(spans)])
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert result.stderr.count("\n") == 1 and "cannot write" in result.stderr
+    assert f"{blocker} is a file, not a directory" in result.stderr
+    # No span at all was exported: no LLM attempt happened.
+    assert not spans.exists() or spans.read_text().strip() == ""
+    assert blocker.read_text() == "a file where the home directory should be"
+
+
+def test_unwritable_billing_file_is_reported_before_the_first_llm_call(env, tmp_path):
+    blocker = tmp_path / "blocker"
+    blocker.write_text("x")
+    result = CliRunner().invoke(cli, ["run", PROMPT, "--billing-file", str(blocker / "billing.jsonl")])
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr.count("\n") == 1 and "cannot write" in result.stderr and "billing.jsonl" in result.stderr
+    assert not (env / "sessions").exists()  # nothing half-created
+
+
+def test_list_reports_unreadable_sessions(env):
+    session_id = run_demo()
+    (env / "sessions" / session_id / "meta.json").write_text("{")
+    result = invoke("sessions", "list")
+    assert result.exit_code == 0 and "unreadable" in result.stdout
+    as_json = json.loads(invoke("sessions", "list", "--json").stdout)
+    assert as_json == [{"id": session_id, "problem": as_json[0]["problem"]}] and "JSON" in as_json[0]["problem"]
+
+
+def test_real_processes_run_then_verify(env):
+    """The installed command, in real processes: the demo's tree and events agree."""
+    exe = [sys.executable, "-m", "otel_agents"]
+    environment = dict(os.environ)
+    ran = subprocess.run([*exe, "run", PROMPT], capture_output=True, text=True, env=environment, timeout=120)
+    assert ran.returncode == 0, ran.stderr
+    session_id = ran.stderr.strip().splitlines()[-1].split(": ", 1)[1]
+    verified = subprocess.run([*exe, "sessions", "verify", session_id], capture_output=True, text=True,
+                              env=environment, timeout=60)
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    bad = subprocess.run([*exe, "sessions", "show", "../x"], capture_output=True, text=True, env=environment, timeout=60)
+    assert bad.returncode == 2

@@ -1,0 +1,183 @@
+"""The real litellm HTTP path (``openai/`` provider + api_base) against a local server."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from opentelemetry.trace import SpanKind, StatusCode
+
+from otel_agents.llm.client import LLMCallFailed
+from otel_agents.runtime.tools import tool
+from otel_agents.tracing import semconv as sc
+from support.openai_server import Reply
+
+MODEL = "openai/test-model"
+
+
+def chats(memory_tracing):
+    return sorted((s for s in memory_tracing.spans() if s.name.startswith("chat ")), key=lambda s: s.start_time)
+
+
+def attr(span, key):
+    return span.attributes.get(key)
+
+
+async def test_usage_and_response_ids_on_the_chat_span(server, http_session, memory_tracing):
+    server.plan(Reply(content="Hello there", prompt_tokens=42, completion_tokens=7, cached_tokens=10,
+                      reasoning_tokens=3, reasoning_content="Greet them."))
+    session = http_session()
+    answer = await session.run("Say hello")
+    assert answer == "Hello there"
+    (chat,) = chats(memory_tracing)
+    assert chat.name == f"chat {MODEL}" and chat.kind == SpanKind.CLIENT
+    assert attr(chat, sc.GEN_AI_RESPONSE_ID) == "chatcmpl-1"
+    assert attr(chat, sc.GEN_AI_RESPONSE_MODEL) == "test-model"
+    assert attr(chat, sc.GEN_AI_REQUEST_MODEL) == MODEL
+    assert attr(chat, sc.GEN_AI_PROVIDER_NAME) == "openai"
+    assert list(attr(chat, sc.GEN_AI_RESPONSE_FINISH_REASONS)) == ["stop"]
+    assert attr(chat, sc.GEN_AI_USAGE_INPUT_TOKENS) == 42
+    assert attr(chat, sc.GEN_AI_USAGE_OUTPUT_TOKENS) == 7
+    assert attr(chat, sc.GEN_AI_USAGE_CACHE_READ) == 10
+    assert attr(chat, sc.GEN_AI_USAGE_REASONING) == 3
+    assert attr(chat, sc.SERVER_ADDRESS) == "127.0.0.1" and attr(chat, sc.SERVER_PORT) == server.port
+    assert attr(chat, sc.LLM_ATTEMPT) == 1
+    # A model litellm has no price for is unpriced: no cost attribute, never a zero.
+    assert sc.GEN_AI_USAGE_COST not in chat.attributes
+    assert attr(chat, sc.LLM_PRICE_SOURCE) == "unpriced"
+    root = next(s for s in memory_tracing.spans() if s.name == "invoke_agent main")
+    assert attr(root, sc.total_attr("inclusive", "unpriced_calls")) == 1
+    assert attr(root, sc.total_attr("inclusive", "cost_usd")) == 0
+    assert attr(root, sc.total_attr("inclusive", "input_tokens")) == 42
+    # Reasoning is kept verbatim in the transcript.
+    assert session.root.transcript[-1]["reasoning_content"] == "Greet them."
+    # The request really went over HTTP with the key and the transcript as messages.
+    headers, body = server.requests[0]
+    assert headers["authorization"] == "Bearer sk-test"
+    assert body["model"] == "test-model"
+    assert body["messages"] == [{"role": "system", "content": "You are a test agent."},
+                                {"role": "user", "content": "Say hello"}]
+    assert {t["function"]["name"] for t in body["tools"]} == {"task", "discuss"}
+
+
+async def test_rate_limit_then_success_is_two_attempt_spans_and_one_utterance(server, http_session, memory_tracing,
+                                                                             no_sleep):
+    server.plan(Reply.error(429, retry_after=0.25), Reply(content="Finally"))
+    session = http_session()
+    assert await session.run("hi") == "Finally"
+    first, second = chats(memory_tracing)
+    assert [attr(first, sc.LLM_ATTEMPT), attr(second, sc.LLM_ATTEMPT)] == [1, 2]
+    assert first.status.status_code == StatusCode.ERROR and attr(first, sc.ERROR_TYPE) == "RateLimitError"
+    assert attr(first, sc.LLM_RETRYABLE) is True
+    assert second.status.status_code != StatusCode.ERROR
+    assert first.parent.span_id == second.parent.span_id  # both attempts in one turn
+    assert no_sleep.delays == [0.25]  # Retry-After honoured
+    utterances = [m for m in session.root.transcript if m["role"] == "assistant"]
+    assert utterances == [{"role": "assistant", "content": "Finally"}]
+    assert len(server.requests) == 2
+
+
+async def test_authentication_failure_is_one_attempt_and_a_clear_error(server, http_session, memory_tracing):
+    server.plan(Reply.error(401))
+    session = http_session(max_attempts=4)
+    with pytest.raises(LLMCallFailed) as caught:
+        await session.run("hi")
+    message = str(caught.value)
+    assert message.startswith(f"model '{MODEL}' failed after 1 attempt: AuthenticationError:")
+    assert "Incorrect API key" in message
+    assert caught.value.attempts == 1
+    (chat,) = chats(memory_tracing)
+    assert attr(chat, sc.ERROR_TYPE) == "AuthenticationError" and attr(chat, sc.LLM_RETRYABLE) is False
+    assert len(server.requests) == 1
+    assert [m["role"] for m in session.root.transcript] == ["system", "user"]  # nothing invented
+
+
+async def test_a_timeout_is_retried(server, http_session, memory_tracing, no_sleep):
+    server.plan(Reply.slow(3), Reply(content="on time"))
+    session = http_session(timeout_s=1.0)
+    assert await session.run("hi") == "on time"
+    first, second = chats(memory_tracing)
+    assert attr(first, sc.ERROR_TYPE) == "Timeout" and first.status.status_code == StatusCode.ERROR
+    assert attr(second, sc.LLM_ATTEMPT) == 2
+    assert len(no_sleep.delays) == 1 and 0.25 <= no_sleep.delays[0] <= 0.5  # jittered first backoff
+
+
+async def test_server_errors_and_resets_are_retried_until_attempts_run_out(server, http_session, memory_tracing):
+    server.plan(Reply.error(503), Reply.reset(), Reply.error(500))
+    session = http_session(max_attempts=3)
+    with pytest.raises(LLMCallFailed) as caught:
+        await session.run("hi")
+    assert caught.value.attempts == 3
+    assert "failed after 3 attempts: InternalServerError" in str(caught.value)
+    types = [attr(c, sc.ERROR_TYPE) for c in chats(memory_tracing)]
+    assert types == ["ServiceUnavailableError", "InternalServerError", "InternalServerError"]
+    assert len(server.requests) == 3
+
+
+async def test_context_window_is_not_retried(server, http_session, memory_tracing):
+    server.plan(Reply.context_window(), Reply(content="never asked"))
+    session = http_session()
+    with pytest.raises(LLMCallFailed, match="1 attempt: ContextWindowExceededError"):
+        await session.run("a very long prompt")
+    assert len(server.requests) == 1 and server.pending == 1
+
+
+async def test_tool_exception_becomes_a_result_and_the_agent_continues(server, http_session, memory_tracing):
+    @tool
+    def fetch(url: str) -> str:
+        """Fetch a URL."""
+        raise ConnectionError(f"cannot reach {url}")
+
+    server.plan(Reply(tool_calls=[{"name": "fetch", "arguments": {"url": "http://x.invalid"}, "id": "call_f"}]),
+                Reply(content="The site is down."))
+    session = http_session(tools=[fetch])
+    assert await session.run("fetch it") == "The site is down."
+    _, second = server.bodies
+    assert second["messages"][-1] == {
+        "role": "tool", "tool_call_id": "call_f", "name": "fetch",
+        "content": "Error: tool 'fetch' failed: ConnectionError: cannot reach http://x.invalid",
+    }
+    # The assistant's tool call went back exactly as the model produced it.
+    assert second["messages"][-2]["tool_calls"] == [
+        {"id": "call_f", "type": "function", "function": {"name": "fetch", "arguments": '{"url": "http://x.invalid"}'}}
+    ]
+    (span,) = [s for s in memory_tracing.spans() if s.name == "execute_tool fetch"]
+    assert attr(span, sc.TOOL_STATUS) == "failed" and attr(span, sc.GEN_AI_TOOL_CALL_ID) == "call_f"
+
+
+async def test_unknown_tool_and_bad_json_arguments_become_results(server, http_session):
+    server.plan(
+        Reply(tool_calls=[{"name": "teleport", "arguments": {}, "id": "c1"},
+                          {"name": "task", "arguments": '{"name": "Jack", "system_prompt":', "id": "c2"}]),
+        Reply(content="Understood."),
+    )
+    session = http_session()
+    assert await session.run("go") == "Understood."
+    results = {m["tool_call_id"]: m["content"] for m in server.bodies[1]["messages"] if m["role"] == "tool"}
+    assert results["c1"] == "Error: unknown tool 'teleport'"
+    assert results["c2"].startswith("Error: invalid JSON arguments for tool 'task':")
+    # The malformed arguments are kept verbatim: the next request is what the model produced.
+    sent_calls = server.bodies[1]["messages"][2]["tool_calls"]
+    assert sent_calls[1]["function"]["arguments"] == '{"name": "Jack", "system_prompt":'
+    assert session.find_agent("Jack") is None
+
+
+async def test_configured_price_prices_an_unknown_model(server, http_session, memory_tracing):
+    from otel_agents.llm.pricing import Price, PriceTable
+
+    server.plan(Reply(content="priced", prompt_tokens=1000, completion_tokens=100))
+    session = http_session(prices=PriceTable({MODEL: Price(1e-6, 2e-6)}))
+    await session.run("hi")
+    (chat,) = chats(memory_tracing)
+    assert attr(chat, sc.GEN_AI_USAGE_COST) == pytest.approx(1000 * 1e-6 + 100 * 2e-6)
+    assert attr(chat, sc.LLM_PRICE_SOURCE) == "config"
+
+
+async def test_full_input_messages_only_when_asked(server, http_session, memory_tracing):
+    server.plan(Reply(content="a"))
+    session = http_session(capture_input_messages=True)
+    await session.run("remember this")
+    (chat,) = chats(memory_tracing)
+    sent = json.loads(attr(chat, sc.GEN_AI_INPUT_MESSAGES))
+    assert sent == server.bodies[0]["messages"]
+    assert attr(chat, sc.CONTEXT_MESSAGE_COUNT) == 2

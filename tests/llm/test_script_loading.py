@@ -1,0 +1,73 @@
+"""Script files: the built-in one, user files, and clear one-line errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from otel_agents.llm.scripts import FALLBACK_UTTERANCE, ScriptError, load_script, parse_script
+
+
+def test_builtin_jack_and_jill():
+    script = load_script("jack-and-jill")
+    assert script.source == "jack-and-jill" and script.model == "scripted/jack-and-jill"
+    assert script.root_name == "main" and script.prompts == ("Create Jack and Jill for a cafe discussion",)
+    assert [h.name for h in script.hooks] == ["ResourceMonitor"]
+    assert {"main", "Jack", "Jill", "Inner", "ResourceMonitor"} <= set(script.agents)
+    failing = [t for t in script.agents["main"] if t.fail_first_attempt]
+    assert [(t.fail_first_attempt.status) for t in failing] == [429]
+    assert script.turn("nobody", 0).text == FALLBACK_UTTERANCE
+
+
+def test_a_file_by_path_records_its_absolute_path(tmp_path, monkeypatch):
+    path = tmp_path / "mine.json"
+    path.write_text(json.dumps({"name": "mine", "agents": {"main": ["hello"]}}))
+    monkeypatch.chdir(tmp_path)
+    script = load_script("mine.json")
+    assert script.source == str(path.resolve())
+    assert script.turn("main", 0).text == "hello"
+
+
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        ([], "a script is a JSON object"),
+        ({"agents": {}}, "'name' must be a non-empty string without '/'"),
+        ({"name": "a/b", "agents": {}}, "without '/'"),
+        ({"name": "x"}, "'agents' must map agent names to lists of turns"),
+        ({"name": "x", "agents": {"main": "hi"}}, "agents.main: must be a list of turns"),
+        ({"name": "x", "agents": {"main": [42]}}, r"agents.main\[0\]: a turn is a string or an object"),
+        ({"name": "x", "agents": {"main": [{"txt": "typo"}]}}, r"unknown turn field\(s\) \['txt'\]"),
+        ({"name": "x", "agents": {"main": [{}]}}, "a turn needs 'text' or 'tool_calls'"),
+        ({"name": "x", "agents": {"main": [{"tool_calls": [{"arguments": {}}]}]}}, "needs a string 'name'"),
+        ({"name": "x", "agents": {"main": [{"tool_calls": [{"name": "t", "arguments": []}]}]}}, "must be an object"),
+        ({"name": "x", "agents": {"main": [{"text": "a", "fail_first_attempt": {"status": 401}}]}}, "must be one of"),
+        ({"name": "x", "agents": {"main": [{"text": "a", "usage": {"input_tokens": -1}}]}}, "non-negative"),
+        ({"name": "x", "agents": {"main": [{"text": "a", "latency_ms": 1.5}]}}, "'latency_ms'"),
+        ({"name": "x", "agents": {}, "prompts": "one"}, "'prompts' must be a list of strings"),
+        ({"name": "x", "agents": {}, "hooks": [{"kind": "magic", "name": "h"}]}, "approval, review, transform, reset"),
+        ({"name": "x", "agents": {}, "hooks": [{"kind": "approval", "name": "h", "tools": "task"}]},
+         r"hooks\[0\]: 'tools' must be a list of strings"),
+        ({"name": "x", "agents": {}, "hooks": [{"kind": "approval", "name": "h", "tool": ["task"]}]},
+         r"unknown hook field\(s\) \['tool'\]"),
+        ({"name": "x", "agents": {}, "hooks": [{"kind": "transform", "name": "h", "replace": {"a": 1}}]},
+         "'replace' must map strings to strings"),
+        ({"name": "x", "agents": {}, "root": {"name": 7}}, "'root.name' must be a string"),
+        ({"name": "x", "agents": {}, "fallback": None}, "'fallback' must be a string"),
+    ],
+)
+def test_invalid_scripts_say_where_and_why(data, message):
+    with pytest.raises(ScriptError, match=message) as caught:
+        parse_script(data, "my.json")
+    assert str(caught.value).startswith("my.json")
+    assert "\n" not in str(caught.value)
+
+
+def test_missing_file_and_bad_json(tmp_path):
+    with pytest.raises(ScriptError, match="no script 'nope': not a file and not a built-in script"):
+        load_script("nope")
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"name": "x",\n  "agents": }')
+    with pytest.raises(ScriptError, match=r"invalid JSON at line 2 column 13"):
+        load_script(str(bad))

@@ -1,0 +1,302 @@
+"""The live SessionRecorder on real runs: files written, agreement, checkpoints, failures."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from otel_agents.persistence.events_file import read_event_lines
+from otel_agents.persistence.journal import read_journal, spans_from_journal
+from otel_agents.persistence.ledger import read_records
+from otel_agents.persistence.recorder import CheckpointPolicy
+from otel_agents.persistence.tree import build_tree, iter_ops
+from otel_agents.persistence.verify import verify_session
+from otel_agents.runtime.tools import make_tool
+
+EVERY_SUB_AGENT = CheckpointPolicy(growth=0, min_bytes=0)  # the naive policy: rewrite at each sub-agent end
+
+
+def test_demo_session_directory_agrees_with_itself_and_the_ledger(record):
+    recorded = record()
+    store = recorded.store
+    assert sorted(p.name for p in store.directory.iterdir()) == [
+        "events.jsonl", "meta.json", "spans.jsonl", "tree.json.gz"]
+    tree = store.load_tree()
+    lines = read_event_lines(store.events_path)
+    ledger = read_records(recorded.billing_file)
+    assert verify_session(tree, lines, ledger) == []
+    # One ledger record per LLM attempt and tool call, failed ones included.
+    ops = [ref.op for ref in iter_ops(tree) if ref.op["kind"] in {"llm", "tool"}]
+    assert len(ledger) == len(ops) == 20
+    assert {r["record_id"] for r in ledger} == {f"{tree['runs'][0]['trace_id']}:{op['span_id']}" for op in ops}
+    assert sum(r["status"] == "failed" for r in ledger) == 2  # the 429 attempt and the denied task
+    # The saved tree is the live tree at the end.
+    assert tree == recorded.recorder.tree()
+    meta = store.read_meta()
+    assert meta["id"] == recorded.session.id and meta["status"] == "ok" and meta["writer"] is None
+    assert meta["title"] == "Create Jack and Jill for a cafe discussion"
+    assert meta["runs"] == 1 and meta["totals"] == tree["totals"]["inclusive"]
+    assert recorded.warnings == []
+
+
+def test_each_run_is_billed_once_at_its_end(record):
+    recorded = record(prompts=["Create Jack and Jill for a cafe discussion", "And then?"])
+    ledger = read_records(recorded.billing_file)
+    assert sorted({r["run"] for r in ledger}) == [1, 2]
+    assert len({r["record_id"] for r in ledger}) == len(ledger)
+    assert [r for r in ledger if r["run"] == 2][0]["path"] == "1-1"
+    assert recorded.recorder.stats.ledger_records_written == len(ledger) == 21
+    assert verify_session(recorded.store.load_tree(), read_event_lines(recorded.store.events_path), ledger) == []
+
+
+def test_tree_is_checkpointed_when_a_sub_agent_finishes(record, scripts):
+    """A tool that runs after the first sub-agent returned sees that sub-agent on disk."""
+    seen = {}
+
+    def peek() -> str:
+        """Look at the saved tree."""
+        tree = seen["store"].load_tree()
+        run = tree["runs"][0]
+        seen["status"] = run["status"]
+        seen["sessions"] = [ref.op["session"]["agent_name"] for ref in iter_ops(tree) if ref.op["kind"] == "session"]
+        seen["open_ops"] = [ref.label for ref in iter_ops(tree) if ref.op["status"] == "in_progress"]
+        return "peeked"
+
+    script = scripts.fan_out(1, "peek-after-sub-agent")
+    script["agents"]["main"].insert(1, {"tool_calls": [{"name": "peek", "arguments": {}}]})
+    recorded = record(script, ["go"], tools=[make_tool(peek)], policy=EVERY_SUB_AGENT,
+                      prepare=lambda store: seen.setdefault("store", store))
+    assert recorded.utterances == ["Everyone answered."]
+    assert seen["status"] == "in_progress"
+    assert seen["sessions"] == ["Helper0"]
+    assert seen["open_ops"] == ["1-2"]  # the task call that was returning when the sub-agent ended
+    assert recorded.recorder.stats.checkpoints == 2  # the sub-agent end, the run end
+
+
+def _bytes_written(record, scripts, n, policy):
+    recorded = record(scripts.fan_out(n), ["go"], policy=policy, max_turns=n + 2)
+    stats = recorded.recorder.stats
+    assert stats.last_tree_bytes == recorded.store.tree_path.stat().st_size
+    return stats.tree_bytes_written, stats.last_tree_bytes, stats.checkpoints
+
+
+def test_bytes_written_grow_linearly_with_session_length(record, scripts):
+    small, small_final, small_writes = _bytes_written(record, scripts, 10, CheckpointPolicy())
+    large, large_final, large_writes = _bytes_written(record, scripts, 40, CheckpointPolicy())
+    assert 3 <= large_final / small_final <= 4.5  # the tree itself is linear in the session
+    assert large / small <= 1.3 * 4
+    assert large <= 4 * large_final  # the geometric bound: (1 + 1/growth) + 1 final writes
+    assert large_writes < 40 / 2  # coalesced: far fewer writes than sub-agent ends
+    # The naive policy is what this guards against: quadratic.
+    naive_small, _, _ = _bytes_written(record, scripts, 10, EVERY_SUB_AGENT)
+    naive_large, _, naive_writes = _bytes_written(record, scripts, 40, EVERY_SUB_AGENT)
+    assert naive_writes == 41
+    assert naive_large / naive_small > 8
+
+
+def test_disk_full_on_events_warns_once_and_the_run_goes_on(record):
+    def disk_full(store):
+        os.symlink("/dev/full", store.events_path)
+
+    recorded = record(prepare=disk_full)
+    assert recorded.utterances[0].startswith("Jack and Jill met")
+    assert len(recorded.warnings) == 1
+    warning = recorded.warnings[0]
+    assert "No space left on device" in warning and recorded.session.id in warning and "goes on" in warning
+    # Recording stopped at the failure: nothing half-written.
+    assert not recorded.store.tree_path.exists()
+    assert recorded.recorder.stats.checkpoints == 0
+    # Billing is a separate destination and still works.
+    assert len(read_records(recorded.billing_file)) == 20
+
+
+def test_unwritable_tree_warns_once_and_the_run_goes_on(record):
+    def block_tree(store):
+        store.tree_path.mkdir()  # a directory where the tree file should go
+
+    recorded = record(prepare=block_tree)
+    assert recorded.utterances[0].startswith("Jack and Jill met")
+    assert len(recorded.warnings) == 1 and "tree.json.gz" in recorded.warnings[0]
+
+
+def test_unwritable_billing_file_warns_once_and_the_session_is_saved(record, home):
+    billing = home / "billing-dir"
+    billing.mkdir(parents=True)
+    recorded = record(prompts=["one", "two"], billing_file=billing)
+    assert len(recorded.utterances) == 2
+    assert len(recorded.warnings) == 1 and "billing ledger" in recorded.warnings[0]
+    assert recorded.store.load_tree()["runs"][1]["status"] == "ok"
+
+
+def _resume(first, home, prompt, **recorder_kwargs):
+    """A second process's view: a new provider and session continuing ``first``'s directory."""
+    import asyncio
+
+    from otel_agents.llm.client import LLMClient
+    from otel_agents.llm.scripts import load_script
+    from otel_agents.persistence.recorder import SessionRecorder
+    from otel_agents.persistence.store import SessionStore
+    from otel_agents.runtime.scenario import build_session
+    from otel_agents.tracing.setup import TracingOptions, configure_tracing
+
+    messages, agents = first.session.counters
+    tracing = configure_tracing(TracingOptions(batch=False))
+    session = build_session(load_script("jack-and-jill"), telemetry=tracing.telemetry, llm=LLMClient(tracing.telemetry),
+                            session_id=first.session.id, runs=first.session.runs, message_counter=messages,
+                            agent_counter=agents)
+    store = SessionStore.create(home / "sessions", session.id)
+    recorder = SessionRecorder(store, session.id, billing_file=first.billing_file, warn=pytest.fail, **recorder_kwargs)
+    tracing.add_processor(recorder)
+    tracing.add_listener(recorder)
+    asyncio.run(session.run(prompt))
+    recorder.close()
+    tracing.shutdown()
+    return recorder, store
+
+
+def test_resumed_recorder_keeps_the_saved_runs(record, home):
+    first = record()
+    saved = first.store.load_tree()
+    created = first.store.read_meta()["created"]
+    ledger_before = read_records(first.billing_file)
+    offered = []
+
+    def append(path, records):
+        from otel_agents.persistence.ledger import append_records
+
+        offered.extend(records)
+        return append_records(path, records)
+
+    recorder, store = _resume(first, home, "Once more", resume=True, append_ledger=append)
+    assert recorder.stats.base_spans == len(first.spans())
+    tree = store.load_tree()
+    assert [r["index"] for r in tree["runs"]] == [1, 2]
+    assert tree["runs"][0] == saved["runs"][0]
+    assert store.read_meta()["created"] == created  # the session's, not the resuming process's
+    ledger = read_records(first.billing_file)
+    # Only the new run was billed at its end: run 1's records were not offered again.
+    assert {r["run"] for r in offered} == {2}
+    assert recorder.stats.ledger_records_written == len(offered) == len(ledger) - len(ledger_before)
+    assert verify_session(tree, read_event_lines(store.events_path), ledger) == []
+    # The journal now holds both runs: the tree rebuilt from it is the saved tree.
+    rebuilt = spans_from_journal(read_journal(store.journal_path, pytest.fail), read_event_lines(store.events_path))
+    assert build_tree(rebuilt, first.session.id) == tree
+
+
+def test_resumed_recorder_with_an_explicit_base_tree(record, home):
+    first = record()
+    saved = first.store.load_tree()
+    _, store = _resume(first, home, "Once more", base_tree=saved)
+    tree = store.load_tree()
+    assert [r["index"] for r in tree["runs"]] == [1, 2] and tree["runs"][0] == saved["runs"][0]
+    assert verify_session(tree, read_event_lines(store.events_path), read_records(first.billing_file)) == []
+
+
+def test_resume_of_a_damaged_journal_saves_nothing_more(record, home):
+    first = record()
+    journal = first.store.journal_path
+    lines = journal.read_bytes().splitlines(keepends=True)
+    journal.write_bytes(lines[0] + b"garbage\n" + b"".join(lines[1:]))
+    before = {p.name: p.read_bytes() for p in first.store.directory.iterdir()}
+    warnings = []
+    from otel_agents.persistence.recorder import SessionRecorder
+
+    recorder = SessionRecorder(first.store, first.session.id, resume=True, warn=warnings.append)
+    recorder.close()
+    assert len(warnings) == 1 and "spans.jsonl:2" in warnings[0] and "without saving" in warnings[0]
+    # Nothing saved is damaged: a recorder that cannot read what it continues writes nothing.
+    assert {p.name: p.read_bytes() for p in first.store.directory.iterdir()} == before
+
+
+def test_runs_in_one_process_do_not_rewrite_the_tree_each_time(record):
+    prompts = [f"Prompt {i}" for i in range(12)]
+    recorded = record(prompts=["Create Jack and Jill for a cafe discussion", *prompts])
+    stats = recorded.recorder.stats
+    # Each run end is a candidate checkpoint under the growth policy; close() writes the last one.
+    assert stats.checkpoints < 13 / 2
+    assert stats.meta_writes >= 2 * 13  # meta.json at each run start and end: small and constant-size
+    tree = recorded.store.load_tree()
+    assert len(tree["runs"]) == 13 and tree == recorded.recorder.tree()
+    assert verify_session(tree, read_event_lines(recorded.store.events_path), read_records(recorded.billing_file)) == []
+    # The ledger did not wait for tree writes: every run was billed at its end.
+    assert len({r["run"] for r in read_records(recorded.billing_file)}) == 13
+
+
+def test_journal_holds_every_finished_span_between_checkpoints(record, scripts):
+    """Seen from inside a run (as a crash would leave it): the journal knows what the checkpoint does not."""
+    seen = {}
+
+    def peek() -> str:
+        """Look at the session directory."""
+        store = seen["store"]
+        journal = read_journal(store.journal_path, pytest.fail)
+        seen["ended"] = {line["end"] for line in journal if "end" in line}
+        seen["started"] = {line["start"] for line in journal if "start" in line}
+        seen["checkpoint"] = store.tree_path.exists()
+        return "peeked"
+
+    script = scripts.fan_out(2, "peek-journal")
+    script["agents"]["main"].insert(2, {"tool_calls": [{"name": "peek", "arguments": {}}]})
+    recorded = record(script, ["go"], tools=[make_tool(peek)], prepare=lambda store: seen.setdefault("store", store),
+                      policy=CheckpointPolicy(min_bytes=10**9))
+    assert seen["checkpoint"] is False  # no checkpoint yet: only the journal and events.jsonl
+    spans = {s.span_id: s for s in recorded.spans()}
+    peek_span = next(s for s in spans.values() if s.name == "execute_tool peek")
+    ended_before = {s.span_id for s in spans.values() if s.end_ns is not None and s.end_ns < peek_span.start_ns}
+    assert seen["ended"] == ended_before and len(ended_before) > 10
+    assert peek_span.span_id in seen["started"] and peek_span.span_id not in seen["ended"]
+
+
+def test_records_of_other_sessions_are_not_written(record, home, monkeypatch):
+    """Two sessions on one provider: each recorder keeps to its own spans and records."""
+    import asyncio
+
+    from otel_agents.llm.client import LLMClient
+    from otel_agents.llm.scripts import load_script
+    from otel_agents.persistence.recorder import SessionRecorder
+    from otel_agents.persistence.store import SessionStore
+    from otel_agents.runtime.scenario import build_session
+    from otel_agents.tracing.setup import TracingOptions, configure_tracing
+
+    tracing = configure_tracing(TracingOptions(batch=False))
+    script = load_script("jack-and-jill")
+    recorders, sessions = [], []
+    for _ in range(2):
+        session = build_session(script, telemetry=tracing.telemetry, llm=LLMClient(tracing.telemetry))
+        recorder = SessionRecorder(SessionStore.create(home / "sessions", session.id), session.id,
+                                   billing_file=home / "billing.jsonl", warn=pytest.fail)
+        tracing.add_processor(recorder)
+        tracing.add_listener(recorder)
+        recorders.append(recorder)
+        sessions.append(session)
+
+    async def both():
+        for session in sessions:
+            await session.run("Create Jack and Jill for a cafe discussion")
+
+    asyncio.run(both())
+    for recorder in recorders:
+        recorder.close()
+    tracing.shutdown()
+    ledger = read_records(home / "billing.jsonl")
+    assert len(ledger) == 40
+    for recorder, session in zip(recorders, sessions):
+        tree = recorder.store.load_tree()
+        assert tree["id"] == session.id and len(tree["runs"]) == 1
+        lines = read_event_lines(recorder.store.events_path)
+        assert len(lines) == 39
+        assert verify_session(tree, lines, ledger) == []
+
+
+def test_session_without_runs_writes_only_meta(home):
+    from otel_agents.persistence.recorder import SessionRecorder
+    from otel_agents.persistence.store import SessionStore
+
+    store = SessionStore.create(home / "sessions", "idle-session")
+    recorder = SessionRecorder(store, warn=pytest.fail)
+    recorder.close()
+    recorder.close()  # idempotent
+    assert json.loads(store.meta_path.read_text())["status"] == "new"
+    assert not store.tree_path.exists() and not store.events_path.exists()

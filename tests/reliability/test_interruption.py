@@ -1,0 +1,197 @@
+"""Ctrl-C (SIGINT) and SIGTERM during a run, sent to a real ``otel-agents`` process.
+
+The process ends open spans as cancelled, writes the tree, flushes the ledger and
+exits 130; the saved session then verifies, bills each operation once, and
+resumes. (SIGKILL, where nothing can be flushed, is covered by the crash-recovery
+tests of the persistence layer.)
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from reliability_helpers import (
+    ScriptBuilder,
+    cli_command,
+    event_records,
+    invoke,
+    ledger,
+    llm_ops,
+    load_tree,
+    session_id_of,
+    subprocess_env,
+    verify,
+    walk_ops,
+)
+
+INTERRUPTED = "interrupted: open spans were ended as cancelled and the session was saved"
+# Long enough that the signal always lands while the model is still "thinking".
+SLOW_MS = 60_000
+
+
+def slow_helper_script(tmp_path: Path) -> Path:
+    """main delegates to Helper, whose first answer takes a minute; main's second turn ends the next run."""
+    return ScriptBuilder("slow-helper", {
+        "main": [
+            {"tool_calls": [{"name": "task", "arguments": {
+                "name": "Helper", "system_prompt": "You think slowly.", "user_prompt": "Think about it"}}]},
+            "main is done",
+        ],
+        "Helper": [{"text": "a slow thought", "latency_ms": SLOW_MS}],
+    }).write(tmp_path / "slow-helper.json")
+
+
+def backoff_script(tmp_path: Path) -> Path:
+    """main's first attempt fails with a 429 asking to wait 30 s: the signal lands during the backoff."""
+    return ScriptBuilder("long-backoff", {
+        "main": [{"text": "after the wait", "fail_first_attempt": {"status": 429, "retry_after": 30}}, "resumed"],
+    }).write(tmp_path / "long-backoff.json")
+
+
+def journal_starts(session_dir: Path) -> list[dict]:
+    path = session_dir / "spans.jsonl"
+    if not path.exists():
+        return []
+    out = []
+    for line in path.read_bytes().splitlines():
+        try:
+            value = json.loads(line)
+        except ValueError:
+            continue  # the line being written
+        out.append(value)
+    return out
+
+
+def wait_for(predicate, proc: subprocess.Popen, timeout: float = 90.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"the run ended before the signal: {proc.communicate()}")
+        if predicate():
+            return
+        time.sleep(0.05)
+    proc.kill()
+    raise AssertionError("the run never reached the point to interrupt")
+
+
+def helper_attempt_open(home: Path):
+    def check() -> bool:
+        sessions = list((home / "sessions").glob("*"))
+        if not sessions or not (sessions[0] / "events.jsonl").exists():
+            return False
+        return any(
+            line.get("name", "").startswith("chat ") and line.get("attrs", {}).get("gen_ai.agent.name") == "Helper"
+            for line in journal_starts(sessions[0])
+        )
+    return check
+
+
+def backoff_started(home: Path):
+    def check() -> bool:
+        sessions = list((home / "sessions").glob("*"))
+        if not sessions or not (sessions[0] / "events.jsonl").exists():
+            return False
+        # The failed attempt's end line is in the journal: the client is now waiting to retry.
+        ends = [line for line in journal_starts(sessions[0]) if "end" in line and line.get("status") == "ERROR"]
+        return bool(ends)
+    return check
+
+
+def interrupt(script: Path, home: Path, signum: int, ready) -> tuple[subprocess.CompletedProcess, str]:
+    proc = subprocess.Popen(
+        [*cli_command(), "run", "--script", str(script), "go"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=subprocess_env(home), cwd=home.parent,
+    )
+    try:
+        wait_for(ready(home), proc)
+        time.sleep(0.1)
+        proc.send_signal(signum)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err), session_id_of(err)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_mid_run_cancels_open_spans_saves_and_resumes(signum, rel_home, tmp_path, monkeypatch):
+    script = slow_helper_script(tmp_path)
+    started = time.monotonic()
+    proc, session_id = interrupt(script, rel_home, signum, helper_attempt_open)
+    assert time.monotonic() - started < SLOW_MS / 1000  # it did not wait for the slow answer
+    assert proc.returncode == 130, proc.stderr
+    assert proc.stdout == ""
+    assert INTERRUPTED in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+    # The tree was written at exit: the open operations are cancelled, what finished is ok.
+    tree = load_tree(rel_home, session_id)
+    (run,) = tree["runs"]
+    assert run["status"] == "cancelled" and run["ended_ns"] is not None
+    by_path = {op["path"]: op for op in walk_ops(run)}
+    assert by_path["1-1"]["kind"] == "llm" and by_path["1-1"]["status"] == "ok"
+    assert by_path["1-2"]["kind"] == "tool" and by_path["1-2"]["status"] == "cancelled"
+    assert by_path["1-2-2"]["kind"] == "session" and by_path["1-2-2"]["session"]["status"] == "cancelled"
+    helper_attempt = by_path["1-2-2.1-1"]
+    assert helper_attempt["kind"] == "llm" and helper_attempt["status"] == "cancelled"
+    assert helper_attempt["ended_ns"] is not None and helper_attempt["accounting"] == []
+    assert all(op["status"] != "in_progress" for op in walk_ops(run))  # everything was ended
+    meta = json.loads((rel_home / "sessions" / session_id / "meta.json").read_text())
+    assert meta["status"] == "cancelled" and meta["writer"] is None  # no process claims it any more
+
+    # The ledger got the run's operations once each: the finished attempt ok, the cut ones failed.
+    records = ledger(rel_home / "billing.jsonl", session_id)
+    assert sorted(r["path"] for r in records) == ["1-1", "1-2", "1-2-2.1-1"]
+    assert len({r["record_id"] for r in records}) == 3
+    status = {r["path"]: (r["status"], r["error"]) for r in records}
+    assert status["1-1"] == ("ok", None)
+    assert status["1-2"][0] == "failed" and "cancelled" in status["1-2"][1]
+    assert status["1-2-2.1-1"][0] == "failed" and "cancelled" in status["1-2-2.1-1"][1]
+    checked = verify(session_id)
+    assert checked.exit_code == 0, checked.output
+
+    # Resume: the interrupted tool call gets a result (a model would refuse a dangling call), the run goes on.
+    monkeypatch.chdir(tmp_path)
+    resumed = invoke(["resume", session_id, "next"])
+    assert resumed.exit_code == 0, resumed.output
+    assert resumed.stdout == "main is done\n"
+    main_id = tree["agent_id"]
+    tool_results = [r for r in event_records(rel_home, session_id)
+                    if r["event_type"] == "transcript_entry" and r["agent_id"] == main_id and r["role"] == "tool"]
+    assert [r["tool_call_id"] for r in tool_results] == ["call_main_1_1"]
+    records = ledger(rel_home / "billing.jsonl", session_id)
+    assert len(records) == len({r["record_id"] for r in records}) == 4
+    assert [r["run"] for r in records].count(2) == 1
+    checked = verify(session_id)
+    assert checked.exit_code == 0, checked.output
+    assert [r["status"] for r in load_tree(rel_home, session_id)["runs"]] == ["cancelled", "ok"]
+
+
+def test_ctrl_c_during_a_retry_backoff_keeps_the_failed_attempt_once(rel_home, tmp_path):
+    """The first attempt failed and finished; Ctrl-C lands while waiting to retry."""
+    script = backoff_script(tmp_path)
+    proc, session_id = interrupt(script, rel_home, signal.SIGINT, backoff_started)
+    assert proc.returncode == 130, proc.stderr
+    assert INTERRUPTED in proc.stderr and "Traceback" not in proc.stderr
+    tree = load_tree(rel_home, session_id)
+    (run,) = tree["runs"]
+    (attempt,) = llm_ops(run)  # the retry never started
+    assert attempt["status"] == "error" and attempt["attributes"]["error.type"] == "RateLimitError"
+    assert run["status"] == "cancelled"
+    (record,) = ledger(rel_home / "billing.jsonl", session_id)
+    assert record["status"] == "failed" and record["attempt"] == 1 and record["span_id"] == attempt["span_id"]
+    assert verify(session_id).exit_code == 0
+    # Continue with the same scripted model minus the 30 s wait (resume --script takes the replacement).
+    calm = ScriptBuilder("long-backoff", {"main": ["after the wait"]}).write(tmp_path / "calm.json")
+    resumed = invoke(["resume", session_id, "again", "--script", str(calm)])
+    assert resumed.exit_code == 0, resumed.output
+    assert resumed.stdout == "after the wait\n"  # the interrupted turn, now answered
+    assert len(ledger(rel_home / "billing.jsonl", session_id)) == 2
+    assert verify(session_id).exit_code == 0

@@ -1,0 +1,136 @@
+"""otel_agents.resume: rebuilding sessions from records, refusing contradictions, repairing crashes."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from otel_agents.llm.scripts import parse_script
+from otel_agents.resume import (
+    INTERRUPTED_RESULT,
+    ResumeError,
+    SavedRun,
+    SavedSession,
+    check_records,
+    merge_records,
+    restore_session,
+)
+from otel_agents.runtime.scenario import build_session, resolve_model
+from otel_agents.tracing.records import make_record
+
+SCRIPT = {
+    "name": "resume-unit",
+    "root": {"name": "main", "system_prompt": "Coordinate."},
+    "agents": {
+        "main": [
+            {"tool_calls": [{"name": "task", "arguments": {"name": "Helper", "system_prompt": "Help."}}]},
+            "made a helper",
+            "second answer",
+        ],
+        "Helper": ["helping"],
+    },
+}
+
+
+def run_prompts(memory_tracing, prompts, session=None):
+    script = parse_script(SCRIPT, "inline")
+    if session is None:
+        session = build_session(script, telemetry=memory_tracing.telemetry)
+    for prompt in prompts:
+        asyncio.run(session.run(prompt))
+    return session
+
+
+def saved_from(memory_tracing, session) -> SavedSession:
+    runs = [
+        SavedRun(i + 1, format(s.context.trace_id, "032x"), format(s.context.span_id, "016x"))
+        for i, s in enumerate(s for s in memory_tracing.spans() if s.parent is None and s.name.startswith("invoke_agent"))
+    ]
+    return SavedSession(session.id, merge_records(memory_tracing.recorder.records), runs)
+
+
+def test_restored_session_has_every_agent_transcript_and_counter(memory_tracing):
+    original = run_prompts(memory_tracing, ["first"])
+    saved = saved_from(memory_tracing, original)
+    restored = restore_session(saved, telemetry=memory_tracing.telemetry)
+    assert restored.counters == original.counters
+    assert {a: (g.name, g.model) for a, g in restored.agents.items()} == {
+        a: (g.name, g.model) for a, g in original.agents.items()
+    }
+    for agent_id, agent in original.agents.items():
+        assert restored.agents[agent_id].transcript == agent.transcript
+        assert restored.agents[agent_id].transcript_ids == agent.transcript_ids
+    assert restored.root.agent_id == original.root.agent_id
+    assert restored.root.subagents["Helper"] is restored.agents[original.root.subagents["Helper"].agent_id]
+    assert restored.runs == 1
+
+
+def test_a_restored_session_answers_as_the_original_would(memory_tracing):
+    resolve_model(parse_script(SCRIPT, "inline"), None)
+    original = run_prompts(memory_tracing, ["first"])
+    saved = saved_from(memory_tracing, original)
+    restored = restore_session(saved, telemetry=memory_tracing.telemetry)
+    answer = asyncio.run(restored.run("second"))
+    assert answer == "second answer"
+    new_ids = [r["message_id"] for r in memory_tracing.recorder.records]
+    assert len(new_ids) == len(set(new_ids)), "no id is reused after resumption"
+
+
+def test_interrupted_tool_calls_get_an_error_result_inside_the_next_run(memory_tracing):
+    session = run_prompts(memory_tracing, ["first"])
+    records = merge_records(memory_tracing.recorder.records)
+    # Cut the stream right after the root asked for a tool: as if killed mid-call.
+    cut = next(i for i, r in enumerate(records) if r.get("tool_calls"))
+    saved = SavedSession(session.id, records[: cut + 1])
+    restored = restore_session(saved, telemetry=memory_tracing.telemetry)
+    before = len(memory_tracing.recorder.records)
+    asyncio.run(restored.run("carry on"))
+    new = memory_tracing.recorder.records[before:]
+    repair = new[0]
+    assert repair["role"] == "tool" and repair["content"] == INTERRUPTED_RESULT
+    assert repair["tool_call_id"] == records[cut]["tool_calls"][0]["id"]
+    assert new[1]["role"] == "user" and new[1]["content"] == "carry on"
+    # The repair lives on the resumed run's root span, so the trace holds it too.
+    root = [s for s in memory_tracing.spans() if s.parent is None][-1]
+    assert any(e.attributes.get("otel_agents.event.content") == INTERRUPTED_RESULT for e in root.events)
+
+
+def test_contradicting_sources_are_refused():
+    a = make_record("transcript_entry", "msg_000002", agent_id="agent_001", role="user", content="hi")
+    b = dict(a, content="something else")
+    assert merge_records([a], [dict(a, ts="x")]) == [a]
+    with pytest.raises(ResumeError, match="msg_000002"):
+        merge_records([a], [b])
+
+
+@pytest.mark.parametrize(
+    "records, needle",
+    [
+        ([make_record("transcript_entry", "msg_000001", agent_id="agent_009", role="user", content="x")], "never created"),
+        ([make_record("agent_created", "msg_000001", agent_id="agent_001", parent="agent_000")], "unknown parent"),
+        (
+            [
+                make_record("agent_created", "msg_000001", agent_id="agent_001"),
+                make_record("transcript_truncated", "msg_000002", agent_id="agent_001", keep=3),
+            ],
+            "keeps 3 of 0",
+        ),
+        (
+            [
+                make_record("agent_created", "msg_000001", agent_id="agent_001"),
+                make_record("agent_created", "msg_000002", agent_id="agent_001"),
+            ],
+            "created twice",
+        ),
+    ],
+)
+def test_records_that_contradict_themselves_are_refused(records, needle):
+    with pytest.raises(ResumeError, match=needle):
+        check_records(records)
+
+
+def test_a_redacted_save_cannot_be_resumed():
+    saved = SavedSession("s1", [make_record("agent_created", "msg_000001", agent_id="agent_001")], redacted=True)
+    with pytest.raises(ResumeError, match="redacted-save"):
+        restore_session(saved)

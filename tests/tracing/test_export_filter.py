@@ -1,0 +1,347 @@
+"""The network copy of spans: capped values, bounded attribute counts, bounded spans and batches.
+
+The end-to-end checks run real sessions whose tool output is far beyond what a
+collector accepts, export them through the project's own configuration to a
+real gRPC receiver with the collectors' default 4 MiB message limit, and
+compare with the local ``--otlp-file`` copy, which must keep every byte.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcSpanExporter
+from opentelemetry.sdk.trace import SpanLimits, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import Status, StatusCode
+
+from otel_agents.runtime.tools import ToolContext, make_tool
+from otel_agents.tracing import semconv as sc
+from otel_agents.tracing.export_filter import (
+    MAX_ATTRIBUTES,
+    ExportLimits,
+    NetworkExportFilter,
+    cap_value,
+    chunk_by_size,
+    encoded_size,
+    filter_span,
+    value_bytes,
+)
+from otel_agents.tracing.setup import TracingOptions, configure_tracing
+from support.otlp_receivers import GrpcTraceReceiver, HttpTraceReceiver
+
+from tracing_scenarios import BIG_TOOL_SCRIPT, make_user_tools, run_session, write_script
+
+GRPC_DEFAULT_MAX_MESSAGE = 4 * 1024 * 1024
+MARKER_START = "…[truncated "
+
+
+def _dropped_in_marker(text: str) -> int:
+    return int(text.rsplit(MARKER_START, 1)[1].split(" ", 1)[0])
+
+
+def _finished(build) -> list:
+    memory = InMemorySpanExporter()
+    unset = SpanLimits.UNSET  # as configure_tracing: nothing dropped locally
+    limits = SpanLimits(max_span_attributes=unset, max_event_attributes=unset, max_events=unset)
+    provider = TracerProvider(span_limits=limits)
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    build(provider.get_tracer("otel_agents"))
+    provider.shutdown()
+    return list(memory.get_finished_spans())
+
+
+# --- values ---
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(min_size=0, max_size=3000), st.integers(min_value=256, max_value=4000))
+def test_capped_strings_fit_the_cap_and_say_what_was_dropped(text, cap):
+    out = cap_value(text, cap)
+    if value_bytes(text) <= cap:
+        assert out == text
+        return
+    assert value_bytes(out) <= cap
+    head = out.rsplit(MARKER_START, 1)[0]
+    assert text.startswith(head)
+    assert _dropped_in_marker(out) == value_bytes(text) - value_bytes(head)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.text(max_size=400), min_size=1, max_size=30), st.integers(min_value=256, max_value=2000))
+def test_capped_string_arrays_fit_the_cap_as_a_whole(items, cap):
+    out = cap_value(items, cap)
+    assert value_bytes(out) <= max(cap, value_bytes(items) if value_bytes(items) <= cap else 0)
+    if value_bytes(items) > cap:
+        last = out[-1]
+        kept = value_bytes(out[:-1]) + value_bytes(last.rsplit(MARKER_START, 1)[0])
+        assert _dropped_in_marker(last) == value_bytes(items) - kept
+        assert out[:-1] == items[: len(out) - 1]
+
+
+def test_cap_never_splits_a_multibyte_character():
+    text = "😀" * 1000  # 4 bytes each
+    out = cap_value(text, 1001)
+    head = out.rsplit(MARKER_START, 1)[0]
+    assert set(head) == {"😀"} and value_bytes(out) <= 1001
+
+
+def test_non_text_values_pass_unchanged():
+    assert cap_value(12345678901234, 256) == 12345678901234
+    assert cap_value(0.5, 256) == 0.5
+    assert cap_value([1, 2, 3], 256) == [1, 2, 3]
+
+
+def test_limits_reject_a_cap_too_small_for_the_marker():
+    with pytest.raises(ValueError, match="at least 256"):
+        ExportLimits(value_cap=10)
+
+
+# --- spans ---
+
+
+def test_attribute_count_is_bounded_first_set_first_and_the_rest_counted():
+    def build(tracer):
+        with tracer.start_as_current_span("s", attributes={sc.GEN_AI_OPERATION_NAME: "chat"}) as span:
+            for i in range(300):
+                span.set_attribute(f"k{i:03d}", i)
+            span.add_event("e", {f"e{i}": i for i in range(200)})
+
+    (span,) = _finished(build)
+    out = filter_span(span)
+    assert len(out.attributes) == MAX_ATTRIBUTES and out.attributes[sc.GEN_AI_OPERATION_NAME] == "chat"
+    assert len(out.events[0].attributes) == MAX_ATTRIBUTES
+    proto = encode_spans([out]).resource_spans[0].scope_spans[0].spans[0]
+    assert proto.dropped_attributes_count == 301 - MAX_ATTRIBUTES
+    assert proto.events[0].dropped_attributes_count == 200 - MAX_ATTRIBUTES
+    assert len(span.attributes) == 301  # the local span is untouched
+
+
+def test_event_attributes_and_status_are_capped_and_content_can_stay_local():
+    content_key = sc.EVENT_FIELD_PREFIX + "content"
+
+    def build(tracer):
+        with tracer.start_as_current_span("execute_tool t") as span:
+            span.add_event("transcript_entry", {content_key: "x" * 100_000, sc.EVENT_FIELD_PREFIX + "message_id": "msg_000001"})
+            span.add_event(sc.EVENT_LOG, {sc.LOG_LEVEL: "WRN", sc.LOG_MESSAGE: "m" * 70_000})
+            span.set_status(Status(StatusCode.ERROR, "e" * 90_000))
+
+    (span,) = _finished(build)
+    out = filter_span(span, ExportLimits(value_cap=1000))
+    entry, log = out.events
+    assert value_bytes(entry.attributes[content_key]) <= 1000 and MARKER_START in entry.attributes[content_key]
+    assert entry.attributes[sc.EVENT_FIELD_PREFIX + "message_id"] == "msg_000001"
+    assert value_bytes(log.attributes[sc.LOG_MESSAGE]) <= 1000
+    assert value_bytes(out.status.description) <= 1000 and out.status.status_code is StatusCode.ERROR
+
+    private = filter_span(span, ExportLimits(), export_content=False)
+    assert content_key not in private.events[0].attributes and sc.LOG_MESSAGE not in private.events[1].attributes
+    assert private.events[0].attributes[sc.EVENT_FIELD_PREFIX + "message_id"] == "msg_000001"
+
+
+def test_a_span_whose_events_exceed_the_budget_is_shrunk_evenly_keeping_short_values():
+    def build(tracer):
+        with tracer.start_as_current_span("execute_tool discuss") as span:
+            for i in range(80):  # 80 replies just under the value cap: ~5 MB in one span
+                span.add_event(
+                    "transcript_entry",
+                    {sc.EVENT_FIELD_PREFIX + "message_id": f"msg_{i:06d}", sc.EVENT_FIELD_PREFIX + "content": "r" * 63_000},
+                )
+
+    (span,) = _finished(build)
+    assert encoded_size([span]) > GRPC_DEFAULT_MAX_MESSAGE
+    limits = ExportLimits()
+    out = filter_span(span, limits)
+    assert encoded_size([out]) <= limits.span_bytes
+    assert len(out.events) == 80  # every reply still there, each shortened the same way
+    contents = [e.attributes[sc.EVENT_FIELD_PREFIX + "content"] for e in out.events]
+    assert len({value_bytes(c) for c in contents}) == 1 and all(MARKER_START in c for c in contents)
+    assert [e.attributes[sc.EVENT_FIELD_PREFIX + "message_id"] for e in out.events] == [f"msg_{i:06d}" for i in range(80)]
+    # Shortened no more than needed: the shared length is within 10 % of the budget's share.
+    assert value_bytes(contents[0]) > 0.9 * limits.span_bytes / 80 - 200
+
+
+def test_a_span_with_too_many_events_even_when_shortened_drops_the_last_and_counts_them():
+    def build(tracer):
+        with tracer.start_as_current_span("s") as span:
+            for i in range(5000):
+                span.add_event(sc.EVENT_LOG, {sc.LOG_LEVEL: "VRB", sc.LOG_MESSAGE: f"{i:05d}" + "z" * 2000})
+
+    (span,) = _finished(build)
+    limits = ExportLimits(span_bytes=1024 * 1024)
+    out = filter_span(span, limits)
+    assert encoded_size([out]) <= limits.span_bytes
+    kept = len(out.events)
+    assert 0 < kept < 5000
+    assert out.events[0].attributes[sc.LOG_MESSAGE].startswith("00000")  # the earliest are kept
+    proto = encode_spans([out]).resource_spans[0].scope_spans[0].spans[0]
+    assert proto.dropped_events_count == 5000 - kept
+
+
+def test_chunks_stay_under_the_limit_and_keep_every_span_in_order():
+    def build(tracer):
+        for i in range(60):
+            with tracer.start_as_current_span(f"s{i}") as span:
+                span.set_attribute("blob", "b" * (50_000 + 1000 * i))
+
+    spans = [filter_span(s) for s in _finished(build)]
+    limit = 512 * 1024
+    chunks = chunk_by_size(spans, limit)
+    assert len(chunks) > 1
+    assert [s.name for c in chunks for s in c] == [s.name for s in spans]
+    for chunk in chunks:
+        assert encode_spans(chunk).ByteSize() <= limit
+
+
+# --- the exporter wrapper ---
+
+
+class _Raising(SpanExporter):
+    def export(self, spans):
+        raise ConnectionError("socket exploded")
+
+    def shutdown(self):
+        pass
+
+
+def test_a_failing_endpoint_warns_once_pauses_and_never_raises():
+    warnings: list[str] = []
+    now = [100.0]
+    spans = _finished(lambda tracer: [tracer.start_span(f"s{i}").end() for i in range(3)])
+    with HttpTraceReceiver("refuse", refuse_status=403) as receiver:
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpSpanExporter
+
+        wrapper = NetworkExportFilter(
+            HttpSpanExporter(endpoint=receiver.traces_url, timeout=2), warn=warnings.append, clock=lambda: now[0]
+        )
+        assert wrapper.export(spans) is SpanExportResult.FAILURE
+        now[0] += 5  # within the pause: given up without asking the endpoint again
+        assert wrapper.export(spans) is SpanExportResult.FAILURE
+        assert len(receiver.calls) == 1 and wrapper.skipped_spans == 3
+        now[0] += wrapper.pause_after_failure_s  # after it: tried again
+        assert wrapper.export(spans) is SpanExportResult.FAILURE
+        assert len(receiver.calls) == 2
+        receiver.set_mode("ok")
+        now[0] += wrapper.pause_after_failure_s
+        assert wrapper.export(spans) is SpanExportResult.SUCCESS
+        assert wrapper.export(spans) is SpanExportResult.SUCCESS  # no pause after a success
+        assert len(receiver.spans()) == 6
+    raising = NetworkExportFilter(_Raising(), warn=warnings.append)
+    assert raising.export(spans) is SpanExportResult.FAILURE
+    assert len(warnings) == 2  # one per endpoint, whatever the number of failures
+    assert "ConnectionError: socket exploded" in warnings[1] and "local session artifacts are complete" in warnings[1]
+
+
+def test_the_test_receiver_enforces_the_collector_default_message_limit():
+    """Guards the end-to-end test below: an unfiltered giant span is really rejected."""
+    spans = _finished(lambda tracer: tracer.start_span("huge", attributes={"blob": "x" * (5 * 1024 * 1024)}).end())
+    with GrpcTraceReceiver() as receiver:
+        exporter = GrpcSpanExporter(endpoint=receiver.endpoint, insecure=True, timeout=2)
+        assert exporter.export(spans) is SpanExportResult.FAILURE
+        exporter.shutdown()
+        assert receiver.spans() == []
+
+
+def chatter(ctx: ToolContext, replies: int = 80) -> None:
+    """Replies many long texts, as a discussion does.
+
+    replies: how many replies
+    """
+    for i in range(replies):
+        ctx.reply(f"reply {i}: " + "w" * 60_000)
+
+
+@pytest.fixture
+def grpc_env(monkeypatch):
+    for var in list(os.environ):
+        if var.startswith("OTEL_"):
+            monkeypatch.delenv(var)
+    with GrpcTraceReceiver() as receiver:
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint)
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
+        yield receiver
+
+
+def _local_spans(path: Path) -> list[dict]:
+    return [
+        span
+        for line in path.read_bytes().splitlines()
+        for rs in orjson.loads(line)["resourceSpans"]
+        for ss in rs["scopeSpans"]
+        for span in ss["spans"]
+    ]
+
+
+def _event_strings(span_events) -> list[str]:
+    return [v for _, attrs in span_events for v in attrs.values() if isinstance(v, str)]
+
+
+def test_ten_megabytes_of_tool_output_reach_the_collector_capped_and_stay_whole_locally(grpc_env, tmp_path):
+    receiver = grpc_env
+    big = "".join(f"line {i:06d} " + "0123456789abcdef" * 40 + "\n" for i in range(16_000))
+    assert len(big) > 10_000_000
+    script = dict(BIG_TOOL_SCRIPT)
+    script["agents"] = {
+        "main": [
+            {"tool_calls": [{"name": "dump", "arguments": {}}]},
+            {"tool_calls": [{"name": "chatter", "arguments": {"replies": 80}}]},
+            "I read it all.",
+        ]
+    }
+    tools = make_user_tools(lambda: big) + [make_tool(chatter)]
+    tracing = configure_tracing(TracingOptions(otlp_file=tmp_path / "spans.jsonl"))
+    run, _ = run_session(write_script(tmp_path, "big", script), ["read it"], tools=tools, tracing=tracing)
+    assert run.error is None and run.utterances == ["I read it all."]
+
+    received = receiver.spans()
+    assert [c.outcome for c in receiver.calls] == ["ok"] * len(receiver.calls)  # nothing rejected
+    assert sorted(s.span_id for s in received) == sorted(format(s.context.span_id, "016x") for s in run.spans)
+    for call in receiver.calls:
+        assert call.request.ByteSize() < GRPC_DEFAULT_MAX_MESSAGE
+    for span in received:
+        assert len(span.attributes) <= MAX_ATTRIBUTES
+        for value in list(span.attributes.values()) + _event_strings(span.events):
+            assert value_bytes(value) <= ExportLimits().value_cap
+
+    content = sc.EVENT_FIELD_PREFIX + "content"
+    dump_span = next(s for s in received if s.name == "execute_tool dump")
+    exported = next(a[content] for n, a in dump_span.events if n == "transcript_entry")
+    assert exported.startswith("line 000000 ") and _dropped_in_marker(exported) == len(big) - len(
+        exported.rsplit(MARKER_START, 1)[0]
+    )
+    chatter_span = next(s for s in received if s.name == "execute_tool chatter")
+    assert len([n for n, _ in chatter_span.events if n == "transcript_entry"]) == 80
+
+    local = {s["name"]: s for s in _local_spans(tmp_path / "spans.jsonl")}
+    local_dump = next(e for e in local["execute_tool dump"]["events"] if e["name"] == "transcript_entry")
+    local_value = next(a["value"]["stringValue"] for a in local_dump["attributes"] if a["key"] == content)
+    assert local_value == big
+    local_replies = [
+        a["value"]["stringValue"]
+        for e in local["execute_tool chatter"]["events"]
+        for a in e["attributes"]
+        if a["key"] == content
+    ]
+    assert len(local_replies) == 80 and all(len(r) > 60_000 for r in local_replies)
+
+
+def test_oversized_values_in_memory_are_untouched_by_export(grpc_env, tmp_path):
+    """The filter works on copies: the in-memory spans (what session files are built from) keep everything."""
+    receiver = grpc_env
+    tracing = configure_tracing(TracingOptions(batch=False))
+    memory = InMemorySpanExporter()
+    tracing.add_processor(SimpleSpanProcessor(memory))
+    with tracing.telemetry.tracer.start_as_current_span("execute_tool t") as span:
+        span.add_event("transcript_entry", {sc.EVENT_FIELD_PREFIX + "content": "q" * 200_000})
+    tracing.shutdown()
+    (local,) = memory.get_finished_spans()
+    assert len(local.events[0].attributes[sc.EVENT_FIELD_PREFIX + "content"]) == 200_000
+    (sent,) = receiver.spans()
+    assert value_bytes(sent.events[0][1][sc.EVENT_FIELD_PREFIX + "content"]) <= ExportLimits().value_cap

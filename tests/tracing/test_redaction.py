@@ -1,0 +1,239 @@
+"""Secret redaction: patterns, keys, idempotence, and canary runs grepped byte for byte."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from otel_agents.tracing.redaction import MARKER, is_secret_key, redact, redact_attributes, redact_text
+
+CANARY_KEY = "sk-canary0123456789abcdefXYZ"
+CANARY_TOKEN = "abcdefgh12345678"
+CANARY_BEARER = f"Authorization: Bearer {CANARY_TOKEN}"
+CANARIES = (b"canary0123456789", CANARY_TOKEN.encode())
+
+
+# --- units --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (f"key {CANARY_KEY} here", f"key {MARKER} here"),
+        ("sk-ant-api03-AbCdEfGhIjKlMnOpQrStUv", MARKER),
+        ("sk-proj-AbCdEfGhIjKlMnOpQrStUv_x-y", MARKER),
+        (CANARY_BEARER, f"Authorization: {MARKER}"),
+        ("authorization: bearer xyz12345678", f"authorization: {MARKER}"),
+        ('{"Authorization": "Basic dXNlcjpwYXNz"}', f'{{"Authorization": "{MARKER}"}}'),
+        ("headers={'x-api-key': 'abc123'}", f"headers={{'x-api-key': '{MARKER}'}}"),
+        ("completion(api_key='gsk_notreallyakeybutlongenough', model=m)", f"completion(api_key='{MARKER}', model=m)"),
+        ("litellm.completion(api_key=myplainkey123)", f"litellm.completion(api_key={MARKER})"),
+        ("https://x/?apikey=abc&q=1", f"https://x/?apikey={MARKER}&q=1"),
+        ("AKIAABCDEFGHIJKLMNOP", MARKER),
+        ("ghp_" + "a" * 36, MARKER),
+        ("token eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+         f"token {MARKER}"),
+        ("password=hunter2", f"password={MARKER}"),
+        ('{"password": "hunter2"}', f'{{"password": "{MARKER}"}}'),
+        ("Cookie: session=abc; theme=dark\nnext", f"Cookie: {MARKER}\nnext"),
+        # Prose is left alone: these words are not secrets by themselves.
+        ("the secret: a garden", "the secret: a garden"),
+        ("my password is long", "my password is long"),
+        ("Cookie: chocolate chip", "Cookie: chocolate chip"),
+        ("ask-me-anything-about-tokens-please", "ask-me-anything-about-tokens-please"),
+        ("0sk-AbCdEfGhIjKlMnOpQrStUv", f"0{MARKER}"),
+        ("", ""),
+    ],
+)
+def test_redact_text(text, expected):
+    assert redact_text(text) == expected
+
+
+def test_escaped_json_stays_valid_json():
+    inner = json.dumps({"headers": {"Authorization": "Basic dXNlcjpwYXNz", "x-api-key": "k123"}, "q": CANARY_KEY})
+    outer = json.dumps({"arguments": inner})
+    redacted = redact_text(outer)
+    decoded = json.loads(json.loads(redacted)["arguments"])
+    assert decoded == {"headers": {"Authorization": MARKER, "x-api-key": MARKER}, "q": MARKER}
+
+
+@pytest.mark.parametrize(
+    ("key", "secret"),
+    [
+        ("Authorization", True), ("X-API-Key", True), ("api_key", True), ("Cookie", True),
+        ("http.request.header.authorization", True), ("http.request.header.x-api-key", True),
+        ("litellm.api_key", True), ("gen_ai.usage.input_tokens", False), ("otel_agents.event.content", False),
+        ("authorization_server", False), ("tokens", False),
+    ],
+)
+def test_secret_keys(key, secret):
+    assert is_secret_key(key) is secret
+
+
+def test_structures_lose_secret_values_and_keep_everything_else():
+    value = {
+        "headers": {"Authorization": "anything at all", "Accept": "json"},
+        "pairs": [("cookie", "a=1"), ("accept", "json")],
+        "list": [f"x {CANARY_KEY}", 3, None, True],
+        "nested": ({"api_key": 12345},),
+        "raw": f"Bearer {CANARY_TOKEN}".encode(),
+    }
+    assert redact(value) == {
+        "headers": {"Authorization": MARKER, "Accept": "json"},
+        "pairs": [("cookie", MARKER), ("accept", "json")],
+        "list": [f"x {MARKER}", 3, None, True],
+        "nested": ({"api_key": MARKER},),
+        "raw": MARKER.encode(),
+    }
+    attrs = redact_attributes({"http.request.header.authorization": ["Basic abc"], "n": 1, "s": CANARY_BEARER})
+    assert attrs == {"http.request.header.authorization": MARKER, "n": 1, "s": f"Authorization: {MARKER}"}
+
+
+_FRAGMENTS = st.sampled_from([
+    CANARY_KEY, "Bearer ", CANARY_TOKEN, "Authorization", ": ", "=", '"', "'", "\\", "api_key", "password",
+    "Cookie: ", "a=1; ", "sk-", "x-api-key", " ", "\n", "{", "}", MARKER, "Basic ", "secret",
+])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(_FRAGMENTS, st.text(max_size=8)), max_size=12).map("".join))
+def test_redaction_is_idempotent_and_removes_the_canaries(text):
+    once = redact_text(text)
+    assert redact_text(once) == once
+    # A key glued to the end of a word ("ask-...") is not a key; anywhere else it is.
+    assert re.search(r"(?<![A-Za-z])" + re.escape(CANARY_KEY), once) is None
+    assert re.search(r"(?<![A-Za-z])Bearer " + CANARY_TOKEN, once) is None
+
+
+# --- canary runs: every byte written must be clean ------------------------------------------
+
+
+def canary_script(tmp_path: Path) -> Path:
+    script = {
+        "name": "canary",
+        "root": {"name": "main", "system_prompt": f"Use {CANARY_KEY} when you call the API."},
+        "agents": {
+            "main": [
+                {"tool_calls": [{"name": "task", "arguments": {
+                    "name": "Jack",
+                    "system_prompt": f"You hold the key {CANARY_KEY}. Send '{CANARY_BEARER}'.",
+                    "user_prompt": f"Say your key. curl -H '{CANARY_BEARER}' -H 'x-api-key: {CANARY_KEY}'",
+                }}]},
+                {"text": "All done.", "reasoning": f"Jack said his key; I must never repeat {CANARY_KEY}."},
+            ],
+            "Jack": [f"My key is {CANARY_KEY} and my header is {CANARY_BEARER}."],
+        },
+    }
+    path = tmp_path / "canary.json"
+    path.write_text(json.dumps(script))
+    return path
+
+
+def all_bytes_under(root: Path) -> dict[Path, bytes]:
+    return {p: p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+def assert_clean(where: str, data: bytes) -> None:
+    for canary in CANARIES:
+        assert canary not in data, f"{where} holds the canary {canary!r}"
+
+
+def test_cli_run_with_canaries_writes_and_exports_no_secret(tmp_path):
+    from support.otlp_receivers import HttpTraceReceiver
+
+    home = tmp_path / "home"
+    otlp_file = tmp_path / "spans.jsonl"
+    prompt = f"Create Jack. His key is {CANARY_KEY}; {CANARY_BEARER}"
+    with HttpTraceReceiver() as receiver:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+        env.update(OTEL_AGENTS_HOME=str(home), OTEL_EXPORTER_OTLP_ENDPOINT=receiver.endpoint,
+                   OTEL_EXPORTER_OTLP_PROTOCOL="http/protobuf", LITELLM_LOCAL_MODEL_COST_MAP="True")
+        result = subprocess.run(
+            [sys.executable, "-m", "otel_agents", "run", "-v", "--script", str(canary_script(tmp_path)),
+             "--otlp-file", str(otlp_file), prompt],
+            capture_output=True, env=env, cwd=tmp_path, timeout=120,
+        )
+        assert result.returncode == 0, result.stderr.decode()
+        spans = receiver.wait_for_spans(6, timeout=10)
+        received = b"".join(request.SerializeToString() for request in receiver.requests)
+    assert result.stdout.decode().strip() == "All done."
+    assert len(spans) >= 6 and received
+    assert_clean("the OTLP export", received)
+    assert_clean("--otlp-file", otlp_file.read_bytes())
+    assert MARKER.encode() in otlp_file.read_bytes()  # the secrets were there, and were replaced
+    assert_clean("stderr", result.stderr)
+    assert_clean("stdout", result.stdout)
+    for path, data in all_bytes_under(home).items():
+        assert_clean(str(path), data)
+    assert not [p for p in tmp_path.iterdir() if p.name not in {"home", "spans.jsonl", "canary.json"}]
+
+
+def test_recorded_session_home_and_ledger_hold_no_secret(tmp_path, memory_tracing, no_sleep):
+    """The session directory and the ledger, written by the real recorder during a canary run."""
+    from otel_agents.llm.client import LLMClient
+    from otel_agents.llm.retry import RetryPolicy
+    from otel_agents.llm.scripts import load_script
+    from otel_agents.persistence.recorder import SessionRecorder
+    from otel_agents.persistence.store import SessionStore
+    from otel_agents.runtime.scenario import build_session
+
+    home = tmp_path / "home"
+    script = load_script(str(canary_script(tmp_path)))
+    llm = LLMClient(memory_tracing.telemetry, retry=RetryPolicy(max_attempts=2), sleep=no_sleep)
+    session = build_session(script, telemetry=memory_tracing.telemetry, llm=llm)
+    recorder = SessionRecorder(SessionStore.create(home / "sessions", session.id), billing_file=home / "billing.jsonl")
+    memory_tracing.provider.add_span_processor(recorder)
+    memory_tracing.telemetry.listeners.append(recorder)
+    asyncio.run(session.run(f"Create Jack. {CANARY_BEARER} and {CANARY_KEY}"))
+    recorder.close()
+    files = all_bytes_under(home)
+    names = {p.name for p in files}
+    assert {"events.jsonl", "tree.json.gz", "meta.json", "billing.jsonl"} <= names
+    import gzip
+
+    for path, data in files.items():
+        assert_clean(str(path), gzip.decompress(data) if path.suffix == ".gz" else data)
+    # The listener saw the same redacted records the span events hold.
+    assert any(MARKER in json.dumps(r) for r in memory_tracing.recorder.records)
+    assert_clean("records", json.dumps(memory_tracing.recorder.records).encode())
+    assert_clean("logs", json.dumps(memory_tracing.recorder.logs).encode())
+
+
+def test_the_api_key_of_a_real_litellm_call_stays_out(tmp_path):
+    """The key travels in the Authorization header to the model and nowhere else, errors included."""
+    from support.openai_server import OpenAIServer, Reply
+
+    home = tmp_path / "home"
+    otlp_file = tmp_path / "spans.jsonl"
+    with OpenAIServer() as server:
+        server.plan(
+            Reply(content=f"The header was {CANARY_BEARER}", prompt_tokens=12, completion_tokens=5),
+            Reply.error(401, f"Incorrect API key provided: {CANARY_KEY}. You can find your API key at ..."),
+        )
+        env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+        env.update(OTEL_AGENTS_HOME=str(home), OPENAI_API_KEY=CANARY_KEY, LITELLM_LOCAL_MODEL_COST_MAP="True")
+        result = subprocess.run(
+            [sys.executable, "-m", "otel_agents", "run", "-v", "--model", "openai/test-model",
+             "--api-base", server.api_base, "--max-attempts", "1", "--otlp-file", str(otlp_file),
+             f"first {CANARY_KEY}", "second"],
+            capture_output=True, env=env, cwd=tmp_path, timeout=120,
+        )
+        headers = [{k.lower(): v for k, v in h.items()} for h, _ in server.requests]
+    assert result.returncode == 1, result.stderr.decode()  # the second prompt's call fails (401)
+    assert len(headers) == 2 and all(h["authorization"] == f"Bearer {CANARY_KEY}" for h in headers)
+    assert b"401" in result.stderr or b"AuthenticationError" in result.stderr
+    data = otlp_file.read_bytes()
+    assert b"Incorrect API key provided: [REDACTED]" in data
+    assert_clean("--otlp-file", data)
+    assert_clean("stderr", result.stderr)
+    for path, content in all_bytes_under(home).items():
+        assert_clean(str(path), content)

@@ -1,0 +1,193 @@
+"""configure_tracing: the standard OTEL_* variables, the project switches, and bad input."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcSpanExporter
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpSpanExporter
+from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from otel_agents.tracing.export_filter import DEFAULT_VALUE_CAP, NetworkExportFilter
+from otel_agents.tracing.setup import (
+    DEFAULT_SERVICE_NAME,
+    ConfigError,
+    TracingOptions,
+    configure_tracing,
+)
+from support.otlp_receivers import HttpTraceReceiver
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch):
+    for var in list(os.environ):
+        if var.startswith(("OTEL_", "OTEL_AGENTS_")):
+            monkeypatch.delenv(var)
+
+
+def _inner(tracing) -> object:
+    (exporter,) = tracing.network_exporters
+    assert isinstance(exporter, NetworkExportFilter)
+    return exporter.inner
+
+
+def test_no_endpoint_means_nothing_is_sent():
+    tracing = configure_tracing()
+    assert tracing.enabled and tracing.network_exporters == []
+    tracing.shutdown()
+
+
+@pytest.mark.parametrize(
+    ("variables", "expected"),
+    [
+        ({}, HttpSpanExporter),
+        ({"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, GrpcSpanExporter),
+        ({"OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf"}, HttpSpanExporter),
+        ({"OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "grpc"}, GrpcSpanExporter),
+    ],
+)
+def test_protocol_picks_the_exporter_class(monkeypatch, variables, expected):
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4317")
+    for key, value in variables.items():
+        monkeypatch.setenv(key, value)
+    tracing = configure_tracing()
+    assert type(_inner(tracing)) is expected
+    assert "127.0.0.1:4317" in tracing.network_exporters[0].describe
+
+
+def test_traces_endpoint_alone_enables_export(monkeypatch):
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://127.0.0.1:4318/v1/traces")
+    assert type(_inner(configure_tracing())) is HttpSpanExporter
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "message"),
+    [
+        ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json", "unsupported OTEL_EXPORTER_OTLP_PROTOCOL 'http/json'"),
+        ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "thrift", "unsupported OTEL_EXPORTER_OTLP_TRACES_PROTOCOL 'thrift'"),
+        ("OTEL_TRACES_EXPORTER", "zipkin", "unsupported OTEL_TRACES_EXPORTER 'zipkin'"),
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", "localhost:4318", "invalid OTLP endpoint 'localhost:4318' for http/protobuf"),
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://:4318", "invalid OTLP endpoint"),
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://host:99999", "invalid OTLP endpoint"),
+    ],
+)
+def test_bad_configuration_is_a_clear_error(monkeypatch, variable, value, message):
+    if variable != "OTEL_EXPORTER_OTLP_ENDPOINT":
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318")
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        configure_tracing()
+
+
+def test_grpc_accepts_an_endpoint_without_scheme(monkeypatch):
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "localhost:4317")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
+    assert type(_inner(configure_tracing())) is GrpcSpanExporter
+
+
+@pytest.mark.parametrize(
+    ("value", "message"), [("lots", "whole number of bytes, not 'lots'"), ("100", "at least 256 bytes, not 100")]
+)
+def test_bad_value_cap_is_a_clear_error(monkeypatch, value, message):
+    monkeypatch.setenv("OTEL_AGENTS_EXPORT_VALUE_CAP", value)
+    with pytest.raises(ConfigError, match=message):
+        TracingOptions()
+
+
+def test_project_switches_reach_the_network_filter(monkeypatch):
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318")
+    monkeypatch.setenv("OTEL_AGENTS_EXPORT_VALUE_CAP", "1000")
+    monkeypatch.setenv("OTEL_AGENTS_EXPORT_CONTENT", "false")
+    (exporter,) = configure_tracing().network_exporters
+    assert exporter.value_cap == 1000 and exporter.export_content is False
+    monkeypatch.delenv("OTEL_AGENTS_EXPORT_VALUE_CAP")
+    monkeypatch.delenv("OTEL_AGENTS_EXPORT_CONTENT")
+    (exporter,) = configure_tracing().network_exporters
+    assert exporter.value_cap == DEFAULT_VALUE_CAP and exporter.export_content is True
+
+
+@pytest.mark.parametrize(
+    ("variables", "service"),
+    [
+        ({}, DEFAULT_SERVICE_NAME),
+        ({"OTEL_RESOURCE_ATTRIBUTES": "service.name=from-resource,team=x"}, "from-resource"),
+        ({"OTEL_RESOURCE_ATTRIBUTES": "service.name=from-resource", "OTEL_SERVICE_NAME": "from-name"}, "from-name"),
+    ],
+)
+def test_service_name_precedence(monkeypatch, variables, service):
+    for key, value in variables.items():
+        monkeypatch.setenv(key, value)
+    resource = configure_tracing().provider.resource.attributes
+    assert resource["service.name"] == service
+    assert resource["service.version"]
+    if "team=x" in variables.get("OTEL_RESOURCE_ATTRIBUTES", ""):
+        assert resource["team"] == "x"
+
+
+def test_sdk_disabled_gives_a_working_no_op(monkeypatch):
+    monkeypatch.setenv("OTEL_SDK_DISABLED", "true")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318")
+    tracing = configure_tracing()
+    assert not tracing.enabled
+    with tracing.telemetry.tracer.start_as_current_span("x") as span:
+        assert not span.is_recording()
+    assert tracing.shutdown() is True
+
+
+def test_console_and_none_exporters(monkeypatch):
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318")
+    monkeypatch.setenv("OTEL_TRACES_EXPORTER", "none")
+    assert configure_tracing().network_exporters == []
+    monkeypatch.setenv("OTEL_TRACES_EXPORTER", "console")
+    (console,) = configure_tracing().network_exporters
+    assert isinstance(console, ConsoleSpanExporter)
+
+
+def test_nothing_is_dropped_locally():
+    tracing = configure_tracing(TracingOptions(batch=False))
+    memory = InMemorySpanExporter()
+    tracing.add_processor(SimpleSpanProcessor(memory))
+    with tracing.telemetry.tracer.start_as_current_span("s") as span:
+        span.set_attributes({f"k{i}": i for i in range(300)})
+        for i in range(200):
+            span.add_event("e", {f"a{j}": "v" * 100_000 if j == 0 else j for j in range(150)})
+    tracing.shutdown()
+    (local,) = memory.get_finished_spans()
+    assert len(local.attributes) == 300 and len(local.events) == 200
+    assert len(local.events[0].attributes) == 150 and len(local.events[0].attributes["a0"]) == 100_000
+
+
+def test_shutdown_is_bounded_even_when_the_receiver_outlasts_the_exporter_timeout(monkeypatch, capsys):
+    with HttpTraceReceiver("hang", hang_seconds=20) as receiver:
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint)
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "15")  # a user's long timeout
+        tracing = configure_tracing()
+        with tracing.telemetry.tracer.start_as_current_span("s"):
+            pass
+        started = time.monotonic()
+        finished = tracing.shutdown(bound_s=1.0)
+        elapsed = time.monotonic() - started
+        assert finished is False and 0.9 <= elapsed < 1.5
+        receiver.wait_for_calls(1)
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"warning: could not send spans to the OTLP endpoint {receiver.endpoint}")
+    assert "no answer within 1 s at exit" in line
+
+
+def test_cli_reports_bad_tracing_configuration_as_usage_error(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    env.update(OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:4318", OTEL_EXPORTER_OTLP_PROTOCOL="carrier-pigeon")
+    env["OTEL_AGENTS_HOME"] = str(tmp_path / "home")
+    result = subprocess.run(
+        [sys.executable, "-m", "otel_agents", "run", "--otlp-file", str(tmp_path / "s.jsonl"), "hi"],
+        env=env, capture_output=True, text=True, timeout=60, cwd=tmp_path,
+    )
+    assert result.returncode == 2
+    assert "unsupported OTEL_EXPORTER_OTLP_PROTOCOL 'carrier-pigeon'" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "s.jsonl").exists()

@@ -1,0 +1,148 @@
+"""The exact LLM context of every chat attempt, rebuilt from the records, byte for byte.
+
+The runtime is asked to capture ``gen_ai.input.messages`` (json.dumps of what it
+sent); the reconstruction from events.jsonl + the chat span's context attributes
+must serialise to the same bytes, for every attempt: retries, hooks of every
+kind, parallel tool calls, non-ASCII text, and after a transcript truncation.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from otel_agents.runtime.tools import tool
+from otel_agents.tracing import semconv as sc
+from otel_agents.views import SessionDataError, SessionViewer, UnknownSpan
+
+
+@tool
+def echo(text: str) -> str:
+    """Repeat a text.
+
+    text: what to repeat
+    """
+    return text
+
+
+HOOKED_SCRIPT = {
+    "name": "views-context-hooks",
+    "root": {"name": "main", "system_prompt": "Run a café ☕ meeting."},
+    "hooks": [
+        {"kind": "review", "name": "NoForbidden", "reject_if_contains": "forbidden", "agents": ["Jack"]},
+        {"kind": "transform", "name": "Polite", "replace": {"darn": "d***"}},
+        {"kind": "approval", "name": "NoEcho", "deny_tools": ["echo"], "tools": ["echo"]},
+    ],
+    "agents": {
+        "main": [
+            {
+                "tool_calls": [
+                    {"name": "task", "arguments": {"name": "Jack", "system_prompt": "Be terse."}},
+                    {"name": "task", "arguments": {"name": "Jill", "system_prompt": "Be kind. Ünïcödé ✓"}},
+                ]
+            },
+            {
+                "tool_calls": [{"name": "discuss", "arguments": {"prompt": "Say something, darn it.", "speakers": ["Jack", "Jill"]}}],
+                "fail_first_attempt": {"status": 503},
+            },
+            {"tool_calls": [{"name": "echo", "arguments": {"text": "blocked"}}]},
+            {"text": "Done — 完了.", "reasoning": "Everyone spoke."},
+        ],
+        "Jack": ["This is forbidden talk, darn.", "Fine, darn: hello."],
+        "Jill": ["Hello Jack 👋"],
+    },
+}
+
+
+def truncate_root(keep: int):
+    def between(session, tracer) -> None:
+        with tracer.start_as_current_span("maintenance"):  # a record is a span event: give it a span
+            session.root.truncate(keep)
+
+    return between
+
+
+def assert_every_context_identical(saved, viewer: SessionViewer) -> list:
+    contexts = []
+    chats = saved.chat_spans()
+    assert chats
+    for span in chats:
+        context = viewer.chat_context(span.span_id)
+        sent = span.attributes[sc.GEN_AI_INPUT_MESSAGES]
+        assert json.dumps(context.messages, ensure_ascii=False) == sent, span.name
+        assert context.message_count == span.attributes[sc.CONTEXT_MESSAGE_COUNT] == len(context.messages)
+        assert context.tools == json.loads(span.attributes[sc.REQUEST_TOOLS])
+        assert context.attempt == span.attributes[sc.LLM_ATTEMPT]
+        contexts.append((span, context))
+    return contexts
+
+
+async def test_every_chat_context_is_byte_identical_with_hooks_retries_and_truncation(scripted_session, tmp_path):
+    saved = await scripted_session(
+        HOOKED_SCRIPT, ["Start the meeting", "Once more, please"], between=truncate_root(3), tools=[echo]
+    )
+    contexts = assert_every_context_identical(saved, saved.viewer())
+    events = saved.events
+    # The situations this test is about really happened:
+    assert any(c.attempt == 2 for _, c in contexts)  # a retried attempt
+    assert any(e["event_type"] == "transcript_truncated" for e in events)
+    assert any(e.get("source") == "system" and "rejected by hook 'NoForbidden'" in e["content"] for e in events)
+    assert any("d***" in (e.get("content") or "") for e in events)  # a transformed delivery
+    assert any("Action blocked by hook 'NoEcho'" in (e.get("content") or "") for e in events)
+    assert any(len(e.get("tool_calls") or []) == 2 for e in events)  # parallel calls in one turn
+    truncation = next(e for e in events if e["event_type"] == "transcript_truncated")
+    after = [
+        c for _, c in contexts
+        if c.agent_id == truncation["agent_id"] and c.last_message_id > truncation["message_id"]
+    ]
+    assert after, "no chat attempt of the truncated agent after its truncation"
+    # The first context after the truncation holds the 3 kept entries plus the new prompt.
+    assert after[0].message_count == 4
+    assert after[0].messages[3] == {"role": "user", "content": "Once more, please"}
+
+    # The same through the saved files: events.jsonl + tree.json.gz.
+    viewer = SessionViewer.from_session_dir(saved.save(tmp_path / "sessions"))
+    assert_every_context_identical(saved, viewer)
+
+
+async def test_jack_and_jill_contexts_are_byte_identical(scripted_session, jack_and_jill_script):
+    saved = await scripted_session(jack_and_jill_script, ["Create Jack and Jill for a cafe discussion"])
+    contexts = assert_every_context_identical(saved, saved.viewer())
+    # Every agent that spoke, including the ResourceMonitor asked by the approval hook.
+    names = {c.agent for _, c in contexts}
+    assert names == {"main", "Jack", "Jill", "Inner", "ResourceMonitor"}
+    # The first attempt of the discuss turn hit a 429 and was retried with the same context.
+    retried = [c for _, c in contexts if c.attempt == 2]
+    assert len(retried) == 1
+    first = [c for _, c in contexts if c.last_message_id == retried[0].last_message_id and c.attempt == 1]
+    assert first[0].messages == retried[0].messages
+
+
+async def test_context_refusals(scripted_session, jack_and_jill_script):
+    saved = await scripted_session(jack_and_jill_script, ["Create Jack and Jill for a cafe discussion"])
+    viewer = saved.viewer()
+    with pytest.raises(UnknownSpan, match="no span 'ffffffffffffffff'"):
+        viewer.chat_context("ffffffffffffffff")
+    tool_span = next(s for s in saved.spans if s.name == "execute_tool task")
+    with pytest.raises(UnknownSpan, match="is not a chat span"):
+        viewer.chat_context(tool_span.span_id)
+    # Span ids are matched case-insensitively (they are hex).
+    chat = saved.chat_spans()[0]
+    assert viewer.chat_context(chat.span_id.upper()).span_id == chat.span_id
+
+    # A span whose context does not match the records is reported, not papered over.
+    tree = saved.tree
+    node = next(n for n in _nodes(tree) if n.get("span_id") == saved.chat_spans()[-1].span_id)
+    node["attributes"][sc.CONTEXT_MESSAGE_COUNT] += 1
+    with pytest.raises(SessionDataError, match="records give"):
+        SessionViewer(saved.events, tree).chat_context(node["span_id"])
+    node["attributes"][sc.CONTEXT_LAST_MESSAGE_ID] = "msg_999999"
+    with pytest.raises(SessionDataError, match="unknown message 'msg_999999'"):
+        SessionViewer(saved.events, tree).chat_context(node["span_id"])
+
+
+def _nodes(document):
+    from otel_agents.views.loading import span_nodes
+
+    return list(span_nodes(document))

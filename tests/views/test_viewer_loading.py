@@ -1,0 +1,89 @@
+"""Opening saved session directories: events.jsonl, tree.json.gz, damage and fallbacks."""
+
+from __future__ import annotations
+
+import gzip
+
+import pytest
+
+from otel_agents.views import SessionDataError, SessionViewer
+from otel_agents.views.loading import find_span, span_nodes
+
+SCRIPT = {
+    "name": "views-loading",
+    "root": {"name": "main", "system_prompt": "Be brief."},
+    "agents": {"main": ["Hello there.\nSecond line."]},
+}
+
+
+async def test_session_dir_round_trip_and_tree_fallback(scripted_session, tmp_path):
+    saved = await scripted_session(SCRIPT, ["Hi"])
+    path = saved.save(tmp_path / "sessions")
+    viewer = SessionViewer.from_session_dir(path)
+    assert viewer.session_id == saved.session.id
+    assert viewer.records == saved.events
+    said = viewer.extract_agent_perspective("main")[-1]
+    assert said.kind == "said" and said.ts.endswith("Z") and len(said.ts) == len("2025-01-01T00:00:00.123456789Z")
+    chat = saved.chat_spans()[0]
+    assert viewer.chat_context(chat.span_id).messages[-1] == {"role": "user", "content": "Hi"}
+
+    # Spans are the state: without events.jsonl the records come from the tree's span events.
+    (path / "events.jsonl").unlink()
+    from_tree = SessionViewer.from_session_dir(path)
+    assert from_tree.records == saved.events
+    assert from_tree.chat_context(chat.span_id).messages == viewer.chat_context(chat.span_id).messages
+
+
+async def test_damaged_files_are_reported_in_one_line(scripted_session, tmp_path):
+    saved = await scripted_session(SCRIPT, ["Hi"])
+    path = saved.save(tmp_path / "sessions")
+    events = path / "events.jsonl"
+    good = events.read_bytes()
+
+    # A torn last line (a crash mid-write) is skipped with a warning; the rest is viewable.
+    events.write_bytes(good + b'{"message_id": "msg_0000')
+    warnings = []
+    viewer = SessionViewer.from_session_dir(path, warn=warnings.append)
+    assert len(viewer.records) == len(saved.events) and len(warnings) == 1 and "torn" in warnings[0]
+
+    # Damage anywhere else is an error that names the line.
+    lines = good.split(b"\n")
+    events.write_bytes(b"\n".join([lines[0], b"{not json", *lines[1:]]))
+    with pytest.raises(SessionDataError, match=r"events.jsonl:2: not a valid record line"):
+        SessionViewer.from_session_dir(path)
+    events.write_bytes(good)
+
+    (path / "tree.json.gz").write_bytes(b"not gzip at all")
+    viewer = SessionViewer.from_session_dir(path)  # views that need no tree still work
+    assert viewer.list_agents()[0].name == "main"
+    with pytest.raises(SessionDataError, match="tree.json.gz is truncated or corrupt"):
+        viewer.chat_context(saved.chat_spans()[0].span_id)
+    (path / "tree.json.gz").write_bytes(gzip.compress(b"[1, 2]"))
+    with pytest.raises(SessionDataError, match="does not hold a tree payload object"):
+        SessionViewer.from_session_dir(path).chat_context("00")
+
+    events.unlink()
+    (path / "tree.json.gz").unlink()
+    with pytest.raises(SessionDataError, match="holds neither events.jsonl nor tree.json.gz"):
+        SessionViewer.from_session_dir(path)
+    with pytest.raises(SessionDataError, match="is not a session directory"):
+        SessionViewer.from_session_dir(path / "missing")
+
+
+def test_find_span_walks_any_nesting():
+    document = {
+        "version": 1,
+        "session": {
+            "runs": [
+                {"span_id": "aaaaaaaaaaaaaaaa", "attributes": {}, "turns": [{"ops": [{"x": [[{"span_id": "BBBBBBBBBBBBBBBB", "attributes": {"k": 1}}]]}]}]}
+            ]
+        },
+        "meta": {"span_id": "not-a-node"},  # no attributes: not a span node
+    }
+    assert find_span(document, "bbbbbbbbbbbbbbbb")["attributes"] == {"k": 1}
+    assert find_span(document, "not-a-node") is None
+    assert [n["span_id"] for n in span_nodes(document)] == ["aaaaaaaaaaaaaaaa", "BBBBBBBBBBBBBBBB"]
+    deep: dict = {"span_id": "cccccccccccccccc", "attributes": {}}
+    for _ in range(5000):  # deeper than Python's recursion limit
+        deep = {"children": [deep]}
+    assert find_span(deep, "cccccccccccccccc") is not None

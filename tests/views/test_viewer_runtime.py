@@ -1,0 +1,202 @@
+"""Views of sessions produced by the real runtime (scripted model through litellm's real path)."""
+
+from __future__ import annotations
+
+import pytest
+
+from otel_agents.runtime.hooks import TransformHook
+from otel_agents.views import AmbiguousAgent, UnknownAgent
+from otel_agents.views import render as R
+from otel_agents.views.index import tool_calls_of
+
+CAFE_SCRIPT = {
+    "name": "views-cafe",
+    "root": {"name": "main", "system_prompt": "You run a cafe scene."},
+    "agents": {
+        "main": [
+            {
+                "tool_calls": [
+                    {"name": "task", "arguments": {"name": "Jack", "system_prompt": "You are Jack."}},
+                    {"name": "task", "arguments": {"name": "Jill", "system_prompt": "You are Jill."}},
+                    {"name": "task", "arguments": {"name": "Bob", "system_prompt": "You are Bob; you only listen."}},
+                ]
+            },
+            {
+                "tool_calls": [
+                    {
+                        "name": "discuss",
+                        "arguments": {"prompt": "Introduce yourselves.", "speakers": ["Jack", "Jill"], "listeners": ["Bob"]},
+                    }
+                ]
+            },
+            "They met.",
+        ],
+        "Jack": ["Hi, I'm Jack."],
+        "Jill": ["Hello Jack, I'm Jill."],
+    },
+}
+
+
+def shout_to_bob(sender, recipient, text: str) -> str:
+    """Bob hears everything in capitals: a different formatted form for one recipient."""
+    return text.upper() if recipient.name == "Bob" else text
+
+
+def add_shouting(session) -> None:
+    session.transform_hooks.append(TransformHook("ShoutToBob", shout_to_bob))
+
+
+async def test_dialog_deduplicates_one_utterance_delivered_in_different_forms(scripted_session):
+    saved = await scripted_session(CAFE_SCRIPT, ["Set the scene"], setup=add_shouting)
+    viewer = saved.viewer()
+    jack, jill, bob = (viewer.agent(n).agent_id for n in ("Jack", "Jill", "Bob"))
+
+    # Jack's utterance reached Jill and Bob in two different forms ...
+    jack_said = next(r for r in viewer.records if r.get("agent_id") == jack and r.get("role") == "assistant")
+    forms = {(r.agent, r.content) for r in viewer.trace_content_references(jack_said["message_id"])}
+    assert forms == {("Jill", "[Jack]: Hi, I'm Jack."), ("Bob", "[JACK]: HI, I'M JACK.")}
+
+    # ... and the dialog shows it once, in its original words, with its speaker.
+    items = viewer.extract_dialog(["Jack", "Jill", "Bob"])
+    assert [(i.speaker.label, i.content) for i in items] == [
+        ("main", "Introduce yourselves."),
+        ("Jack", "Hi, I'm Jack."),
+        ("Jill", "Hello Jack, I'm Jill."),
+    ]
+    assert items[0].heard_by == (jack, jill, bob)
+    assert items[1].heard_by == (jill, bob) and len(items[1].entries) == 3  # said once, heard twice
+    assert items[2].heard_by == (jack, bob)
+    assert items[1].message_id == jack_said["message_id"]
+    # Bob alone: he heard three things, each once, from who said them (not the shouted copies).
+    assert R.render_dialog(viewer.extract_dialog(["Bob"])).splitlines() == [
+        f"{items[0].message_id} main: Introduce yourselves.",
+        f"{items[1].message_id} Jack: Hi, I'm Jack.",
+        f"{items[2].message_id} Jill: Hello Jack, I'm Jill.",
+    ]
+
+
+async def test_perspective_of_an_agent_that_only_listened(scripted_session):
+    saved = await scripted_session(CAFE_SCRIPT, ["Set the scene"], setup=add_shouting)
+    viewer = saved.viewer()
+    items = viewer.extract_agent_perspective("Bob")
+    assert [i.kind for i in items] == ["heard", "heard", "heard", "heard"]
+    assert [(i.speaker.label, i.content) for i in items] == [
+        ("system", "You are Bob; you only listen."),
+        ("main", "INTRODUCE YOURSELVES."),  # what Bob actually heard, from whom
+        ("Jack", "[JACK]: HI, I'M JACK."),
+        ("Jill", "[JILL]: HELLO JACK, I'M JILL."),
+    ]
+    assert [i.speaker.agent_id for i in items] == [None] + [viewer.agent(n).agent_id for n in ("main", "Jack", "Jill")]
+    text = R.render_perspective(items)
+    assert "[Said]" not in text and "[Action]" not in text
+    assert text.splitlines()[2].endswith("[Heard] Jack: [JACK]: HI, I'M JACK.")
+
+
+async def test_agents_of_the_demo_session(scripted_session, jack_and_jill_script):
+    saved = await scripted_session(jack_and_jill_script, ["Create Jack and Jill for a cafe discussion"])
+    viewer = saved.viewer()
+    agents = viewer.list_agents()
+    assert [(a.name, a.role, viewer.name_of(a.parent) if a.parent else None, a.path) for a in agents] == [
+        ("main", "root", None, "main"),
+        ("Jack", "subagent", "main", "main/Jack"),
+        ("Jill", "subagent", "main", "main/Jill"),
+        ("ResourceMonitor", "subagent", "main", "main/ResourceMonitor"),
+        ("Inner", "subagent", "Jill", "main/Jill/Inner"),
+    ]
+    assert {a.model for a in agents} == {"scripted/jack-and-jill"}
+    # Each creation is linked to the tool call that caused it.
+    for agent in agents[1:]:
+        chain = viewer.trace_message_flow(agent.created_by)
+        assert [s.event_type for s in chain] == ["transcript_entry", "agent_created"]
+        assert chain[0].agent_id == agent.parent and chain[1].link == "cause"
+        assert [c.name for c in tool_calls_of(chain[0].record)] == ["task"]
+
+    # The approval hook agent heard a system prompt and answered; main received the denial.
+    monitor = R.render_perspective(viewer.extract_agent_perspective("ResourceMonitor")).splitlines()
+    assert monitor[1].endswith(
+        "[Heard] system: Agent 'agent_001' is attempting to create subagent 'Searcher4'. "
+        "Current subagent count: 3. Approve?"
+    )
+    assert monitor[2].endswith("[Said] DENY. Maximum subagents (3) already reached.")
+    main = R.render_perspective(viewer.extract_agent_perspective("main")).splitlines()
+    assert main[-3].endswith("[Received] task: Error: Action blocked by hook 'ResourceMonitor': Maximum subagents (3) already reached.")
+    assert main[-2].endswith("[Thought] The discussion is done and the monitor refused another subagent, so I can summarise.")
+    assert main[-1].endswith("[Said] Jack and Jill met in the cafe and introduced themselves; a fourth helper was not allowed.")
+    # Jill consulted her inner voice: that exchange is in her perspective, not in the Jack-Jill dialog.
+    dialog = R.render_dialog(viewer.extract_dialog(["Jack", "Jill"]))
+    assert "Be friendly" not in dialog and "[Jack]" not in dialog
+    assert "Be friendly" in R.render_perspective(viewer.extract_agent_perspective("Jill"))
+
+
+async def test_truncation_external_events_and_name_resolution(scripted_session):
+    script = {
+        "name": "views-truncation",
+        "root": {"name": "main", "system_prompt": "Answer briefly."},
+        "agents": {
+            "main": [
+                {"tool_calls": [{"name": "task", "arguments": {"name": "Inner", "system_prompt": "Main's helper."}}]},
+                "First answer.",
+                "Second answer.",
+            ]
+        },
+    }
+
+    def between(session, tracer):
+        with tracer.start_as_current_span("maintenance"):
+            session.root.truncate(2)
+            session.external(session.root, "File changed: data.json")
+
+    saved = await scripted_session(script, ["One", "Two"], between=between)
+    viewer = saved.viewer()
+    items = viewer.extract_agent_perspective("main")
+    kinds = [i.kind for i in items]
+    # After forgetting its first turns the scripted model starts over: task again, then an answer.
+    assert kinds == [
+        "heard", "heard", "action", "received", "said", "truncated", "heard", "heard", "action", "received", "said"
+    ]
+    assert items[5].keep == 2
+    assert [(i.speaker.label, i.content) for i in items[6:8]] == [("external", "File changed: data.json"), ("user", "Two")]
+    assert R.render_perspective(items).splitlines()[5].endswith("[Truncated] kept the first 2 entries")
+    # The transcript is the state after the truncation: the next LLM call would send exactly this.
+    assert [line.message["content"] for line in viewer.transcript("main")] == [
+        "Answer briefly.", "One", "File changed: data.json", "Two", None,
+        "Error: subagent 'Inner' already exists", "First answer.",
+    ]
+    assert [m for m in saved.session.root.transcript] == [line.message for line in viewer.transcript("main")]
+    # The live agent and the viewer agree on every transcript.
+    for agent in saved.session.agents.values():
+        assert [line.message for line in viewer.transcript(agent.agent_id)] == agent.transcript
+
+
+async def test_same_name_under_two_parents(scripted_session):
+    script = {
+        "name": "views-two-inners",
+        "root": {"name": "main"},
+        "agents": {
+            "main": [
+                {
+                    "tool_calls": [
+                        {"name": "task", "arguments": {"name": "Jack", "system_prompt": "J"}},
+                        {"name": "task", "arguments": {"name": "Inner", "system_prompt": "main's inner"}},
+                    ]
+                },
+                {"tool_calls": [{"name": "discuss", "arguments": {"speakers": ["Jack"], "prompt": "Go"}}]},
+                "done",
+            ],
+            "Jack": [
+                {"tool_calls": [{"name": "task", "arguments": {"name": "Inner", "system_prompt": "Jack's inner"}}]},
+                "ok",
+            ],
+        },
+    }
+    saved = await scripted_session(script, ["go"])
+    viewer = saved.viewer()
+    inners = [a for a in viewer.list_agents() if a.name == "Inner"]
+    assert [a.path for a in inners] == ["main/Inner", "main/Jack/Inner"]
+    assert [a.display_name for a in inners] == [f"Inner ({a.agent_id})" for a in inners]
+    with pytest.raises(AmbiguousAgent, match="agent name 'Inner' is ambiguous"):
+        viewer.resolve_agent("Inner")
+    assert viewer.resolve_agent(inners[1].path) == inners[1].agent_id
+    assert viewer.resolve_agent(inners[0].agent_id) == inners[0].agent_id
+    with pytest.raises(UnknownAgent, match=r"unknown agent 'Nobody' \(agents: main, Jack, Inner \(agent_"):
+        viewer.resolve_agent("Nobody")
