@@ -82,6 +82,8 @@ def model_options(func: Callable[..., Any]) -> Callable[..., Any]:
 def output_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """``--otlp-file -v --trace-llm --trace-tools``."""
     options = [
+        click.option("--redacted-save", is_flag=True,
+                     help="Save no message contents (what agents said, heard, thought); such a session cannot be resumed."),
         click.option("--trace-tools", is_flag=True, help="TRC lines with full tool arguments and results (capped)."),
         click.option("--trace-llm", is_flag=True, help="TRC lines with full LLM requests and responses (capped)."),
         click.option("-v", "--verbose", is_flag=True,

@@ -68,13 +68,17 @@ def load_saved(session_dir: Path, session_id: str):
         )
     except ResumeError as exc:
         raise click.UsageError(f"session {session_id}: events.jsonl contradicts tree.json.gz: {exc}") from None
-    redacted = bool(meta.get("redacted") or (tree or {}).get("attributes", {}).get("otel_agents.redacted_save"))
+    from otel_agents.tracing import semconv as sc
+
+    redacted = bool(meta.get("redacted")) or any(
+        (run.get("attributes") or {}).get(sc.RUN_REDACTED_SAVE) for run in (tree or {}).get("runs", [])
+    )
     return SavedSession(session_id, records, saved_runs(tree), redacted=redacted), tree, artifacts.meta
 
 
 @ledger_errors_are_data_errors
 def resume_session_command(session_id, prompts, script_name, model_opts, otlp_file, verbose, trace_llm,
-                           trace_tools, paths) -> int:
+                           trace_tools, paths, redacted_save: bool = False) -> int:
     from otel_agents.llm.scripts import ScriptError, load_script
     from otel_agents.resume import ResumeError, restore_session
 
@@ -134,10 +138,13 @@ def resume_session_command(session_id, prompts, script_name, model_opts, otlp_fi
 @model_options
 @output_options
 @storage_options
-def resume(session_id, prompts, script_name, model_opts, otlp_file, verbose, trace_llm, trace_tools, paths):
+def resume(session_id, prompts, script_name, model_opts, otlp_file, redacted_save, verbose, trace_llm, trace_tools,
+           paths):
     """Rebuild every agent of SESSION_ID exactly as saved and run PROMPTS.
 
     Each resumed run is a new trace linked to the previous run, in the same session directory.
     """
+    if redacted_save:
+        raise click.UsageError("--redacted-save applies to new sessions only")
     finish(resume_session_command(session_id, prompts, script_name, model_opts, otlp_file, verbose,
                                   trace_llm, trace_tools, paths))

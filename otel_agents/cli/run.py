@@ -28,7 +28,7 @@ DEFAULT_SCRIPT = "jack-and-jill"
 @model_options
 @output_options
 @storage_options
-def run(prompts, script_name, resume_id, model_opts, otlp_file, verbose, trace_llm, trace_tools, paths):
+def run(prompts, script_name, resume_id, model_opts, otlp_file, redacted_save, verbose, trace_llm, trace_tools, paths):
     """Run PROMPTS (arguments, else stdin lines, else interactive) in a new session.
 
     stdout carries the root agent's utterances only; the session id goes to stderr.
@@ -36,6 +36,8 @@ def run(prompts, script_name, resume_id, model_opts, otlp_file, verbose, trace_l
     if resume_id is not None:
         from otel_agents.cli.resume import resume_session_command
 
+        if redacted_save:
+            raise click.UsageError("--redacted-save applies to new sessions only")
         finish(resume_session_command(resume_id, prompts, script_name, model_opts, otlp_file,
                                       verbose, trace_llm, trace_tools, paths))
     from otel_agents.llm.scripts import ScriptError, load_script
@@ -55,7 +57,10 @@ def run(prompts, script_name, resume_id, model_opts, otlp_file, verbose, trace_l
     llm = make_llm(tracing, model_opts)
     session = build_session(script, model=model_opts.model, telemetry=tracing.telemetry, llm=llm,
                             max_turns=model_opts.max_turns)
-    recorder = start_recording(tracing, paths, session.id)
+    recorder = start_recording(tracing, paths, session.id, redact_contents=redacted_save)
     attach_console(tracing, verbose, trace_llm, trace_tools)
-    context = RunContext(source="cli", script=script.source, model_override=model_opts.model)
+    from otel_agents.tracing import semconv as sc
+
+    extra = {sc.RUN_REDACTED_SAVE: True} if redacted_save else {}
+    context = RunContext(source="cli", script=script.source, model_override=model_opts.model, extra=extra)
     finish(execute(session, prompt_list, context, tracing, recorder))

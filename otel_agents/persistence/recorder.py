@@ -38,6 +38,7 @@ from otel_agents.persistence.events_file import EventsFileError, EventsWriter, r
 from otel_agents.persistence.journal import JournalError, JournalWriter, read_journal, spans_from_journal
 from otel_agents.persistence.ledger_records import ledger_records
 from otel_agents.persistence.notices import Warn, stderr_warning
+from otel_agents.persistence.content_redaction import redact_record_contents, redact_span_contents
 from otel_agents.persistence.store import SessionStore, StoreError, created_ns_of, make_meta, make_payload
 from otel_agents.persistence.tree import build_tree, merge_trees, span_operation
 from otel_agents.tracing import semconv as sc
@@ -125,6 +126,7 @@ class SessionRecorder(SpanProcessor):
         policy: CheckpointPolicy = CheckpointPolicy(),
         warn: Warn = stderr_warning,
         append_ledger: Callable[[Path, list[dict]], int] | None = None,
+        redact_contents: bool = False,
     ):
         self.store = store
         self.session_id = session_id or store.session_id
@@ -134,6 +136,7 @@ class SessionRecorder(SpanProcessor):
         self.policy = policy
         self.warn = warn
         self._append_ledger = append_ledger
+        self.redact_contents = redact_contents  # --redacted-save
         self.stats = RecorderStats()
         self._lock = threading.RLock()
         self._events = EventsWriter(store.events_path, warn)
@@ -196,7 +199,7 @@ class SessionRecorder(SpanProcessor):
                     self._write_meta()  # "running" first: a reader never takes a live run for a crashed one
                     if self._store_failed:
                         return
-                data = redacted(from_readable(span))
+                data = self._scrub(from_readable(span))
                 self._started[context.span_id] = data
                 self._journal.start(data)
                 self._journal_stats()
@@ -210,7 +213,7 @@ class SessionRecorder(SpanProcessor):
                 if context.trace_id not in self._traces:
                     return
                 self._open.pop(context.span_id, None)
-                data = redacted(from_readable(span))
+                data = self._scrub(from_readable(span))
                 self._finished[context.span_id] = data
                 self._pending_bytes += span_size_estimate(data)
                 self._dirty = True
@@ -239,7 +242,13 @@ class SessionRecorder(SpanProcessor):
         return True
 
     # ------------------------------------------------------------------ listener
+    def _scrub(self, span: SpanData) -> SpanData:
+        span = redacted(span)
+        return redact_span_contents(span) if self.redact_contents else span
+
     def on_record(self, span: trace.Span, record: Mapping[str, Any], ts_ns: int) -> None:
+        if self.redact_contents:
+            record = redact_record_contents(record)
         with self._lock:
             if self._store_failed or self._closed:
                 return
@@ -267,7 +276,7 @@ class SessionRecorder(SpanProcessor):
             return (
                 list(self._base)
                 + list(self._finished.values())
-                + [redacted(from_readable(s)) for s in self._open.values()]
+                + [self._scrub(from_readable(s)) for s in self._open.values()]
             )
 
     def tree(self) -> dict[str, Any]:
@@ -330,7 +339,10 @@ class SessionRecorder(SpanProcessor):
             )
 
     def _meta(self, tree: Mapping[str, Any]) -> dict[str, Any]:
-        return make_meta(tree, created_ns=self.created_ns, updated_ns=time.time_ns(), running=self._open_runs > 0)
+        meta = make_meta(tree, created_ns=self.created_ns, updated_ns=time.time_ns(), running=self._open_runs > 0)
+        if self.redact_contents:
+            meta["redacted"] = True
+        return meta
 
     def _save_meta(self, meta: Mapping[str, Any]) -> None:
         self.stats.meta_bytes_written += self.store.write_meta(meta)

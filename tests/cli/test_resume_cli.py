@@ -242,3 +242,22 @@ def test_a_missing_script_file_is_a_usage_error(home, tmp_path):
     ok = invoke(["resume", sid, "--script", DEEP, "Go deep."])
     assert ok.exit_code == 0, ok.stderr
     assert ok.stdout.strip() == "Deep done."
+
+
+def test_a_redacted_save_keeps_no_contents_and_cannot_be_resumed(home):
+    result = invoke(["run", "--redacted-save", "Create Jack and Jill for a cafe discussion"])
+    assert result.exit_code == 0, result.stderr
+    sid = session_id_of(result)
+    directory = home / "sessions" / sid
+    saved_bytes = b"".join(
+        gzip.decompress(p.read_bytes()) if p.suffix == ".gz" else p.read_bytes() for p in sorted(directory.iterdir())
+    )
+    for said in (b"Hi, I'm Jack", b"Create Jack and Jill", b"Be friendly but not over-eager", b"You work in HR"):
+        assert said not in saved_bytes
+    assert b"[REDACTED]" in saved_bytes
+    shown = invoke(["sessions", "show", sid])
+    assert shown.exit_code == 0 and "$0.00" in shown.stdout  # shape, timings and costs are kept
+    assert invoke(["sessions", "verify", sid]).exit_code == 0
+    before = snapshot(directory)
+    assert_usage_error(invoke(["resume", sid, "hi"]), "redacted-save")
+    assert snapshot(directory) == before

@@ -68,6 +68,7 @@ def run_session(
     tracing: Tracing | None = None,
     shutdown: bool = True,
     after: Callable[[Any], None] | None = None,
+    extra: dict[str, Any] | None = None,
 ) -> tuple[ScenarioRun, Tracing]:
     """Run prompts as the CLI does (source ``cli``), catching the errors the CLI reports."""
     from otel_agents.llm.client import LLMCallFailed, LLMClient
@@ -93,7 +94,7 @@ def run_session(
         sleep=_no_sleep,
     )
     session = build_session(loaded, model=model, tools=tools, telemetry=tracing.telemetry, llm=llm, max_turns=max_turns)
-    context = RunContext(source="cli", script=loaded.source, model_override=model)
+    context = RunContext(source="cli", script=loaded.source, model_override=model, extra=extra or {})
     run = ScenarioRun([], {}, session.id)
     try:
         for prompt in prompts:
@@ -222,7 +223,8 @@ def run_every_scenario(directory: Path) -> list[ScenarioRun]:
                             tools=make_user_tools())[0])
     runs.append(
         run_session(write_script(directory, "watcher", WATCHER_SCRIPT), ["watch"],
-                    after=lambda session: session.external(session.root, "File changed: data.json"))[0]
+                    after=lambda session: session.external(session.root, "File changed: data.json"),
+                    extra={"otel_agents.run.redacted_save": True})[0]
     )
     with OpenAIServer() as server:
         server.plan(Reply(content="hi there", prompt_tokens=10, completion_tokens=2))
