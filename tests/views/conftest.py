@@ -20,7 +20,7 @@ from otel_agents.persistence.store import encode_payload
 from otel_agents.persistence.tree import build_tree
 from otel_agents.tracing.spandata import SpanData, from_readable, hex_span_id, hex_trace_id
 from otel_agents.views import SessionViewer
-from views_seed_data import seed_records
+from support.seed_examples import seed_records
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from views_seed_data import seed_records
+from support.seed_examples import seed_records
 
 from otel_agents.tracing.records import make_record
 from otel_agents.views import SessionViewer

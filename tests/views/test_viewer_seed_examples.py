@@ -305,7 +305,7 @@ def test_example4_every_view(seed_viewer):
 
 def test_all_examples_together():
     """The four excerpts as one stream: links across examples resolve (msg_033 -> Jack's msg_015)."""
-    from views_seed_data import seed_records
+    from support.seed_examples import seed_records
 
     from otel_agents.views import SessionViewer
 
