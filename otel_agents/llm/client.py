@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
 from urllib.parse import urlparse
 
-from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from otel_agents.llm.pricing import PriceTable, Usage
@@ -272,6 +271,3 @@ class _AttemptFailed(Exception):
         super().__init__(str(cause))
         self.cause = cause
 
-
-def current_span() -> trace.Span:
-    return trace.get_current_span()
