@@ -24,42 +24,44 @@ from otel_agents.cli.options import ledger_errors_are_data_errors, session_dir_o
 FALLBACK_SCRIPT = "jack-and-jill"
 
 
-def _tree_version(path: Path):
-    """The payload version if the file is readable at all (an unknown version must not be guessed at)."""
+def _read_checkpoint(path: Path):
+    """The last tree.json.gz checkpoint as written (decoded once), or None when unreadable.
+
+    An unreadable tree is load_artifacts' business (it falls back to the streams), but
+    an unknown payload version must not be guessed at.
+    """
+    from otel_agents.persistence.store import TREE_VERSION, StoreError, decode_payload
+
     try:
-        return orjson.loads(gzip.decompress(path.read_bytes())).get("version")
-    except Exception:  # unreadable trees are load_artifacts' business (fallback to events)
+        data = path.read_bytes()
+    except OSError:
         return None
-
-
-def _checkpoint_tree(session_dir: Path):
-    """The last tree.json.gz checkpoint as written, or None when it cannot be read."""
-    from otel_agents.persistence.store import SessionStore, StoreError
-
     try:
-        return SessionStore(session_dir).load_tree()
+        return decode_payload(data, str(path))["session"]
     except StoreError:
+        try:
+            version = orjson.loads(gzip.decompress(data)).get("version")
+        except Exception:
+            return None
+        if version != TREE_VERSION:
+            raise click.UsageError(f"{path} has tree version {version!r}; this otel-agents reads version {TREE_VERSION}") from None
         return None
 
 
 def load_saved(session_dir: Path, session_id: str):
     """Everything resume needs, validated before anything is written (exit 2 on any problem)."""
     from otel_agents.persistence.artifacts import SessionUnreadable, load_artifacts
-    from otel_agents.persistence.store import TREE_VERSION
     from otel_agents.persistence.tree import records_of
     from otel_agents.resume import ResumeError, SavedSession, merge_records, saved_runs
 
-    tree_path = session_dir / "tree.json.gz"
-    version = _tree_version(tree_path) if tree_path.exists() else None
-    if version is not None and version != TREE_VERSION:
-        raise click.UsageError(f"{tree_path} has tree version {version!r}; this otel-agents reads version {TREE_VERSION}")
+    # Read before load_artifacts, which may rewrite a checkpoint that is merely behind.
+    checkpoint = _read_checkpoint(session_dir / "tree.json.gz")
     try:
         artifacts = load_artifacts(session_dir)
     except SessionUnreadable as exc:
         raise click.UsageError(str(exc)) from None
     meta = artifacts.meta or {}
     tree = artifacts.tree
-    checkpoint = _checkpoint_tree(session_dir)
     try:
         records = merge_records(
             records_of(checkpoint) if checkpoint else [],

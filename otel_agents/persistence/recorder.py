@@ -23,7 +23,6 @@ destination stops, so a half-working disk never leaves half-written files.
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 import time
 from dataclasses import dataclass
@@ -42,8 +41,7 @@ from otel_agents.persistence.content_redaction import redact_record_contents, re
 from otel_agents.persistence.store import SessionStore, StoreError, created_ns_of, make_meta, make_payload
 from otel_agents.persistence.tree import build_tree, merge_trees, span_operation
 from otel_agents.tracing import semconv as sc
-from otel_agents.tracing.redaction import redact, redact_attributes
-from otel_agents.tracing.spandata import EventData, LinkData, SpanData, from_readable, hex_span_id, hex_trace_id
+from otel_agents.tracing.spandata import SpanData, from_readable, hex_span_id, hex_trace_id
 
 # Per span, beyond its attributes and events, in the tree's JSON (keys, timings, ids).
 _NODE_OVERHEAD_BYTES = 400
@@ -80,21 +78,6 @@ class RecorderStats:
     journal_bytes_written: int = 0
     ledger_records_written: int = 0
     base_spans: int = 0  # spans of earlier runs loaded from the journal (resume)
-
-
-def redacted(span: SpanData) -> SpanData:
-    """The span with secrets replaced (idempotent: records and logs are redacted already).
-
-    Exception events and status messages quote error text verbatim and are not
-    written through Telemetry; the session files must not keep a key they quote.
-    """
-    return dataclasses.replace(
-        span,
-        attributes=redact_attributes(span.attributes),
-        events=tuple(EventData(e.name, e.time_ns, redact_attributes(e.attributes)) for e in span.events),
-        links=tuple(LinkData(l.trace_id, l.span_id, redact_attributes(l.attributes)) for l in span.links),
-        status_message=redact(span.status_message),
-    )
 
 
 def span_size_estimate(span: SpanData) -> int:
@@ -243,7 +226,7 @@ class SessionRecorder(SpanProcessor):
 
     # ------------------------------------------------------------------ listener
     def _scrub(self, span: SpanData) -> SpanData:
-        span = redacted(span)
+        # from_readable already redacted secrets; --redacted-save also drops contents.
         return redact_span_contents(span) if self.redact_contents else span
 
     def on_record(self, span: trace.Span, record: Mapping[str, Any], ts_ns: int) -> None:
