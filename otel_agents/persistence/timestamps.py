@@ -7,9 +7,10 @@ The tree keeps integer nanoseconds; the lines carry text a person can read and
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone
+from datetime import date, datetime, timezone
 
-_ISO = re.compile(r"^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(?:\.(\d{1,9}))?Z$")
+_ISO = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.(\d{1,9}))?Z$")
+_EPOCH_DAY = date(1970, 1, 1).toordinal()
 
 
 def iso_ts(ns: int) -> str:
@@ -24,6 +25,8 @@ def parse_iso_ts(text: str) -> int:
     match = _ISO.match(text)
     if not match:
         raise ValueError(f"not an ISO 8601 UTC timestamp: {text!r}")
-    whole = datetime.strptime(match.group(1), "%Y-%m-%dT%H:%M:%S").replace(tzinfo=timezone.utc)
-    fraction = (match.group(2) or "").ljust(9, "0")
-    return int(whole.timestamp()) * 1_000_000_000 + int(fraction or 0)
+    # fromisoformat checks the calendar and clock (as strptime did) at a tenth of its
+    # cost: readers of events.jsonl and of the journal parse one of these per line.
+    whole = datetime.fromisoformat(text[:19])
+    seconds = (whole.toordinal() - _EPOCH_DAY) * 86_400 + whole.hour * 3_600 + whole.minute * 60 + whole.second
+    return seconds * 1_000_000_000 + int((match.group(1) or "").ljust(9, "0"))

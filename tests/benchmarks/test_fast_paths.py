@@ -2,7 +2,7 @@
 
 Redaction skips text too short to hold a secret and looks known attribute keys up
 in a set; ``from_readable`` converts and redacts in one pass; ``from_span_event``
-looks fields up by key. Each is checked here against the plain rule it replaced.
+looks fields up by key; ``parse_iso_ts`` checks the calendar with ``fromisoformat``. Each is checked here against the plain rule it replaced.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import Link, Status, StatusCode
 
+from otel_agents.persistence.timestamps import iso_ts, parse_iso_ts
 from otel_agents.tracing import redaction as R
 from otel_agents.tracing import semconv as sc
 from otel_agents.tracing.records import RECORD_FIELDS, RecordError, from_span_event, make_record, to_span_attributes
@@ -233,3 +234,44 @@ def test_from_span_event_refuses_what_the_plain_decoder_refuses():
              sc.EVENT_FIELD_PREFIX + "cause": "msg_0"}
     assert from_span_event("transcript_entry", stray) == plain_from_span_event("transcript_entry", stray)
     assert "cause" not in from_span_event("transcript_entry", stray)
+
+
+# --------------------------------------------------------------------------- timestamps
+
+
+def plain_parse_iso_ts(text: str) -> int:
+    """parse_iso_ts as first written: strptime for the date and the clock."""
+    import re
+    from datetime import datetime, timezone
+
+    match = re.match(r"^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(?:\.(\d{1,9}))?Z$", text)
+    if not match:
+        raise ValueError(text)
+    whole = datetime.strptime(match.group(1), "%Y-%m-%dT%H:%M:%S").replace(tzinfo=timezone.utc)
+    return int(whole.timestamp()) * 1_000_000_000 + int((match.group(2) or "").ljust(9, "0"))
+
+
+def _outcome(parse, text: str):
+    try:
+        return parse(text)
+    except ValueError:
+        return "refused"
+
+
+_DIGITS = st.text(alphabet="0123456789", min_size=1, max_size=4)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.one_of(
+        st.integers(min_value=-62_135_596_800 * 10**9, max_value=253_402_300_799 * 10**9).map(iso_ts),
+        # Near misses: every field may be out of range (month 13, day 31 of a short month, hour 24, second 60).
+        st.tuples(_DIGITS, _DIGITS, _DIGITS, _DIGITS, _DIGITS, _DIGITS, st.text(alphabet="0123456789", max_size=10)).map(
+            lambda p: f"{p[0].zfill(4)}-{p[1].zfill(2)}-{p[2].zfill(2)}T{p[3].zfill(2)}:{p[4].zfill(2)}:{p[5].zfill(2)}"
+            + (f".{p[6]}" if p[6] else "") + "Z"
+        ),
+        st.text(max_size=32),
+    )
+)
+def test_parse_iso_ts_matches_strptime(text):
+    assert _outcome(parse_iso_ts, text) == _outcome(plain_parse_iso_ts, text)
