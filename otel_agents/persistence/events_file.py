@@ -19,6 +19,7 @@ import orjson
 
 from otel_agents.tracing.records import RecordError, validate_record
 
+from otel_agents.persistence.collector import collector_paused
 from otel_agents.persistence.notices import Warn, stderr_warning
 from otel_agents.persistence.timestamps import iso_ts, parse_iso_ts
 
@@ -126,10 +127,12 @@ def repair_torn_tail(path: Path, is_whole: Callable[[bytes], bool] | None = None
 
 def is_record_line(raw: bytes) -> bool:
     """Whether a line holds a whole record (the reader's test)."""
-    return _parse_record(raw)[1] is None
+    return _parse_line(raw)[1] is None
 
 
-def _parse_record(raw: bytes) -> tuple[dict[str, Any] | None, str | None]:
+def _parse_line(raw: bytes) -> tuple[EventLine | None, str | None]:
+    """One line as an EventLine, or None and why not. The parsed object becomes the record
+    itself (the line fields popped off it): readers call this once per line."""
     try:
         value = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
@@ -140,16 +143,17 @@ def _parse_record(raw: bytes) -> tuple[dict[str, Any] | None, str | None]:
         return None, "message_id and event_type must be strings"
     if value.get("agent_id") is not None and not isinstance(value["agent_id"], str):
         return None, "agent_id must be a string"
-    for key in LINE_FIELDS:
-        if value.get(key) is not None and not isinstance(value[key], str):
+    ts, trace_id, span_id = value.pop("ts", None), value.pop("trace_id", None), value.pop("span_id", None)
+    for key, field in zip(LINE_FIELDS, (ts, trace_id, span_id)):
+        if field is not None and not isinstance(field, str):
             return None, f"{key} must be a string or null"
     try:
-        validate_record({k: v for k, v in value.items() if k not in LINE_FIELDS})
-        if value.get("ts") is not None:
-            parse_iso_ts(value["ts"])
+        validate_record(value)
+        if ts is not None:
+            parse_iso_ts(ts)
     except (RecordError, ValueError) as exc:
         return None, str(exc)
-    return value, None
+    return EventLine(value, ts, trace_id, span_id), None
 
 
 def read_event_lines(path: Path, warn: Warn = stderr_warning) -> list[EventLine]:
@@ -161,20 +165,26 @@ def read_event_lines(path: Path, warn: Warn = stderr_warning) -> list[EventLine]
     if complete:
         lines = lines[:-1]
     out: list[EventLine] = []
-    for number, raw in enumerate(lines, start=1):
-        last = number == len(lines)
-        if not raw.strip():
-            if last and not complete:
-                continue
-            raise EventsFileError(f"{path}:{number}: empty line")
-        value, problem = _parse_record(raw)
-        if value is None:
-            if last and not complete:
-                warn(f"{path}:{number}: skipped a torn last line ({len(raw)} bytes): {problem}")
-                continue
-            raise EventsFileError(f"{path}:{number}: not a valid record line: {problem}")
-        out.append(split_line(value))
+    with collector_paused():
+        for number, raw in enumerate(lines, start=1):
+            line, problem = _parse_line(raw)
+            if line is not None:
+                out.append(line)
+            else:
+                _bad_line(path, number, raw, problem, torn=number == len(lines) and not complete, warn=warn)
     return out
+
+
+def _bad_line(path: Path, number: int, raw: bytes, problem: str | None, *, torn: bool, warn: Warn) -> None:
+    """A torn last line (a crashed writer) is skipped; any other damage raises."""
+    if not raw.strip():
+        if torn:
+            return
+        raise EventsFileError(f"{path}:{number}: empty line")
+    if torn:
+        warn(f"{path}:{number}: skipped a torn last line ({len(raw)} bytes): {problem}")
+        return
+    raise EventsFileError(f"{path}:{number}: not a valid record line: {problem}")
 
 
 def read_records(path: Path, warn: Warn = stderr_warning) -> list[dict[str, Any]]:

@@ -2,7 +2,8 @@
 
 Redaction skips text too short to hold a secret and looks known attribute keys up
 in a set; ``from_readable`` converts and redacts in one pass; ``from_span_event``
-looks fields up by key; ``parse_iso_ts`` checks the calendar with ``fromisoformat``. Each is checked here against the plain rule it replaced.
+looks fields up by key; ``parse_iso_ts`` checks the calendar with ``fromisoformat``;
+``validate_record`` checks each present field by one check chosen in advance. Each is checked here against the plain rule it replaced.
 """
 
 from __future__ import annotations
@@ -20,7 +21,15 @@ from opentelemetry.trace import Link, Status, StatusCode
 from otel_agents.persistence.timestamps import iso_ts, parse_iso_ts
 from otel_agents.tracing import redaction as R
 from otel_agents.tracing import semconv as sc
-from otel_agents.tracing.records import RECORD_FIELDS, RecordError, from_span_event, make_record, to_span_attributes
+from otel_agents.tracing import records as RECORDS_MOD
+from otel_agents.tracing.records import (
+    RECORD_FIELDS,
+    RecordError,
+    from_span_event,
+    make_record,
+    to_span_attributes,
+    validate_record,
+)
 from otel_agents.tracing.spandata import EventData, LinkData, SpanData, from_readable
 
 # --------------------------------------------------------------------------- the plain rules
@@ -275,3 +284,78 @@ _DIGITS = st.text(alphabet="0123456789", min_size=1, max_size=4)
 )
 def test_parse_iso_ts_matches_strptime(text):
     assert _outcome(parse_iso_ts, text) == _outcome(plain_parse_iso_ts, text)
+
+
+# --------------------------------------------------------------------------- validate_record
+
+
+def plain_validate_record(record):
+    """validate_record as first written: every field of the kind, one if after another."""
+    if not isinstance(record, dict):
+        raise RecordError("a record is a JSON object")
+    kind = record.get("event_type")
+    if not isinstance(kind, str) or kind not in RECORD_FIELDS:
+        raise RecordError(f"unknown event_type {kind!r}")
+    message_id = record.get("message_id")
+    if not isinstance(message_id, str) or not RECORDS_MOD._MESSAGE_ID.match(message_id):
+        raise RecordError(f"message_id {message_id!r} is not of the form msg_<digits>")
+    if not isinstance(record.get("agent_id"), str):
+        raise RecordError(f"{message_id}: agent_id must be a string")
+    for field in RECORD_FIELDS[kind]:
+        value = record.get(field)
+        if value is None:
+            continue
+        if field in RECORDS_MOD._TEXT_FIELDS and not isinstance(value, str):
+            raise RecordError(f"{message_id}: {field} must be a string")
+        if field == "substance" and not RECORDS_MOD._MESSAGE_ID.match(value):
+            raise RecordError(f"{message_id}: substance {value!r} is not a message id")
+        if field == "cause" and not (
+            (isinstance(value, str) and RECORDS_MOD._MESSAGE_ID.match(value))
+            or (isinstance(value, list) and value and all(isinstance(v, str) and RECORDS_MOD._MESSAGE_ID.match(v) for v in value))
+        ):
+            raise RecordError(f"{message_id}: cause must be a message id or a list of them")
+        if field == "content" and not isinstance(value, (str, list)):
+            raise RecordError(f"{message_id}: content must be text (or a list of content parts)")
+        if field == "keep" and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+            raise RecordError(f"{message_id}: keep must be a non-negative integer")
+        if field == "thinking_blocks" and not isinstance(value, list):
+            raise RecordError(f"{message_id}: thinking_blocks must be a list")
+        if field == "tool_calls":
+            RECORDS_MOD._check_tool_calls(message_id, value)
+    role = record.get("role")
+    if kind == "transcript_entry" and (not isinstance(role, str) or role not in RECORDS_MOD._ROLES):
+        raise RecordError(f"{message_id}: role must be one of {sorted(RECORDS_MOD._ROLES)}")
+    if kind == "transcript_truncated" and record.get("keep") is None:
+        raise RecordError(f"{message_id}: a truncation needs keep")
+    if record.get("substance") is not None and record.get("cause") is not None:
+        raise RecordError(f"{message_id}: an event has substance or cause, never both")
+
+
+_FIELD_NAMES = sorted({f for fields in RECORD_FIELDS.values() for f in fields} | {"message_id", "event_type", "extra"})
+_VALUES = st.one_of(
+    st.none(), st.booleans(), st.integers(-3, 5),
+    st.sampled_from(["msg_000001", "msg_x", "user", "tool", "assistant", "hi", ""]),
+    st.lists(st.sampled_from(["msg_000002", "bad", 1]), max_size=3),
+    st.lists(st.sampled_from([{"id": "c", "function": {"name": "f", "arguments": "{}"}}, {"id": 1}, "x"]), max_size=2),
+)
+_RECORDS = st.one_of(
+    st.dictionaries(st.sampled_from(_FIELD_NAMES), _VALUES, max_size=8),
+    st.builds(lambda kind, fields: {"message_id": "msg_000003", "event_type": kind, "agent_id": "agent_001", **fields},
+              st.sampled_from([*RECORD_FIELDS, "other"]), st.dictionaries(st.sampled_from(_FIELD_NAMES), _VALUES, max_size=6)),
+    st.sampled_from(RECORDS),
+    st.integers(),
+)
+
+
+def _verdict(validate, record) -> str:
+    try:
+        validate(record)
+    except RecordError as exc:
+        return str(exc)
+    return "valid"
+
+
+@settings(max_examples=600, deadline=None)
+@given(_RECORDS)
+def test_validate_record_agrees_with_the_plain_rule(record):
+    assert _verdict(validate_record, record) == _verdict(plain_validate_record, record)
