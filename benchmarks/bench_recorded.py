@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import random
 import re
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -140,13 +141,19 @@ def write_recorded_session(capture: Capture, entries: int, sessions_dir: Path, s
 
 
 def settle(directory: Path) -> None:
-    """Load once, as a reader after a crash would: tree.json.gz and meta.json are rebuilt from the journal."""
-    from otel_agents.persistence.artifacts import load_artifacts
+    """Load once and bill, as ``sessions show`` after a crash would: tree.json.gz and meta.json are
+    rebuilt from the journal, and meta.json says the checkpoint is current and every run billed, as
+    the recorder's own final checkpoint says."""
+    from otel_agents.persistence.artifacts import flush_unbilled, load_artifacts, mark_billed
 
     notes: list[str] = []
     artifacts = load_artifacts(directory, notes.append)
     if artifacts.tree is None or not (directory / "tree.json.gz").exists():
         raise RuntimeError(f"{directory} did not load as a recorded session: {notes}")
+    with tempfile.TemporaryDirectory(prefix="settle-ledger-") as ledger_dir:
+        flush_unbilled(artifacts.tree, Path(ledger_dir) / "billing.jsonl", artifacts.meta)
+    if not mark_billed(directory, artifacts.meta):
+        raise RuntimeError(f"{directory}: the rebuilt checkpoint is not marked current")
     meta = orjson.loads((directory / "meta.json").read_bytes())
     if meta.get("status") not in {"ok", "error"}:
         raise RuntimeError(f"{directory}: unexpected meta status {meta.get('status')!r}")

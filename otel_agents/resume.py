@@ -15,6 +15,7 @@ from typing import Any, Iterable, Mapping
 
 from opentelemetry.trace import SpanContext, TraceFlags
 
+from otel_agents.persistence.collector import collector_paused
 from otel_agents.runtime.agent import Agent
 from otel_agents.runtime.session import Session
 from otel_agents.runtime.tools import Tool
@@ -41,29 +42,43 @@ class SavedRun:
 class SavedSession:
     session_id: str
     records: list[dict[str, Any]]
-    runs: list[SavedRun] = field(default_factory=list)
+    runs: int = 0  # runs so far: the next one is runs + 1
+    last_run: SavedRun | None = None  # the run the next one links to
     redacted: bool = False
 
-    @property
-    def last_run(self) -> SavedRun | None:
-        return self.runs[-1] if self.runs else None
+
+def saved_runs(tree: Mapping[str, Any] | None) -> tuple[int, SavedRun | None]:
+    """``(runs so far, last run)`` of a saved tree, with what resume needs from the last root span."""
+    runs = (tree or {}).get("runs", [])
+    if not runs:
+        return 0, None
+    last = runs[-1]
+    attributes = last.get("attributes") or {}
+    run = SavedRun(
+        index=int(last.get("index") or len(runs)),
+        trace_id=last["trace_id"],
+        span_id=last["span_id"],
+        script=attributes.get(sc.RUN_SCRIPT),
+        model_override=attributes.get(sc.RUN_MODEL),
+    )
+    return max(len(runs), run.index), run
 
 
-def saved_runs(tree: Mapping[str, Any] | None) -> list[SavedRun]:
-    """The runs of a saved tree, in order, with what resume needs from their root spans."""
-    runs = []
-    for run in (tree or {}).get("runs", []):
-        attributes = run.get("attributes") or {}
-        runs.append(
-            SavedRun(
-                index=int(run.get("index") or len(runs) + 1),
-                trace_id=run["trace_id"],
-                span_id=run["span_id"],
-                script=attributes.get(sc.RUN_SCRIPT),
-                model_override=attributes.get(sc.RUN_MODEL),
-            )
-        )
-    return runs
+def runs_from_meta(meta: Mapping[str, Any]) -> tuple[int, SavedRun | None]:
+    """The same from meta.json's summary (written from the tree, with its checkpoint)."""
+    last = meta.get("last_run")
+    count = meta.get("runs")
+    if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+        raise ResumeError("meta.json has no run count")
+    if last is None:
+        return count, None
+    try:
+        run = SavedRun(int(last["index"]), str(last["trace_id"]), str(last["span_id"]), last.get("script"),
+                       last.get("model"))
+        int(run.trace_id, 16), int(run.span_id, 16)  # the next run links to them
+    except (KeyError, TypeError, ValueError, AttributeError):
+        raise ResumeError("meta.json has a damaged last_run") from None
+    return max(count, run.index), run
 
 
 def merge_records(*sources: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -74,12 +89,20 @@ def merge_records(*sources: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]
     merged: dict[str, dict[str, Any]] = {}
     for source in sources:
         for record in source:
-            core = {k: v for k, v in record.items() if k not in {"ts", "trace_id", "span_id"}}
+            if "ts" in record or "trace_id" in record or "span_id" in record:
+                core = {k: v for k, v in record.items() if k not in {"ts", "trace_id", "span_id"}}
+            else:
+                core = record  # as read: records are never changed once read
             known = merged.get(core["message_id"])
             if known is not None and known != core:
                 raise ResumeError(f"the saved records disagree about {core['message_id']}")
             merged[core["message_id"]] = core
-    return sorted(merged.values(), key=lambda r: message_id_number(r["message_id"]))
+    records = list(merged.values())
+    numbers = [message_id_number(r["message_id"]) for r in records]
+    if all(a < b for a, b in zip(numbers, numbers[1:])):
+        return records  # one stream, written in id order: the usual case
+    order = sorted(range(len(records)), key=numbers.__getitem__)
+    return [records[i] for i in order]
 
 
 def check_records(records: list[dict[str, Any]]) -> None:
@@ -137,6 +160,12 @@ def restore_session(
     **session_kwargs: Any,
 ) -> Session:
     """A Session with every agent, transcript and counter as saved; hooks are the caller's."""
+    with collector_paused():  # one transcript entry per record, none of them cyclic
+        return _restore(saved, tuple(tools), model_override, session_kwargs)
+
+
+def _restore(saved: SavedSession, tool_list: tuple[Tool, ...], model_override: str | None,
+             session_kwargs: dict[str, Any]) -> Session:
     if saved.redacted:
         raise ResumeError(
             f"session {saved.session_id} was saved with --redacted-save: message contents were not kept, "
@@ -155,11 +184,10 @@ def restore_session(
         saved.session_id,
         message_counter=max(message_id_number(r["message_id"]) for r in records),
         agent_counter=max(_agent_number(r["agent_id"]) for r in records if r["event_type"] == sc.EVENT_AGENT_CREATED),
-        runs=len(saved.runs),
+        runs=saved.runs,
         previous_run=previous,
         **session_kwargs,
     )
-    tool_list = tuple(tools)
     agents: dict[str, Agent] = {}
     for record in records:
         kind = record["event_type"]

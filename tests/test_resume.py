@@ -47,7 +47,7 @@ def saved_from(memory_tracing, session) -> SavedSession:
         SavedRun(i + 1, format(s.context.trace_id, "032x"), format(s.context.span_id, "016x"))
         for i, s in enumerate(s for s in memory_tracing.spans() if s.parent is None and s.name.startswith("invoke_agent"))
     ]
-    return SavedSession(session.id, merge_records(memory_tracing.recorder.records), runs)
+    return SavedSession(session.id, merge_records(memory_tracing.recorder.records), len(runs), runs[-1] if runs else None)
 
 
 def test_restored_session_has_every_agent_transcript_and_counter(memory_tracing):

@@ -49,7 +49,20 @@ def _read_checkpoint(path: Path):
 
 
 def load_saved(session_dir: Path, session_id: str):
-    """Everything resume needs, validated before anything is written (exit 2 on any problem)."""
+    """Everything resume needs, validated before anything is written (exit 2 on any problem).
+
+    Returns ``(saved, tree, meta)``; ``tree`` is None when no run needs billing (or there is none).
+    """
+    from otel_agents.persistence.collector import collector_paused
+
+    with collector_paused():  # a large session is many small acyclic objects (see persistence/collector.py)
+        return _load_saved(session_dir, session_id)
+
+
+def _load_saved(session_dir: Path, session_id: str):
+    quick = _load_current(session_dir, session_id)
+    if quick is not None:
+        return quick
     from otel_agents.persistence.artifacts import SessionUnreadable, load_artifacts
     from otel_agents.persistence.tree import records_of
     from otel_agents.resume import ResumeError, SavedSession, merge_records, saved_runs
@@ -75,7 +88,35 @@ def load_saved(session_dir: Path, session_id: str):
     redacted = bool(meta.get("redacted")) or any(
         (run.get("attributes") or {}).get(sc.RUN_REDACTED_SAVE) for run in (tree or {}).get("runs", [])
     )
-    return SavedSession(session_id, records, saved_runs(tree), redacted=redacted), tree, artifacts.meta
+    runs, last = saved_runs(tree)
+    return SavedSession(session_id, records, runs, last, redacted=redacted), tree, artifacts.meta
+
+
+def _load_current(session_dir: Path, session_id: str):
+    """The quick load of a session closed cleanly: events.jsonl and meta.json, tree.json.gz only if unbilled.
+
+    meta.json's checkpoint mark says tree.json.gz covers every line of the journal and of
+    events.jsonl, so nothing needs rebuilding or repairing, and the runs are in meta.json's
+    summary. None when that is not so (or anything looks wrong): the careful path decides.
+    """
+    from otel_agents.persistence.events_file import EventsFileError, read_event_lines
+    from otel_agents.persistence.store import SessionStore, StoreError, checkpoint_is_current
+    from otel_agents.resume import ResumeError, SavedSession, merge_records, runs_from_meta
+
+    store = SessionStore(session_dir)
+    try:
+        meta = store.read_meta()
+    except StoreError:
+        return None
+    if not checkpoint_is_current(store, meta):
+        return None
+    try:
+        records = merge_records(line.record for line in read_event_lines(store.events_path))
+        runs, last = runs_from_meta(meta)
+        tree = None if meta.get("billed") else store.load_tree()
+    except (EventsFileError, StoreError, ResumeError, OSError):
+        return None
+    return SavedSession(session_id, records, runs, last, redacted=bool(meta.get("redacted"))), tree, meta
 
 
 @ledger_errors_are_data_errors
@@ -115,7 +156,7 @@ def resume_session_command(session_id, prompts, script_name, model_opts, otlp_fi
         raise click.UsageError(str(exc)) from None
     install_hooks(session, script.hooks)
 
-    from otel_agents.persistence.artifacts import flush_unbilled
+    from otel_agents.persistence.artifacts import flush_unbilled, mark_billed
 
     from otel_agents.cli.execution import StorageUnwritable
     from otel_agents.persistence.store import StoreError, check_file_writable
@@ -127,6 +168,7 @@ def resume_session_command(session_id, prompts, script_name, model_opts, otlp_fi
         raise StorageUnwritable(str(exc)) from None
     if tree is not None:
         flush_unbilled(tree, paths.billing_file, meta)  # a crashed run is billed once, before new runs
+        mark_billed(session_dir, meta)
     recorder = start_recording(tracing, paths, session_id, resume=True)
     attach_console(tracing, verbose, trace_llm, trace_tools)
     context = RunContext(source="resume", script=script.source, model_override=model)

@@ -68,7 +68,7 @@ def list_command(as_json: bool, paths) -> None:
 @ledger_errors_are_data_errors
 def show(session_id: str, as_json: bool, paths) -> None:
     """Show a session's tree: path labels, status, durations, tokens and cost, per agent totals."""
-    from otel_agents.persistence.artifacts import SessionUnreadable, flush_unbilled, load_artifacts
+    from otel_agents.persistence.artifacts import SessionUnreadable, flush_unbilled, load_artifacts, mark_billed
     from otel_agents.persistence.store import TREE_VERSION, make_meta
 
     directory = session_dir_or_exit(paths, session_id)
@@ -86,6 +86,7 @@ def show(session_id: str, as_json: bool, paths) -> None:
     except Exception as exc:  # billing trouble must not hide the session
         click.echo(f"warning: cannot update the billing ledger {paths.billing_file}: {exc}", err=True)
     else:
+        mark_billed(directory, meta)
         if billed:
             click.echo(f"billed {billed} record(s) of runs that had not been billed", err=True)
     if as_json:

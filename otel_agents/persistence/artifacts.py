@@ -1,11 +1,14 @@
 """Loading a saved session for resume and views, and billing what a crash left unbilled.
 
-The tree is rebuilt from the span journal (``spans.jsonl``) plus the event stream
-(``events.jsonl``) whenever both are readable: both are flushed per line, so they
-are always at least as complete as the last ``tree.json.gz`` checkpoint. A session
-whose writer died after its last checkpoint is recovered here: the rebuilt tree is
-written back (atomically) so that every reader, ``sessions verify`` included, sees
-the same story. Without a usable journal the checkpoint stands in, as before.
+A session closed cleanly has a ``meta.json`` whose checkpoint mark says that
+``tree.json.gz`` covers the journal and the event stream as they are on disk:
+that checkpoint is read as it is. Otherwise the tree is rebuilt from the span
+journal (``spans.jsonl``) plus the event stream (``events.jsonl``) whenever both
+are readable: both are flushed per line, so they are always at least as complete
+as the last checkpoint. A session whose writer died after its last checkpoint is
+recovered here: the rebuilt tree is written back (atomically), with a mark, so that
+every reader, ``sessions verify`` included, sees the same story, and the next load
+is the quick one. Without a usable journal the checkpoint stands in, as before.
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ from otel_agents.persistence.notices import Warn, stderr_warning
 from otel_agents.persistence.store import (
     SessionStore,
     StoreError,
+    checkpoint_is_current,
+    checkpoint_mark,
     closed_meta,
     created_ns_of,
     make_payload,
@@ -31,6 +36,7 @@ from otel_agents.persistence.timestamps import iso_ts
 from otel_agents.persistence.tree import STATUS_IN_PROGRESS, build_tree, iter_nodes, iter_records, records_of
 from otel_agents.tracing.spandata import SpanData
 
+SOURCE_CHECKPOINT = "checkpoint"  # tree.json.gz, known to cover spans.jsonl + events.jsonl
 SOURCE_JOURNAL = "journal"  # spans.jsonl + events.jsonl
 SOURCE_TREE = "tree"  # tree.json.gz (records from events.jsonl when readable)
 SOURCE_EVENTS = "events"  # events.jsonl only: no tree
@@ -54,12 +60,16 @@ class SessionArtifacts:
 def load_artifacts(session_dir: Path, warn: Warn = stderr_warning, *, repair: bool = True) -> SessionArtifacts:
     """The tree and the event stream of a session directory.
 
-    Preference: the journal with events.jsonl (always the most complete), else
-    tree.json.gz, else events.jsonl alone; each fallback is said on stderr.
-    ``repair``: when the journal shows more than tree.json.gz and no live process
-    is writing the session, rewrite tree.json.gz and meta.json from it.
+    Preference: a checkpoint known to be current, else the journal with events.jsonl
+    (always the most complete), else tree.json.gz, else events.jsonl alone; each
+    fallback is said on stderr. ``repair``: when the journal shows more than
+    tree.json.gz and no live process is writing the session, rewrite tree.json.gz
+    and meta.json from it.
     """
     store = SessionStore(Path(session_dir))
+    current = _current_checkpoint(store, warn)
+    if current is not None:
+        return current
     notes: list[str] = []
     lines: list[EventLine] | None = None
     if store.events_path.exists():
@@ -122,6 +132,19 @@ def load_artifacts(session_dir: Path, warn: Warn = stderr_warning, *, repair: bo
     return SessionArtifacts(tree, records, meta, notes, source=SOURCE_TREE)
 
 
+def _current_checkpoint(store: SessionStore, warn: Warn) -> SessionArtifacts | None:
+    """The quick load: tree.json.gz decoded once, records from events.jsonl; None if it does not apply."""
+    meta = _read_meta(store)
+    if not checkpoint_is_current(store, meta):
+        return None
+    try:
+        lines = read_event_lines(store.events_path, warn)
+        tree = store.load_tree()
+    except (EventsFileError, StoreError, OSError):
+        return None  # the careful path says what is wrong
+    return SessionArtifacts(tree, [line.record for line in lines], meta, source=SOURCE_CHECKPOINT)
+
+
 def _first(notes: list[str], about: str) -> str:
     return next((n for n in notes if about in n), notes[-1] if notes else about)
 
@@ -156,13 +179,15 @@ def _repair(store: SessionStore, artifacts: SessionArtifacts, lines: list[EventL
                 warn(f"session {store.session_id}: {problem}; tree.json.gz is left as is")
                 return
     meta = artifacts.meta
-    if saved == tree and not (meta is not None and meta.get("status") == "running"):
-        return
+    behind = saved != tree or (meta is not None and meta.get("status") == "running")
     created = created_ns_of(meta) or tree.get("started_ns") or time.time_ns()
     new_meta = closed_meta(tree, created_ns=created, updated_ns=time.time_ns())
+    if not behind and meta is not None and isinstance(meta.get("updated"), str):
+        new_meta["updated"] = meta["updated"]  # only the mark is new: the session itself did not change
     try:
         if saved != tree:
             store.save_tree(make_payload(tree, new_meta))
+        new_meta["checkpoint"] = checkpoint_mark(store)  # the next load takes the checkpoint as it is
         store.write_meta(new_meta)
     except (OSError, StoreError) as exc:
         artifacts.notes.append(f"cannot rewrite {store.tree_path}: {exc}")
@@ -170,7 +195,7 @@ def _repair(store: SessionStore, artifacts: SessionArtifacts, lines: list[EventL
              "using the tree rebuilt from the journal")
         return
     artifacts.meta = new_meta
-    artifacts.recovered = True
+    artifacts.recovered = behind
     if saved != tree:
         warn(f"session {store.session_id}: recovered from spans.jsonl what its last checkpoint lacked "
              "(the writer stopped early); tree.json.gz is rewritten")
@@ -237,3 +262,20 @@ def flush_unbilled(
     if append is None:
         from otel_agents.persistence.ledger import append_records as append
     return append(Path(billing_file), records)
+
+
+def mark_billed(session_dir: Path, meta: Mapping[str, Any] | None) -> bool:
+    """After :func:`flush_unbilled`: say in meta.json that every run is in the ledger.
+
+    Only a meta.json whose checkpoint is current is marked (its runs are all the
+    session's), so a later resume need not decode tree.json.gz to bill again.
+    Returns whether it was marked.
+    """
+    store = SessionStore(Path(session_dir))
+    if meta is None or meta.get("billed") or not checkpoint_is_current(store, meta):
+        return False
+    try:
+        store.write_meta({**meta, "billed": True})
+    except (OSError, StoreError):
+        return False  # only a shortcut is lost: the next load bills (idempotently) again
+    return True

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+from otel_agents.persistence.artifacts import mark_billed
 from otel_agents.persistence.events_file import EventLine, EventsFileError, EventsWriter, read_event_lines
 from otel_agents.persistence.journal import (
     JournalError,
@@ -46,7 +47,14 @@ from otel_agents.persistence.journal import (
 from otel_agents.persistence.ledger_records import ledger_records
 from otel_agents.persistence.notices import stderr_warning
 from otel_agents.persistence.paths import InvalidSessionId, Paths
-from otel_agents.persistence.store import SessionStore, StoreError, closed_meta, created_ns_of, writer_alive
+from otel_agents.persistence.store import (
+    SessionStore,
+    StoreError,
+    checkpoint_mark,
+    closed_meta,
+    created_ns_of,
+    writer_alive,
+)
 from otel_agents.persistence.timestamps import iso_ts
 from otel_agents.persistence.tree import build_tree, group_by_session
 from otel_agents.tracing.records import from_span_event, message_id_number
@@ -342,6 +350,11 @@ def apply_import(plans: Sequence[SessionImport], sessions_dir: Path, billing_fil
     for plan in plans:
         plan.ledger = ledger_records(plan.tree)  # of the tree as written
         plan.ledger_written = append_records(billing_file, plan.ledger) if plan.ledger else 0
+        store = stores.get(plan.session_id) or SessionStore(Path(sessions_dir) / plan.session_id)
+        try:
+            mark_billed(store.directory, store.read_meta())  # a resume need not bill these runs again
+        except StoreError:
+            pass
 
 
 def _write_session(store: SessionStore, plan: SessionImport) -> None:
@@ -375,6 +388,7 @@ def _write_session(store: SessionStore, plan: SessionImport) -> None:
     plan.tree = tree
     meta = closed_meta(tree, created_ns=plan.created_ns or time.time_ns(), updated_ns=time.time_ns())
     store.save_tree(make_payload(tree, meta))
+    meta["checkpoint"] = checkpoint_mark(store)
     store.write_meta(meta)
 
 

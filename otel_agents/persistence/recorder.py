@@ -6,15 +6,20 @@ session start and end, and every seed-001 record the moment it is emitted:
 - records are appended to ``events.jsonl`` as they arrive (flushed per line);
 - each span start and end is appended to the ``spans.jsonl`` journal (flushed
   per line), so every finished span is durable the moment it ends;
-- the live tree is :func:`build_tree` over the spans seen so far (open spans
+- the live tree equals :func:`build_tree` over the spans seen so far (open spans
   included, known by their start), so it always equals what an importer would
   rebuild from the same spans, and what ``load_artifacts`` rebuilds from the
-  journal after a crash;
+  journal after a crash. Spans of different traces are never parent and child,
+  so each trace is built on its own and its nodes are kept until a span of that
+  trace starts or ends: a tree is then only the finished traces' nodes put
+  together (:func:`assemble_session`), not a rebuild of every span;
 - ``tree.json.gz`` is checkpointed at the end of sub-agent invocations and of
   runs, coalesced geometrically (see :class:`CheckpointPolicy`), and always by
-  :meth:`SessionRecorder.close`; ``meta.json`` at each run start and end;
-- at the end of each run, the run's ledger records are derived from the live
-  tree (in memory) and appended to the billing ledger.
+  :meth:`SessionRecorder.close`, with a ``meta.json`` naming the file sizes it
+  covers (:func:`checkpoint_mark`); ``meta.json`` also at each run start (from
+  the last one written: no tree is built) and end;
+- at the end of each run, the run's ledger records are derived from its trace's
+  nodes (in memory) and appended to the billing ledger.
 
 Nothing here may break a run: any failure becomes one warning on stderr per
 destination (session directory, billing file) and recording of that
@@ -38,8 +43,19 @@ from otel_agents.persistence.journal import JournalError, JournalWriter, read_jo
 from otel_agents.persistence.ledger_records import ledger_records
 from otel_agents.persistence.notices import Warn, stderr_warning
 from otel_agents.persistence.content_redaction import redact_record_contents, redact_span_contents
-from otel_agents.persistence.store import SessionStore, StoreError, created_ns_of, make_meta, make_payload
-from otel_agents.persistence.tree import build_tree, merge_trees, span_operation
+from otel_agents.persistence.store import (
+    SessionStore,
+    StoreError,
+    checkpoint_is_current,
+    checkpoint_mark,
+    created_ns_of,
+    make_meta,
+    make_payload,
+    run_summary,
+    this_writer,
+)
+from otel_agents.persistence.timestamps import iso_ts
+from otel_agents.persistence.tree import assemble_session, build_tree, merge_trees, span_operation
 from otel_agents.tracing import semconv as sc
 from otel_agents.tracing.spandata import SpanData, from_readable, hex_span_id, hex_trace_id
 
@@ -59,7 +75,7 @@ class CheckpointPolicy:
     ``close()``. The journal makes every finished span durable in between.
     """
 
-    growth: float = 0.5
+    growth: float = 1.0
     min_bytes: int = 16_384
 
     def due(self, pending: int, written: int) -> bool:
@@ -91,10 +107,14 @@ def span_size_estimate(span: SpanData) -> int:
 class SessionRecorder(SpanProcessor):
     """Persists one session as it runs. Register with ``tracing.add_processor`` and ``tracing.add_listener``.
 
-    ``resume=True`` continues a saved session: the spans already in its journal
-    (or, for a directory without one, its saved tree) are kept, so checkpoints
-    and the final tree hold every run; only the new runs are billed at their ends.
+    ``resume=True`` continues a saved session, so checkpoints and the final tree hold
+    every run; only the new runs are billed at their ends. Its earlier runs come from
+    tree.json.gz when that checkpoint is current (decoded at the first checkpoint),
+    else from the spans in its journal, else from tree.json.gz as it is.
     ``base_tree`` passes a saved tree explicitly instead (merged under the new runs).
+
+    Trees returned by :meth:`tree` share nodes with the recorder's cache: read them,
+    do not change them.
     """
 
     def __init__(
@@ -126,10 +146,17 @@ class SessionRecorder(SpanProcessor):
         self._journal = JournalWriter(store.journal_path, warn)
         self._traces: set[int] = set()
         self._base: list[SpanData] = []  # earlier runs' spans (resume)
+        self._base_tree_due = False  # resume: load base_tree from tree.json.gz at the first tree
         self._open: dict[int, Any] = {}  # span id -> live SDK span (readable while open)
         self._started: dict[int, SpanData] = {}  # span id -> the span as its start line wrote it
         self._recorded: dict[int, set[str]] = {}  # span id -> message ids written to events.jsonl
         self._finished: dict[int, SpanData] = {}
+        # Per trace (hex id): finished spans (earlier runs' included), open span ids, built nodes.
+        self._trace_spans: dict[str, list[SpanData]] = {}
+        self._trace_open: dict[str, set[int]] = {}
+        self._trace_nodes: dict[str, tuple[list[dict], list[dict]]] = {}
+        self._last_meta: dict[str, Any] | None = None  # the last meta.json written (or found, on resume)
+        self._base_billed = True  # resume: whether the earlier runs were all in the ledger
         self._open_runs = 0
         self._pending_bytes = 0  # estimated growth since the last tree write
         self._written_bytes = 0  # estimated tree size at the last tree write
@@ -146,20 +173,30 @@ class SessionRecorder(SpanProcessor):
         """The saved session this recorder continues; unreadable => nothing more is written to it."""
         store = self.store
         try:
-            if store.journal_path.exists():
+            meta = store.read_meta()
+        except StoreError:
+            meta = None  # a missing or damaged summary is rewritten at the first checkpoint
+        try:
+            if self.base_tree is None and checkpoint_is_current(store, meta):
+                # Everything the journal holds is in the checkpoint: no need to read either now.
+                self._base_tree_due = True
+                self._written_bytes = store.tree_path.stat().st_size * 10  # about: JSON is ~10x its gzip
+            elif store.journal_path.exists():
                 lines = read_event_lines(store.events_path, self.warn) if store.events_path.exists() else []
                 self._base = spans_from_journal(read_journal(store.journal_path, self.warn), lines)
                 self.stats.base_spans = len(self._base)
                 self._written_bytes = sum(span_size_estimate(s) for s in self._base)
+                for span in self._base:
+                    self._trace_spans.setdefault(span.trace_id, []).append(span)
             elif store.tree_path.exists() and self.base_tree is None:
                 self.base_tree = store.load_tree()
         except (JournalError, EventsFileError, StoreError, OSError) as exc:
             self._fail_store(exc)
             return
-        try:
-            self.created_ns = self.created_ns or created_ns_of(store.read_meta())
-        except StoreError:
-            pass  # a missing or damaged summary is rewritten at the first checkpoint
+        self._base_billed = bool(meta and meta.get("billed"))
+        if meta is not None:
+            self._last_meta = meta
+            self.created_ns = self.created_ns or created_ns_of(meta)
 
     # ------------------------------------------------------------------ span processor
     def on_start(self, span: Any, parent_context: Any = None) -> None:
@@ -172,17 +209,19 @@ class SessionRecorder(SpanProcessor):
                 if context.trace_id not in self._traces:
                     return
                 self._open[context.span_id] = span
+                data = self._scrub(from_readable(span))
+                self._trace_open.setdefault(data.trace_id, set()).add(context.span_id)
+                self._trace_nodes.pop(data.trace_id, None)
                 self._dirty = True
-                run_started = span.parent is None and span_operation_of(span) == sc.OP_INVOKE_AGENT
+                run_started = span.parent is None and span_operation(data) == sc.OP_INVOKE_AGENT
                 if run_started:
                     self._open_runs += 1
                 if self._store_failed:
                     return
                 if run_started:
-                    self._write_meta()  # "running" first: a reader never takes a live run for a crashed one
+                    self._run_started(data)  # "running" first: a reader never takes a live run for a crashed one
                     if self._store_failed:
                         return
-                data = self._scrub(from_readable(span))
                 self._started[context.span_id] = data
                 self._journal.start(data)
                 self._journal_stats()
@@ -198,6 +237,9 @@ class SessionRecorder(SpanProcessor):
                 self._open.pop(context.span_id, None)
                 data = self._scrub(from_readable(span))
                 self._finished[context.span_id] = data
+                self._trace_open.get(data.trace_id, set()).discard(context.span_id)
+                self._trace_spans.setdefault(data.trace_id, []).append(data)
+                self._trace_nodes.pop(data.trace_id, None)
                 self._pending_bytes += span_size_estimate(data)
                 self._dirty = True
                 started = self._started.pop(context.span_id, None)
@@ -263,12 +305,36 @@ class SessionRecorder(SpanProcessor):
             )
 
     def tree(self) -> dict[str, Any]:
-        """The live tree: every span seen so far, open ones marked in progress."""
+        """The live tree: every span seen so far, open ones marked in progress.
+
+        Equal to ``build_tree(self.spans())`` (merged over ``base_tree``), built trace by trace.
+        """
         with self._lock:
-            tree = build_tree(self.spans(), self.session_id)
+            if self._base_tree_due:
+                self._base_tree_due = False
+                self.base_tree = self.store.load_tree()
+            runs: list[dict] = []
+            ops: list[dict] = []
+            for trace_id in list(self._trace_spans.keys() | self._trace_open.keys()):
+                trace_runs, trace_ops = self._nodes_of(trace_id)
+                runs += trace_runs
+                ops += trace_ops
+            tree = assemble_session(self.session_id, runs, ops)
             if self.base_tree is not None:
                 tree = merge_trees(self.base_tree, tree)
             return tree
+
+    def _nodes_of(self, trace_id: str) -> tuple[list[dict], list[dict]]:
+        """The run and operation nodes of one trace; kept while no span of it starts or ends."""
+        nodes = self._trace_nodes.get(trace_id)
+        if nodes is None:
+            open_ids = self._trace_open.get(trace_id) or ()
+            spans = self._trace_spans.get(trace_id, []) + [self._scrub(from_readable(self._open[i])) for i in open_ids]
+            part = build_tree(spans, self.session_id)
+            nodes = (part["runs"], part["ops"])
+            if not open_ids:
+                self._trace_nodes[trace_id] = nodes
+        return nodes
 
     def _checkpoint_due(self) -> bool:
         return self.policy.due(self._pending_bytes, self._written_bytes)
@@ -282,6 +348,7 @@ class SessionRecorder(SpanProcessor):
                 tree = tree if tree is not None else self.tree()
                 meta = self._meta(tree)
                 written = self.store.save_tree(make_payload(tree, meta))
+                meta["checkpoint"] = checkpoint_mark(self.store)
                 self._save_meta(meta)
             except Exception as exc:
                 self._fail_store(exc)
@@ -294,17 +361,33 @@ class SessionRecorder(SpanProcessor):
             self._dirty = False
             return tree
 
+    def _run_started(self, root: SpanData) -> None:
+        """meta.json says "running" from the last one written (building a tree here would cost a run's worth)."""
+        if self._last_meta is None:
+            self._write_meta()
+            return
+        meta = self._meta_now(dict(self._last_meta))
+        meta.pop("checkpoint", None)
+        meta["runs"] = int(meta.get("runs") or 0) + 1
+        meta["last_run"] = run_summary(
+            {"index": root.attributes.get(sc.RUN_INDEX), "trace_id": root.trace_id, "span_id": root.span_id,
+             "attributes": root.attributes},
+            meta["runs"],
+        )
+        self._write_meta_dict(meta)
+
     def _run_ended(self, root: SpanData) -> None:
         # The journal already holds every span of the run, so the ledger need not wait
         # for a tree write, and the tree is written only when the policy says so.
-        tree = self.tree()
-        run = next((r for r in tree["runs"] if r["span_id"] == root.span_id), None)
+        runs, ops = self._nodes_of(root.trace_id)
+        run_tree = assemble_session(self.session_id, runs, ops)
+        run = next((r for r in run_tree["runs"] if r["span_id"] == root.span_id), None)
         if run is not None:
-            self._flush_ledger(ledger_records(tree, runs=[run["index"]]))
+            self._flush_ledger(ledger_records(run_tree, runs=[run["index"]]))
         if self._checkpoint_due():
-            self.checkpoint(tree)
+            self.checkpoint()
         else:
-            self._write_meta(tree)
+            self._write_meta()
 
     def _flush_ledger(self, records: list[dict]) -> None:
         if self.billing_file is None or self._billing_failed or not records:
@@ -323,13 +406,35 @@ class SessionRecorder(SpanProcessor):
 
     def _meta(self, tree: Mapping[str, Any]) -> dict[str, Any]:
         meta = make_meta(tree, created_ns=self.created_ns, updated_ns=time.time_ns(), running=self._open_runs > 0)
+        return self._meta_now(meta)
+
+    def _meta_now(self, meta: dict[str, Any]) -> dict[str, Any]:
+        """What only this recorder knows: running or not, redacted contents, the ledger complete."""
+        running = self._open_runs > 0
+        meta["updated"] = iso_ts(time.time_ns())
+        meta["writer"] = this_writer() if running else None
+        if running:
+            meta["status"] = "running"
         if self.redact_contents:
             meta["redacted"] = True
+        # Every run in it is in the ledger: a resume need not derive the ledger records again.
+        meta["billed"] = (
+            self._open_runs == 0 and self.billing_file is not None and not self._billing_failed and self._base_billed
+        )
         return meta
 
-    def _save_meta(self, meta: Mapping[str, Any]) -> None:
+    def _save_meta(self, meta: dict[str, Any]) -> None:
         self.stats.meta_bytes_written += self.store.write_meta(meta)
         self.stats.meta_writes += 1
+        self._last_meta = meta
+
+    def _write_meta_dict(self, meta: dict[str, Any]) -> None:
+        if self._store_failed:
+            return
+        try:
+            self._save_meta(meta)
+        except Exception as exc:
+            self._fail_store(exc)
 
     def _write_meta(self, tree: Mapping[str, Any] | None = None) -> None:
         if self._store_failed:
@@ -346,7 +451,7 @@ class SessionRecorder(SpanProcessor):
                 return
             try:
                 if self._dirty or self.stats.checkpoints == 0:
-                    if self._finished or self._open or self._base or self.base_tree is not None:
+                    if self._finished or self._open or self._base or self.base_tree is not None or self._base_tree_due:
                         self.checkpoint()
                     else:
                         self._write_meta()
@@ -377,11 +482,6 @@ class SessionRecorder(SpanProcessor):
             f"cannot save session {self.session_id} in {self.store.directory}: {_reason(exc)}; "
             "the run goes on without saving it"
         )
-
-
-def span_operation_of(span: Any) -> str:
-    attributes = span.attributes or {}
-    return str(attributes.get(sc.GEN_AI_OPERATION_NAME) or span.name.split(" ", 1)[0])
 
 
 def _reason(exc: BaseException) -> str:

@@ -178,20 +178,79 @@ def make_meta(
     updated_ns: int,
     running: bool = False,
 ) -> dict[str, Any]:
-    """The listing summary; ``writer`` names the live process while a run is going on."""
+    """The listing summary; ``writer`` names the live process while a run is going on.
+
+    ``last_run`` and ``redacted`` are what resume needs of the runs, so that a session
+    whose checkpoint is current (see :func:`checkpoint_mark`) resumes without decoding
+    tree.json.gz.
+    """
     totals = tree.get("totals", {}).get("inclusive", {})
-    return {
+    runs = tree.get("runs", [])
+    meta = {
         "id": tree.get("id"),
         "title": title_of(tree),
         "created": iso_ts(created_ns),
         "updated": iso_ts(updated_ns),
-        "runs": len(tree.get("runs", [])),
-        "status": "running" if running else (tree.get("status") if tree.get("runs") or tree.get("ops") else "new"),
+        "runs": len(runs),
+        "status": "running" if running else (tree.get("status") if runs or tree.get("ops") else "new"),
         "agents": len(tree.get("agents", {})),
         "root_agent": tree.get("agent_name"),
         "totals": dict(totals),
-        "writer": {"pid": os.getpid(), "host": socket.gethostname()} if running else None,
+        "writer": this_writer() if running else None,
+        "last_run": run_summary(runs[-1], len(runs)) if runs else None,
     }
+    if any((run.get("attributes") or {}).get(sc.RUN_REDACTED_SAVE) for run in runs):
+        meta["redacted"] = True
+    return meta
+
+
+def this_writer() -> dict[str, Any]:
+    """How meta.json names the process writing a session (see :func:`writer_alive`)."""
+    return {"pid": os.getpid(), "host": socket.gethostname()}
+
+
+def run_summary(run: Mapping[str, Any], position: int) -> dict[str, Any]:
+    """A run's root span as resume needs it: ids to link to, index to count on from, script and model."""
+    attributes = run.get("attributes") or {}
+    return {
+        "index": int(run.get("index") or position),
+        "trace_id": run["trace_id"],
+        "span_id": run["span_id"],
+        "script": attributes.get(sc.RUN_SCRIPT),
+        "model": attributes.get(sc.RUN_MODEL),
+    }
+
+
+def checkpoint_mark(store: "SessionStore") -> dict[str, Any]:
+    """What a tree.json.gz just written covers: size and modification time of it and of its sources.
+
+    Stored in the meta.json written with it. While all three files are as named, the
+    checkpoint holds everything the journal and events.jsonl hold (both are only ever
+    appended to, and any other change moves their size or time), so readers may take it
+    as it is instead of rebuilding it.
+    """
+    return {
+        "tree_version": TREE_VERSION,
+        "files": {path.name: _stamp(path) for path in (store.tree_path, store.journal_path, store.events_path)},
+    }
+
+
+def checkpoint_is_current(store: "SessionStore", meta: Mapping[str, Any] | None) -> bool:
+    """Whether tree.json.gz is known to hold all of the journal and events.jsonl (no writer is adding to them)."""
+    if not meta or meta.get("status") == "running" or meta.get("id") != store.session_id:
+        return False  # written live, or found under another name: the careful path says what is wrong
+    mark = meta.get("checkpoint")
+    if not isinstance(mark, dict) or mark.get("tree_version") != TREE_VERSION:
+        return False
+    return mark.get("files") == checkpoint_mark(store)["files"]
+
+
+def _stamp(path: Path) -> list[int] | None:
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return [stat.st_size, stat.st_mtime_ns]
 
 
 def closed_meta(tree: Mapping[str, Any], *, created_ns: int, updated_ns: int) -> dict[str, Any]:

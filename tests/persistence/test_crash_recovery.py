@@ -4,6 +4,7 @@ stays in the tree in progress, the crashed run is billed exactly once, and the s
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -17,6 +18,7 @@ from click.testing import CliRunner
 
 from otel_agents.cli import cli
 from otel_agents.persistence.artifacts import (
+    SOURCE_CHECKPOINT,
     SOURCE_JOURNAL,
     SOURCE_TREE,
     flush_unbilled,
@@ -24,7 +26,7 @@ from otel_agents.persistence.artifacts import (
     load_session_artifacts,
 )
 from otel_agents.persistence.events_file import read_event_lines
-from otel_agents.persistence.journal import read_journal
+from otel_agents.persistence.journal import read_journal, spans_from_journal
 from otel_agents.persistence.ledger import read_records
 from otel_agents.persistence.store import SessionStore, effective_status, make_meta, make_payload
 from otel_agents.persistence.tree import build_tree, iter_nodes, iter_ops, iter_records
@@ -277,6 +279,45 @@ def _stale_checkpoint(recorded, store):
     return tree
 
 
+def test_a_cleanly_closed_session_loads_its_checkpoint_as_it_is(two_runs):
+    recorded, store, final = two_runs
+    meta = store.read_meta()
+    assert meta["billed"] is True and meta["status"] == "ok"
+    assert set(meta["checkpoint"]["files"]) == {"tree.json.gz", "spans.jsonl", "events.jsonl"}
+    artifacts = load_artifacts(store.directory, pytest.fail)
+    assert artifacts.source == SOURCE_CHECKPOINT and artifacts.tree == final and not artifacts.recovered
+    # ... which is exactly what the journal rebuilds.
+    rebuilt = spans_from_journal(read_journal(store.journal_path, pytest.fail), read_event_lines(store.events_path))
+    assert build_tree(rebuilt, store.session_id) == final
+    # A line more in the journal (here a repeated context line, which changes no span) is no longer
+    # known to be in the checkpoint: the careful path runs, finds the same tree and marks it again.
+    journal = store.journal_path.read_bytes()
+    store.journal_path.write_bytes(journal + journal.splitlines(keepends=True)[0])
+    artifacts = load_artifacts(store.directory, pytest.fail)
+    assert artifacts.source == SOURCE_JOURNAL and artifacts.tree == final and not artifacts.recovered
+    assert store.read_meta()["updated"] == meta["updated"]  # nothing happened to the session itself
+    assert load_artifacts(store.directory, pytest.fail).source == SOURCE_CHECKPOINT
+
+
+@pytest.mark.parametrize("change", ["events", "tree", "running", "no mark", "other version"])
+def test_a_checkpoint_not_known_to_be_current_takes_the_careful_path(two_runs, change):
+    recorded, store, final = two_runs
+    meta = store.read_meta()
+    if change in ("events", "tree"):  # rewritten in place, same size: the modification time says so
+        path = store.events_path if change == "events" else store.tree_path
+        stat = path.stat()
+        path.write_bytes(path.read_bytes())
+        os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))  # whatever the clock's grain
+    elif change == "running":
+        store.write_meta({**meta, "status": "running", "writer": {"pid": 2**22 + 12345, "host": "elsewhere"}})
+    elif change == "no mark":
+        store.write_meta({k: v for k, v in meta.items() if k != "checkpoint"})
+    else:
+        store.write_meta({**meta, "checkpoint": {**meta["checkpoint"], "tree_version": 99}})
+    artifacts = load_artifacts(store.directory, lambda message: None, repair=False)
+    assert artifacts.source == SOURCE_JOURNAL and artifacts.tree == final
+
+
 def test_a_checkpoint_behind_the_journal_is_brought_up_to_date(two_runs):
     recorded, store, final = two_runs
     _stale_checkpoint(recorded, store)
@@ -286,6 +327,9 @@ def test_a_checkpoint_behind_the_journal_is_brought_up_to_date(two_runs):
     assert store.load_tree() == final and store.read_meta()["status"] == "ok"
     assert store.read_meta()["created"] == "1970-01-01T00:00:00.000000001Z"  # the session's creation is kept
     assert len(warnings) == 1
+    # Marked current, but not billed: whoever loads next still bills what the crash left.
+    assert load_artifacts(store.directory, pytest.fail).source == SOURCE_CHECKPOINT
+    assert not store.read_meta().get("billed")
     # Without repair, nothing is written.
     _stale_checkpoint(recorded, store)
     before = store.tree_path.read_bytes()

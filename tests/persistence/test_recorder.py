@@ -156,10 +156,13 @@ def _resume(first, home, prompt, **recorder_kwargs):
     return recorder, store
 
 
-def test_resumed_recorder_keeps_the_saved_runs(record, home):
+@pytest.mark.parametrize("base_from", ["checkpoint", "journal"])
+def test_resumed_recorder_keeps_the_saved_runs(record, home, base_from):
     first = record()
     saved = first.store.load_tree()
     created = first.store.read_meta()["created"]
+    if base_from == "journal":  # a checkpoint not known to be current: the earlier runs come from the journal
+        first.store.write_meta({k: v for k, v in first.store.read_meta().items() if k != "checkpoint"})
     ledger_before = read_records(first.billing_file)
     offered = []
 
@@ -170,7 +173,7 @@ def test_resumed_recorder_keeps_the_saved_runs(record, home):
         return append_records(path, records)
 
     recorder, store = _resume(first, home, "Once more", resume=True, append_ledger=append)
-    assert recorder.stats.base_spans == len(first.spans())
+    assert recorder.stats.base_spans == (len(first.spans()) if base_from == "journal" else 0)
     tree = store.load_tree()
     assert [r["index"] for r in tree["runs"]] == [1, 2]
     assert tree["runs"][0] == saved["runs"][0]
@@ -300,3 +303,31 @@ def test_session_without_runs_writes_only_meta(home):
     recorder.close()  # idempotent
     assert json.loads(store.meta_path.read_text())["status"] == "new"
     assert not store.tree_path.exists() and not store.events_path.exists()
+
+
+@pytest.mark.parametrize("shape", ["two-runs", "three-levels"])
+def test_the_tree_built_trace_by_trace_is_a_full_build_at_every_span(record, monkeypatch, scripts, shape):
+    """The recorder keeps each finished trace's nodes; the tree it assembles from them (open spans
+    included) must be build_tree over every span seen, whenever it is asked."""
+    from otel_agents.persistence import recorder as module
+
+    compared, differing = [], []
+    for hook in ("on_start", "on_end"):
+        original = getattr(module.SessionRecorder, hook)
+
+        def checked(self, span, *args, _original=original, _hook=hook, **kwargs):
+            _original(self, span, *args, **kwargs)
+            with self._lock:
+                if self._traces:
+                    compared.append(span.name)
+                    if self.tree() != build_tree(self.spans(), self.session_id):
+                        differing.append(f"{_hook} {span.name}")
+
+        monkeypatch.setattr(module.SessionRecorder, hook, checked)
+    if shape == "two-runs":
+        recorded = record("jack-and-jill", ["Create Jack and Jill for a cafe discussion", "And then?"])
+    else:
+        recorded = record(scripts.three_levels())
+    assert differing == []
+    assert len(compared) == 2 * len(recorded.spans())
+    assert recorded.store.load_tree() == build_tree(recorded.spans(), recorded.session.id)
