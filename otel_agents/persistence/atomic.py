@@ -20,11 +20,15 @@ def temp_prefix(path: Path) -> str:
     return f".{path.name}."
 
 
-def atomic_write(path: Path, data: bytes, *, before_rename: Callable[[Path], None] | None = None) -> int:
+def atomic_write(
+    path: Path, data: bytes, *, before_rename: Callable[[Path], None] | None = None, durable: bool = True
+) -> int:
     """Replace ``path`` with ``data``; returns the number of bytes written.
 
     ``before_rename`` runs after the temporary file is complete and synced, just
     before the rename: tests use it to crash the process at the worst moment.
+    ``durable=False`` skips both fsyncs: still atomic for readers and against a killed
+    process, but a power cut may leave the previous file (for files derived from others).
     """
     path = Path(path)
     fd, temp_name = tempfile.mkstemp(prefix=temp_prefix(path), suffix=TEMP_SUFFIX, dir=path.parent)
@@ -34,14 +38,16 @@ def atomic_write(path: Path, data: bytes, *, before_rename: Callable[[Path], Non
             os.fchmod(handle.fileno(), _default_mode())  # mkstemp's 0600 would hide the file from its owner's group
             handle.write(data)
             handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                os.fsync(handle.fileno())
         if before_rename is not None:
             before_rename(temp)
         os.replace(temp, path)
     except BaseException:
         temp.unlink(missing_ok=True)
         raise
-    fsync_dir(path.parent)
+    if durable:
+        fsync_dir(path.parent)
     return len(data)
 
 

@@ -59,6 +59,7 @@ class EventsWriter:
         self.warn = warn
         self._handle: BinaryIO | None = None
         self.lines_written = 0
+        self.bytes_written = 0
 
     def _open(self) -> BinaryIO:
         if self._handle is None:
@@ -70,9 +71,11 @@ class EventsWriter:
 
     def append(self, record: Mapping[str, Any], ts_ns: int, trace_id: str | None, span_id: str | None) -> None:
         handle = self._open()
-        handle.write(encode_line(record, ts_ns, trace_id, span_id))
+        line = encode_line(record, ts_ns, trace_id, span_id)
+        handle.write(line)
         handle.flush()  # per line: a crash loses at most the line being written
         self.lines_written += 1
+        self.bytes_written += len(line)
 
     def close(self) -> None:
         if self._handle is not None:

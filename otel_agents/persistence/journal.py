@@ -165,6 +165,7 @@ class JournalWriter:
         self.warn = warn
         self._handle: BinaryIO | None = None
         self._contexts: set[str] = set()
+        self._last_context: tuple[Any, str | None, str] = (None, None, "")
         self.lines_written = 0
         self.bytes_written = 0
 
@@ -188,7 +189,11 @@ class JournalWriter:
 
     def start(self, span: SpanData) -> None:
         lines = []
-        ctx = context_id(span.resource, span.scope)
+        last_resource, last_scope, ctx = self._last_context
+        if span.resource is not last_resource or span.scope != last_scope:
+            # A reader shares one resource dict across a provider's spans: hash it once, not per span.
+            ctx = context_id(span.resource, span.scope)
+            self._last_context = (span.resource, span.scope, ctx)
         if ctx not in self._contexts:
             lines.append(context_line(span.resource, span.scope))
         lines.append(start_line(span))

@@ -34,7 +34,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-import orjson
 from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 
@@ -57,11 +56,7 @@ from otel_agents.persistence.store import (
 from otel_agents.persistence.timestamps import iso_ts
 from otel_agents.persistence.tree import assemble_session, build_tree, merge_trees, span_operation
 from otel_agents.tracing import semconv as sc
-from otel_agents.tracing.spandata import SpanData, from_readable, hex_span_id, hex_trace_id
-
-# Per span, beyond its attributes and events, in the tree's JSON (keys, timings, ids).
-_NODE_OVERHEAD_BYTES = 400
-
+from otel_agents.tracing.spandata import SpanData, SpanReader, hex_span_id, hex_trace_id
 
 @dataclass(frozen=True)
 class CheckpointPolicy:
@@ -72,7 +67,8 @@ class CheckpointPolicy:
     size at the last write (measured from at least ``min_bytes``) makes the sizes
     of successive writes a geometric series: all checkpoints together cost at
     most ``(1 + growth) / growth`` times the final tree, plus the final write of
-    ``close()``. The journal makes every finished span durable in between.
+    ``close()``. The journal makes every finished span durable in between. Sizes
+    are the bytes of spans.jsonl and events.jsonl, which grow as the tree does.
     """
 
     growth: float = 1.0
@@ -94,14 +90,6 @@ class RecorderStats:
     journal_bytes_written: int = 0
     ledger_records_written: int = 0
     base_spans: int = 0  # spans of earlier runs loaded from the journal (resume)
-
-
-def span_size_estimate(span: SpanData) -> int:
-    """About how many bytes a span adds to the tree's JSON (cheap, no tree needed)."""
-    size = _NODE_OVERHEAD_BYTES + len(orjson.dumps(span.attributes, default=str))
-    for event in span.events:
-        size += 64 + len(event.name) + len(orjson.dumps(event.attributes, default=str))
-    return size
 
 
 class SessionRecorder(SpanProcessor):
@@ -149,7 +137,9 @@ class SessionRecorder(SpanProcessor):
         self._base_tree_due = False  # resume: load base_tree from tree.json.gz at the first tree
         self._open: dict[int, Any] = {}  # span id -> live SDK span (readable while open)
         self._started: dict[int, SpanData] = {}  # span id -> the span as its start line wrote it
-        self._recorded: dict[int, set[str]] = {}  # span id -> message ids written to events.jsonl
+        # span id -> (message id, time) of the records written to events.jsonl, as Telemetry redacted them
+        self._recorded: dict[int, set[tuple[str, int]]] = {}
+        self._reader = SpanReader()
         self._finished: dict[int, SpanData] = {}
         # Per trace (hex id): finished spans (earlier runs' included), open span ids, built nodes.
         self._trace_spans: dict[str, list[SpanData]] = {}
@@ -158,8 +148,8 @@ class SessionRecorder(SpanProcessor):
         self._last_meta: dict[str, Any] | None = None  # the last meta.json written (or found, on resume)
         self._base_billed = True  # resume: whether the earlier runs were all in the ledger
         self._open_runs = 0
-        self._pending_bytes = 0  # estimated growth since the last tree write
-        self._written_bytes = 0  # estimated tree size at the last tree write
+        self._saved_bytes = 0  # spans.jsonl + events.jsonl of earlier runs (resume)
+        self._appended_at_checkpoint = 0  # bytes this recorder had appended to them at the last tree write
         self._dirty = False
         self._store_failed = False
         self._billing_failed = False
@@ -180,16 +170,15 @@ class SessionRecorder(SpanProcessor):
             if self.base_tree is None and checkpoint_is_current(store, meta):
                 # Everything the journal holds is in the checkpoint: no need to read either now.
                 self._base_tree_due = True
-                self._written_bytes = store.tree_path.stat().st_size * 10  # about: JSON is ~10x its gzip
             elif store.journal_path.exists():
                 lines = read_event_lines(store.events_path, self.warn) if store.events_path.exists() else []
                 self._base = spans_from_journal(read_journal(store.journal_path, self.warn), lines)
                 self.stats.base_spans = len(self._base)
-                self._written_bytes = sum(span_size_estimate(s) for s in self._base)
                 for span in self._base:
                     self._trace_spans.setdefault(span.trace_id, []).append(span)
             elif store.tree_path.exists() and self.base_tree is None:
                 self.base_tree = store.load_tree()
+            self._saved_bytes = sum(p.stat().st_size for p in (store.journal_path, store.events_path) if p.exists())
         except (JournalError, EventsFileError, StoreError, OSError) as exc:
             self._fail_store(exc)
             return
@@ -209,7 +198,7 @@ class SessionRecorder(SpanProcessor):
                 if context.trace_id not in self._traces:
                     return
                 self._open[context.span_id] = span
-                data = self._scrub(from_readable(span))
+                data = self._scrub(self._reader.read(span))
                 self._trace_open.setdefault(data.trace_id, set()).add(context.span_id)
                 self._trace_nodes.pop(data.trace_id, None)
                 self._dirty = True
@@ -235,18 +224,17 @@ class SessionRecorder(SpanProcessor):
                 if context.trace_id not in self._traces:
                     return
                 self._open.pop(context.span_id, None)
-                data = self._scrub(from_readable(span))
+                recorded = self._recorded.pop(context.span_id, set())
+                data = self._scrub(self._reader.read(span, recorded))
                 self._finished[context.span_id] = data
                 self._trace_open.get(data.trace_id, set()).discard(context.span_id)
                 self._trace_spans.setdefault(data.trace_id, []).append(data)
                 self._trace_nodes.pop(data.trace_id, None)
-                self._pending_bytes += span_size_estimate(data)
                 self._dirty = True
                 started = self._started.pop(context.span_id, None)
-                recorded = self._recorded.pop(context.span_id, set())
                 if not self._store_failed:
                     try:
-                        self._journal.end(data, started, recorded)
+                        self._journal.end(data, started, {message_id for message_id, _ in recorded})
                         self._journal_stats()
                     except Exception as exc:
                         self._fail_store(exc)
@@ -286,7 +274,7 @@ class SessionRecorder(SpanProcessor):
                 self._events.append(record, ts_ns, trace_id, span_id)
                 if context.is_valid:
                     # Written here, so the span's end line leaves this event out.
-                    self._recorded.setdefault(context.span_id, set()).add(record.get("message_id"))
+                    self._recorded.setdefault(context.span_id, set()).add((record.get("message_id"), ts_ns))
                 self.stats.event_lines += 1
             except Exception as exc:
                 self._fail_store(exc)
@@ -301,7 +289,7 @@ class SessionRecorder(SpanProcessor):
             return (
                 list(self._base)
                 + list(self._finished.values())
-                + [self._scrub(from_readable(s)) for s in self._open.values()]
+                + [self._scrub(self._reader.read(s)) for s in self._open.values()]
             )
 
     def tree(self) -> dict[str, Any]:
@@ -329,7 +317,7 @@ class SessionRecorder(SpanProcessor):
         nodes = self._trace_nodes.get(trace_id)
         if nodes is None:
             open_ids = self._trace_open.get(trace_id) or ()
-            spans = self._trace_spans.get(trace_id, []) + [self._scrub(from_readable(self._open[i])) for i in open_ids]
+            spans = self._trace_spans.get(trace_id, []) + [self._scrub(self._reader.read(self._open[i])) for i in open_ids]
             part = build_tree(spans, self.session_id)
             nodes = (part["runs"], part["ops"])
             if not open_ids:
@@ -337,7 +325,11 @@ class SessionRecorder(SpanProcessor):
         return nodes
 
     def _checkpoint_due(self) -> bool:
-        return self.policy.due(self._pending_bytes, self._written_bytes)
+        return self.policy.due(self._appended() - self._appended_at_checkpoint,
+                               self._saved_bytes + self._appended_at_checkpoint)
+
+    def _appended(self) -> int:
+        return self._journal.bytes_written + self._events.bytes_written
 
     def checkpoint(self, tree: dict[str, Any] | None = None) -> dict[str, Any] | None:
         """Write tree.json.gz and meta.json now; returns the tree written (None if not written)."""
@@ -356,8 +348,7 @@ class SessionRecorder(SpanProcessor):
             self.stats.checkpoints += 1
             self.stats.tree_bytes_written += written
             self.stats.last_tree_bytes = written
-            self._written_bytes += self._pending_bytes
-            self._pending_bytes = 0
+            self._appended_at_checkpoint = self._appended()
             self._dirty = False
             return tree
 
@@ -424,7 +415,7 @@ class SessionRecorder(SpanProcessor):
         return meta
 
     def _save_meta(self, meta: dict[str, Any]) -> None:
-        self.stats.meta_bytes_written += self.store.write_meta(meta)
+        self.stats.meta_bytes_written += self.store.write_meta(meta, durable=False)
         self.stats.meta_writes += 1
         self._last_meta = meta
 

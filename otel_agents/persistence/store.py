@@ -135,9 +135,13 @@ class SessionStore:
         return self.load_payload()["session"]
 
     # --- meta ---
-    def write_meta(self, meta: Mapping[str, Any]) -> int:
-        """Atomically replace meta.json; returns the bytes written."""
-        return atomic_write(self.meta_path, orjson.dumps(meta, option=orjson.OPT_INDENT_2) + b"\n")
+    def write_meta(self, meta: Mapping[str, Any], *, durable: bool = True) -> int:
+        """Atomically replace meta.json; returns the bytes written.
+
+        ``durable=False`` (a live recorder, several times per run) leaves out the fsyncs:
+        meta.json is derived from the tree, and a careful load writes it again.
+        """
+        return atomic_write(self.meta_path, orjson.dumps(meta, option=orjson.OPT_INDENT_2) + b"\n", durable=durable)
 
     def read_meta(self) -> dict[str, Any]:
         try:

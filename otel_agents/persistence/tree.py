@@ -741,11 +741,15 @@ def _reasoning(node: Mapping[str, Any]) -> dict[str, Any] | None:
 def _agents(runs: list[dict], ops: list[dict]) -> dict[str, dict[str, Any]]:
     """Every agent that was created, from its agent_created record and its spans."""
     tree = {"runs": runs, "ops": ops}
+    created = [
+        event["record"]
+        for _, node in iter_nodes(tree)
+        for event in node.get("events", [])
+        if event["record"].get("event_type") == sc.EVENT_AGENT_CREATED
+    ]
+    created.sort(key=lambda record: message_id_number(record["message_id"]))  # stable: as sorting every record
     agents: dict[str, dict[str, Any]] = {}
-    for ref in sorted(iter_records(tree), key=lambda r: message_id_number(r.record["message_id"])):
-        record = ref.record
-        if record.get("event_type") != sc.EVENT_AGENT_CREATED:
-            continue
+    for record in created:
         agents[record["agent_id"]] = {
             "name": record.get("name"),
             "model": record.get("language_model"),

@@ -7,10 +7,12 @@ dataclasses, so tree building is one pure function whatever the trace's route.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Container
 
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanKind, StatusCode
+
+from otel_agents.tracing import semconv as sc
 
 KIND_NAMES = {
     SpanKind.INTERNAL: "INTERNAL",
@@ -20,6 +22,7 @@ KIND_NAMES = {
     SpanKind.CONSUMER: "CONSUMER",
 }
 STATUS_NAMES = {StatusCode.UNSET: "UNSET", StatusCode.OK: "OK", StatusCode.ERROR: "ERROR"}
+_MESSAGE_ID_KEY = sc.EVENT_FIELD_PREFIX + "message_id"  # how a record event names its record
 
 
 @dataclass(frozen=True)
@@ -68,8 +71,32 @@ def from_readable(span: ReadableSpan) -> SpanData:
     Redaction here catches what never went through Telemetry: the SDK's own exception
     events (``exception.message``/``exception.stacktrace``), ``set_status`` descriptions
     and direct ``set_attribute`` calls. It is idempotent, so already-redacted data is unchanged.
-    The recorder calls this at every span start and end: one pass, no intermediate copy.
     """
+    return SpanReader().read(span)
+
+
+class SpanReader:
+    """:func:`from_readable` for a consumer that copies many spans of one provider (the recorder).
+
+    Every span of a provider holds the same Resource object: its redacted copy is made
+    once and shared (read it, do not change it). Record events that the consumer was
+    handed by Telemetry, already redacted, can be named so they are only copied.
+    """
+
+    def __init__(self) -> None:
+        self._resource: Any = None
+        self._resource_plain: dict[str, Any] = {}
+
+    def read(self, span: ReadableSpan, redacted_events: Container[tuple[str, int]] = ()) -> SpanData:
+        """``redacted_events``: ``(message_id, time_ns)`` of record events known to be redacted already."""
+        resource = span.resource
+        if resource is not self._resource:
+            self._resource = resource
+            self._resource_plain = _redacted_plain(resource.attributes) if resource else {}
+        return _plain_span(span, self._resource_plain, redacted_events)
+
+
+def _plain_span(span: ReadableSpan, resource: dict[str, Any], redacted_events: Container[tuple[str, int]]) -> SpanData:
     from otel_agents.tracing.redaction import redact_text
 
     ctx = span.context
@@ -84,7 +111,7 @@ def from_readable(span: ReadableSpan) -> SpanData:
         start_ns=span.start_time or 0,
         end_ns=span.end_time,
         attributes=_redacted_plain(span.attributes),
-        events=tuple(EventData(redact_text(e.name), e.timestamp, _redacted_plain(e.attributes)) for e in span.events),
+        events=tuple(_plain_event(e, redacted_events) for e in span.events),
         links=tuple(
             LinkData(hex_trace_id(link.context.trace_id), hex_span_id(link.context.span_id),
                      _redacted_plain(link.attributes))
@@ -92,9 +119,23 @@ def from_readable(span: ReadableSpan) -> SpanData:
         ),
         status=STATUS_NAMES.get(status.status_code, "UNSET"),
         status_message=redact_text(status.description) if status.description else status.description,
-        resource=_redacted_plain(span.resource.attributes) if span.resource else {},
+        resource=resource,
         scope=span.instrumentation_scope.name if span.instrumentation_scope else None,
     )
+
+
+def _plain_event(event: Any, redacted_events: Container[tuple[str, int]]) -> EventData:
+    from otel_agents.tracing.redaction import redact_text
+
+    attributes = event.attributes
+    if (
+        redacted_events
+        and event.name in sc.SESSION_EVENT_TYPES
+        and (attributes.get(_MESSAGE_ID_KEY), event.timestamp) in redacted_events
+    ):
+        plain = {k: list(v) if type(v) is tuple else v for k, v in attributes.items()}
+        return EventData(event.name, event.timestamp, plain)
+    return EventData(redact_text(event.name), event.timestamp, _redacted_plain(attributes))
 
 
 def _redacted_plain(attributes: Any) -> dict[str, Any]:

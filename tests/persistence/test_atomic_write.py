@@ -87,3 +87,15 @@ def test_remove_stale_temps_only_touches_its_targets_temps(tmp_path):
     (tmp_path / "other.tmp").write_bytes(b"x")
     assert remove_stale_temps(target) == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == [".meta.json.abc.tmp", "other.tmp"]
+
+
+@pytest.mark.parametrize("durable, syncs", [(True, 2), (False, 0)])
+def test_only_durable_writes_wait_for_the_disk(tmp_path, monkeypatch, durable, syncs):
+    calls = []
+    real = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: calls.append(fd) or real(fd))
+    target = tmp_path / "meta.json"
+    target.write_bytes(b"old")
+    assert atomic_write(target, b"new", durable=durable) == 3
+    assert target.read_bytes() == b"new" and len(calls) == syncs  # the file, then its directory
+    assert [p.name for p in tmp_path.iterdir()] == ["meta.json"]

@@ -1,0 +1,53 @@
+"""SpanReader: the recorder's from_readable, sharing what one provider's spans share."""
+
+from __future__ import annotations
+
+from otel_agents.tracing import semconv as sc
+from otel_agents.tracing.records import make_record, to_span_attributes
+from otel_agents.tracing.spandata import SpanReader, from_readable
+from otel_agents.tracing.telemetry import Telemetry
+
+SECRET = "sk-ant-" + "x" * 40
+
+
+class Listener:
+    def __init__(self):
+        self.seen = set()
+
+    def on_record(self, span, record, ts_ns):
+        self.seen.add((record["message_id"], ts_ns))
+
+    def on_log(self, span, level, message, ts_ns):
+        pass
+
+
+def test_records_handed_over_redacted_are_copied_and_anything_else_is_redacted(memory_tracing):
+    listener = Listener()
+    telemetry = Telemetry(memory_tracing.telemetry.tracer, [listener])
+    with telemetry.tracer.start_as_current_span("op", attributes={"note": f"key {SECRET}"}) as span:
+        telemetry.record(make_record("transcript_entry", "msg_000001", agent_id="agent_001", role="user",
+                                     content=f"key {SECRET}"))
+        # The same record type written past Telemetry: never taken as redacted, whatever it claims.
+        forged = to_span_attributes(make_record("piece_of_text", "msg_000001", agent_id="agent_001",
+                                                content=f"key {SECRET}"))
+        span.add_event("piece_of_text", forged, timestamp=next(iter(listener.seen))[1] + 1)
+        span.add_event(f"note {SECRET}", {"detail": f"key {SECRET}"})
+    (finished,) = memory_tracing.spans()
+    reader = SpanReader()
+    data = reader.read(finished, listener.seen)
+    assert data == from_readable(finished)
+    assert SECRET not in repr(data) and repr(data).count("[REDACTED]") == 5
+    # One resource copy for every span of the provider.
+    assert reader.read(finished).resource is data.resource and data.resource == from_readable(finished).resource
+
+
+def test_a_record_event_is_only_copied_when_its_id_and_time_were_handed_over(memory_tracing):
+    listener = Listener()
+    telemetry = Telemetry(memory_tracing.telemetry.tracer, [listener])
+    with telemetry.tracer.start_as_current_span("op"):
+        telemetry.record(make_record("piece_of_text", "msg_000002", agent_id="agent_001", content="plain words"))
+    (finished,) = memory_tracing.spans()
+    ((message_id, ts),) = listener.seen
+    (event,) = SpanReader().read(finished, {(message_id, ts)}).events
+    assert event.attributes[sc.EVENT_FIELD_PREFIX + "content"] == "plain words"
+    assert event == from_readable(finished).events[0]
