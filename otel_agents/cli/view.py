@@ -9,7 +9,7 @@ import click
 from click.core import ParameterSource
 
 from otel_agents.cli.options import session_dir_or_exit, storage_options
-from otel_agents.persistence.paths import Paths
+from otel_agents.persistence.paths import Paths, home_dir
 
 
 class ViewFailed(click.ClickException):
@@ -37,7 +37,8 @@ def _open(target: Target, sessions_dir: Path | None):
     else:
         path = session_dir_or_exit(paths, target.session)
     try:
-        return SessionViewer.from_session_dir(path)
+        # The index of a large session is kept under the home directory, never in the session's.
+        return SessionViewer.from_session_dir(path, cache_dir=home_dir() / "cache" / "views")
     except ViewError as exc:
         raise ViewFailed(str(exc)) from None
 
@@ -86,6 +87,11 @@ def view(ctx: click.Context, session: str, paths: Paths) -> None:
       otel-agents view SESSION trace msg_000017
       otel-agents view SESSION context 5f1c0e2a9b7d4c33
     """
+    from otel_agents.views.index import collector_paused
+
+    # A view builds large acyclic data (the records and what is derived from them): the cyclic
+    # collector would only rescan it again and again. Paused until the command is done.
+    ctx.with_resource(collector_paused())
     ctx.obj = Target(session, paths)
 
 

@@ -1,25 +1,29 @@
-"""One linear pass over a session's records builds every lookup the views need.
+"""The lookups the views need, built in two steps so a view pays only for what it shows.
 
-The seed's sample viewer rescans the event list per message (quadratic); here
-each record is visited once after an n log n sort, and every view is then a
-walk over the part of the indexes it concerns.
+The seed's sample viewer rescans the event list per message (quadratic). Here one
+pass over the records' ids and agents (a ``Layout``) says where each agent's records
+are; each agent's transcript states, tool calls and tool names are then built the
+first time a view asks about that agent, from that agent's records alone. A view of
+two agents out of forty never reads the other thirty-eight's records.
 """
 
 from __future__ import annotations
 
 import functools
 import gc
+import operator
+import re
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator, Mapping, TypeVar
+from itertools import chain
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence, TypeVar
 
 from otel_agents.tracing import semconv as sc
 from otel_agents.tracing.records import message_id_number
 from otel_agents.views.model import CauseLink, ToolCallView
 
 T = TypeVar("T")
-# Keys events.jsonl adds to a record; not part of the seed-001 record itself.
-LOCATION_KEYS = ("ts", "trace_id", "span_id")
+Record = dict[str, Any]
 
 
 @contextmanager
@@ -46,16 +50,54 @@ def paused(method: Callable[..., T]) -> Callable[..., T]:
     return wrapper
 
 
-def _order(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Message-id order (ids are allocated as records are logged); file order if ids are foreign."""
+def _plainly_increasing(ids: list[Any]) -> bool:
+    """Ids that are all ``PREFIX_<k ASCII digits>`` with one prefix and one k, in increasing string order.
+
+    For such ids string order is numeric order, so this proves (at C speed, without
+    ``message_id_number`` per record) that they are already in message-id order.
+    """
+    if not ids:
+        return True
     try:
-        numbers = [message_id_number(r["message_id"]) for r in records]
+        joined = "\n".join(ids)
+    except TypeError:  # an id that is not a string
+        return False
+    head, underscore, digits = ids[0].rpartition("_")
+    if not underscore or len(set(map(len, ids))) != 1:
+        return False
+    one = re.escape(head) + "_[0-9]{%d}" % len(digits)
+    if re.fullmatch(f"{one}(?:\n{one})*", joined) is None:
+        return False
+    return all(map(operator.lt, ids, ids[1:]))
+
+
+def _order(records: list[Record], ids: list[Any]) -> tuple[list[Record], list[Any]]:
+    """Message-id order (ids are allocated as records are logged); file order if ids are foreign."""
+    if _plainly_increasing(ids):
+        return records, ids  # the usual case: the file is already in id order
+    try:
+        numbers = [message_id_number(i) for i in ids]
     except (ValueError, IndexError, TypeError, AttributeError):
-        return records
+        return records, ids
     if all(a < b for a, b in zip(numbers, numbers[1:])):
-        return records  # the usual case: the file is already in id order
+        return records, ids
     order = sorted(range(len(records)), key=numbers.__getitem__)  # stable: ties keep file order
-    return [records[i] for i in order]
+    return [records[i] for i in order], [ids[i] for i in order]
+
+
+def unique_records(records: Iterable[Mapping[str, Any]]) -> tuple[list[Record], list[Any], dict[Any, Record]]:
+    """Session records (known event types, with an id) in message-id order, their ids, and records by id.
+
+    A replayed line keeps its first copy.
+    """
+    unique: dict[Any, Record] = {}
+    kinds = sc.SESSION_EVENT_TYPES
+    for record in records:
+        message_id = record.get("message_id")
+        if message_id is not None and message_id not in unique and record.get("event_type") in kinds:
+            unique[message_id] = record  # type: ignore[assignment]
+    rows, ids = _order(list(unique.values()), list(unique))
+    return rows, ids, unique
 
 
 def causes_of(record: Mapping[str, Any]) -> tuple[str, ...]:
@@ -81,83 +123,173 @@ def is_utterance(record: Mapping[str, Any]) -> bool:
 
 
 @dataclass
-class SessionIndex:
-    records: list[dict[str, Any]]  # message-id order, duplicates dropped
-    by_id: dict[str, dict[str, Any]] = field(default_factory=dict)
-    agent_order: list[str] = field(default_factory=list)  # first appearance
-    created: dict[str, dict[str, Any]] = field(default_factory=dict)  # agent id -> agent_created
-    history: dict[str, list[str]] = field(default_factory=dict)  # agent id -> entries and truncations
-    current: dict[str, list[str]] = field(default_factory=dict)  # agent id -> transcript now
-    entry_count: dict[str, int] = field(default_factory=dict)  # agent id -> entries ever logged
-    system_prompt: dict[str, str | None] = field(default_factory=dict)  # agent id -> first system entry
-    # entry id -> the entry before it in its agent's transcript when it was appended:
+class Layout:
+    """Where each agent's records are, and the per-agent facts every view's agent list needs.
+
+    Positions index ``ids``. Built in one pass over the records (``of``), or read
+    back from ``views.cache`` without parsing the records at all.
+    """
+
+    ids: list[Any]  # message ids in message-id order
+    agents: dict[Any, list[int]] = field(default_factory=dict)  # agent id -> its records; first appearance order
+    entries: dict[Any, int] = field(default_factory=dict)  # agent id -> transcript entries ever logged
+    created: dict[Any, int] = field(default_factory=dict)  # agent id -> its (first) agent_created
+    system: dict[Any, int] = field(default_factory=dict)  # agent id -> its first system entry
+
+    @classmethod
+    def of(cls, records: Sequence[Mapping[str, Any]], ids: list[Any]) -> "Layout":
+        """``records`` in message-id order, ``ids`` their message ids."""
+        # Hot loop (once per record): containers bound to locals.
+        layout = cls(ids)
+        agents, entries, created, system = layout.agents, layout.entries, layout.created, layout.system
+        for position, record in enumerate(records):
+            agent_id = record.get("agent_id")
+            if agent_id is None:
+                continue  # a record about no agent (e.g. a piece of text nobody owns)
+            positions = agents.get(agent_id)
+            if positions is None:
+                agents[agent_id] = positions = []
+                entries[agent_id] = 0
+            positions.append(position)
+            event_type = record["event_type"]
+            if event_type == "transcript_entry":
+                entries[agent_id] += 1
+                if agent_id not in system and record.get("role") == "system":
+                    system[agent_id] = position
+            elif event_type == "agent_created" and agent_id not in created:
+                created[agent_id] = position
+        return layout
+
+
+@dataclass
+class AgentLog:
+    """One agent's transcript replayed: built from that agent's records only."""
+
+    current: list[str] = field(default_factory=list)  # the transcript now (truncations applied)
+    # entry id -> the entry before it in the transcript when it was appended:
     # the transcript as it stood after any entry is a walk back along these links.
     previous: dict[str, str | None] = field(default_factory=dict)
-    references: dict[str, list[str]] = field(default_factory=dict)  # substance -> entries
     call_message: dict[str, str] = field(default_factory=dict)  # tool result id -> its call's message
     tool_names: dict[str, str] = field(default_factory=dict)  # tool result id -> tool name
 
     @classmethod
-    def build(cls, records: Iterable[Mapping[str, Any]]) -> "SessionIndex":
-        """Records are kept as given (never modified); a replayed line keeps its first copy."""
-        with collector_paused():
-            unique: dict[str, dict[str, Any]] = {}
-            kinds = sc.SESSION_EVENT_TYPES
-            for record in records:
-                message_id = record.get("message_id")
-                if message_id is not None and message_id not in unique and record.get("event_type") in kinds:
-                    unique[message_id] = record  # type: ignore[assignment]
-            index = cls(_order(list(unique.values())))
-            index.by_id = unique
-            index._scan()
-        return index
-
-    def _scan(self) -> None:
-        # Hot loop (once per record): attributes bound to locals.
-        history, current, created = self.history, self.current, self.created
-        previous, references, entry_count = self.previous, self.references, self.entry_count
-        call_message, tool_names, system_prompt = self.call_message, self.tool_names, self.system_prompt
-        # (agent, tool_call_id) -> (the latest assistant entry holding that call, tool name)
-        open_calls: dict[tuple[str, str], tuple[str, str]] = {}
-        for record in self.records:
-            agent_id = record.get("agent_id")
-            if agent_id is None:
-                continue
-            if agent_id not in history:
-                self.agent_order.append(agent_id)
-                history[agent_id], current[agent_id], entry_count[agent_id] = [], [], 0
+    def replay(cls, records: Iterable[Mapping[str, Any]]) -> "AgentLog":
+        log = cls()
+        current, previous = log.current, log.previous
+        call_message, tool_names = log.call_message, log.tool_names
+        open_calls: dict[str, tuple[str, str]] = {}  # tool_call_id -> (latest assistant entry holding it, tool name)
+        for record in records:
             message_id = record["message_id"]
             event_type = record["event_type"]
             if event_type == "transcript_entry":
-                stack = current[agent_id]
-                previous[message_id] = stack[-1] if stack else None
-                stack.append(message_id)
-                history[agent_id].append(message_id)
-                entry_count[agent_id] += 1
-                role = record.get("role")
-                if role == "tool":
+                previous[message_id] = current[-1] if current else None
+                current.append(message_id)
+                if record.get("role") == "tool":
                     call_id = record.get("tool_call_id")
-                    found = open_calls.get((agent_id, str(call_id))) if call_id is not None else None
+                    found = open_calls.get(str(call_id)) if call_id is not None else None
                     if found is not None:
                         call_message[message_id], tool_names[message_id] = found
                     if record.get("name"):
                         tool_names[message_id] = record["name"]
-                elif role == "system" and agent_id not in system_prompt:
-                    system_prompt[agent_id] = record.get("content")
                 calls = record.get("tool_calls")
                 if calls:
                     for call in calls:
                         if isinstance(call, Mapping) and call.get("id") is not None:
                             name = (call.get("function") or {}).get("name") or "?"
-                            open_calls[(agent_id, str(call["id"]))] = (message_id, name)
-                substance = record.get("substance")
-                if substance is not None:
-                    references.setdefault(str(substance), []).append(message_id)
-            elif event_type == "agent_created":
-                created.setdefault(agent_id, record)
+                            open_calls[str(call["id"])] = (message_id, name)
             elif event_type == "transcript_truncated":
-                del current[agent_id][max(int(record.get("keep", 0)), 0):]
-                history[agent_id].append(message_id)
+                del current[max(int(record.get("keep", 0)), 0):]
+        return log
+
+
+class SessionIndex:
+    """Records by id and by agent, and each agent's ``AgentLog`` on first use.
+
+    ``rows`` and ``by_id`` are the same records by position and by message id: a
+    list and a dict, or (from the cache) views that parse a line when first read.
+    """
+
+    def __init__(self, layout: Layout, rows: Sequence[Record], by_id: Mapping[str, Record]):
+        self.layout = layout
+        self.rows = rows
+        self.by_id = by_id
+        self.agent_order: list[str] = list(layout.agents)
+        self.entry_count = layout.entries
+        self.created = {agent: rows[p] for agent, p in layout.created.items()}
+        self.system_prompt = {agent: rows[p].get("content") for agent, p in layout.system.items()}
+        self._logs: dict[str, AgentLog] = {}
+        self._references: dict[str, list[str]] | None = None
+
+    @classmethod
+    def build(cls, records: Iterable[Mapping[str, Any]]) -> "SessionIndex":
+        """Records are kept as given (never modified)."""
+        with collector_paused():
+            rows, ids, by_id = unique_records(records)
+            return cls(Layout.of(rows, ids), rows, by_id)
+
+    @property
+    def records(self) -> list[Record]:
+        """Every record, in message-id order."""
+        return self.rows if isinstance(self.rows, list) else list(self.rows)
+
+    def _take(self, positions: Iterable[int]) -> list[Record]:
+        rows = self.rows
+        take = getattr(rows, "take", None)  # records parsed on first read parse in one loop
+        return take(positions) if take is not None else [rows[p] for p in positions]
+
+    def agent_records(self, agent_id: str) -> list[Record]:
+        return self._take(self.layout.agents.get(agent_id, ()))
+
+    def records_of(self, agent_ids: Iterable[str]) -> list[Record]:
+        """The records of several agents, in message-id order."""
+        agents = self.layout.agents
+        return self._take(sorted(chain.from_iterable(agents.get(a, ()) for a in agent_ids)))  # sorted runs: fast
+
+    def log(self, agent_id: str) -> AgentLog:
+        log = self._logs.get(agent_id)
+        if log is None:
+            with collector_paused():
+                log = self._logs[agent_id] = AgentLog.replay(self.agent_records(agent_id))
+        return log
+
+    def _log_of(self, record: Mapping[str, Any]) -> AgentLog | None:
+        agent_id = record.get("agent_id")
+        return self.log(agent_id) if agent_id is not None else None
+
+    # --- per-record facts ---
+    def call_message(self, message_id: str) -> str | None:
+        """The assistant entry holding the call a tool result answers (only tool results have one)."""
+        record = self.by_id[message_id]
+        if record["event_type"] != "transcript_entry" or record.get("role") != "tool":
+            return None
+        log = self._log_of(record)
+        return log.call_message.get(message_id) if log is not None else None
+
+    def tool_name(self, record: Mapping[str, Any]) -> str | None:
+        """A tool result's tool: its own ``name``, else its call's."""
+        if record.get("name"):
+            return record["name"]
+        log = self._log_of(record)
+        return log.tool_names.get(record["message_id"]) if log is not None else None
+
+    def references(self, message_id: str) -> list[str]:
+        """Transcript entries whose substance is ``message_id``, in order (built for all on first use)."""
+        if self._references is None:
+            with collector_paused():
+                self._references = self._all_references()
+        return self._references.get(message_id, [])
+
+    def _all_references(self) -> dict[str, list[str]]:
+        references: dict[str, list[str]] = {}
+        for record in self.records:
+            substance = record.get("substance")
+            if (
+                substance is not None
+                and record["event_type"] == "transcript_entry"
+                and record.get("agent_id") is not None
+            ):
+                references.setdefault(str(substance), []).append(record["message_id"])
+        return references
 
     def link(self, message_id: str) -> CauseLink:
         """Why a record exists: its cause (first of a list), else substance, else its tool call."""
@@ -167,8 +299,9 @@ class SessionIndex:
             return CauseLink(message_id, causes[0], "cause", causes)
         if record.get("substance") is not None:
             return CauseLink(message_id, str(record["substance"]), "substance")
-        if message_id in self.call_message:
-            return CauseLink(message_id, self.call_message[message_id], "tool_call")
+        call = self.call_message(message_id)
+        if call is not None:
+            return CauseLink(message_id, call, "tool_call")
         return CauseLink(message_id, None, None)
 
     def causality(self) -> dict[str, CauseLink]:
@@ -187,12 +320,13 @@ class SessionIndex:
             message_id = str(substance)
 
     def transcript_after(self, message_id: str) -> list[str]:
-        """Entry ids of the agent's transcript as it stood right after ``message_id`` was appended."""
+        """Entry ids of the agent's transcript as it stood right after entry ``message_id`` was appended."""
+        previous = self.log(self.by_id[message_id]["agent_id"]).previous
         ids: list[str] = []
         cursor: str | None = message_id
         while cursor is not None:
             ids.append(cursor)
-            cursor = self.previous.get(cursor)
+            cursor = previous.get(cursor)
         ids.reverse()
         return ids
 

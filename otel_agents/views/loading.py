@@ -13,19 +13,27 @@ from typing import Any, Iterator, Mapping
 
 import orjson
 
-from otel_agents.persistence.events_file import EventsFileError, read_event_lines
 from otel_agents.persistence.notices import Warn, stderr_warning
-from otel_agents.persistence.store import TREE_FILE, StoreError, decode_payload
-from otel_agents.persistence.timestamps import iso_ts
-from otel_agents.persistence.tree import iter_records
 from otel_agents.views.errors import SessionDataError
 from otel_agents.views.index import collector_paused
 
-__all__ = ["TREE_FILE", "find_span", "read_events", "read_tree", "records_from_tree", "span_nodes", "walk_dicts"]
+__all__ = [
+    "TREE_FILE", "find_span", "read_events", "read_event_file", "read_tree", "records_from_tree", "span_nodes",
+    "walk_dicts",
+]
+
+# persistence.store.TREE_FILE, spelled out: importing the store (and the tree builder) costs
+# ~30 ms that only ``context`` and tree-only sessions need (tests check they agree).
+TREE_FILE = "tree.json.gz"
 
 
 def read_events(path: Path, warn: Warn = stderr_warning) -> list[dict[str, Any]]:
-    """Lines of an events file (record plus ts/trace_id/span_id); a torn last line is skipped.
+    """Lines of an events file (record plus ts/trace_id/span_id); a torn last line is skipped."""
+    return read_event_file(path, warn)[0]
+
+
+def read_event_file(path: Path, warn: Warn = stderr_warning) -> tuple[list[dict[str, Any]], list[bytes] | None]:
+    """``read_events``, and the raw lines when each record is exactly ``orjson.loads`` of its line.
 
     Fast path: one ``orjson.loads`` per line. Anything unusual is handed to the
     persistence layer's reader, so warnings and errors read the same everywhere.
@@ -39,18 +47,28 @@ def read_events(path: Path, warn: Warn = stderr_warning) -> list[dict[str, Any]]
         lines.pop()
     try:
         with collector_paused():  # 100k fresh dicts: see index.collector_paused
-            records = [orjson.loads(line) for line in lines]
-        # The fast path checks what the indexes key on; anything odd takes the full reader.
-        if all(
-            isinstance(r, dict)
-            and isinstance(r.get("message_id"), str)
-            and isinstance(r.get("event_type"), str)
-            and isinstance(r.get("agent_id"), str)
-            for r in records
-        ):
-            return records
+            records = list(map(orjson.loads, lines))
+        if _plain_records(records):
+            return records, lines
     except orjson.JSONDecodeError:
         pass
+    return _read_slowly(path, warn), None
+
+
+def _plain_records(records: list[Any]) -> bool:
+    """Every record a dict whose message_id, event_type and agent_id are strings (what the indexes key on)."""
+    return all(
+        isinstance(r, dict)
+        and isinstance(r.get("message_id"), str)
+        and isinstance(r.get("event_type"), str)
+        and isinstance(r.get("agent_id"), str)
+        for r in records
+    )
+
+
+def _read_slowly(path: Path, warn: Warn) -> list[dict[str, Any]]:
+    from otel_agents.persistence.events_file import EventsFileError, read_event_lines
+
     try:
         slow = read_event_lines(path, warn)
     except EventsFileError as exc:
@@ -66,6 +84,8 @@ def read_tree(path: Path) -> dict[str, Any]:
         raise SessionDataError(f"{path} does not exist") from None
     except OSError as exc:
         raise SessionDataError(f"cannot read {path}: {exc.strerror or exc}") from None
+    from otel_agents.persistence.store import StoreError, decode_payload
+
     try:
         with collector_paused():
             return decode_payload(data, str(path))
@@ -107,6 +127,9 @@ def records_from_tree(document: Mapping[str, Any]) -> list[dict[str, Any]]:
 
     Spans are the state: every record is also a span event on the span it concerns.
     """
+    from otel_agents.persistence.timestamps import iso_ts
+    from otel_agents.persistence.tree import iter_records
+
     session = document.get("session", document)
     return [
         {**ref.record, "ts": iso_ts(ref.ts_ns), "trace_id": ref.trace_id, "span_id": ref.span_id}

@@ -24,6 +24,8 @@ from otel_agents.views.model import (
 )
 
 INDENT = "    "
+# json.dumps(v, ensure_ascii=False) builds this encoder on every call; one is enough (same output).
+_encode = json.JSONEncoder(ensure_ascii=False).encode
 TAGS = {
     "heard": "[Heard]",
     "thought": "[Thought]",
@@ -58,7 +60,7 @@ def format_arguments(raw: str) -> str:
         return raw
     if not isinstance(value, dict):
         return raw
-    return ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in value.items())
+    return ", ".join(f"{k}={_encode(v)}" for k, v in value.items())
 
 
 def format_calls(calls: Sequence[ToolCallView]) -> str:

@@ -19,7 +19,14 @@ from otel_agents.tracing import semconv as sc
 from otel_agents.tracing.records import message_from_record
 from otel_agents.views.errors import AmbiguousAgent, SessionDataError, UnknownAgent, UnknownMessage, UnknownSpan
 from otel_agents.views.index import SessionIndex, is_utterance, paused, tool_calls_of
-from otel_agents.views.loading import TREE_FILE, read_events, read_tree, records_from_tree, span_nodes
+from otel_agents.views.loading import (
+    TREE_FILE,
+    read_event_file,
+    read_events,
+    read_tree,
+    records_from_tree,
+    span_nodes,
+)
 from otel_agents.views.model import (
     AgentInfo,
     CauseLink,
@@ -46,26 +53,62 @@ class SessionViewer:
         session_id: str | None = None,
         tree_path: Path | None = None,
     ):
+        self._setup(SessionIndex.build(records), tree, session_id, tree_path)
+
+    def _setup(
+        self, index: SessionIndex, tree: Mapping[str, Any] | None, session_id: str | None, tree_path: Path | None
+    ) -> None:
         self.session_id = session_id
-        self._index = SessionIndex.build(records)
+        self._index = index
         self._tree = tree
         self._tree_path = tree_path  # read on first use: only ``context`` needs the tree
         self._spans: dict[str, dict[str, Any]] | None = None  # span id -> tree node, on first use
         self._agents = self._agent_infos()
 
     @classmethod
-    def from_session_dir(cls, path: Path | str, warn: Warn = stderr_warning) -> "SessionViewer":
-        """A saved session: ``events.jsonl`` (else the records held in ``tree.json.gz``)."""
+    def _of_index(cls, index: SessionIndex, session_id: str, tree_path: Path) -> "SessionViewer":
+        viewer = cls.__new__(cls)
+        viewer._setup(index, None, session_id, tree_path)
+        return viewer
+
+    @classmethod
+    def from_session_dir(
+        cls, path: Path | str, warn: Warn = stderr_warning, *, cache_dir: Path | None = None
+    ) -> "SessionViewer":
+        """A saved session: ``events.jsonl`` (else the records held in ``tree.json.gz``).
+
+        With ``cache_dir``, a large events.jsonl's index is saved there and reused
+        while the file is unchanged, so that views parse only the lines they show
+        (``views.cache``; the session directory itself is never written).
+        """
         path = Path(path)
         if not path.is_dir():
             raise SessionDataError(f"{path} is not a session directory")
         events, tree_path = path / EVENTS_FILE, path / TREE_FILE
         if events.is_file():
+            if cache_dir is not None:
+                return cls._from_events_cached(events, warn, Path(cache_dir), path.name, tree_path)
             return cls(read_events(events, warn), session_id=path.name, tree_path=tree_path)
         if tree_path.is_file():
             tree = read_tree(tree_path)
             return cls(records_from_tree(tree), tree, session_id=path.name, tree_path=tree_path)
         raise SessionDataError(f"{path} holds neither {EVENTS_FILE} nor {TREE_FILE}")
+
+    @classmethod
+    def _from_events_cached(
+        cls, events: Path, warn: Warn, cache_dir: Path, session_id: str, tree_path: Path
+    ) -> "SessionViewer":
+        from otel_agents.views import cache
+
+        cached = cache.load(cache_dir, events)
+        if cached is not None:
+            return cls._of_index(SessionIndex(cached.layout, cached.rows, cached.by_id), session_id, tree_path)
+        key = cache.file_key(events)  # before reading: a file that changes meanwhile is not cached
+        records, lines = read_event_file(events, warn)
+        viewer = cls(records, session_id=session_id, tree_path=tree_path)
+        if lines is not None:
+            cache.save(cache_dir, events, key, lines, records, viewer._index)
+        return viewer
 
     @property
     def records(self) -> list[dict[str, Any]]:
@@ -159,7 +202,7 @@ class SessionViewer:
         return Speaker(self.name_of(agent_id), agent_id)
 
     def tool_name(self, record: Mapping[str, Any]) -> str | None:
-        return record.get("name") or self._index.tool_names.get(record["message_id"])
+        return self._index.tool_name(record)
 
     # --- transcript ---
     def get_transcript(self, agent: str, *, after: str | None = None) -> list[dict[str, Any]]:
@@ -169,7 +212,7 @@ class SessionViewer:
         """
         agent_id = self.resolve_agent(agent)
         if after is None:
-            return [self._index.by_id[m] for m in self._index.current[agent_id]]
+            return [self._index.by_id[m] for m in self._index.log(agent_id).current]
         record = self.record(after)
         if record["event_type"] != sc.EVENT_TRANSCRIPT_ENTRY or record.get("agent_id") != agent_id:
             raise UnknownMessage(f"{after} is not a transcript entry of {self.name_of(agent_id)}")
@@ -196,11 +239,10 @@ class SessionViewer:
         prompts are actions and set-up, not dialog (see ``extract_agent_perspective``).
         """
         selected = list(dict.fromkeys(self.resolve_agent(a) for a in agents))
-        chosen = set(selected)
         index = self._index
         groups: dict[str, tuple[list[str], list[str]]] = {}  # origin -> (entries, hearers)
-        for record in index.records:
-            if record["event_type"] != sc.EVENT_TRANSCRIPT_ENTRY or record.get("agent_id") not in chosen:
+        for record in index.records_of(selected):
+            if record["event_type"] != sc.EVENT_TRANSCRIPT_ENTRY:
                 continue
             heard = record.get("role") == "user"
             if not heard and not is_utterance(record):
@@ -222,20 +264,21 @@ class SessionViewer:
         """What the agent heard, thought, said, did and received, entry by entry (truncations included)."""
         agent_id = self.resolve_agent(agent)
         items: list[PerspectiveItem] = []
-        for message_id in self._index.history[agent_id]:
-            r = self._index.by_id[message_id]
-            ts = r.get("ts")
-            if r["event_type"] == sc.EVENT_TRANSCRIPT_TRUNCATED:
-                items.append(PerspectiveItem(message_id, "truncated", ts, keep=int(r.get("keep", 0))))
+        append = items.append  # hot loop: one item per entry
+        for r in self._index.agent_records(agent_id):
+            event_type = r["event_type"]
+            message_id, ts = r["message_id"], r.get("ts")
+            if event_type == sc.EVENT_TRANSCRIPT_TRUNCATED:
+                append(PerspectiveItem(message_id, "truncated", ts, keep=int(r.get("keep", 0))))
                 continue
+            if event_type != sc.EVENT_TRANSCRIPT_ENTRY:
+                continue  # its creation, pieces of text: not entries it had
             role = r.get("role")
             if role in ("user", "system"):
                 speaker = self.speaker_of(message_id)
-                items.append(
-                    PerspectiveItem(message_id, "heard", ts, r.get("content"), speaker, r.get("substance"))
-                )
+                append(PerspectiveItem(message_id, "heard", ts, r.get("content"), speaker, r.get("substance")))
             elif role == "tool":
-                items.append(
+                append(
                     PerspectiveItem(
                         message_id, "received", ts, r.get("content"),
                         tool=self.tool_name(r), tool_call_id=r.get("tool_call_id"),
@@ -243,10 +286,10 @@ class SessionViewer:
                 )
             else:
                 if r.get("reasoning_content"):
-                    items.append(PerspectiveItem(message_id, "thought", ts, r["reasoning_content"]))
+                    append(PerspectiveItem(message_id, "thought", ts, r["reasoning_content"]))
                 calls = tool_calls_of(r)
                 kind = "action" if calls else "said"
-                items.append(PerspectiveItem(message_id, kind, ts, r.get("content"), tool_calls=calls))
+                append(PerspectiveItem(message_id, kind, ts, r.get("content"), tool_calls=calls))
         return items
 
     # --- causality ---
@@ -293,7 +336,7 @@ class SessionViewer:
         """Every transcript entry whose substance is ``message_id``: who heard it, when, in what form."""
         self.record(message_id)
         refs = []
-        for ref_id in self._index.references.get(message_id, ()):
+        for ref_id in self._index.references(message_id):
             r = self._index.by_id[ref_id]
             refs.append(
                 Reference(ref_id, r["agent_id"], self.name_of(r["agent_id"]), r.get("ts"), r.get("role"), r.get("content"))
