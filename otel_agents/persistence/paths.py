@@ -10,7 +10,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from otel_agents.runtime.session import valid_session_id
+from otel_agents.tracing.session_ids import valid_session_id
 
 DEFAULT_HOME = "~/.otel-agents"
 

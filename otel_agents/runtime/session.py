@@ -6,10 +6,7 @@ moment (and reaches the live listeners), so the trace alone can rebuild it.
 
 from __future__ import annotations
 
-import re
-import secrets
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from opentelemetry import trace
@@ -20,6 +17,7 @@ from otel_agents.runtime.hooks import ApprovalHook, Decision, ReviewHook, ToolRe
 from otel_agents.runtime.logged_string import LoggedString
 from otel_agents.tracing import semconv as sc
 from otel_agents.tracing.records import make_record
+from otel_agents.tracing.session_ids import new_session_id, valid_session_id
 from otel_agents.tracing.telemetry import Telemetry, noop_telemetry
 
 if TYPE_CHECKING:
@@ -27,17 +25,7 @@ if TYPE_CHECKING:
     from otel_agents.runtime.agent import Agent
     from otel_agents.runtime.tools import Tool
 
-SESSION_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 DEFAULT_MAX_TURNS = 20
-
-
-def new_session_id() -> str:
-    return f"{datetime.now(timezone.utc):%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"
-
-
-def valid_session_id(session_id: str) -> bool:
-    """Ids are path components: nothing that could escape the sessions directory."""
-    return bool(SESSION_ID_PATTERN.match(session_id)) and ".." not in session_id
 
 
 @dataclass

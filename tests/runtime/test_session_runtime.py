@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from otel_agents.runtime.agent import Agent
-from otel_agents.runtime.session import AgentSpec, Session, new_session_id, valid_session_id
+from otel_agents.runtime.session import AgentSpec, Session
+from otel_agents.tracing.session_ids import new_session_id, valid_session_id
 from otel_agents.tracing.records import RecordError, message_id_number
 
 MODEL = "scripted/unused"
