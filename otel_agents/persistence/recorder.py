@@ -298,9 +298,9 @@ class SessionRecorder(SpanProcessor):
         Equal to ``build_tree(self.spans())`` (merged over ``base_tree``), built trace by trace.
         """
         with self._lock:
-            if self._base_tree_due:
-                self._base_tree_due = False
+            if self._base_tree_due:  # cleared only once loaded: a tree without the earlier runs is never built
                 self.base_tree = self.store.load_tree()
+                self._base_tree_due = False
             runs: list[dict] = []
             ops: list[dict] = []
             for trace_id in list(self._trace_spans.keys() | self._trace_open.keys()):
