@@ -10,7 +10,7 @@ run, so the next LLM request is valid.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from opentelemetry.trace import SpanContext, TraceFlags

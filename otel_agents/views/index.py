@@ -10,33 +10,19 @@ two agents out of forty never reads the other thirty-eight's records.
 from __future__ import annotations
 
 import functools
-import gc
 import operator
 import re
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import chain
-from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence, TypeVar
+from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
 
+from otel_agents.persistence.collector import collector_paused
 from otel_agents.tracing import semconv as sc
 from otel_agents.tracing.records import message_id_number
 from otel_agents.views.model import CauseLink, ToolCallView
 
 T = TypeVar("T")
 Record = dict[str, Any]
-
-
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """Building allocates ~10 objects per record and frees none: the cyclic collector
-    would rescan every live record again and again (half the build time at 100k)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def paused(method: Callable[..., T]) -> Callable[..., T]:
