@@ -54,9 +54,10 @@ def list_command(as_json: bool, paths) -> None:
         if meta is None:
             click.echo(f"{item.session_id:<24} {'?':<19} {'?':>4} {'unreadable':<11} {'?':>11}  {item.problem}")
             continue
-        cost = (meta.get("totals") or {}).get("cost_usd")
+        totals = meta.get("totals")
+        cost = totals.get("cost_usd") if isinstance(totals, dict) else "?"
         click.echo(
-            f"{item.session_id:<24} {str(meta.get('created') or '?')[:19]:<19} {meta.get('runs', '?'):>4} "
+            f"{item.session_id:<24} {str(meta.get('created') or '?')[:19]:<19} {_count(meta.get('runs')):>4} "
             f"{effective_status(meta):<11} {_money(cost):>11}  {meta.get('title') or ''}"
         )
 
@@ -159,7 +160,15 @@ def rm(session_id: str, paths) -> None:
 
 
 def _money(cost: float | None) -> str:
-    return "unpriced" if cost is None else f"${cost:.6f}"
+    if cost is None:
+        return "unpriced"
+    if isinstance(cost, bool) or not isinstance(cost, (int, float)):
+        return "?"  # a hand-edited meta.json: the listing still lists
+    return f"${cost:.6f}"
+
+
+def _count(value: Any) -> str:
+    return str(value) if isinstance(value, int) and not isinstance(value, bool) else "?"
 
 
 def _duration(node: Mapping[str, Any]) -> str:

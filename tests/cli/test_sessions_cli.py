@@ -191,6 +191,21 @@ def test_list_reports_unreadable_sessions(env):
     assert as_json == [{"id": session_id, "problem": as_json[0]["problem"]}] and "JSON" in as_json[0]["problem"]
 
 
+@pytest.mark.parametrize("field, value", [
+    ("totals", {"cost_usd": [0.1]}), ("totals", ["x"]), ("runs", [1]), ("runs", "two"),
+])
+def test_list_shows_a_hand_edited_meta_with_question_marks(env, field, value):
+    session_id = run_demo()
+    path = env / "sessions" / session_id / "meta.json"
+    meta = json.loads(path.read_text())
+    meta[field] = value
+    path.write_text(json.dumps(meta))
+    result = invoke("sessions", "list")
+    assert result.exit_code == 0
+    (row,) = [line for line in result.stdout.splitlines() if line.startswith(session_id)]
+    assert "?" in row.split()[2:5] or "?" in row.split()[-3:], row
+
+
 def test_real_processes_run_then_verify(env):
     """The installed command, in real processes: the demo's tree and events agree."""
     exe = [sys.executable, "-m", "otel_agents"]
