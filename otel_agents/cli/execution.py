@@ -137,8 +137,14 @@ def start_recording(tracing, paths: Paths, session_id: str, **recorder_kwargs: A
     Runs before the first LLM call, so an unwritable home costs nothing but the message.
     """
     from otel_agents.persistence.recorder import SessionRecorder
+    from otel_agents.persistence.recorder_process import RecorderModeError, fork_recorder, recorder_mode
     from otel_agents.persistence.store import SessionStore, StoreError, check_file_writable
 
+    try:
+        mode = recorder_mode()
+    except RecorderModeError as exc:
+        tracing.shutdown()
+        raise click.UsageError(str(exc)) from None
     try:
         check_file_writable(paths.billing_file)
         store = SessionStore.create(paths.sessions_dir, session_id)
@@ -148,6 +154,8 @@ def start_recording(tracing, paths: Paths, session_id: str, **recorder_kwargs: A
     recorder = SessionRecorder(store, session_id, billing_file=paths.billing_file, **recorder_kwargs)
     if not tracing.enabled:
         click.echo("warning: OTEL_SDK_DISABLED is set: only events.jsonl is saved (no tree, no billing)", err=True)
+    if mode == "process":
+        recorder = fork_recorder(recorder)  # the recorder's work moves to the other core
     tracing.add_processor(recorder)
     tracing.add_listener(recorder)
     return recorder

@@ -39,11 +39,16 @@ def _operation(span: Span) -> str:
 @dataclass
 class LivePathLabels(SpanProcessor):
     _nodes: dict[int, _Node] = field(default_factory=dict)
-    _labels: dict[str, str] = field(default_factory=dict)
+    # span id -> tree position (None: a run's root); turned into a label only when a line asks
+    _positions: dict[int, Position | None] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def label_of(self, span_id_hex: str) -> str | None:
-        return self._labels.get(span_id_hex)
+        try:
+            position = self._positions[int(span_id_hex, 16)]
+        except (KeyError, ValueError):
+            return None
+        return RUN_LABEL if position is None else label_of(position)
 
     def on_start(self, span: Span, parent_context=None) -> None:
         span_id = span.context.span_id
@@ -53,13 +58,13 @@ class LivePathLabels(SpanProcessor):
             if parent is None:
                 if operation == sc.OP_INVOKE_AGENT:
                     self._nodes[span_id] = _Node("session", ())
-                    self._labels[format(span_id, "016x")] = RUN_LABEL
+                    self._positions[span_id] = None
                 return
             if parent.kind == "session" and operation == sc.OP_TURN:
                 parent.turns += 1
                 node = _Node("turn", parent.prefix, (parent.turns,))
                 self._nodes[span_id] = node
-                self._labels[format(span_id, "016x")] = label_of(parent.prefix + ((parent.turns,),))
+                self._positions[span_id] = parent.prefix + ((parent.turns,),)
                 return
             if parent.kind == "session":
                 parent.outside_ops += 1
@@ -67,7 +72,7 @@ class LivePathLabels(SpanProcessor):
             else:
                 parent.ops += 1
                 segment = parent.segment + (parent.ops,)
-            self._labels[format(span_id, "016x")] = label_of(parent.prefix + (segment,))
+            self._positions[span_id] = parent.prefix + (segment,)
             if operation == sc.OP_INVOKE_AGENT:
                 self._nodes[span_id] = _Node("session", parent.prefix + (segment,))
             else:

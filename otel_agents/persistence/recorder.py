@@ -129,6 +129,8 @@ class SessionRecorder(SpanProcessor):
         self._append_ledger = append_ledger
         self.redact_contents = redact_contents  # --redacted-save
         self.stats = RecorderStats()
+        # How meta.json names the process running the session (recorder_process sets its own).
+        self.writer: dict[str, Any] | None = None
         self._lock = threading.RLock()
         self._events = EventsWriter(store.events_path, warn)
         self._journal = JournalWriter(store.journal_path, warn)
@@ -151,6 +153,11 @@ class SessionRecorder(SpanProcessor):
         self._saved_bytes = 0  # spans.jsonl + events.jsonl of earlier runs (resume)
         self._appended_at_checkpoint = 0  # bytes this recorder had appended to them at the last tree write
         self._dirty = False
+        # With a recorder process, a run's end writes meta.json (or a checkpoint) once no
+        # message waits (idle): when the process closes right after its last run, close's
+        # checkpoint is the only write.
+        self.defer_run_end_writes = False
+        self._run_end_due = False
         self._store_failed = False
         self._billing_failed = False
         self._closed = False
@@ -186,6 +193,10 @@ class SessionRecorder(SpanProcessor):
         if meta is not None:
             self._last_meta = meta
             self.created_ns = self.created_ns or created_ns_of(meta)
+
+    def set_warn(self, warn: Warn) -> None:
+        """Say warnings another way from now on (the recorder process sends them to the run's)."""
+        self.warn = self._events.warn = self._journal.warn = warn
 
     # ------------------------------------------------------------------ span processor
     def on_start(self, span: Any, parent_context: Any = None) -> None:
@@ -375,10 +386,26 @@ class SessionRecorder(SpanProcessor):
         run = next((r for r in run_tree["runs"] if r["span_id"] == root.span_id), None)
         if run is not None:
             self._flush_ledger(ledger_records(run_tree, runs=[run["index"]]))
+        if self.defer_run_end_writes:
+            self._run_end_due = True
+        else:
+            self._write_after_run()
+
+    def _write_after_run(self) -> None:
+        self._run_end_due = False
         if self._checkpoint_due():
             self.checkpoint()
         else:
             self._write_meta()
+
+    def idle(self) -> None:
+        """Nothing is waiting to be recorded: do the writes a run's end left for now."""
+        with self._lock:
+            if self._run_end_due and not self._closed:
+                try:
+                    self._write_after_run()
+                except Exception as exc:
+                    self._fail_store(exc)
 
     def _flush_ledger(self, records: list[dict]) -> None:
         if self.billing_file is None or self._billing_failed or not records:
@@ -403,7 +430,7 @@ class SessionRecorder(SpanProcessor):
         """What only this recorder knows: running or not, redacted contents, the ledger complete."""
         running = self._open_runs > 0
         meta["updated"] = iso_ts(time.time_ns())
-        meta["writer"] = this_writer() if running else None
+        meta["writer"] = (self.writer or this_writer()) if running else None
         if running:
             meta["status"] = "running"
         if self.redact_contents:

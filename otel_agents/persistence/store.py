@@ -283,7 +283,12 @@ def writer_alive(meta: Mapping[str, Any]) -> bool:
         return False
     if writer.get("host") != socket.gethostname():
         return True  # cannot tell from here: assume it is alive and leave its runs alone
-    pid = writer.get("pid")
+    # The run's process, and the recorder process writing for it (recorder_process.py):
+    # the session is still being written while either lives.
+    return any(_process_alive(writer.get(key)) for key in ("pid", "recorder"))
+
+
+def _process_alive(pid: Any) -> bool:
     if not isinstance(pid, int) or pid <= 0:
         return False
     if pid == os.getpid():
@@ -294,7 +299,16 @@ def writer_alive(meta: Mapping[str, Any]) -> bool:
         return False
     except PermissionError:
         return True
-    return True
+    return not _is_zombie(pid)
+
+
+def _is_zombie(pid: int) -> bool:
+    """An ended process nobody has reaped yet (an orphan under a container's init that never reaps)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False  # no /proc (not Linux): the signal test is all there is
+    return stat[stat.rfind(")") + 2 : stat.rfind(")") + 3] == "Z"
 
 
 def effective_status(meta: Mapping[str, Any]) -> str:

@@ -91,6 +91,7 @@ def record(home, monkeypatch, write_script):
         tools=(),
         max_turns: int = 20,
         prepare=None,
+        attach=None,
     ) -> Recorded:
         from opentelemetry.sdk.trace.export import SimpleSpanProcessor
         from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -125,11 +126,15 @@ def record(home, monkeypatch, write_script):
         )
         tracing.add_processor(recorder)
         tracing.add_listener(recorder)
+        # attach(tracing, session) may add another recorder; what it returns is closed after the runs.
+        extra = attach(tracing, session) if attach is not None else None
         recorded = Recorded(session, recorder, store, paths.billing_file, exporter, warnings=warnings)
         for prompt in list(prompts) if prompts is not None else list(loaded.prompts) or ["Go"]:
             context = RunContext(source="cli", script=loaded.source)
             recorded.utterances.append(str(asyncio.run(session.run(prompt, context=context))))
         recorder.close()
+        if extra is not None:
+            extra.close()
         return recorded
 
     yield run

@@ -169,6 +169,17 @@ def test_the_kill_points_cover_the_whole_run(killed_runs):
     assert all(c["signal"] == signal.SIGKILL for c in killed_runs[1:])
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the recorder process is Linux-only")
+def test_a_killed_run_leaves_no_recorder_process_behind(killed_runs):
+    """The recorder ran in its own process; with the run's process killed it wrote what it had and ended."""
+    for child in killed_runs[1:]:
+        meta = _one_session(Path(child["home"])).read_meta()
+        writer = meta["writer"]
+        assert meta["status"] == "running" and isinstance(writer["recorder"], int), child["n"]
+        assert writer["recorder"] != writer["pid"]
+        assert effective_status(meta) == "interrupted", child["n"]  # neither process lives
+
+
 def _expected_status(end: dict) -> str:
     attrs = end.get("attrs", {})
     if end.get("status") == "ERROR" or attrs.get("otel_agents.tool.status") in {"failed", "denied"}:

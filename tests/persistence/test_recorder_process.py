@@ -1,0 +1,153 @@
+"""The session recorder in its own process: same files as in-process, crash and failure behaviour, modes."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+
+import pytest
+from click.testing import CliRunner
+from opentelemetry.sdk.trace import TracerProvider
+
+from otel_agents.persistence.journal import read_journal
+from otel_agents.persistence.ledger import read_records
+from otel_agents.persistence.recorder import CheckpointPolicy, SessionRecorder
+from otel_agents.persistence.recorder_process import RecorderModeError, fork_recorder, recorder_mode
+from otel_agents.persistence.store import SessionStore, writer_alive
+from otel_agents.tracing import semconv as sc
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the recorder process is Linux-only")
+
+
+def _forked(tmp_path, session_id, warnings, **kwargs):
+    store = SessionStore.create(tmp_path / "forked" / "sessions", session_id)
+    recorder = SessionRecorder(store, session_id, billing_file=tmp_path / "forked" / "billing.jsonl",
+                               warn=warnings.append, **kwargs)
+    return store, fork_recorder(recorder)
+
+
+@pytest.mark.parametrize("policy", [CheckpointPolicy(), CheckpointPolicy(growth=0, min_bytes=0)])
+def test_the_recorder_process_writes_what_the_inline_recorder_writes(record, scripts, tmp_path, policy):
+    forked: dict = {}
+    warnings: list[str] = []
+
+    def attach(tracing, session):
+        store, link = _forked(tmp_path, session.id, warnings, policy=policy)
+        tracing.add_processor(link)
+        tracing.add_listener(link)
+        forked.update(store=store, link=link)
+        return link
+
+    recorded = record(scripts.three_levels(), prompts=["first", "second"], attach=attach, policy=policy)
+    store, inline = forked["store"], recorded.store
+    assert warnings == [] and recorded.warnings == []
+    # Byte for byte: the child rebuilt every span and record exactly.
+    for name in ("spans.jsonl", "events.jsonl"):
+        assert (store.directory / name).read_bytes() == (inline.directory / name).read_bytes(), name
+    assert store.load_tree() == inline.load_tree()
+    assert read_records(tmp_path / "forked" / "billing.jsonl") == read_records(recorded.billing_file)
+    differ = {"created", "updated", "checkpoint"}  # when each wrote, and the stamps of its own files
+    mine, theirs = store.read_meta(), inline.read_meta()
+    assert {k: v for k, v in mine.items() if k not in differ} == {k: v for k, v in theirs.items() if k not in differ}
+    assert mine["billed"] and mine["status"] == "ok" and mine["writer"] is None
+    assert not os.path.exists(f"/proc/{forked['link'].pid}")  # closed means ended and reaped
+
+
+def test_a_frame_larger_than_the_pipe_arrives_whole(tmp_path):
+    warnings: list[str] = []
+    store, link = _forked(tmp_path, "20261122-000000-abcdef", warnings)
+    provider = TracerProvider()
+    provider.add_span_processor(link)
+    big = "x" * (3 << 20)  # three times the pipe's buffer: the run waits while the child reads
+    tracer = provider.get_tracer("otel_agents")
+    with tracer.start_as_current_span("invoke_agent main", attributes={
+            sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT, sc.SESSION_ID: store.session_id, "big": big}):
+        pass
+    link.close()
+    assert warnings == []
+    (start,) = [line for line in read_journal(store.journal_path, pytest.fail) if "start" in line]
+    assert start["attrs"]["big"] == big
+
+
+def _dead_but_unreaped(pid: int) -> None:
+    os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
+
+
+def test_the_run_goes_on_with_one_warning_when_the_recorder_process_dies(record, tmp_path):
+    warnings: list[str] = []
+
+    def attach(tracing, session):
+        _, link = _forked(tmp_path, session.id, warnings)
+        os.kill(link.pid, signal.SIGKILL)
+        _dead_but_unreaped(link.pid)
+        tracing.add_processor(link)
+        tracing.add_listener(link)
+        return link
+
+    recorded = record(attach=attach)
+    assert recorded.utterances and recorded.warnings == []
+    assert len(warnings) == 1 and "recorder" in warnings[0] and "goes on without saving it" in warnings[0]
+    assert recorded.store.load_tree()["status"] == "ok"  # the other recorder saw everything
+
+
+def test_the_childs_warnings_reach_the_run(record, tmp_path):
+    warnings: list[str] = []
+
+    def attach(tracing, session):
+        store, link = _forked(tmp_path, session.id, warnings)
+        store.events_path.mkdir()  # events.jsonl cannot be opened: the child warns, once
+        tracing.add_processor(link)
+        tracing.add_listener(link)
+        return link
+
+    record(attach=attach)
+    assert len(warnings) == 1 and "events.jsonl" in warnings[0], warnings
+
+
+def test_a_session_is_written_while_its_recorder_process_lives(tmp_path):
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    _dead_but_unreaped(pid)  # a zombie: signal 0 still reaches it
+    try:
+        meta = {"status": "running", "writer": {"pid": 1 << 22, "host": os.uname().nodename, "recorder": pid}}
+        assert not writer_alive(meta)
+        assert writer_alive({**meta, "writer": {**meta["writer"], "recorder": os.getpid()}})
+    finally:
+        os.waitpid(pid, 0)
+
+
+def test_recorder_mode_from_the_environment():
+    assert recorder_mode({}) == "process"
+    assert recorder_mode({"OTEL_AGENTS_RECORDER": " Inline "}) == "inline"
+    with pytest.raises(RecorderModeError, match="OTEL_AGENTS_RECORDER must be one of process, inline"):
+        recorder_mode({"OTEL_AGENTS_RECORDER": "thread"})
+
+
+def test_cli_with_a_bad_recorder_mode_says_so_and_saves_nothing(home, monkeypatch):
+    from otel_agents.cli import cli
+
+    monkeypatch.setenv("OTEL_TRACES_EXPORTER", "none")
+    monkeypatch.setenv("OTEL_AGENTS_RECORDER", "thread")
+    result = CliRunner().invoke(cli, ["run", "Hello"])
+    assert result.exit_code == 2
+    assert "OTEL_AGENTS_RECORDER must be one of" in result.stderr and "Traceback" not in result.output
+    assert not (home / "sessions").exists() or not any((home / "sessions").iterdir())
+
+
+@pytest.mark.parametrize("mode", ["inline", "process"])
+def test_cli_runs_and_verifies_in_either_mode(home, monkeypatch, mode):
+    from otel_agents.cli import cli
+
+    monkeypatch.setenv("OTEL_TRACES_EXPORTER", "none")
+    monkeypatch.setenv("OTEL_AGENTS_RECORDER", mode)
+    forks = []
+    real_fork = os.fork
+    monkeypatch.setattr(os, "fork", lambda: forks.append(1) or real_fork())
+    ran = CliRunner().invoke(cli, ["run", "Create Jack and Jill for a cafe discussion"])
+    assert ran.exit_code == 0, ran.output
+    assert len(forks) == (mode == "process")
+    session_id = ran.stderr.strip().splitlines()[-1].split(": ", 1)[1]
+    verified = CliRunner().invoke(cli, ["sessions", "verify", session_id])
+    assert verified.exit_code == 0, verified.output
