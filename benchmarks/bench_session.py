@@ -22,7 +22,8 @@ import random
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
 
 MAX_TURNS = 100_000  # the root's whole run is one response; the scripted turns decide its length
 FILLER = (
@@ -176,6 +177,20 @@ def run_session(
     calls = sum(1 for agent in session.agents.values() for m in agent.transcript if m["role"] == "assistant")
     directory = paths.sessions_dir / session.id if traced else None
     return SessionRun(seconds, cpu_seconds, session.id, calls, directory)
+
+
+@contextmanager
+def recorder_mode(mode: str) -> Iterator[None]:
+    """Sessions run meanwhile use this OTEL_AGENTS_RECORDER mode (process | inline)."""
+    previous = os.environ.get("OTEL_AGENTS_RECORDER")
+    os.environ["OTEL_AGENTS_RECORDER"] = mode
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop("OTEL_AGENTS_RECORDER", None)
+        else:
+            os.environ["OTEL_AGENTS_RECORDER"] = previous
 
 
 def warm_up(directory: Path) -> None:

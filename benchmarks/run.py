@@ -55,6 +55,7 @@ QUICK = Sizes(40, 1, 1, 30, (300, 1_000, 3_000), 4, 1, 20_000, 1)
 # name -> (target, unit); a figure passes when it is at most its target.
 TARGETS: dict[str, tuple[float | None, str]] = {
     "overhead_ratio": (1.15, "x"),
+    "overhead_ratio_inline": (None, "x"),
     "instrumentation_vs_bare": (2.0, "x"),
     "bytes_growth": (1.1, "x"),
     "resume_s_1k": (None, "s"),
@@ -127,6 +128,14 @@ def session_benchmarks(sizes: Sizes, tmp: Path, results: Results, measure: bool 
         traced_s=comparison.a, disabled_s=comparison.b, ratios=comparison.ratios,
         traced_ms_per_call=comparison.median_a / plan.llm_calls * 1000,
         disabled_ms_per_call=comparison.median_b / plan.llm_calls * 1000,
+    )
+    # The same with the recorder in the run's process (OTEL_AGENTS_RECORDER=inline, the only mode off Linux).
+    with bench_session.recorder_mode("inline"):
+        inline = alternate(side(True), side(False), sizes.overhead_pairs)
+    results.add(
+        "overhead_ratio_inline", inline.ratio, pairs=sizes.overhead_pairs, ratios=inline.ratios,
+        traced_ms_per_call=inline.median_a / plan.llm_calls * 1000,
+        disabled_ms_per_call=inline.median_b / plan.llm_calls * 1000,
     )
 
     capture = bench_instrumentation.capture_session(script, plan.prompts, home())

@@ -37,6 +37,7 @@ import pickle
 import signal
 import struct
 import sys
+import threading
 import time
 from typing import Any, Callable, Iterator, Mapping
 
@@ -222,6 +223,7 @@ class RecorderLink(SpanProcessor):
         self._scope: Any = None
         self._lost = False  # the child is gone: nothing more can be saved
         self._closed = False
+        self._lock = threading.Lock()  # spans may end on other threads: frames must not interleave
 
     # -------------------------------------------------------------- span processor
     def on_start(self, span: Any, parent_context: Any = None) -> None:
@@ -326,19 +328,21 @@ class RecorderLink(SpanProcessor):
         ))
 
     def _send(self, message: tuple) -> None:
-        if self._lost:
-            return
         payload = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
         frame = _HEADER.pack(len(payload)) + payload
-        try:
-            if len(frame) <= _ATOMIC_WRITE:
-                os.write(self.fd, frame)  # one write, whole or not at all
-            else:
-                _write_whole(self.fd, frame)
-        except OSError as exc:  # BrokenPipeError: the child is gone
-            self._lost = True
-            self.warn(f"the session recorder of {self.session_id} is gone ({exc.strerror or exc}); "
-                      "the run goes on without saving it")
+        with self._lock:
+            if self._lost:
+                return
+            try:
+                if len(frame) <= _ATOMIC_WRITE:
+                    os.write(self.fd, frame)  # one write, whole or not at all
+                else:
+                    _write_whole(self.fd, frame)
+                return
+            except OSError as exc:  # BrokenPipeError: the child is gone
+                self._lost = True
+                reason = exc.strerror or exc
+        self.warn(f"the session recorder of {self.session_id} is gone ({reason}); the run goes on without saving it")
 
 
 def _attributes_of(holder: Any) -> Mapping[str, Any]:

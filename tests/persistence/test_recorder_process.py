@@ -5,9 +5,11 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import threading
 
 import pytest
 from click.testing import CliRunner
+from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 
 from otel_agents.persistence.journal import read_journal
@@ -68,6 +70,38 @@ def test_a_frame_larger_than_the_pipe_arrives_whole(tmp_path):
     assert warnings == []
     (start,) = [line for line in read_journal(store.journal_path, pytest.fail) if "start" in line]
     assert start["attrs"]["big"] == big
+
+
+def test_spans_ending_on_many_threads_arrive_whole(tmp_path):
+    warnings: list[str] = []
+    store, link = _forked(tmp_path, "20261122-000000-abcdef", warnings)
+    provider = TracerProvider()
+    provider.add_span_processor(link)
+    tracer = provider.get_tracer("otel_agents")
+    big = "y" * (3 << 19)  # larger than the pipe: written in parts, which must not interleave
+
+    with tracer.start_as_current_span("invoke_agent main", attributes={
+            sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT, sc.SESSION_ID: store.session_id}) as root:
+        parent = trace.set_span_in_context(root)
+
+        def work(n: int) -> None:
+            for i in range(12):
+                with tracer.start_as_current_span(f"work {n}-{i}", context=parent,
+                                                  attributes={"value": big if i % 4 == 0 else str(i)}):
+                    pass
+
+        threads = [threading.Thread(target=work, args=(n,)) for n in range(3)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    link.close()
+    assert warnings == []
+    journal = read_journal(store.journal_path, pytest.fail)
+    starts = {line["name"]: line for line in journal if "start" in line}
+    assert len(starts) == 37 and sum("end" in line for line in journal) == 37
+    assert all(starts[f"work {n}-{i}"]["attrs"]["value"] == (big if i % 4 == 0 else str(i))
+               for n in range(3) for i in range(12))
 
 
 def _dead_but_unreaped(pid: int) -> None:
