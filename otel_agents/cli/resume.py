@@ -95,28 +95,25 @@ def _load_saved(session_dir: Path, session_id: str):
 def _load_current(session_dir: Path, session_id: str):
     """The quick load of a session closed cleanly: events.jsonl and meta.json, tree.json.gz only if unbilled.
 
-    meta.json's checkpoint mark says tree.json.gz covers every line of the journal and of
-    events.jsonl, so nothing needs rebuilding or repairing, and the runs are in meta.json's
-    summary. None when that is not so (or anything looks wrong): the careful path decides.
+    The runs are in meta.json's summary. None when the checkpoint mark does not hold (or
+    anything looks wrong): the careful path decides.
     """
-    from otel_agents.persistence.events_file import EventsFileError, read_event_lines
-    from otel_agents.persistence.store import SessionStore, StoreError, checkpoint_is_current
+    from otel_agents.persistence.artifacts import current_checkpoint
+    from otel_agents.persistence.store import SessionStore, StoreError
     from otel_agents.resume import ResumeError, SavedSession, merge_records, runs_from_meta
 
     store = SessionStore(session_dir)
-    try:
-        meta = store.read_meta()
-    except StoreError:
+    current = current_checkpoint(store, with_tree=False)
+    if current is None:
         return None
-    if not checkpoint_is_current(store, meta):
-        return None
+    meta = current.meta or {}
     try:
-        records = merge_records(line.record for line in read_event_lines(store.events_path))
+        records = merge_records(current.records)
         runs, last = runs_from_meta(meta)
         tree = None if meta.get("billed") else store.load_tree()
-    except (EventsFileError, StoreError, ResumeError, OSError):
+    except (StoreError, ResumeError, OSError):
         return None
-    return SavedSession(session_id, records, runs, last, redacted=bool(meta.get("redacted"))), tree, meta
+    return SavedSession(session_id, records, runs, last, redacted=bool(meta.get("redacted"))), tree, current.meta
 
 
 @ledger_errors_are_data_errors

@@ -67,7 +67,7 @@ def load_artifacts(session_dir: Path, warn: Warn = stderr_warning, *, repair: bo
     and meta.json from it.
     """
     store = SessionStore(Path(session_dir))
-    current = _current_checkpoint(store, warn)
+    current = current_checkpoint(store, warn)
     if current is not None:
         return current
     notes: list[str] = []
@@ -132,14 +132,21 @@ def load_artifacts(session_dir: Path, warn: Warn = stderr_warning, *, repair: bo
     return SessionArtifacts(tree, records, meta, notes, source=SOURCE_TREE)
 
 
-def _current_checkpoint(store: SessionStore, warn: Warn) -> SessionArtifacts | None:
-    """The quick load: tree.json.gz decoded once, records from events.jsonl; None if it does not apply."""
+def current_checkpoint(
+    store: SessionStore, warn: Warn = stderr_warning, *, with_tree: bool = True
+) -> SessionArtifacts | None:
+    """The quick load: records from events.jsonl, tree.json.gz decoded once; None if it does not apply.
+
+    It applies while meta.json's checkpoint mark holds (``store.checkpoint_is_current``):
+    then nothing needs rebuilding or repairing. ``with_tree=False`` leaves the tree
+    unread (None) for a caller that needs only the records and meta.json (resume).
+    """
     meta = _read_meta(store)
     if not checkpoint_is_current(store, meta):
         return None
     try:
         lines = read_event_lines(store.events_path, warn)
-        tree = store.load_tree()
+        tree = store.load_tree() if with_tree else None
     except (EventsFileError, StoreError, OSError):
         return None  # the careful path says what is wrong
     return SessionArtifacts(tree, [line.record for line in lines], meta, source=SOURCE_CHECKPOINT)
