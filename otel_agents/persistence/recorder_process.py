@@ -111,6 +111,7 @@ def fork_recorder(recorder: Any) -> "RecorderLink":
             os.close(write_fd)
             os.close(notice_read)
             os.setsid()
+            _leave_stdio()
             recorder.set_warn(relay)
             recorder.writer = {**this_writer(), "pid": run_pid, "recorder": os.getpid()}
             code = serve(recorder, read_fd, relay)
@@ -126,6 +127,18 @@ def fork_recorder(recorder: Any) -> "RecorderLink":
     os.close(notice_write)
     os.set_blocking(notice_read, False)
     return RecorderLink(write_fd, notice_read, pid, recorder.session_id, warn)
+
+
+def _leave_stdio() -> None:
+    # The child says nothing on stdin or stdout: a pipeline reading the run's output must see
+    # its end when the run's process ends, not when the recorder does.
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1):
+        try:
+            os.dup2(null, fd)
+        except OSError:
+            pass
+    os.close(null)
 
 
 def _notice_writer(fd: int) -> Warn:

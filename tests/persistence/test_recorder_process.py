@@ -104,6 +104,20 @@ def test_spans_ending_on_many_threads_arrive_whole(tmp_path):
                for n in range(3) for i in range(12))
 
 
+def test_the_recorder_process_leaves_stdin_and_stdout_to_the_run(tmp_path):
+    """A pipeline reading the run's output sees its end when the run's process ends."""
+    import time
+
+    _, link = _forked(tmp_path, "20261122-000000-abcdef", [])
+    try:
+        deadline = time.monotonic() + 5
+        while os.readlink(f"/proc/{link.pid}/fd/1") != os.devnull and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert os.readlink(f"/proc/{link.pid}/fd/0") == os.readlink(f"/proc/{link.pid}/fd/1") == os.devnull
+    finally:
+        link.close()
+
+
 def _dead_but_unreaped(pid: int) -> None:
     os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
 
