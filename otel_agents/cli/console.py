@@ -88,6 +88,8 @@ class ConsoleRenderer(SpanProcessor):
 
     # --- live records and logs (Telemetry listener) ---
     def on_record(self, span: ApiSpan, record: Mapping[str, Any], ts_ns: int) -> None:
+        if not (self.options.trace_llm or self.options.trace_tools):
+            return  # transcripts are kept only to show requests and results
         kind = record.get("event_type")
         agent_id = record.get("agent_id")
         if kind == sc.EVENT_TRANSCRIPT_ENTRY:
