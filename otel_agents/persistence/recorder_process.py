@@ -20,8 +20,13 @@ What this changes, and why it is safe:
 - Secrets: message contents are redacted by Telemetry before they reach any span;
   the recorder's second pass over attributes happens in the child, and nothing is
   written anywhere before it. The pipe connects two processes of one program.
-- Failures: the child reports its own warnings on the shared stderr. If it dies,
-  the run goes on with one warning and nothing more is saved, as for a failed disk.
+- Failures: the child's warnings come back through a second pipe and are said by
+  the run's process (at each run's end and at close), so they land where the run's
+  own output goes. If the child dies, the run goes on with one warning and nothing
+  more is saved, as for a failed disk.
+- Cost: the child polls the pipe rather than blocking on it (see :func:`_messages`),
+  and defers a run's end writes until the pipe is empty, so the run's last run end and
+  close write the tree once.
 - ``close`` sends the last message and waits for the child: when the command returns,
   every file is written.
 
