@@ -399,13 +399,22 @@ class SessionRecorder(SpanProcessor):
             self._write_meta()
 
     def idle(self) -> None:
-        """Nothing is waiting to be recorded: do the writes a run's end left for now."""
+        """Nothing is waiting to be recorded: do the writes a run's end left for now.
+
+        A resumed session's saved tree is decoded here too, while the run waits on its
+        model, rather than at the first checkpoint (seconds for a large session).
+        """
         with self._lock:
-            if self._run_end_due and not self._closed:
-                try:
+            if self._closed:
+                return
+            try:
+                if self._run_end_due:
                     self._write_after_run()
-                except Exception as exc:
-                    self._fail_store(exc)
+                if self._base_tree_due and not self._store_failed:
+                    self.base_tree = self.store.load_tree()
+                    self._base_tree_due = False
+            except Exception as exc:
+                self._fail_store(exc)
 
     def _flush_ledger(self, records: list[dict]) -> None:
         if self.billing_file is None or self._billing_failed or not records:

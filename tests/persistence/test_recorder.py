@@ -188,6 +188,24 @@ def test_resumed_recorder_keeps_the_saved_runs(record, home, base_from):
     assert build_tree(rebuilt, first.session.id) == tree
 
 
+def test_a_resumed_recorder_decodes_the_saved_tree_while_idle(record, home):
+    """The recorder process calls idle() whenever its pipe is empty: the saved tree is decoded
+    then, not at the first checkpoint. Shown by removing tree.json.gz after an idle moment:
+    the final checkpoint still holds the earlier run."""
+    from otel_agents.persistence.recorder import SessionRecorder
+    from otel_agents.persistence.store import SessionStore
+
+    first = record()
+    saved = first.store.load_tree()
+    store = SessionStore(first.store.directory)
+    recorder = SessionRecorder(store, first.session.id, billing_file=first.billing_file, resume=True,
+                               warn=pytest.fail)
+    recorder.idle()
+    store.tree_path.unlink()
+    recorder.close()
+    assert store.load_tree()["runs"] == saved["runs"]
+
+
 def test_resumed_recorder_with_an_explicit_base_tree(record, home):
     first = record()
     saved = first.store.load_tree()
