@@ -346,8 +346,17 @@ class RecorderLink(SpanProcessor):
         ))
 
     def _send(self, message: tuple) -> None:
-        payload = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-        frame = _HEADER.pack(len(payload)) + payload
+        try:
+            payload = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+            frame = _HEADER.pack(len(payload)) + payload
+        except Exception as exc:  # a value that cannot be sent: never into the run
+            with self._lock:
+                if self._lost:
+                    return
+                self._lost = True
+            self.warn(f"the session recorder of {self.session_id} cannot be sent what the run recorded "
+                      f"({type(exc).__name__}: {exc}); the run goes on without saving it")
+            return
         with self._lock:
             if self._lost:
                 return

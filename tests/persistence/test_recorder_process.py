@@ -139,6 +139,17 @@ def test_the_run_goes_on_with_one_warning_when_the_recorder_process_dies(record,
     assert recorded.store.load_tree()["status"] == "ok"  # the other recorder saw everything
 
 
+def test_a_record_that_cannot_be_sent_costs_one_warning_not_the_run(tmp_path):
+    warnings: list[str] = []
+    store, link = _forked(tmp_path, "20261122-000000-abcdef", warnings)
+    span = trace.NonRecordingSpan(trace.INVALID_SPAN_CONTEXT)
+    link.on_record(span, {"event_type": "piece_of_text", "content": lambda: None}, 1)  # not picklable
+    link.on_record(span, {"event_type": "piece_of_text", "content": "fine"}, 2)  # nothing more is sent
+    link.close()
+    assert len(warnings) == 1 and "cannot be sent" in warnings[0] and "goes on without saving it" in warnings[0]
+    assert not store.events_path.exists()
+
+
 def test_the_childs_warnings_reach_the_run(record, tmp_path):
     warnings: list[str] = []
 
