@@ -61,7 +61,6 @@ MODES = ("process", "inline")
 _HEADER = struct.Struct("<I")
 _ATOMIC_WRITE = 4096  # PIPE_BUF on Linux: a write this size or smaller is never split
 _PIPE_BYTES = 1 << 20  # room for bursts while the child writes a checkpoint
-_F_SETPIPE_SZ = 1031  # Linux fcntl; absent from Python's fcntl module before 3.10 on some builds
 _BLOCKED = {signal.SIGINT, signal.SIGTERM}
 _IDLE_MIN_S, _IDLE_MAX_S = 0.001, 0.02  # the child's sleeps while the pipe is empty
 
@@ -94,8 +93,8 @@ def fork_recorder(recorder: Any) -> "RecorderLink":
     try:
         import fcntl
 
-        fcntl.fcntl(write_fd, getattr(fcntl, "F_SETPIPE_SZ", _F_SETPIPE_SZ), _PIPE_BYTES)
-    except OSError:
+        fcntl.fcntl(write_fd, fcntl.F_SETPIPE_SZ, _PIPE_BYTES)
+    except (OSError, AttributeError):
         pass  # the default 64 KiB works too: the run waits a little more while the child is busy
     run_pid = os.getpid()
     warn = recorder.warn
