@@ -56,14 +56,24 @@ def read_event_file(path: Path, warn: Warn = stderr_warning) -> tuple[list[dict[
 
 
 def _plain_records(records: list[Any]) -> bool:
-    """Every record a dict whose message_id, event_type and agent_id are strings (what the indexes key on)."""
-    return all(
-        isinstance(r, dict)
-        and isinstance(r.get("message_id"), str)
-        and isinstance(r.get("event_type"), str)
-        and isinstance(r.get("agent_id"), str)
-        for r in records
-    )
+    """Every record a dict whose message_id, event_type and agent_id are strings (what the indexes key on),
+    and every ``agent_created`` record valid as a whole (a few per session, read by every view)."""
+    from otel_agents.tracing.records import RecordError, validate_record
+
+    for r in records:
+        if not (
+            isinstance(r, dict)
+            and isinstance(r.get("message_id"), str)
+            and isinstance(r.get("event_type"), str)
+            and isinstance(r.get("agent_id"), str)
+        ):
+            return False
+        if r["event_type"] == "agent_created":
+            try:
+                validate_record(r)
+            except RecordError:
+                return False
+    return True
 
 
 def _read_slowly(path: Path, warn: Warn) -> list[dict[str, Any]]:

@@ -70,6 +70,24 @@ async def test_damaged_files_are_reported_in_one_line(scripted_session, tmp_path
         SessionViewer.from_session_dir(path / "missing")
 
 
+@pytest.mark.parametrize("field, value", [("name", 1), ("parent", ["agent_001"]), ("language_model", {})])
+async def test_an_agent_record_of_the_wrong_shape_is_a_clear_error(scripted_session, tmp_path, field, value):
+    """Every view reads the agent_created records first: the fast reader checks them whole."""
+    import json
+
+    saved = await scripted_session(SCRIPT, ["Hi"])
+    path = saved.save(tmp_path / "sessions")
+    events = path / "events.jsonl"
+    lines = events.read_text().splitlines()
+    first = json.loads(lines[0])
+    assert first["event_type"] == "agent_created"
+    lines[0] = json.dumps({**first, field: value})
+    events.write_text("\n".join(lines) + "\n")
+    for cache_dir in (None, tmp_path / "cache"):
+        with pytest.raises(SessionDataError, match=rf"events.jsonl:1: not a valid record line: .*{field} must be"):
+            SessionViewer.from_session_dir(path, cache_dir=cache_dir)
+
+
 def test_find_span_walks_any_nesting():
     document = {
         "version": 1,
