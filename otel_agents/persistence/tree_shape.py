@@ -95,6 +95,14 @@ def _session(node: Any, where: str) -> None:
             _op(op, f"{here}.ops[{i}]")
 
 
+# What tree.py writes in each accounting entry, and ledger_records.py reads back.
+_ENTRY_KEYS = {
+    "llm": ("latency_ms", "error", "provider", "model", "response_model", "attempt", "tokens", "cost_usd",
+            "price_source"),
+    "tool": ("latency_ms", "error", "tool", "chars_in", "chars_out"),
+}
+
+
 def _op(op: Any, where: str) -> None:
     _need(isinstance(op, dict), where, "expected an operation object")
     kind = op.get("kind")
@@ -106,6 +114,8 @@ def _op(op: Any, where: str) -> None:
         here = f"{where}.accounting[{i}]"
         _need(isinstance(entry, dict) and entry.get("type") in {"llm", "tool"}, here, "expected an llm or tool entry")
         _need(isinstance(entry.get("status"), str), f"{here}.status", "expected a string")
+        for key in _ENTRY_KEYS[entry["type"]]:  # every key a ledger record is made of
+            _need(key in entry, f"{here}.{key}", "missing")
         if entry["type"] == "llm":
             tokens = _dict(entry, "tokens", here)
             for key in ("input", "output", "cache_read", "cache_write", "reasoning", "total"):

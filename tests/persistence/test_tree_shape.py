@@ -41,6 +41,12 @@ def _first_op(tree):
     return tree["runs"][0]["turns"][0]["ops"][0]
 
 
+def _first_tool(tree):
+    from otel_agents.persistence.tree import iter_ops
+
+    return next(ref.op for ref in iter_ops(tree) if ref.op["kind"] == "tool" and ref.op["accounting"])
+
+
 DAMAGE = {
     "runs is an object": (lambda t: t.__setitem__("runs", {"a": 1}), "session.runs: expected a list"),
     "no totals": (lambda t: t.pop("totals"), "session.totals: expected an object"),
@@ -55,6 +61,9 @@ DAMAGE = {
                              "session.runs[0].turns[1].ops: expected a list"),
     "tokens are text": (lambda t: _first_op(t)["accounting"][0]["tokens"].__setitem__("input", "12"),
                         "session.runs[0].turns[0].ops[0].accounting[0].tokens.input: expected an integer"),
+    "an attempt without its cost": (lambda t: _first_op(t)["accounting"][0].pop("cost_usd"),
+                                    "session.runs[0].turns[0].ops[0].accounting[0].cost_usd: missing"),
+    "a tool call without its name": (lambda t: _first_tool(t)["accounting"][0].pop("tool"), ".accounting[0].tool: missing"),
     "a run without index": (lambda t: t["runs"][1].pop("index"), "session.runs[1].index: expected an integer"),
     "a log line without message": (lambda t: next(n for n in t["runs"][0]["turns"] if n["logs"])["logs"][0].pop("message"),
                                    "a log line needs a string level and message"),
