@@ -10,6 +10,7 @@ the built-in script), which reach much deeper than random bytes.
 from __future__ import annotations
 
 import copy
+import contextlib
 import gzip
 import json
 import os
@@ -345,12 +346,14 @@ def check_cli(args: list[str], home: Path, scratch: Path, allowed: frozenset[int
               writes_on: frozenset[int] = frozenset({0})):
     """An allowed exit code, no traceback; a refusal (exit 2) says why and changed nothing.
 
-    ``scratch`` holds the home and every path a fuzzed argv can name; it must be unchanged
+    ``scratch`` holds the home and every path a fuzzed argv can name (it is the working
+    directory while the command runs, so relative paths land there too); it must be unchanged
     unless the exit code is in ``writes_on`` (a run that ran and then failed in the model
     has a session to save: exit 1 for ``run`` and ``resume``).
     """
     before = snapshot(scratch)
-    result = invoke(args, env=_env(home), input="")
+    with contextlib.chdir(scratch):  # a fuzzed relative path lands in scratch, never in the repository
+        result = invoke(args, env=_env(home), input="")
     if currently_in_test_context():  # statistics for --hypothesis-show-statistics
         event(f"{args[0]} exit {result.exit_code}")
     where = f"argv={args!r}\n{result.output}"
