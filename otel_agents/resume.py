@@ -58,10 +58,17 @@ def saved_runs(tree: Mapping[str, Any] | None) -> tuple[int, SavedRun | None]:
         index=int(last.get("index") or len(runs)),
         trace_id=last["trace_id"],
         span_id=last["span_id"],
-        script=attributes.get(sc.RUN_SCRIPT),
-        model_override=attributes.get(sc.RUN_MODEL),
+        script=_name_or_none(attributes.get(sc.RUN_SCRIPT), "script"),
+        model_override=_name_or_none(attributes.get(sc.RUN_MODEL), "model"),
     )
     return max(len(runs), run.index), run
+
+
+def _name_or_none(value: Any, what: str) -> str | None:
+    # A damaged name must not be taken for another script or model (or crash the loader).
+    if value is None or isinstance(value, str):
+        return value
+    raise ResumeError(f"the last run's {what} is {type(value).__name__}, not a name")
 
 
 def runs_from_meta(meta: Mapping[str, Any]) -> tuple[int, SavedRun | None]:
@@ -73,10 +80,10 @@ def runs_from_meta(meta: Mapping[str, Any]) -> tuple[int, SavedRun | None]:
     if last is None:
         return count, None
     try:
-        run = SavedRun(int(last["index"]), str(last["trace_id"]), str(last["span_id"]), last.get("script"),
-                       last.get("model"))
+        run = SavedRun(int(last["index"]), str(last["trace_id"]), str(last["span_id"]),
+                       _name_or_none(last.get("script"), "script"), _name_or_none(last.get("model"), "model"))
         int(run.trace_id, 16), int(run.span_id, 16)  # the next run links to them
-    except (KeyError, TypeError, ValueError, AttributeError):
+    except (KeyError, TypeError, ValueError, AttributeError, ResumeError):
         raise ResumeError("meta.json has a damaged last_run") from None
     return max(count, run.index), run
 

@@ -134,3 +134,20 @@ def test_a_redacted_save_cannot_be_resumed():
     saved = SavedSession("s1", [make_record("agent_created", "msg_000001", agent_id="agent_001")], redacted=True)
     with pytest.raises(ResumeError, match="redacted-save"):
         restore_session(saved)
+
+
+@pytest.mark.parametrize("field", ["script", "model"])
+def test_a_damaged_script_or_model_name_is_refused_not_guessed(field):
+    """A name that is not text must not crash the loader, nor be swapped for the default script."""
+    from otel_agents.resume import ResumeError, runs_from_meta, saved_runs
+    from otel_agents.tracing import semconv as sc
+
+    attribute = sc.RUN_SCRIPT if field == "script" else sc.RUN_MODEL
+    tree = {"runs": [{"index": 1, "trace_id": "a" * 32, "span_id": "b" * 16, "attributes": {attribute: ["x"]}}]}
+    with pytest.raises(ResumeError, match=f"last run's {field} is list, not a name"):
+        saved_runs(tree)
+    meta = {"runs": 1, "last_run": {"index": 1, "trace_id": "a" * 32, "span_id": "b" * 16, field: {"x": 1}}}
+    with pytest.raises(ResumeError, match="damaged last_run"):
+        runs_from_meta(meta)
+    good = {**meta, "last_run": {**meta["last_run"], field: "jack-and-jill"}}
+    assert getattr(runs_from_meta(good)[1], "script" if field == "script" else "model_override") == "jack-and-jill"

@@ -88,7 +88,10 @@ def _load_saved(session_dir: Path, session_id: str):
     redacted = bool(meta.get("redacted")) or any(
         (run.get("attributes") or {}).get(sc.RUN_REDACTED_SAVE) for run in (tree or {}).get("runs", [])
     )
-    runs, last = saved_runs(tree)
+    try:
+        runs, last = saved_runs(tree)
+    except ResumeError as exc:
+        raise click.UsageError(f"session {session_id}: {exc}") from None
     return SavedSession(session_id, records, runs, last, redacted=redacted), tree, artifacts.meta
 
 
