@@ -56,8 +56,9 @@ def read_event_file(path: Path, warn: Warn = stderr_warning) -> tuple[list[dict[
 
 
 def _plain_records(records: list[Any]) -> bool:
-    """Every record a dict whose message_id, event_type and agent_id are strings (what the indexes key on),
-    and every ``agent_created`` record valid as a whole (a few per session, read by every view)."""
+    """Every record a dict whose message_id, event_type and agent_id are strings, whose substance and
+    cause are message ids (what the indexes key on), and every ``agent_created`` record valid as a
+    whole (a few per session, read by every view). Anything else takes the validating reader."""
     from otel_agents.tracing.records import RecordError, validate_record
 
     for r in records:
@@ -66,6 +67,8 @@ def _plain_records(records: list[Any]) -> bool:
             and isinstance(r.get("message_id"), str)
             and isinstance(r.get("event_type"), str)
             and isinstance(r.get("agent_id"), str)
+            and _is_id_or_none(r.get("substance"))
+            and (_is_id_or_none(cause := r.get("cause")) or _is_id_list(cause))
         ):
             return False
         if r["event_type"] == "agent_created":
@@ -74,6 +77,14 @@ def _plain_records(records: list[Any]) -> bool:
             except RecordError:
                 return False
     return True
+
+
+def _is_id_or_none(value: Any) -> bool:
+    return value is None or type(value) is str
+
+
+def _is_id_list(value: Any) -> bool:
+    return type(value) is list and bool(value) and all(type(v) is str for v in value)
 
 
 def _read_slowly(path: Path, warn: Warn) -> list[dict[str, Any]]:

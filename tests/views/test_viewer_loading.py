@@ -70,21 +70,23 @@ async def test_damaged_files_are_reported_in_one_line(scripted_session, tmp_path
         SessionViewer.from_session_dir(path / "missing")
 
 
-@pytest.mark.parametrize("field, value", [("name", 1), ("parent", ["agent_001"]), ("language_model", {})])
-async def test_an_agent_record_of_the_wrong_shape_is_a_clear_error(scripted_session, tmp_path, field, value):
-    """Every view reads the agent_created records first: the fast reader checks them whole."""
+@pytest.mark.parametrize("kind, field, value", [
+    ("agent_created", "name", 1), ("agent_created", "parent", ["agent_001"]), ("agent_created", "language_model", {}),
+    ("transcript_entry", "substance", []), ("agent_created", "cause", [1]),
+])
+async def test_a_record_of_the_wrong_shape_is_a_clear_error(scripted_session, tmp_path, kind, field, value):
+    """Every view reads the agents and the links between records first: the fast reader checks them."""
     import json
 
     saved = await scripted_session(SCRIPT, ["Hi"])
     path = saved.save(tmp_path / "sessions")
     events = path / "events.jsonl"
     lines = events.read_text().splitlines()
-    first = json.loads(lines[0])
-    assert first["event_type"] == "agent_created"
-    lines[0] = json.dumps({**first, field: value})
+    number = next(n for n, line in enumerate(lines) if json.loads(line)["event_type"] == kind)
+    lines[number] = json.dumps({**json.loads(lines[number]), field: value})
     events.write_text("\n".join(lines) + "\n")
     for cache_dir in (None, tmp_path / "cache"):
-        with pytest.raises(SessionDataError, match=rf"events.jsonl:1: not a valid record line: .*{field} must be"):
+        with pytest.raises(SessionDataError, match=rf"events.jsonl:{number + 1}: not a valid record line: .*{field}"):
             SessionViewer.from_session_dir(path, cache_dir=cache_dir)
 
 
