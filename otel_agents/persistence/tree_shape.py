@@ -106,13 +106,13 @@ _ENTRY_KEYS = {
 def _op(op: Any, where: str) -> None:
     _need(isinstance(op, dict), where, "expected an operation object")
     kind = op.get("kind")
-    _need(kind in OP_KINDS, f"{where}.kind", f"expected one of {sorted(OP_KINDS)}, got {kind!r}")
+    _need(isinstance(kind, str) and kind in OP_KINDS, f"{where}.kind", f"expected one of {sorted(OP_KINDS)}, got {kind!r}")
     _span_part(op, where)
     for i, child in enumerate(_list(op, "ops", where)):
         _op(child, f"{where}.ops[{i}]")
     for i, entry in enumerate(_list(op, "accounting", where)):
         here = f"{where}.accounting[{i}]"
-        _need(isinstance(entry, dict) and entry.get("type") in {"llm", "tool"}, here, "expected an llm or tool entry")
+        _need(isinstance(entry, dict) and entry.get("type") in ("llm", "tool"), here, "expected an llm or tool entry")
         _need(isinstance(entry.get("status"), str), f"{here}.status", "expected a string")
         for key in _ENTRY_KEYS[entry["type"]]:  # every key a ledger record is made of
             _need(key in entry, f"{here}.{key}", "missing")
