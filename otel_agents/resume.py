@@ -54,6 +54,10 @@ def saved_runs(tree: Mapping[str, Any] | None) -> tuple[int, SavedRun | None]:
         return 0, None
     last = runs[-1]
     attributes = last.get("attributes") or {}
+    try:
+        int(last["trace_id"], 16), int(last["span_id"], 16)  # the next run links to them
+    except (KeyError, TypeError, ValueError):
+        raise ResumeError("the last run's trace and span ids are not hex") from None
     run = SavedRun(
         index=int(last.get("index") or len(runs)),
         trace_id=last["trace_id"],

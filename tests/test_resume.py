@@ -151,3 +151,11 @@ def test_a_damaged_script_or_model_name_is_refused_not_guessed(field):
         runs_from_meta(meta)
     good = {**meta, "last_run": {**meta["last_run"], field: "jack-and-jill"}}
     assert getattr(runs_from_meta(good)[1], "script" if field == "script" else "model_override") == "jack-and-jill"
+
+
+def test_a_last_run_with_ids_that_are_not_hex_is_refused():
+    from otel_agents.resume import ResumeError, saved_runs
+
+    tree = {"runs": [{"index": 1, "trace_id": "g" * 32, "span_id": "b" * 16, "attributes": {}}]}
+    with pytest.raises(ResumeError, match="not hex"):
+        saved_runs(tree)

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import heapq
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, Iterable, Mapping
@@ -44,6 +45,9 @@ from otel_agents.tracing.spandata import EventData, LinkData, SpanData
 JOURNAL_FILE = "spans.jsonl"
 _MESSAGE_ID = sc.EVENT_FIELD_PREFIX + "message_id"
 _KINDS = frozenset({"INTERNAL", "SERVER", "CLIENT", "PRODUCER", "CONSUMER"})
+# Ids as spandata writes them: lowercase hex of the W3C widths (a flipped byte must not pass).
+_TRACE_ID = re.compile(r"[0-9a-f]{32}")
+_SPAN_ID = re.compile(r"[0-9a-f]{16}")
 _STATUSES = frozenset({"UNSET", "OK", "ERROR"})
 
 
@@ -225,9 +229,15 @@ def _bad_triples(items: Any, *, timed: bool) -> bool:
     for item in items:
         if not isinstance(item, list) or len(item) != 3 or not isinstance(item[0], str):
             return True
-        if not (_is_int(item[1]) if timed else isinstance(item[1], str)) or not isinstance(item[2], dict):
+        if not (_is_int(item[1]) if timed else _is_id(_SPAN_ID, item[1])) or not isinstance(item[2], dict):
+            return True
+        if not timed and not _is_id(_TRACE_ID, item[0]):
             return True
     return False
+
+
+def _is_id(pattern: re.Pattern[str], value: Any) -> bool:
+    return isinstance(value, str) and pattern.fullmatch(value) is not None
 
 
 def _check_line(value: Any) -> str | None:
@@ -235,8 +245,10 @@ def _check_line(value: Any) -> str | None:
     if not isinstance(value, dict):
         return "not a JSON object"
     if "start" in value:
-        if not isinstance(value["start"], str) or not isinstance(value.get("trace"), str):
-            return "a start line needs string span and trace ids"
+        if not _is_id(_SPAN_ID, value["start"]) or not _is_id(_TRACE_ID, value.get("trace")):
+            return "a start line needs a span id (16 hex digits) and a trace id (32 hex digits)"
+        if "parent" in value and not _is_id(_SPAN_ID, value["parent"]):
+            return "parent must be a span id (16 hex digits)"
         if not _is_int(value.get("ns")):
             return "a start line needs an integer ns"
         if not isinstance(value.get("parent", ""), str) or not isinstance(value.get("name", ""), str):
@@ -252,8 +264,8 @@ def _check_line(value: Any) -> str | None:
             return "links must be [trace_id, span_id, {attributes}] lists"
         return None
     if "end" in value:
-        if not isinstance(value["end"], str):
-            return "an end line needs a string span id"
+        if not _is_id(_SPAN_ID, value["end"]):
+            return "an end line needs a span id (16 hex digits)"
         if not _is_int(value.get("ns")):
             return "an end line needs an integer ns"
         status = value.get("status", "UNSET")

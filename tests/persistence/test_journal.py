@@ -134,9 +134,15 @@ def test_writer_flushes_per_line_and_cuts_a_torn_tail(tmp_path):
 
 @pytest.mark.parametrize("bad, why", [
     (b"[1, 2]", "not a JSON object"),
-    (b'{"start": "x", "ns": 1}', "string span and trace ids"),
-    (b'{"end": "x", "ns": "soon"}', "integer ns"),
-    (b'{"start": "x", "trace": "y", "ns": 1, "kind": "SIDEWAYS"}', "unknown span kind"),
+    (b'{"start": "x", "ns": 1}', "needs a span id"),
+    (b'{"start": "' + b"a" * 16 + b'", "trace": "' + b"b" * 31 + b'g", "ns": 1}', r"trace id \(32 hex digits\)"),
+    (b'{"start": "' + b"a" * 16 + b'", "trace": "' + b"b" * 32 + b'", "parent": "ABCDEF0123456789", "ns": 1}',
+     "parent must be a span id"),
+    (b'{"end": "x", "ns": 1}', "an end line needs a span id"),
+    (b'{"end": "' + b"a" * 16 + b'", "ns": "soon"}', "integer ns"),
+    (b'{"start": "' + b"a" * 16 + b'", "trace": "' + b"b" * 32 + b'", "ns": 1, "kind": "SIDEWAYS"}',
+     "unknown span kind"),
+    (b'{"end": "' + b"a" * 16 + b'", "ns": 1, "links": [["short", "' + b"c" * 16 + b'", {}]]}', "links must be"),
     (b'{"hello": 1}', "neither a ctx, start nor end line"),
     (b"{not json", "invalid JSON"),
 ])
