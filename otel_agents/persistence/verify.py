@@ -156,7 +156,10 @@ def _check_totals(node: Mapping[str, Any], where: str) -> list[str]:
             if recorded is None:
                 continue  # unfinished, or a trace from elsewhere: nothing to compare
             value = computed[key]
-            same = abs(value - recorded) <= COST_TOLERANCE if key == "cost_usd" else value == recorded
+            if isinstance(recorded, bool) or not isinstance(recorded, (int, float)):
+                same = False  # a span attribute that is not a number never agrees (said below, not raised)
+            else:
+                same = abs(value - recorded) <= COST_TOLERANCE if key == "cost_usd" else value == recorded
             if not same:
                 problems.append(f"tree: {where} {scope} {key} is {value} from its operations but {recorded} on its span")
     return problems

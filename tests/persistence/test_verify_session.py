@@ -101,3 +101,14 @@ def test_tree_with_a_wrong_label_or_total_is_named(saved):
     problems = check_tree(tree)
     assert any("labelled 9-9 at 2-1" in p for p in problems)
     assert any("inclusive llm_calls" in p for p in problems)
+
+
+@pytest.mark.parametrize("recorded", [[0.1], "0.1", True])
+def test_a_total_on_a_span_that_is_not_a_number_is_named_not_raised(saved, recorded):
+    from otel_agents.tracing import semconv as sc
+
+    tree, _, _ = saved
+    turn = tree["runs"][0]["turns"][0]
+    turn["attributes"][sc.total_attr("self", "cost_usd")] = recorded
+    problems = check_tree(tree)
+    assert any("self cost_usd" in p and repr(recorded).strip("'") in p for p in problems), problems
