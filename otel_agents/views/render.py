@@ -36,9 +36,31 @@ TAGS = {
 }
 
 
-def block(text: str | None, indent: str = INDENT) -> str:
-    """Content on one logical line: later lines indented."""
-    return (text or "").replace("\r\n", "\n").replace("\n", "\n" + indent)
+def block(text: Any, indent: str = INDENT) -> str:
+    """Content on one logical line: later lines indented (a list of content parts as its text)."""
+    return content_text(text).replace("\r\n", "\n").replace("\n", "\n" + indent)
+
+
+def content_text(content: Any) -> str:
+    """Message content as text: a string as it is; content parts (``[{"type": "text", "text": ...},
+    {"type": "image_url", ...}]``) as their texts, with ``[type]`` for the others."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(_part_text(part) for part in content)
+    return json.dumps(content, ensure_ascii=False, default=str)
+
+
+def _part_text(part: Any) -> str:
+    if isinstance(part, str):
+        return part
+    if isinstance(part, dict):
+        if isinstance(part.get("text"), str):
+            return part["text"]
+        return f"[{part.get('type') if isinstance(part.get('type'), str) else 'part'}]"
+    return json.dumps(part, ensure_ascii=False, default=str)
 
 
 def format_ts(ts: Any) -> str:

@@ -54,6 +54,22 @@ def test_multiline_content_is_indented_under_its_item():
     )
 
 
+def test_content_parts_render_as_their_text():
+    """A record's content may be a list of content parts (the OpenAI shape): views show its text."""
+    parts = [{"type": "text", "text": "Look at\nthis: "}, {"type": "image_url", "image_url": {"url": "x"}}, "done"]
+    assert R.content_text(parts) == "Look at\nthis: [image_url]done"
+    assert R.content_text(None) == "" and R.content_text({"a": 1}) == '{"a": 1}'
+    records = [
+        make_record("agent_created", "msg_000001", agent_id="a1", name="Ann"),
+        make_record("transcript_entry", "msg_000002", agent_id="a1", role="system", content=[{"type": "text", "text": "Be brief."}]),
+        make_record("transcript_entry", "msg_000003", agent_id="a1", role="user", content=parts),
+    ]
+    viewer = SessionViewer(records)
+    assert R.render_perspective(viewer.extract_agent_perspective("Ann")).endswith(
+        "msg_000003 [Heard] user: Look at\n    this: [image_url]done")
+    assert "system: Be brief." in R.render_transcript(viewer.transcript("Ann"))
+
+
 def test_json_shapes_are_stable():
     viewer = SessionViewer(seed_records(1))
     jack = viewer.agent("Jack")
