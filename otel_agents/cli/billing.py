@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 
-from otel_agents.cli.options import ledger_errors_are_data_errors, storage_options
+from otel_agents.cli.options import SafePath, ledger_errors_are_data_errors, storage_options
 
 DATE_FORMAT = "%Y-%m-%d"
 
@@ -127,7 +127,7 @@ def summary(by: str, since: date | None, until: date | None, session_id: str | N
 @billing.command()
 @click.option("--format", "fmt", type=click.Choice(["csv", "jsonl"]), required=True, help="Output format.")
 @filter_options
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write here instead of stdout.")
+@click.option("-o", "--output", type=SafePath(dir_okay=False, path_type=Path), help="Write here instead of stdout.")
 @storage_options
 @ledger_errors_are_data_errors
 def export(fmt: str, since: date | None, until: date | None, session_id: str | None, output: Path | None, paths) -> None:

@@ -16,6 +16,7 @@ from typing import Any, Callable
 import click
 
 from otel_agents.cli.console import ConsoleOptions, ConsoleRenderer
+from otel_agents.cli.options import SafePath
 from otel_agents.persistence.paths import Paths
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -88,7 +89,7 @@ def output_options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--trace-llm", is_flag=True, help="TRC lines with full LLM requests and responses (capped)."),
         click.option("-v", "--verbose", is_flag=True,
                      help="One stderr line per LLM and tool request/response, reasoning (THK) and run summaries."),
-        click.option("--otlp-file", type=click.Path(dir_okay=False, path_type=Path),
+        click.option("--otlp-file", type=SafePath(dir_okay=False, path_type=Path),
                      help="Also write spans as OTLP/JSON lines (the Collector file exporter's shape)."),
     ]
     for option in options:

@@ -10,14 +10,24 @@ import click
 from otel_agents.persistence.paths import InvalidSessionId, Paths
 
 
+class SafePath(click.Path):
+    """``click.Path`` that refuses a NUL byte with a usage error (click's own check stats the
+    path first, and no OS call takes a NUL: it raises ValueError, a traceback)."""
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, str) and "\x00" in value:
+            self.fail(f"{value!r} is not a path: it contains a NUL byte", param, ctx)
+        return super().convert(value, param, ctx)
+
+
 def storage_options(func):
     """Adds ``--sessions-dir`` and ``--billing-file``; passes ``paths: Paths``."""
     func = click.option(
-        "--billing-file", type=click.Path(dir_okay=False, path_type=Path),
+        "--billing-file", type=SafePath(dir_okay=False, path_type=Path),
         help="Billing ledger (default: $OTEL_AGENTS_HOME/billing.jsonl).",
     )(func)
     func = click.option(
-        "--sessions-dir", type=click.Path(file_okay=False, path_type=Path),
+        "--sessions-dir", type=SafePath(file_okay=False, path_type=Path),
         help="Sessions directory (default: $OTEL_AGENTS_HOME/sessions).",
     )(func)
 

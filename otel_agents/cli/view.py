@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 from click.core import ParameterSource
 
-from otel_agents.cli.options import session_dir_or_exit, storage_options
+from otel_agents.cli.options import SafePath, session_dir_or_exit, storage_options
 from otel_agents.persistence.paths import Paths, home_dir
 
 
@@ -47,7 +47,7 @@ def _view_command(func):
     """A view: ``--json``, and ``--sessions-dir`` also accepted after the view's name."""
     func = click.option("--json", "as_json", is_flag=True, help="Stable JSON output (docs/views.md).")(func)
     func = click.option(
-        "--sessions-dir", type=click.Path(file_okay=False, path_type=Path), hidden=True
+        "--sessions-dir", type=SafePath(file_okay=False, path_type=Path), hidden=True
     )(func)
     return click.pass_obj(func)
 

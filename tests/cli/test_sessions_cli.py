@@ -218,3 +218,15 @@ def test_real_processes_run_then_verify(env):
     assert verified.returncode == 0, verified.stdout + verified.stderr
     bad = subprocess.run([*exe, "sessions", "show", "../x"], capture_output=True, text=True, env=environment, timeout=60)
     assert bad.returncode == 2
+
+
+@pytest.mark.parametrize("args", [
+    ["sessions", "list", "--sessions-dir", "a\x00b"], ["sessions", "list", "--billing-file", "\x00"],
+    ["run", "--otlp-file", "\x00", "hi"], ["billing", "export", "-o", "\x00"], ["view", "--sessions-dir", "\x00"],
+])
+def test_a_path_with_a_nul_byte_is_a_usage_error(env, args):
+    """No shell can pass a NUL, but an in-process caller can: one line and exit 2, not a ValueError."""
+    result = CliRunner().invoke(cli, args)
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+    assert result.exit_code == 2 and "contains a NUL byte" in result.stderr, result.output
+    assert not (env / "sessions").exists()
