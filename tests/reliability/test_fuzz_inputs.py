@@ -510,15 +510,30 @@ def test_run_with_a_fuzzed_script_file_is_a_run_or_a_clear_error(data, tmp_path_
 # (no hypothesis database) fails on them every time until they are fixed.
 
 
-def _edit_events(change):
+def _edit_events(change, kind: str | None = None):
+    """Change the first record (of ``kind``, if given) of events.jsonl."""
     def apply(directory: Path) -> None:
         path = directory / "events.jsonl"
         lines = path.read_text().splitlines()
-        record = json.loads(lines[0])
+        index = next(i for i, line in enumerate(lines) if kind is None or json.loads(line)["event_type"] == kind)
+        record = json.loads(lines[index])
         change(record)
-        lines[0] = json.dumps(record)
+        lines[index] = json.dumps(record)
         path.write_text("\n".join(lines) + "\n")
     return apply
+
+
+def _edit_meta(change):
+    def apply(directory: Path) -> None:
+        path = directory / "meta.json"
+        meta = json.loads(path.read_text())
+        change(meta)
+        path.write_text(json.dumps(meta))
+    return apply
+
+
+def _first_llm_entry(session):
+    return session["runs"][0]["turns"][0]["ops"][0]["accounting"][0]
 
 
 def _edit_journal(change):
@@ -561,6 +576,28 @@ DAMAGE = {
     "tree: an op without kind": (_edit_tree(lambda s: s["runs"][0]["turns"][0]["ops"][0].pop("kind")),
                                  ["sessions", "show", "{sid}"]),
     "tree: no totals": (_edit_tree(lambda s: s.pop("totals")), ["sessions", "show", "{sid}"]),
+    # Found on 2026-11-22 with OTEL_AGENTS_FUZZ_EXAMPLES up to 2,000:
+    "meta: runs is a list": (_edit_meta(_set("runs", [1])), ["sessions", "list"]),
+    "meta: a total is a list": (_edit_meta(lambda m: m["totals"].__setitem__("cost_usd", [0.1])), ["sessions", "list"]),
+    "events: an agent named 1": (_edit_events(_set("name", 1), "agent_created"), ["view", "{sid}", "agents"]),
+    "events: substance is a list": (_edit_events(_set("substance", []), "transcript_entry"),
+                                    ["view", "{sid}", "perspective", "main"]),
+    "events: content is a list of parts": (
+        _edit_events(_set("content", [{"type": "text", "text": "Be brief."}]), "transcript_entry"),
+        ["view", "{sid}", "perspective", "main"]),
+    "journal: a trace id that is not hex": (_edit_journal(lambda line: line.__setitem__("trace", "g" * 32)),
+                                            ["resume", "{sid}", "hi"]),
+    "journal: the run's script is a list": (
+        _edit_journal(lambda line: line["attrs"].__setitem__("otel_agents.run.script", ["x"])),
+        ["resume", "{sid}", "hi"]),
+    "tree: an attempt without its cost": (_edit_tree(lambda s: _first_llm_entry(s).pop("cost_usd")),
+                                          ["sessions", "verify", "{sid}"]),
+    "tree: an entry type is a list": (_edit_tree(lambda s: _first_llm_entry(s).__setitem__("type", ["llm"])),
+                                      ["sessions", "show", "{sid}"]),
+    "tree: a span total is a list": (
+        _edit_tree(lambda s: s["runs"][0]["turns"][0]["attributes"].__setitem__(
+            "otel_agents.totals.self.cost_usd", [0.1])),
+        ["sessions", "verify", "{sid}"]),
 }
 
 
