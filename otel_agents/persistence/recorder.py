@@ -309,9 +309,7 @@ class SessionRecorder(SpanProcessor):
         Equal to ``build_tree(self.spans())`` (merged over ``base_tree``), built trace by trace.
         """
         with self._lock:
-            if self._base_tree_due:  # cleared only once loaded: a tree without the earlier runs is never built
-                self.base_tree = self.store.load_tree()
-                self._base_tree_due = False
+            self._load_base_tree()
             runs: list[dict] = []
             ops: list[dict] = []
             for trace_id in list(self._trace_spans.keys() | self._trace_open.keys()):
@@ -322,6 +320,13 @@ class SessionRecorder(SpanProcessor):
             if self.base_tree is not None:
                 tree = merge_trees(self.base_tree, tree)
             return tree
+
+    def _load_base_tree(self) -> None:
+        """A resumed session's saved tree, once; cleared only once loaded, so a tree without the
+        earlier runs is never built."""
+        if self._base_tree_due:
+            self.base_tree = self.store.load_tree()
+            self._base_tree_due = False
 
     def _nodes_of(self, trace_id: str) -> tuple[list[dict], list[dict]]:
         """The run and operation nodes of one trace; kept while no span of it starts or ends."""
@@ -410,9 +415,8 @@ class SessionRecorder(SpanProcessor):
             try:
                 if self._run_end_due:
                     self._write_after_run()
-                if self._base_tree_due and not self._store_failed:
-                    self.base_tree = self.store.load_tree()
-                    self._base_tree_due = False
+                if not self._store_failed:
+                    self._load_base_tree()
             except Exception as exc:
                 self._fail_store(exc)
 

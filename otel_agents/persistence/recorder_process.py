@@ -246,34 +246,31 @@ class RecorderLink(SpanProcessor):
     def on_start(self, span: Any, parent_context: Any = None) -> None:
         if self._lost:
             return
-        if span.resource is not self._resource or span.instrumentation_scope is not self._scope:
-            self._send_context(span)
-        context = span.get_span_context()
-        parent = span.parent
-        self._send((
-            _START, context.trace_id, context.span_id,
-            (parent.trace_id, parent.span_id) if parent is not None else None,
-            span.name, span.kind.value, span.start_time, _attributes_of(span), _links_of(span),
-        ))
+        self._send((_START, *self._head(span), _attributes_of(span), _links_of(span)))
 
     def on_end(self, span: ReadableSpan) -> None:
         if self._lost:
             return
-        if span.resource is not self._resource or span.instrumentation_scope is not self._scope:
-            self._send_context(span)
-        context = span.get_span_context()
-        parent = span.parent
         status = span.status
         self._send((
-            _END, context.trace_id, context.span_id,
-            (parent.trace_id, parent.span_id) if parent is not None else None,
-            span.name, span.kind.value, span.start_time, span.end_time, _attributes_of(span),
+            _END, *self._head(span), span.end_time, _attributes_of(span),
             [(e.name, e.timestamp, _attributes_of(e)) for e in span.events],
             _links_of(span),
             status.status_code.value, status.description,
         ))
-        if parent is None:  # a run's end: the child's warnings so far are said (the rest at close)
+        if span.parent is None:  # a run's end: the child's warnings so far are said (the rest at close)
             self._say_notices()
+
+    def _head(self, span: Any) -> tuple:
+        """What a span's start and end messages both begin with; the context first, if it is new."""
+        if span.resource is not self._resource or span.instrumentation_scope is not self._scope:
+            self._send_context(span)
+        context = span.get_span_context()
+        parent = span.parent
+        return (
+            context.trace_id, context.span_id, (parent.trace_id, parent.span_id) if parent is not None else None,
+            span.name, span.kind.value, span.start_time,
+        )
 
     def shutdown(self) -> None:
         self.close()
