@@ -8,12 +8,14 @@ context is referred to by the transcript ids it consists of, not repeated.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import time
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
 from urllib.parse import urlparse
 
+from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from otel_agents.llm.pricing import PriceTable, Usage
@@ -22,6 +24,9 @@ from otel_agents.runtime.accounting import charge_llm
 from otel_agents.tracing import semconv as sc
 from otel_agents.tracing.redaction import redact_text
 from otel_agents.tracing.telemetry import Telemetry, marks_cancellation
+
+# Traces whose chat spans' tool definitions are remembered (a run is one trace; older runs are done).
+_TRACES_REMEMBERED = 16
 
 META_AGENT_NAME = "otel_agents_agent_name"
 META_ATTEMPT = "otel_agents_attempt"
@@ -130,6 +135,11 @@ def usage_of(response: Any) -> Usage:
     )
 
 
+def tools_id(definitions_json: str) -> str:
+    """Content id of tool definitions as sent (their compact JSON): equal definitions, equal id."""
+    return "tools_" + hashlib.sha256(definitions_json.encode("utf-8")).hexdigest()[:16]
+
+
 @dataclass
 class LLMClient:
     telemetry: Telemetry
@@ -140,6 +150,8 @@ class LLMClient:
     api_key: str | None = None
     capture_input_messages: bool = False
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+    # trace id -> ids of the tool definitions already on a chat span of that trace
+    _tools_sent: dict[int, set[str]] = field(default_factory=dict, init=False, repr=False)
 
     async def complete(
         self, request: ChatRequest, on_message: Callable[[dict[str, Any]], str]
@@ -179,7 +191,7 @@ class LLMClient:
         if request.context_last_message_id:
             attrs[sc.CONTEXT_LAST_MESSAGE_ID] = request.context_last_message_id
         if request.tools:
-            attrs[sc.REQUEST_TOOLS] = json.dumps(request.tools, separators=(",", ":"))
+            attrs.update(self._tools_attributes(request.tools))
         if self.api_base:
             parsed = urlparse(self.api_base)
             if parsed.hostname:
@@ -188,6 +200,27 @@ class LLMClient:
                 attrs[sc.SERVER_PORT] = parsed.port
         if self.capture_input_messages:
             attrs[sc.GEN_AI_INPUT_MESSAGES] = json.dumps(request.messages, ensure_ascii=False)
+        return attrs
+
+    def _tools_attributes(self, tools: list[dict[str, Any]]) -> dict[str, str]:
+        """The definitions' id on every chat span; the definitions themselves once per trace.
+
+        Agents send the same definitions on every call: repeating them made a quarter of
+        the journal. Once per trace (not per session), so a trace fetched alone from
+        Jaeger or a Collector still holds every definition its spans refer to.
+        """
+        text = json.dumps(tools, separators=(",", ":"))
+        definitions_id = tools_id(text)
+        attrs = {sc.REQUEST_TOOLS_ID: definitions_id}
+        trace_id = trace.get_current_span().get_span_context().trace_id
+        sent = self._tools_sent.get(trace_id)
+        if sent is None:
+            if len(self._tools_sent) >= _TRACES_REMEMBERED:
+                del self._tools_sent[next(iter(self._tools_sent))]
+            sent = self._tools_sent[trace_id] = set()
+        if definitions_id not in sent:
+            sent.add(definitions_id)
+            attrs[sc.REQUEST_TOOLS] = text
         return attrs
 
     async def _attempt(

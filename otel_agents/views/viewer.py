@@ -63,6 +63,7 @@ class SessionViewer:
         self._tree = tree
         self._tree_path = tree_path  # read on first use: only ``context`` needs the tree
         self._spans: dict[str, dict[str, Any]] | None = None  # span id -> tree node, on first use
+        self._tools: dict[str, Any] | None = None  # tool definitions by id, on first use
         self._agents = self._agent_infos()
 
     @classmethod
@@ -359,6 +360,17 @@ class SessionViewer:
                     self._spans.setdefault(response, node)  # message ids never look like span ids
         return self._spans.get(key.strip()) or self._spans.get(key.strip().lower())
 
+    def _tool_definitions(self) -> dict[str, Any]:
+        """Tool definitions by id: each trace holds them once, on its first chat span that sent them."""
+        if self._tools is None:
+            self._tools = {}
+            for node in span_nodes(self._tree or {}):
+                attrs = node["attributes"]
+                definitions_id, text = attrs.get(sc.REQUEST_TOOLS_ID), attrs.get(sc.REQUEST_TOOLS)
+                if isinstance(definitions_id, str) and text is not None:
+                    self._tools.setdefault(definitions_id, text)
+        return self._tools
+
     @paused
     def chat_context(self, span_id: str) -> ChatContext:
         """The message list sent on a ``chat`` span, rebuilt from the records, byte-identical to what was sent.
@@ -388,6 +400,13 @@ class SessionViewer:
                 f"chat span {span_id} sent {count} messages but the records give {len(records)} up to {last}"
             )
         tools = attrs.get(sc.REQUEST_TOOLS)
+        if tools is None and attrs.get(sc.REQUEST_TOOLS_ID) is not None:
+            tools = self._tool_definitions().get(attrs[sc.REQUEST_TOOLS_ID])
+            if tools is None:
+                raise SessionDataError(
+                    f"chat span {span_id} sent tool definitions {attrs[sc.REQUEST_TOOLS_ID]}, "
+                    "which no span of this session holds"
+                )
         attempt = attrs.get(sc.LLM_ATTEMPT)
         return ChatContext(
             span_id=node["span_id"],

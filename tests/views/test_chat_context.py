@@ -12,6 +12,7 @@ import json
 
 import pytest
 
+from otel_agents.llm.client import tools_id
 from otel_agents.runtime.tools import tool
 from otel_agents.tracing import semconv as sc
 from otel_agents.views import SessionDataError, SessionViewer, UnknownSpan
@@ -72,7 +73,9 @@ def assert_every_context_identical(saved, viewer: SessionViewer) -> list:
         sent = span.attributes[sc.GEN_AI_INPUT_MESSAGES]
         assert json.dumps(context.messages, ensure_ascii=False) == sent, span.name
         assert context.message_count == span.attributes[sc.CONTEXT_MESSAGE_COUNT] == len(context.messages)
-        assert context.tools == json.loads(span.attributes[sc.REQUEST_TOOLS])
+        # The definitions the agent sends, found by id when this span does not carry them.
+        assert context.tools == saved.session.agents[context.agent_id].tool_schemas()
+        assert tools_id(json.dumps(context.tools, separators=(",", ":"))) == span.attributes[sc.REQUEST_TOOLS_ID]
         assert context.attempt == span.attributes[sc.LLM_ATTEMPT]
         contexts.append((span, context))
     return contexts
@@ -146,3 +149,30 @@ def _nodes(document):
     from otel_agents.views.loading import span_nodes
 
     return list(span_nodes(document))
+
+
+async def test_tool_definitions_are_on_one_chat_span_per_trace_and_id(scripted_session, jack_and_jill_script):
+    saved = await scripted_session(
+        jack_and_jill_script, ["Create Jack and Jill for a cafe discussion", "Again, please"]
+    )
+    chats = saved.chat_spans()
+    carried: dict[tuple[str, str], int] = {}
+    for span in chats:
+        if sc.REQUEST_TOOLS in span.attributes:
+            key = (span.trace_id, span.attributes[sc.REQUEST_TOOLS_ID])
+            carried[key] = carried.get(key, 0) + 1
+            assert tools_id(span.attributes[sc.REQUEST_TOOLS]) == key[1]
+    used = {(s.trace_id, s.attributes[sc.REQUEST_TOOLS_ID]) for s in chats}
+    assert len({trace for trace, _ in used}) == 2  # each run is its own trace, and each holds its definitions
+    assert carried == dict.fromkeys(used, 1)
+    assert len(chats) > len(used)  # the other chat spans refer to them by id only
+
+
+async def test_context_whose_tool_definitions_are_missing_is_refused(scripted_session, jack_and_jill_script):
+    saved = await scripted_session(jack_and_jill_script, ["Create Jack and Jill for a cafe discussion"])
+    tree = saved.tree
+    for node in _nodes(tree):  # a trace imported without the span that held the definitions
+        node["attributes"].pop(sc.REQUEST_TOOLS, None)
+    chat = saved.chat_spans()[-1]
+    with pytest.raises(SessionDataError, match=f"sent tool definitions {chat.attributes[sc.REQUEST_TOOLS_ID]}, which no span"):
+        SessionViewer(saved.events, tree).chat_context(chat.span_id)
