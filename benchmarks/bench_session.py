@@ -19,6 +19,7 @@ import asyncio
 import json
 import os
 import random
+import resource
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -127,6 +128,7 @@ def write_script(plan: ScriptPlan, directory: Path) -> Path:
 class SessionRun:
     seconds: float  # set-up, every prompt, closing the recorder and shutting tracing down
     cpu_seconds: float  # the same span in CPU time of this process (all threads): robust to a busy machine
+    child_cpu_seconds: float  # CPU time of the processes it waited for meanwhile: the recorder process
     session_id: str
     llm_calls: int  # assistant entries in every transcript: one per LLM call of this script
     session_dir: Path | None  # None when nothing was saved (tracing disabled)
@@ -151,7 +153,7 @@ def run_session(
     previous = os.environ.get("OTEL_SDK_DISABLED")
     os.environ["OTEL_SDK_DISABLED"] = "false" if traced else "true"
     try:
-        started, cpu_started = time.perf_counter(), time.process_time()
+        started, cpu_started, children_started = time.perf_counter(), time.process_time(), _children_cpu()
         tracing = configure(None)
         llm = make_llm(tracing, ModelOptions(None, None, MAX_TURNS, 4, 120.0))
         session = build_session(script, telemetry=tracing.telemetry, llm=llm, max_turns=MAX_TURNS)
@@ -169,6 +171,7 @@ def run_session(
             tracing.shutdown()
         seconds = time.perf_counter() - started
         cpu_seconds = time.process_time() - cpu_started
+        child_cpu_seconds = _children_cpu() - children_started
     finally:
         if previous is None:
             os.environ.pop("OTEL_SDK_DISABLED", None)
@@ -176,7 +179,12 @@ def run_session(
             os.environ["OTEL_SDK_DISABLED"] = previous
     calls = sum(1 for agent in session.agents.values() for m in agent.transcript if m["role"] == "assistant")
     directory = paths.sessions_dir / session.id if traced else None
-    return SessionRun(seconds, cpu_seconds, session.id, calls, directory)
+    return SessionRun(seconds, cpu_seconds, child_cpu_seconds, session.id, calls, directory)
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 @contextmanager

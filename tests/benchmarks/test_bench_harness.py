@@ -57,6 +57,9 @@ def test_quick_run_measures_what_it_says(quick_run, harness):
     overhead = details["overhead_ratio"]
     assert overhead["llm_calls"] == harness.QUICK.overhead_calls
     assert len(overhead["traced_s"]) == len(overhead["disabled_s"]) == harness.QUICK.overhead_pairs
+    # The recorder's CPU is counted where it runs: its own process by default, the run's with inline.
+    assert overhead["recorder_cpu_s"] > 0
+    assert details["overhead_ratio_inline"]["recorder_cpu_s"] == 0
     bytes_growth = details["bytes_growth"]
     # Every artifact of the recorder is counted, the journal included.
     assert {"events.jsonl", "spans.jsonl", "tree.json.gz", "billing.jsonl"} <= set(bytes_growth["short_bytes"])
