@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import random
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -79,6 +80,42 @@ def write_ledger(path: Path, records: int, seed: int = 11) -> LedgerFile:
                 chunk.clear()
         fh.write(b"".join(chunk))
     return LedgerFile(path, records, llm, tool, path.stat().st_size)
+
+
+def run_records(number: int, count: int = 100) -> list[dict]:
+    """One run's ledger records (``count`` LLM attempts), ids unique to ``number``."""
+    return [
+        {"record_id": f"{number:024x}{i:08x}:{i:016x}", "ts": "2026-11-22T12:00:00.000000000Z",
+         "session_id": "bench-run-end", "trace_id": f"{number:024x}{i:08x}", "span_id": f"{i:016x}", "run": number,
+         "type": "llm", "status": "ok", "model": MODELS[0], "cost_usd": 0.0001,
+         "tokens": {"input": 100, "output": 20, "cache_read": 0, "cache_write": 0, "reasoning": 0, "total": 120}}
+        for i in range(count)
+    ]
+
+
+def run_end_appends(ledger: LedgerFile, repeat: int) -> tuple[list[float], list[float]]:
+    """Seconds of a run's end appending its records to the ledger: (one call, a recorder's appender).
+
+    One call (``append_records``, as ``import`` and crash recovery use) reads every id in the
+    ledger. The recorder keeps a ``LedgerAppender`` that read the ledger while it waited
+    (untimed here, as there) and at each run's end reads only what was appended since.
+    """
+    from otel_agents.persistence.ledger import LedgerAppender, append_records
+
+    cold, warm = [], []
+    appender = LedgerAppender(ledger.path)
+    while not appender.read_ahead(8 << 20):
+        pass
+    for number in range(repeat):
+        started = time.perf_counter()
+        if append_records(ledger.path, run_records(2 * number + 1)) != 100:
+            raise AssertionError("a run's records were not all appended")
+        cold.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        if appender.append(run_records(2 * number + 2)) != 100:
+            raise AssertionError("a run's records were not all appended")
+        warm.append(time.perf_counter() - started)
+    return cold, warm
 
 
 def summary_command(ledger: LedgerFile, as_json: bool = False) -> list[str]:

@@ -70,6 +70,7 @@ TARGETS: dict[str, tuple[float | None, str]] = {
     "view_s_100k": (1.0, "s"),
     "view_s_100k_synthetic": (None, "s"),
     "billing_summary_s_1m": (5.0, "s"),
+    "ledger_append_s_1m": (None, "s"),
     "cli_start_s": (0.35, "s"),
     "cli_start_imports_litellm": (0, "bool"),
 }
@@ -260,6 +261,10 @@ def billing_benchmark(sizes: Sizes, tmp: Path, results: Results) -> None:
     seconds, _ = bench_cli.timed_command(bench_billing.summary_command(ledger), sizes.process_repeat, env=env)
     results.add("billing_summary_s_1m", statistics.median(seconds), records=ledger.records,
                 ledger_mb=ledger.bytes / 1e6, runs=seconds)
+    # After the summaries: these append to the ledger (100 records a run, alternately each way).
+    cold, warm = bench_billing.run_end_appends(ledger, sizes.process_repeat)
+    results.add("ledger_append_s_1m", statistics.median(warm), records=ledger.records, runs=warm,
+                one_call_s=statistics.median(cold), one_call_runs=cold)
 
 
 def listing_home(recorded: Path | None, sessions_dir: Path, count: int = 200) -> Path:

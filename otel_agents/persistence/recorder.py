@@ -58,6 +58,9 @@ from otel_agents.persistence.tree import assemble_session, build_tree, merge_tre
 from otel_agents.tracing import semconv as sc
 from otel_agents.tracing.spandata import SpanData, SpanReader, hex_span_id, hex_trace_id
 
+LEDGER_READ_AHEAD_BYTES = 8 << 20  # ledger read per idle moment: the pipe is looked at again between slices
+
+
 @dataclass(frozen=True)
 class CheckpointPolicy:
     """When a sub-agent invocation or a run ends, write the tree only if it grew enough.
@@ -89,6 +92,7 @@ class RecorderStats:
     journal_lines: int = 0
     journal_bytes_written: int = 0
     ledger_records_written: int = 0
+    ledger_bytes_read: int = 0  # of the ledger, for the ids already in it (all sessions' records)
     base_spans: int = 0  # spans of earlier runs loaded from the journal (resume)
 
 
@@ -160,6 +164,8 @@ class SessionRecorder(SpanProcessor):
         self._run_end_due = False
         self._store_failed = False
         self._billing_failed = False
+        self._ledger: Any = None  # LedgerAppender: the ledger's ids, read once, then only what was appended
+        self._ledger_caught_up = False
         self._closed = False
         if resume:
             self._load_saved()
@@ -403,15 +409,16 @@ class SessionRecorder(SpanProcessor):
         else:
             self._write_meta()
 
-    def idle(self) -> None:
-        """Nothing is waiting to be recorded: do the writes a run's end left for now.
+    def idle(self) -> bool:
+        """Nothing is waiting to be recorded: do the writes a run's end left for now; True if more remains.
 
         A resumed session's saved tree is decoded here too, while the run waits on its
-        model, rather than at the first checkpoint (seconds for a large session).
+        model, rather than at the first checkpoint (seconds for a large session), and the
+        billing ledger's ids are read a slice at a time, so a run's end reads only its tail.
         """
         with self._lock:
             if self._closed:
-                return
+                return False
             try:
                 if self._run_end_due:
                     self._write_after_run()
@@ -419,21 +426,41 @@ class SessionRecorder(SpanProcessor):
                     self._load_base_tree()
             except Exception as exc:
                 self._fail_store(exc)
+            if self._ledger_caught_up or self.billing_file is None or self._billing_failed or self._append_ledger:
+                return False
+            ledger = self._ledger_appender()
+            try:
+                self._ledger_caught_up = ledger.read_ahead(LEDGER_READ_AHEAD_BYTES)
+            except OSError:
+                self._ledger_caught_up = True  # the append at the run's end says what is wrong
+            self.stats.ledger_bytes_read = ledger.bytes_read
+            return not self._ledger_caught_up
 
     def _flush_ledger(self, records: list[dict]) -> None:
         if self.billing_file is None or self._billing_failed or not records:
             return
         try:
-            append = self._append_ledger
-            if append is None:
-                from otel_agents.persistence.ledger import append_records as append
-            self.stats.ledger_records_written += append(self.billing_file, records)
+            if self._append_ledger is not None:
+                written = self._append_ledger(self.billing_file, records)
+            else:
+                ledger = self._ledger_appender()
+                written = ledger.append(records)
+                self.stats.ledger_bytes_read = ledger.bytes_read
+                self._ledger_caught_up = False  # others may append before the next run's end
+            self.stats.ledger_records_written += written
         except Exception as exc:
             self._billing_failed = True
             self.warn(
                 f"cannot append to the billing ledger {self.billing_file}: {_reason(exc)}; "
                 "the run goes on (the records are derived again when the session is next loaded)"
             )
+
+    def _ledger_appender(self) -> Any:
+        if self._ledger is None:
+            from otel_agents.persistence.ledger import LedgerAppender
+
+            self._ledger = LedgerAppender(self.billing_file)
+        return self._ledger
 
     def _meta(self, tree: Mapping[str, Any]) -> dict[str, Any]:
         meta = make_meta(tree, created_ns=self.created_ns, updated_ns=time.time_ns(), running=self._open_runs > 0)

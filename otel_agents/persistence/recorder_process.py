@@ -182,10 +182,11 @@ def serve(recorder: Any, read_fd: int, warn: Warn = stderr_warning) -> int:
     return 0
 
 
-def _messages(read_fd: int, on_idle: Callable[[], None]) -> Iterator[tuple]:
+def _messages(read_fd: int, on_idle: Callable[[], bool | None]) -> Iterator[tuple]:
     """Every whole message in the pipe, in order, until the writer's end is closed.
 
-    ``on_idle`` is called each time the pipe is found empty after messages.
+    ``on_idle`` is called each time the pipe is found empty after messages, and again at
+    once (after another look at the pipe) while it returns True: idle work done in slices.
 
     The pipe is polled, not waited on: a reader blocked in ``read`` makes each of the
     run's writes wake it up, which costs the run (a cross-CPU wake-up, dear in a VM)
@@ -195,14 +196,17 @@ def _messages(read_fd: int, on_idle: Callable[[], None]) -> Iterator[tuple]:
     os.set_blocking(read_fd, False)
     buffer = bytearray()
     idle = _IDLE_MIN_S
+    more = False  # on_idle has more to do
     header = _HEADER.size
     try:
         while True:
             try:
                 chunk = os.read(read_fd, _PIPE_BYTES)
             except BlockingIOError:
-                if idle == _IDLE_MIN_S:
-                    on_idle()
+                if idle == _IDLE_MIN_S or more:
+                    more = bool(on_idle())
+                    if more:
+                        continue
                 time.sleep(idle)
                 idle = min(idle * 2, _IDLE_MAX_S)
                 continue

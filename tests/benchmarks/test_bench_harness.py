@@ -68,6 +68,7 @@ def test_quick_run_measures_what_it_says(quick_run, harness):
     for label, asked in zip(("1k", "10k", "100k"), sizes):
         assert details[f"resume_s_{label}"]["entries"] >= asked
     assert details["billing_summary_s_1m"]["records"] == harness.QUICK.ledger_records
+    assert len(details["ledger_append_s_1m"]["runs"]) == len(details["ledger_append_s_1m"]["one_call_runs"]) >= 1
     assert details["instrumentation_vs_bare"]["turns"] > 0
     assert document["figures"]["cli_start_imports_litellm"] == 0
 

@@ -92,6 +92,7 @@ def record(home, monkeypatch, write_script):
         max_turns: int = 20,
         prepare=None,
         attach=None,
+        ready=None,
     ) -> Recorded:
         from opentelemetry.sdk.trace.export import SimpleSpanProcessor
         from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -129,6 +130,8 @@ def record(home, monkeypatch, write_script):
         # attach(tracing, session) may add another recorder; what it returns is closed after the runs.
         extra = attach(tracing, session) if attach is not None else None
         recorded = Recorded(session, recorder, store, paths.billing_file, exporter, warnings=warnings)
+        if ready is not None:
+            ready(recorder)  # e.g. the idle moments a recorder process has before the first message
         for prompt in list(prompts) if prompts is not None else list(loaded.prompts) or ["Go"]:
             context = RunContext(source="cli", script=loaded.source)
             recorded.utterances.append(str(asyncio.run(session.run(prompt, context=context))))

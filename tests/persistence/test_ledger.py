@@ -19,6 +19,7 @@ import pytest
 from otel_agents.persistence.ledger import (
     CSV_COLUMNS,
     Filters,
+    LedgerAppender,
     LedgerError,
     append_records,
     export_csv,
@@ -221,6 +222,110 @@ def test_rewrite_returning_none_leaves_the_ledger_alone(tmp_path):
     assert rewrite_records(ledger, lambda old: seen.append(old)) is None
     assert seen == [[llm(1)]]
     assert ledger.stat().st_ino == before.st_ino and ledger.stat().st_mtime_ns == before.st_mtime_ns
+
+
+# --- a long-lived appender -------------------------------------------------------------------
+
+
+def _ids(ledger):
+    return [r["record_id"] for r in read_records(ledger)]
+
+
+def test_an_appender_reads_the_ledger_once_then_only_what_others_appended(tmp_path):
+    ledger = tmp_path / "billing.jsonl"
+    append_records(ledger, [llm(n) for n in range(300)])
+    appender = LedgerAppender(ledger)
+    assert appender.append([llm(5), llm(1000)]) == 1  # llm(5) is there already
+    assert appender.bytes_read == ledger.stat().st_size - len(orjson.dumps(llm(1000))) - 1
+    read_before = appender.bytes_read
+    size_before = ledger.stat().st_size
+    append_records(ledger, [llm(2000), llm(2001)])  # another session's writer
+    others = ledger.stat().st_size - size_before
+    assert appender.append([llm(2000), llm(1000), llm(1001)]) == 1  # the others' record is seen too
+    assert appender.bytes_read - read_before == others  # only what was appended meanwhile was read
+    ids = _ids(ledger)
+    assert len(ids) == len(set(ids)) == 304
+
+
+def test_an_appender_reads_again_a_ledger_replaced_or_rewritten_in_place(tmp_path):
+    ledger = tmp_path / "billing.jsonl"
+    appender = LedgerAppender(ledger)
+    assert appender.append([llm(n) for n in range(10)]) == 10
+    # billing rebuild replaces the file: a record it dropped is written again.
+    rewrite_records(ledger, lambda old: [r for r in old if r["record_id"] != llm(9)["record_id"]])
+    assert appender.append([llm(9), llm(3)]) == 1
+    assert sorted(_ids(ledger)) == sorted(llm(n)["record_id"] for n in range(10))
+    # The same file rewritten in place (an editor that keeps the inode), its last record changed.
+    raw = ledger.read_bytes()
+    last = raw.rstrip(b"\n").rsplit(b"\n", 1)[1]
+    changed = last.replace(llm(9)["record_id"].encode(), llm(77)["record_id"].encode())
+    with open(ledger, "r+b") as fh:
+        fh.write(raw[: len(raw) - len(last) - 1] + changed + b"\n")
+    assert appender.append([llm(9), llm(77)]) == 1  # 9 is gone again; 77 is there
+    # Cut shorter in place, then grown again by another writer past where the appender stopped.
+    with open(ledger, "r+b") as fh:
+        fh.truncate(0)
+    append_records(ledger, [llm(n) for n in range(500, 520)])
+    assert appender.append([llm(0), llm(500)]) == 1
+    ids = _ids(ledger)
+    assert len(ids) == len(set(ids)) == 21 and llm(0)["record_id"] in ids
+
+
+def test_reading_ahead_in_slices_knows_every_id_and_leaves_a_line_being_written(tmp_path):
+    ledger = tmp_path / "billing.jsonl"
+    append_records(ledger, [llm(n) for n in range(200)])
+    half = orjson.dumps(llm(200)) + b"\n"
+    with open(ledger, "ab") as fh:
+        fh.write(half[:40])  # a line another writer is in the middle of
+    appender = LedgerAppender(ledger)
+    slices = 0
+    while not appender.read_ahead(4096):
+        slices += 1
+        assert slices < 1000
+    assert slices > 5  # it really went a slice at a time
+    whole = ledger.stat().st_size - 40
+    assert appender.bytes_read == whole  # every whole line, not the one being written
+    with open(ledger, "ab") as fh:
+        fh.write(half[40:])  # ... which then ends
+    # Under the lock only the rest is read: the finished line's record is known, not written twice.
+    assert appender.append([llm(200), llm(7), llm(201)]) == 1
+    assert appender.bytes_read == whole + len(half)
+    ids = _ids(ledger)
+    assert len(ids) == len(set(ids)) == 202
+
+
+FAILING_APPENDER = r"""
+import errno, resource, signal, sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[2])
+from test_ledger import llm
+from otel_agents.persistence.ledger import LedgerAppender
+ledger = Path(sys.argv[1])
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG instead
+appender = LedgerAppender(ledger)
+appender.append([llm(1)])
+size = ledger.stat().st_size
+_, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+resource.setrlimit(resource.RLIMIT_FSIZE, (size + 500, hard))
+try:
+    appender.append([llm(n) for n in range(2, 12)])
+except OSError as exc:
+    assert exc.errno == errno.EFBIG, exc
+    assert ledger.stat().st_size == size  # the partial batch was taken back
+else:
+    raise SystemExit("the batch did not cross the limit")
+resource.setrlimit(resource.RLIMIT_FSIZE, (hard, hard))
+print(appender.append([llm(n) for n in range(2, 12)]))
+"""
+
+
+def test_a_batch_that_failed_is_offered_again_whole(tmp_path):
+    ledger = tmp_path / "billing.jsonl"
+    done = subprocess.run([sys.executable, "-c", FAILING_APPENDER, str(ledger), str(Path(__file__).parent)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "10"  # none of the failed batch was taken for written
+    assert _ids(ledger) == [llm(n)["record_id"] for n in range(1, 12)]
 
 
 # --- days and filters ---------------------------------------------------------------------

@@ -130,6 +130,35 @@ def test_unwritable_billing_file_warns_once_and_the_session_is_saved(record, hom
     assert recorded.store.load_tree()["runs"][1]["status"] == "ok"
 
 
+def test_the_ledger_is_read_while_idle_and_run_ends_read_only_what_was_appended_since(record, home, monkeypatch):
+    """A ledger holds every session's history: a run's end must not read all of it each time."""
+    from otel_agents.persistence import recorder as recorder_module
+    from otel_agents.persistence.ledger import append_records
+
+    monkeypatch.setattr(recorder_module, "LEDGER_READ_AHEAD_BYTES", 4096)
+    billing = home / "billing.jsonl"
+    history = [{"record_id": f"{n:032x}:{n:016x}", "session_id": "an-older-one", "type": "llm", "note": "x" * 300}
+               for n in range(200)]
+    append_records(billing, history)
+    size = billing.stat().st_size
+    slices = []
+
+    def ready(recorder):
+        while recorder.idle():  # the recorder process's idle moments before the first message
+            slices.append(recorder.stats.ledger_bytes_read)
+        assert recorder.stats.ledger_bytes_read == size
+
+    recorded = record(prompts=["Create Jack and Jill for a cafe discussion", "And then?"], billing_file=billing,
+                      ready=ready)
+    assert len(slices) > 5 and slices == sorted(slices)  # a slice per idle moment, never all at once
+    assert recorded.recorder.stats.ledger_bytes_read == size  # both run ends read nothing already read
+    ledger = read_records(billing)
+    assert ledger[:200] == history
+    assert recorded.recorder.stats.ledger_records_written == len(ledger) - 200 == 21
+    tree = recorded.store.load_tree()
+    assert verify_session(tree, read_event_lines(recorded.store.events_path), ledger) == []
+
+
 def _resume(first, home, prompt, **recorder_kwargs):
     """A second process's view: a new provider and session continuing ``first``'s directory."""
     import asyncio

@@ -72,6 +72,41 @@ def test_a_frame_larger_than_the_pipe_arrives_whole(tmp_path):
     assert start["attrs"]["big"] == big
 
 
+def test_idle_work_in_slices_goes_on_without_waiting_for_messages():
+    """The child's loop calls the recorder's idle work again at once while it says more remains."""
+    import pickle
+    import struct
+
+    from otel_agents.persistence.recorder_process import _messages
+
+    read_fd, write_fd = os.pipe()
+    frames = [("hello", n) for n in range(3)]
+    for frame in frames:
+        data = pickle.dumps(frame)
+        os.write(write_fd, struct.pack("<I", len(data)) + data)
+    calls = []
+    closed = threading.Lock()
+
+    def end_run() -> None:
+        if closed.acquire(blocking=False):
+            os.close(write_fd)
+
+    def idle() -> bool:
+        calls.append(1)
+        if len(calls) < 4:
+            return True  # another slice to do
+        end_run()  # the run ends after the fourth idle moment
+        return False
+
+    safety = threading.Timer(10, end_run)  # were idle not called again, the loop would wait for ever
+    safety.start()
+    try:
+        assert list(_messages(read_fd, idle)) == frames
+    finally:
+        safety.cancel()
+    assert len(calls) == 4
+
+
 def test_spans_ending_on_many_threads_arrive_whole(tmp_path):
     warnings: list[str] = []
     store, link = _forked(tmp_path, "20261122-000000-abcdef", warnings)
