@@ -22,6 +22,7 @@ from typing import Any, Callable, Mapping
 import orjson
 
 from otel_agents.persistence.atomic import atomic_write, remove_stale_temps
+from otel_agents.persistence.collector import collector_paused
 from otel_agents.persistence.events_file import EVENTS_FILE
 from otel_agents.persistence.journal import JOURNAL_FILE
 from otel_agents.persistence.paths import InvalidSessionId, Paths
@@ -71,7 +72,8 @@ def decode_payload(data: bytes, where: str) -> dict[str, Any]:
     except (OSError, EOFError, zlib.error) as exc:
         raise StoreError(f"{where} is truncated or corrupt ({type(exc).__name__}: {exc})") from None
     try:
-        payload = orjson.loads(raw)
+        with collector_paused():  # a large tree is millions of acyclic objects (collector.py)
+            payload = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         raise StoreError(f"{where} does not hold valid JSON ({exc})") from None
     if not isinstance(payload, dict):

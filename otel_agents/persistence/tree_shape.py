@@ -33,15 +33,21 @@ def _need(ok: bool, where: str, what: str) -> None:
         raise ShapeError(f"{where}: {what}")
 
 
+# The checks below run once per node, event and entry of a session (millions at 100k
+# entries): the place is put into words only when a check fails.
+
+
 def _dict(node: Any, key: str, where: str) -> dict:
     value = node.get(key)
-    _need(isinstance(value, dict), f"{where}.{key}", "expected an object")
+    if not isinstance(value, dict):
+        raise ShapeError(f"{where}.{key}: expected an object")
     return value
 
 
 def _list(node: Any, key: str, where: str) -> list:
     value = node.get(key)
-    _need(isinstance(value, list), f"{where}.{key}", "expected a list")
+    if not isinstance(value, list):
+        raise ShapeError(f"{where}.{key}: expected a list")
     return value
 
 
@@ -50,33 +56,45 @@ def _totals(node: dict, where: str) -> None:
     for scope in ("self", "inclusive"):
         values = _dict(totals, scope, f"{where}.totals")
         for key in sc.TOTAL_KEYS:
-            _need(_number(values.get(key)), f"{where}.totals.{scope}.{key}", "expected a number")
+            value = values.get(key)
+            if not (type(value) is int or type(value) is float or _number(value)):
+                raise ShapeError(f"{where}.totals.{scope}.{key}: expected a number")
 
 
 def _span_part(node: dict, where: str) -> None:
-    _need(isinstance(node.get("span_id"), str), f"{where}.span_id", "expected a string")
-    _need(isinstance(node.get("name", ""), str), f"{where}.name", "expected a string")
-    _need(_int(node.get("started_ns")), f"{where}.started_ns", "expected an integer")
-    _need(node.get("ended_ns") is None or _int(node.get("ended_ns")), f"{where}.ended_ns", "expected an integer or null")
-    _need(isinstance(node.get("status"), str), f"{where}.status", "expected a string")
+    if not isinstance(node.get("span_id"), str):
+        raise ShapeError(f"{where}.span_id: expected a string")
+    if not isinstance(node.get("name", ""), str):
+        raise ShapeError(f"{where}.name: expected a string")
+    if not _int(node.get("started_ns")):
+        raise ShapeError(f"{where}.started_ns: expected an integer")
+    ended = node.get("ended_ns")
+    if ended is not None and not _int(ended):
+        raise ShapeError(f"{where}.ended_ns: expected an integer or null")
+    if not isinstance(node.get("status"), str):
+        raise ShapeError(f"{where}.status: expected a string")
     _dict(node, "attributes", where)
     for i, event in enumerate(_list(node, "events", where)):
-        here = f"{where}.events[{i}]"
-        _need(isinstance(event, dict) and _int(event.get("ts")), here, "a record event needs an integer ts")
+        if not (isinstance(event, dict) and _int(event.get("ts"))):
+            raise ShapeError(f"{where}.events[{i}]: a record event needs an integer ts")
         record = event.get("record")
-        _need(isinstance(record, dict), f"{here}.record", "expected an object")
+        if not isinstance(record, dict):
+            raise ShapeError(f"{where}.events[{i}].record: expected an object")
         for key in ("message_id", "event_type"):
-            _need(isinstance(record.get(key), str), f"{here}.record.{key}", "expected a string")
-        _need(record.get("agent_id") is None or isinstance(record.get("agent_id"), str),
-              f"{here}.record.agent_id", "expected a string")
+            if not isinstance(record.get(key), str):
+                raise ShapeError(f"{where}.events[{i}].record.{key}: expected a string")
+        agent_id = record.get("agent_id")
+        if agent_id is not None and not isinstance(agent_id, str):
+            raise ShapeError(f"{where}.events[{i}].record.agent_id: expected a string")
     for i, log in enumerate(_list(node, "logs", where)):
-        here = f"{where}.logs[{i}]"
-        _need(isinstance(log, dict) and _int(log.get("ts")), here, "a log line needs an integer ts")
-        _need(isinstance(log.get("level"), str) and isinstance(log.get("message"), str), here,
-              "a log line needs a string level and message")
+        if not (isinstance(log, dict) and _int(log.get("ts"))):
+            raise ShapeError(f"{where}.logs[{i}]: a log line needs an integer ts")
+        if not (isinstance(log.get("level"), str) and isinstance(log.get("message"), str)):
+            raise ShapeError(f"{where}.logs[{i}]: a log line needs a string level and message")
     for key in ("span_events", "links"):
         for i, item in enumerate(node.get(key) or []):
-            _need(isinstance(item, dict), f"{where}.{key}[{i}]", "expected an object")
+            if not isinstance(item, dict):
+                raise ShapeError(f"{where}.{key}[{i}]: expected an object")
 
 
 def _session(node: Any, where: str) -> None:
@@ -101,6 +119,7 @@ _ENTRY_KEYS = {
             "price_source"),
     "tool": ("latency_ms", "error", "tool", "chars_in", "chars_out"),
 }
+_TOKEN_KEYS = ("input", "output", "cache_read", "cache_write", "reasoning", "total")
 
 
 def _op(op: Any, where: str) -> None:
@@ -111,21 +130,25 @@ def _op(op: Any, where: str) -> None:
     for i, child in enumerate(_list(op, "ops", where)):
         _op(child, f"{where}.ops[{i}]")
     for i, entry in enumerate(_list(op, "accounting", where)):
-        here = f"{where}.accounting[{i}]"
-        _need(isinstance(entry, dict) and entry.get("type") in ("llm", "tool"), here, "expected an llm or tool entry")
-        _need(isinstance(entry.get("status"), str), f"{here}.status", "expected a string")
+        if not (isinstance(entry, dict) and entry.get("type") in ("llm", "tool")):
+            raise ShapeError(f"{where}.accounting[{i}]: expected an llm or tool entry")
+        if not isinstance(entry.get("status"), str):
+            raise ShapeError(f"{where}.accounting[{i}].status: expected a string")
         for key in _ENTRY_KEYS[entry["type"]]:  # every key a ledger record is made of
-            _need(key in entry, f"{here}.{key}", "missing")
+            if key not in entry:
+                raise ShapeError(f"{where}.accounting[{i}].{key}: missing")
         if entry["type"] == "llm":
-            tokens = _dict(entry, "tokens", here)
-            for key in ("input", "output", "cache_read", "cache_write", "reasoning", "total"):
-                _need(_int(tokens.get(key)), f"{here}.tokens.{key}", "expected an integer")
-            _need(entry.get("cost_usd") is None or _number(entry.get("cost_usd")), f"{here}.cost_usd",
-                  "expected a number or null")
+            tokens = _dict(entry, "tokens", f"{where}.accounting[{i}]")
+            for key in _TOKEN_KEYS:
+                if not _int(tokens.get(key)):
+                    raise ShapeError(f"{where}.accounting[{i}].tokens.{key}: expected an integer")
+            cost = entry.get("cost_usd")
+            if cost is not None and not _number(cost):
+                raise ShapeError(f"{where}.accounting[{i}].cost_usd: expected a number or null")
     if kind == "session":
         _session(op.get("session"), f"{where}.session")
-    else:
-        _need(op.get("session") is None, f"{where}.session", "only a session operation has a child session")
+    elif op.get("session") is not None:
+        raise ShapeError(f"{where}.session: only a session operation has a child session")
 
 
 def check_session_shape(session: Any) -> None:
