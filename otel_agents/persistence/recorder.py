@@ -50,10 +50,11 @@ from otel_agents.persistence.store import (
     created_ns_of,
     make_meta,
     make_payload,
+    meta_after_run,
     run_summary,
     this_writer,
 )
-from otel_agents.persistence.timestamps import iso_ts
+from otel_agents.persistence.timestamps import iso_ts, parse_iso_ts
 from otel_agents.persistence.tree import assemble_session, build_tree, merge_trees, span_operation
 from otel_agents.tracing import semconv as sc
 from otel_agents.tracing.spandata import SpanData, SpanReader, hex_span_id, hex_trace_id
@@ -152,6 +153,11 @@ class SessionRecorder(SpanProcessor):
         self._trace_open: dict[str, set[int]] = {}
         self._trace_nodes: dict[str, tuple[list[dict], list[dict]]] = {}
         self._last_meta: dict[str, Any] | None = None  # the last meta.json written (or found, on resume)
+        # make_meta of every run so far, exactly, while no run is open: a run's end adds its own
+        # run to it (meta_after_run) instead of building the whole session's tree each time.
+        self._settled: dict[str, Any] | None = None
+        self._settled_end_ns = 0  # no entry of the settled runs completed after this
+        self._changed_traces: set[str] = set()  # traces with a span started or ended since
         self._base_billed = True  # resume: whether the earlier runs were all in the ledger
         self._open_runs = 0
         self._saved_bytes = 0  # spans.jsonl + events.jsonl of earlier runs (resume)
@@ -183,6 +189,10 @@ class SessionRecorder(SpanProcessor):
             if self.base_tree is None and checkpoint_is_current(store, meta):
                 # Everything the journal holds is in the checkpoint: no need to read either now.
                 self._base_tree_due = True
+                try:  # meta.json was written after its runs had ended: no entry of them is later
+                    self._settle(meta, parse_iso_ts(meta["updated"]))
+                except (KeyError, TypeError, ValueError):
+                    pass
             elif store.journal_path.exists():
                 lines = read_event_lines(store.events_path, self.warn) if store.events_path.exists() else []
                 self._base = spans_from_journal(read_journal(store.journal_path, self.warn), lines)
@@ -216,6 +226,7 @@ class SessionRecorder(SpanProcessor):
                     return
                 self._open[context.span_id] = span
                 data = self._scrub(self._reader.read(span))
+                self._changed_traces.add(data.trace_id)
                 self._trace_open.setdefault(data.trace_id, set()).add(context.span_id)
                 self._trace_nodes.pop(data.trace_id, None)
                 self._dirty = True
@@ -244,6 +255,7 @@ class SessionRecorder(SpanProcessor):
                 recorded = self._recorded.pop(context.span_id, set())
                 data = self._scrub(self._reader.read(span, recorded))
                 self._finished[context.span_id] = data
+                self._changed_traces.add(data.trace_id)
                 self._trace_open.get(data.trace_id, set()).discard(context.span_id)
                 self._trace_spans.setdefault(data.trace_id, []).append(data)
                 self._trace_nodes.pop(data.trace_id, None)
@@ -361,9 +373,11 @@ class SessionRecorder(SpanProcessor):
             try:
                 tree = tree if tree is not None else self.tree()
                 meta = self._meta(tree)
+                settled = dict(meta) if self._open_runs == 0 else None
                 written = self.store.save_tree(make_payload(tree, meta))
                 meta["checkpoint"] = checkpoint_mark(self.store)
                 self._save_meta(meta)
+                self._settle_tree(tree, settled)
             except Exception as exc:
                 self._fail_store(exc)
                 return None
@@ -376,10 +390,11 @@ class SessionRecorder(SpanProcessor):
 
     def _run_started(self, root: SpanData) -> None:
         """meta.json says "running" from the last one written (building a tree here would cost a run's worth)."""
-        if self._last_meta is None:
+        base = self._settled if self._settled is not None else self._last_meta
+        if base is None:
             self._write_meta()
             return
-        meta = self._meta_now(dict(self._last_meta))
+        meta = self._meta_now(dict(base))
         meta.pop("checkpoint", None)
         meta["runs"] = int(meta.get("runs") or 0) + 1
         meta["last_run"] = run_summary(
@@ -397,6 +412,7 @@ class SessionRecorder(SpanProcessor):
         run = next((r for r in run_tree["runs"] if r["span_id"] == root.span_id), None)
         if run is not None:
             self._flush_ledger(ledger_records(run_tree, runs=[run["index"]]))
+        self._settle_run(root, run_tree)
         if self.defer_run_end_writes:
             self._run_end_due = True
         else:
@@ -406,8 +422,42 @@ class SessionRecorder(SpanProcessor):
         self._run_end_due = False
         if self._checkpoint_due():
             self.checkpoint()
-        else:
+        elif self._settled is None:
             self._write_meta()
+        elif self._open_runs == 0:
+            self._write_meta_dict(self._meta_now(dict(self._settled)))
+        # else a run began meanwhile (a recorder process writes later): its start wrote
+        # meta.json from the settled runs, this one included
+
+    # A run's end costs its own run, not the session: meta.json comes from the runs
+    # before it (settled) and this run. Building the whole tree at each run's end made a
+    # session of many runs quadratic, and a resumed large session paid its whole tree.
+    def _settle(self, meta: Mapping[str, Any], end_ns: int) -> None:
+        self._settled = {k: v for k, v in meta.items() if k != "checkpoint"}
+        self._settled_end_ns = end_ns
+        self._changed_traces.clear()
+
+    def _settle_tree(self, tree: Mapping[str, Any], meta: Mapping[str, Any] | None) -> None:
+        """``meta``: made from ``tree``, the whole session, with no run open (else None)."""
+        ended = tree.get("ended_ns")
+        if meta is not None and isinstance(ended, int):
+            self._settle(meta, ended)
+        else:
+            self._settled = None
+
+    def _settle_run(self, root: SpanData, run_tree: Mapping[str, Any]) -> None:
+        settled, self._settled = self._settled, None
+        if (
+            settled is None
+            or self._open_runs
+            or self._changed_traces != {root.trace_id}  # nothing but this run since
+            or root.start_ns <= self._settled_end_ns  # began after the settled runs' entries
+            or root.end_ns is None
+        ):
+            return
+        meta = meta_after_run(settled, run_tree)
+        if meta is not None:
+            self._settle(meta, root.end_ns)
 
     def idle(self) -> bool:
         """Nothing is waiting to be recorded: do the writes a run's end left for now; True if more remains.
@@ -498,7 +548,10 @@ class SessionRecorder(SpanProcessor):
         if self._store_failed:
             return
         try:
-            self._save_meta(self._meta(tree if tree is not None else self.tree()))
+            tree = tree if tree is not None else self.tree()
+            meta = self._meta(tree)
+            self._save_meta(meta)
+            self._settle_tree(tree, dict(meta) if self._open_runs == 0 else None)
         except Exception as exc:
             self._fail_store(exc)
 

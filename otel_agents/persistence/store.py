@@ -230,6 +230,51 @@ def make_meta(
     return meta
 
 
+def meta_after_run(settled: Mapping[str, Any], run_tree: Mapping[str, Any]) -> dict[str, Any] | None:
+    """``make_meta`` of a session that is ``settled``'s plus the one run of ``run_tree``, without that session's tree.
+
+    ``settled``: ``make_meta`` of the session so far, no run in progress; ``run_tree``: the
+    next run alone (``assemble_session`` of its trace), which began after every earlier
+    run had ended. Its totals are folded on from the earlier ones, the same fold as over
+    the whole tree. None when the run does not fit that picture (the caller then builds
+    the whole tree): not exactly one run and no other operation, an undeclared or
+    unexpected run index, or summary fields missing.
+    """
+    runs = run_tree.get("runs") or []
+    if len(runs) != 1 or run_tree.get("ops"):
+        return None
+    run = runs[0]
+    before = settled.get("runs")
+    totals = settled.get("totals")
+    declared = (run.get("attributes") or {}).get(sc.RUN_INDEX)
+    last = settled.get("last_run")
+    if (
+        not isinstance(before, int) or isinstance(before, bool)
+        or isinstance(declared, bool) or declared != before + 1  # the run's index, and the last one
+        or (before and not (isinstance(last, dict) and last.get("index") == before))
+        or not isinstance(totals, dict) or not all(key in totals for key in sc.TOTAL_KEYS)
+        or not isinstance(settled.get("agents"), int) or run.get("ended_ns") is None
+    ):
+        return None
+    from otel_agents.persistence.tree import fold_totals, session_entries, session_status
+
+    meta = dict(settled)
+    meta.pop("checkpoint", None)
+    meta.update({
+        "title": settled.get("title") if settled.get("title") is not None else title_of(run_tree),
+        "runs": before + 1,
+        "status": session_status(([settled.get("status")] if before else []) + [run["status"]]),
+        "agents": settled["agents"] + len(run_tree.get("agents", {})),
+        "root_agent": settled.get("root_agent") if before else run_tree.get("agent_name"),
+        "totals": fold_totals(session_entries(runs, []), start=totals),
+        "writer": None,
+        "last_run": run_summary(run, before + 1),
+    })
+    if (run.get("attributes") or {}).get(sc.RUN_REDACTED_SAVE):
+        meta["redacted"] = True
+    return meta
+
+
 def this_writer() -> dict[str, Any]:
     """How meta.json names the process writing a session (see :func:`writer_alive`)."""
     return {"pid": os.getpid(), "host": socket.gethostname()}

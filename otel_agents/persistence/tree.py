@@ -320,18 +320,9 @@ def assemble_session(session_id: str | None, runs: list[dict], ops: list[dict]) 
     for k, op in enumerate(ops, start=1):
         _assign_op_paths(op, (), (0, k))
     first = numbered[0] if numbered else None
-    statuses = [r["status"] for r in numbered]
-    if STATUS_IN_PROGRESS in statuses:
-        status = STATUS_IN_PROGRESS
-    elif STATUS_ERROR in statuses:
-        status = STATUS_ERROR
-    elif STATUS_CANCELLED in statuses:
-        status = STATUS_CANCELLED
-    else:
-        status = STATUS_OK
+    status = session_status([r["status"] for r in numbered])
     errors = [r["error"] for r in numbered if r.get("error")]
-    entries = [e for run in numbered for e in _all_entries(run)]
-    entries += [e for op in ops for e in _op_entries(op, cross_sessions=True)]
+    entries = session_entries(numbered, ops)
     self_entries = [e for run in numbered for e in _session_self_entries(run)]
     self_entries += [e for op in ops for e in _op_entries(op, cross_sessions=False)]
     trace_ids: list[str] = []
@@ -642,9 +633,31 @@ def empty_totals() -> dict[str, int | float]:
     return totals
 
 
-def fold_totals(entries: Iterable[Mapping[str, Any]]) -> dict[str, int | float]:
-    """Totals as the runtime keeps them (runtime/accounting.py), in completion order."""
-    totals = empty_totals()
+def session_status(run_statuses: Iterable[str]) -> str:
+    """A session's status from its runs': in progress, else failed, else cancelled, else ok."""
+    statuses = set(run_statuses)
+    for status in (STATUS_IN_PROGRESS, STATUS_ERROR, STATUS_CANCELLED):
+        if status in statuses:
+            return status
+    return STATUS_OK
+
+
+def session_entries(runs: Iterable[Mapping[str, Any]], ops: Iterable[Mapping[str, Any]]) -> list[dict]:
+    """Every accounting entry of a session's runs and operations, sub-agents included (its inclusive totals)."""
+    entries = [e for run in runs for e in _all_entries(run)]
+    entries += [e for op in ops for e in _op_entries(op, cross_sessions=True)]
+    return entries
+
+
+def fold_totals(
+    entries: Iterable[Mapping[str, Any]], start: Mapping[str, int | float] | None = None
+) -> dict[str, int | float]:
+    """Totals as the runtime keeps them (runtime/accounting.py), in completion order.
+
+    ``start``: the totals of entries that all completed before these (folding on from
+    them is the same fold as over all the entries at once).
+    """
+    totals = dict(start) if start is not None else empty_totals()
     for entry in sorted(entries, key=lambda e: e.get("ts") or 0):
         if entry["type"] == KIND_TOOL:
             totals["tool_calls"] += 1

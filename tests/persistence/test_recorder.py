@@ -159,6 +159,59 @@ def test_the_ledger_is_read_while_idle_and_run_ends_read_only_what_was_appended_
     assert verify_session(tree, read_event_lines(recorded.store.events_path), ledger) == []
 
 
+@pytest.fixture
+def run_end_summaries(monkeypatch):
+    """After every run's end: meta.json as written, the whole tree's summary, and whether a tree was built."""
+    from otel_agents.persistence.recorder import SessionRecorder
+
+    seen = []
+    original_write, original_tree = SessionRecorder._write_after_run, SessionRecorder.tree
+    builds = []
+
+    def tree(self):
+        builds.append(1)
+        return original_tree(self)
+
+    def write_after_run(self):
+        builds.clear()
+        original_write(self)
+        built = bool(builds)
+        whole = self._meta(original_tree(self))  # what a summary of the whole tree says now
+        seen.append((self.store.read_meta(), whole, built))
+
+    monkeypatch.setattr(SessionRecorder, "tree", tree)
+    monkeypatch.setattr(SessionRecorder, "_write_after_run", write_after_run)
+    return seen
+
+
+def _same_summary(written, whole):
+    drop = {"updated", "checkpoint"}
+    return {k: v for k, v in written.items() if k not in drop} == {k: v for k, v in whole.items() if k not in drop}
+
+
+def test_a_runs_end_summary_equals_the_whole_trees_without_building_it(record, run_end_summaries):
+    prompts = ["Create Jack and Jill for a cafe discussion", "And then?", "Once more", "Last one"]
+    recorded = record(prompts=prompts, policy=CheckpointPolicy(growth=1e9))  # run ends write meta.json only
+    assert len(run_end_summaries) == 4
+    for written, whole, built in run_end_summaries:
+        assert _same_summary(written, whole)
+        assert "checkpoint" not in written  # the tree on disk does not hold this run yet
+    # The first run's end had no settled runs before it to add to; after that, no tree was built.
+    assert [built for _, _, built in run_end_summaries] == [True, False, False, False]
+    assert run_end_summaries[-1][0]["runs"] == 4
+    assert run_end_summaries[-1][0]["totals"]["llm_calls"] > run_end_summaries[0][0]["totals"]["llm_calls"]
+    assert recorded.store.read_meta()["totals"] == recorded.store.load_tree()["totals"]["inclusive"]
+
+
+def test_a_resumed_sessions_run_end_adds_to_its_saved_summary(record, home, run_end_summaries):
+    first = record(prompts=["Create Jack and Jill for a cafe discussion", "And then?"])
+    run_end_summaries.clear()
+    recorder, store = _resume(first, home, "Once more", resume=True)
+    ((written, whole, built),) = run_end_summaries
+    assert _same_summary(written, whole) and written["runs"] == 3
+    assert not built  # the saved tree was not decoded for it
+
+
 def _resume(first, home, prompt, **recorder_kwargs):
     """A second process's view: a new provider and session continuing ``first``'s directory."""
     import asyncio
