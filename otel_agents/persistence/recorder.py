@@ -422,9 +422,9 @@ class SessionRecorder(SpanProcessor):
         self._run_end_due = False
         if self._checkpoint_due():
             self.checkpoint()
-        elif self._settled is None:
-            self._write_meta()
-        elif self._open_runs == 0:
+        elif self._settled is None or (self._changed_traces and not self._open_runs):
+            self._write_meta()  # not known from the runs alone, or something else happened since
+        elif not self._open_runs:
             self._write_meta_dict(self._meta_now(dict(self._settled)))
         # else a run began meanwhile (a recorder process writes later): its start wrote
         # meta.json from the settled runs, this one included

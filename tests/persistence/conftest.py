@@ -93,6 +93,7 @@ def record(home, monkeypatch, write_script):
         prepare=None,
         attach=None,
         ready=None,
+        between=None,
     ) -> Recorded:
         from opentelemetry.sdk.trace.export import SimpleSpanProcessor
         from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -132,7 +133,10 @@ def record(home, monkeypatch, write_script):
         recorded = Recorded(session, recorder, store, paths.billing_file, exporter, warnings=warnings)
         if ready is not None:
             ready(recorder)  # e.g. the idle moments a recorder process has before the first message
-        for prompt in list(prompts) if prompts is not None else list(loaded.prompts) or ["Go"]:
+        prompt_list = list(prompts) if prompts is not None else list(loaded.prompts) or ["Go"]
+        for number, prompt in enumerate(prompt_list):
+            if number and between is not None:
+                between(session)  # e.g. an outside event between two runs
             context = RunContext(source="cli", script=loaded.source)
             recorded.utterances.append(str(asyncio.run(session.run(prompt, context=context))))
         recorder.close()

@@ -203,6 +203,18 @@ def test_a_runs_end_summary_equals_the_whole_trees_without_building_it(record, r
     assert recorded.store.read_meta()["totals"] == recorded.store.load_tree()["totals"]["inclusive"]
 
 
+def test_an_outside_event_between_runs_makes_the_next_run_end_summarise_the_whole_tree(record, run_end_summaries):
+    def between(session):
+        session.external(session.root, "The cafe closes early today.")  # a trace of its own, not a run
+
+    recorded = record(prompts=["Create Jack and Jill for a cafe discussion", "And then?", "Once more"],
+                      policy=CheckpointPolicy(growth=1e9), between=between)
+    assert all(_same_summary(written, whole) for written, whole, _ in run_end_summaries)
+    assert [built for _, _, built in run_end_summaries] == [True, True, True]
+    tree = recorded.store.load_tree()
+    assert [op["name"] for op in tree["ops"]] == ["external_input main"] * 2
+
+
 def test_a_resumed_sessions_run_end_adds_to_its_saved_summary(record, home, run_end_summaries):
     first = record(prompts=["Create Jack and Jill for a cafe discussion", "And then?"])
     run_end_summaries.clear()
