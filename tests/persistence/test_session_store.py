@@ -17,6 +17,7 @@ from otel_agents.persistence.store import (
     list_sessions,
     make_meta,
     make_payload,
+    meta_after_run,
     title_of,
 )
 from otel_agents.persistence.tree import assemble_session
@@ -127,3 +128,24 @@ def test_title_is_the_first_user_prompt_shortened():
     title = title_of({"runs": [run]})
     assert title.startswith("word word") and len(title) == 80 and title.endswith("…")
     assert title_of({"runs": []}) is None
+
+
+def test_a_summary_plus_one_run_is_the_summary_of_both(record):
+    recorded = record(prompts=["Create Jack and Jill for a cafe discussion", "And then?"])
+    tree = recorded.store.load_tree()
+    first, second = tree["runs"]
+
+    def summary(runs):
+        return make_meta(assemble_session(tree["id"], runs, []), created_ns=1, updated_ns=2)
+
+    settled = summary([first])
+    assert meta_after_run(settled, assemble_session(tree["id"], [second], [])) == summary([first, second])
+    assert summary([first, second])["totals"] == tree["totals"]["inclusive"]
+    # What it cannot be sure of is left to a summary of the whole tree:
+    both = assemble_session(tree["id"], [first, second], [])
+    assert meta_after_run(settled, both) is None  # not one run
+    with_op = dict(assemble_session(tree["id"], [second], []), ops=[{"span_id": "x"}])
+    assert meta_after_run(settled, with_op) is None  # an operation outside runs
+    assert meta_after_run(dict(settled, runs=3), assemble_session(tree["id"], [second], [])) is None  # index
+    partial = dict(settled, totals={k: v for k, v in settled["totals"].items() if k != "cost_usd"})
+    assert meta_after_run(partial, assemble_session(tree["id"], [second], [])) is None
