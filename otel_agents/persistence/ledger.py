@@ -162,8 +162,8 @@ class LedgerAppender:
     run end cost the whole billing history (0.3 s at 200,000 records). The appender reads
     it once and afterwards, still under the lock at each append, only what other writers
     appended since. It reads it all again when the file is not the one it read: replaced
-    (``billing rebuild``), shorter than what it read, or with other bytes just before
-    where it stopped (rewritten in place). Idempotency is as with :func:`append_records`.
+    (``billing rebuild``), shorter than what it read, or with another line where its last
+    read line began (rewritten in place). Idempotency is as with :func:`append_records`.
     """
 
     _HEAD = 256  # bytes of the last line read, compared at each append: its record id is unique
