@@ -92,7 +92,10 @@ def _span_part(node: dict, where: str) -> None:
         if not (isinstance(log.get("level"), str) and isinstance(log.get("message"), str)):
             raise ShapeError(f"{where}.logs[{i}]: a log line needs a string level and message")
     for key in ("span_events", "links"):
-        for i, item in enumerate(node.get(key) or []):
+        items = node.get(key) or []
+        if not isinstance(items, list):
+            raise ShapeError(f"{where}.{key}: expected a list")
+        for i, item in enumerate(items):
             if not isinstance(item, dict):
                 raise ShapeError(f"{where}.{key}[{i}]: expected an object")
 
