@@ -19,7 +19,6 @@ from otel_agents.persistence.collector import collector_paused
 
 __all__ = [
     "TREE_FILE", "find_span", "read_events", "read_event_file", "read_tree", "records_from_tree", "span_nodes",
-    "walk_dicts",
 ]
 
 # persistence.store.TREE_FILE, spelled out: importing the store (and the tree builder) costs
@@ -114,24 +113,22 @@ def read_tree(path: Path) -> dict[str, Any]:
         raise SessionDataError(str(exc)) from None
 
 
-def walk_dicts(document: Any) -> Iterator[dict[str, Any]]:
-    """Every dict in a JSON document, in document order (iterative: trees can be deep)."""
-    if not isinstance(document, (dict, list)):
-        return
-    containers = (dict, list)
-    stack = [document]
-    while stack:
-        value = stack.pop()
-        if isinstance(value, dict):
-            yield value
-            stack.extend([v for v in value.values() if isinstance(v, containers)][::-1])
-        else:
-            stack.extend([v for v in value if isinstance(v, containers)][::-1])
-
-
 def span_nodes(document: Any) -> Iterator[dict[str, Any]]:
-    for node in walk_dicts(document):
-        if isinstance(node.get("span_id"), str) and isinstance(node.get("attributes"), Mapping):
+    """Every node with span data (runs, turns, operations, sub-agent sessions) of a session
+    tree or of a tree.json.gz payload holding one.
+
+    It follows the tree's shape rather than every dict in it (attributes, records,
+    accounting): at 100k entries that walk took as long as decoding the file.
+    """
+    from otel_agents.persistence.tree import iter_nodes
+
+    if not isinstance(document, Mapping):
+        return
+    session = document.get("session")
+    if "version" in document and isinstance(session, Mapping):
+        document = session
+    for _, node in iter_nodes(document):
+        if isinstance(node, Mapping) and isinstance(node.get("span_id"), str) and isinstance(node.get("attributes"), Mapping):
             yield node
 
 

@@ -90,20 +90,30 @@ async def test_a_record_of_the_wrong_shape_is_a_clear_error(scripted_session, tm
             SessionViewer.from_session_dir(path, cache_dir=cache_dir)
 
 
-def test_find_span_walks_any_nesting():
+def test_span_nodes_follow_the_trees_shape():
+    def op(span_id, *children, **more):
+        return {"span_id": span_id, "attributes": {"k": span_id}, "ops": list(children), **more}
+
+    sub_agent = {"span_id": "dddddddddddddddd", "attributes": {}, "turns": [{"span_id": "eeeeeeeeeeeeeeee",
+                                                                            "attributes": {}, "ops": [op("ffffffffffffffff")]}]}
     document = {
         "version": 1,
         "session": {
-            "runs": [
-                {"span_id": "aaaaaaaaaaaaaaaa", "attributes": {}, "turns": [{"ops": [{"x": [[{"span_id": "BBBBBBBBBBBBBBBB", "attributes": {"k": 1}}]]}]}]}
-            ]
+            "runs": [{"span_id": "aaaaaaaaaaaaaaaa", "attributes": {},
+                      "turns": [{"span_id": "1111111111111111", "attributes": {},
+                                 "ops": [op("BBBBBBBBBBBBBBBB", op("cccccccccccccccc", session=sub_agent))]}]}],
+            "ops": [op("9999999999999999")],
+            "agents": {"agent_001": {"span_id": "not-a-node", "attributes": {}}},  # not where spans are
         },
-        "meta": {"span_id": "not-a-node"},  # no attributes: not a span node
+        "meta": {"span_id": "not-a-node-either", "attributes": {}},
     }
-    assert find_span(document, "bbbbbbbbbbbbbbbb")["attributes"] == {"k": 1}
-    assert find_span(document, "not-a-node") is None
-    assert [n["span_id"] for n in span_nodes(document)] == ["aaaaaaaaaaaaaaaa", "BBBBBBBBBBBBBBBB"]
-    deep: dict = {"span_id": "cccccccccccccccc", "attributes": {}}
-    for _ in range(5000):  # deeper than Python's recursion limit
-        deep = {"children": [deep]}
-    assert find_span(deep, "cccccccccccccccc") is not None
+    assert find_span(document, "bbbbbbbbbbbbbbbb")["attributes"] == {"k": "BBBBBBBBBBBBBBBB"}
+    assert find_span(document, "not-a-node") is None and find_span(document, "not-a-node-either") is None
+    assert [n["span_id"] for n in span_nodes(document)] == [
+        "aaaaaaaaaaaaaaaa", "1111111111111111", "BBBBBBBBBBBBBBBB", "cccccccccccccccc", "dddddddddddddddd",
+        "eeeeeeeeeeeeeeee", "ffffffffffffffff", "9999999999999999"]
+    assert [n["span_id"] for n in span_nodes(document["session"])] == [n["span_id"] for n in span_nodes(document)]
+    deep = op("0000000000000001")
+    for _ in range(400):  # as deep as orjson decodes (1,024 levels of JSON)
+        deep = op("0000000000000000", deep)
+    assert find_span({"runs": [], "ops": [deep]}, "0000000000000001") is not None
