@@ -16,7 +16,8 @@ from otel_agents.resume import (
     merge_records,
     restore_session,
 )
-from otel_agents.runtime.scenario import build_session, resolve_model
+from otel_agents.llm.scripted_provider import register_script
+from otel_agents.runtime.scenario import build_session
 from otel_agents.tracing.records import make_record
 
 SCRIPT = {
@@ -67,7 +68,7 @@ def test_restored_session_has_every_agent_transcript_and_counter(memory_tracing)
 
 
 def test_a_restored_session_answers_as_the_original_would(memory_tracing):
-    resolve_model(parse_script(SCRIPT, "inline"), None)
+    register_script(parse_script(SCRIPT, "inline"))  # the restored session's own client was not told of it
     original = run_prompts(memory_tracing, ["first"])
     saved = saved_from(memory_tracing, original)
     restored = restore_session(saved, telemetry=memory_tracing.telemetry)

@@ -140,9 +140,10 @@ def resume_session_command(session_id, prompts, script_name, model_opts, otlp_fi
     from otel_agents.runtime.scenario import install_hooks, resolve_model
     from otel_agents.runtime.session import RunContext
 
-    resolve_model(script, model)  # registers the scripted model the saved agents name
     tracing = configure(otlp_file)
     llm = make_llm(tracing, model_opts)
+    if resolve_model(script, model) == script.model:
+        llm.use_script(script)  # the scripted model the saved agents name
     try:
         session = restore_session(
             saved,

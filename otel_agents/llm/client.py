@@ -150,8 +150,16 @@ class LLMClient:
     api_key: str | None = None
     capture_input_messages: bool = False
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+    # Scripts the offline ``scripted`` provider answers from, handed to it at the first call:
+    # a command imports litellm (about 3 s) only once it calls a model, after the recorder forked.
+    scripts: list[Any] = field(default_factory=list)
     # trace id -> ids of the tool definitions already on a chat span of that trace
     _tools_sent: dict[int, set[str]] = field(default_factory=dict, init=False, repr=False)
+
+    def use_script(self, script: Any) -> str:
+        """Answer ``scripted/<name>`` calls from ``script`` (an ``llm.scripts.Script``); returns that model."""
+        self.scripts.append(script)
+        return script.model
 
     async def complete(
         self, request: ChatRequest, on_message: Callable[[dict[str, Any]], str]
@@ -230,7 +238,10 @@ class LLMClient:
 
         litellm = load_litellm()
         if request.model.startswith("scripted/"):
-            from otel_agents.llm.scripted_provider import PROVIDER  # noqa: F401  (registers the provider)
+            from otel_agents.llm.scripted_provider import register_script  # registers the provider
+
+            while self.scripts:
+                register_script(self.scripts.pop(0))
         kwargs: dict[str, Any] = {
             "model": request.model,
             "messages": list(request.messages),

@@ -76,12 +76,11 @@ def install_hooks(session: Session, specs: Iterable[HookSpec]) -> None:
 
 
 def resolve_model(script: Script, model: str | None) -> str:
-    """The model every agent uses: the override, else the script's scripted model."""
+    """The model every agent uses: the override, else the script's scripted model
+    (which the session's LLM client answers from the script: ``LLMClient.use_script``)."""
     if model and not model.startswith("scripted/"):
         return model
-    from otel_agents.llm.scripted_provider import register_script
-
-    return register_script(script)
+    return script.model
 
 
 def build_session(
@@ -94,5 +93,7 @@ def build_session(
     resolved = resolve_model(script, model)
     root = AgentSpec(script.root_name, resolved, script.root_system_prompt, tuple(tools))
     session = Session(root=root, **session_kwargs)
+    if resolved == script.model:
+        session.llm.use_script(script)
     install_hooks(session, script.hooks)
     return session

@@ -57,6 +57,13 @@ def _record_session(home: Path, priced: bool, prompts: list[str]) -> str:
     from otel_agents.llm.litellm_loader import load_litellm
 
     cost_map = load_litellm().model_cost
+    if not priced:
+        # Register the script now (the client would at its first call, with the demo price),
+        # so that its price can be taken away for this run.
+        from otel_agents.llm.scripted_provider import register_script
+
+        register_script(script)
+        llm.scripts.clear()
     demo_price = cost_map.get(script.model)
     if not priced:
         cost_map.pop(script.model, None)

@@ -196,7 +196,10 @@ def cli_runs(tmp_path_factory):
     }
     for tag, (protocol, _) in FAILURES.items():
         endpoint = failing[tag].endpoint if tag in failing else unused_endpoint()
-        jobs[tag] = {"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint, "OTEL_EXPORTER_OTLP_PROTOCOL": protocol}
+        # Every span waits for the flush at exit, however slow the machine (a run longer than the
+        # 5 s default delay would export, and pay the failure, in the background): the exit is tested.
+        jobs[tag] = {"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint, "OTEL_EXPORTER_OTLP_PROTOCOL": protocol,
+                     "OTEL_BSP_SCHEDULE_DELAY": "60000"}
         if tag.endswith("30s-timeout"):
             jobs[tag]["OTEL_EXPORTER_OTLP_TIMEOUT"] = "30"
     try:
