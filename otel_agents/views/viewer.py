@@ -417,5 +417,15 @@ class SessionViewer:
             message_count=count,
             attempt=int(attempt) if attempt is not None else None,
             messages=[message_from_record(r) for r in records],
-            tools=json.loads(tools) if isinstance(tools, str) else tools,
+            tools=_tool_schemas(span_id, tools),
         )
+
+
+def _tool_schemas(span_id: str, tools: Any) -> Any:
+    """The schemas a chat span sent, from their JSON text (a copy cut short in transit is named)."""
+    if not isinstance(tools, str):
+        return tools
+    try:
+        return json.loads(tools)
+    except ValueError:
+        raise SessionDataError(f"chat span {span_id}: its tool schemas are not whole JSON (cut short in transit?)") from None

@@ -176,3 +176,12 @@ async def test_context_whose_tool_definitions_are_missing_is_refused(scripted_se
     chat = saved.chat_spans()[-1]
     with pytest.raises(SessionDataError, match=f"sent tool definitions {chat.attributes[sc.REQUEST_TOOLS_ID]}, which no span"):
         SessionViewer(saved.events, tree).chat_context(chat.span_id)
+
+
+async def test_tool_schemas_cut_short_are_named(scripted_session, jack_and_jill_script):
+    saved = await scripted_session(jack_and_jill_script, ["Create Jack and Jill for a cafe discussion"])
+    tree = saved.tree
+    holder = next(n for n in _nodes(tree) if sc.REQUEST_TOOLS in n["attributes"])
+    holder["attributes"][sc.REQUEST_TOOLS] = holder["attributes"][sc.REQUEST_TOOLS][:40]  # a capped network copy
+    with pytest.raises(SessionDataError, match="tool schemas are not whole JSON"):
+        SessionViewer(saved.events, tree).chat_context(holder["span_id"])
