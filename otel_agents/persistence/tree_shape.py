@@ -68,7 +68,7 @@ def _span_part(node: dict, where: str) -> None:
         raise ShapeError(f"{where}.name: expected a string")
     if not _int(node.get("started_ns")):
         raise ShapeError(f"{where}.started_ns: expected an integer")
-    ended = node.get("ended_ns")
+    ended = node.get("ended_ns", "missing")  # readers index it: null (in progress) is written out
     if ended is not None and not _int(ended):
         raise ShapeError(f"{where}.ended_ns: expected an integer or null")
     if not isinstance(node.get("status"), str):

@@ -68,6 +68,7 @@ DAMAGE = {
     "an attempt without its cost": (lambda t: _first_op(t)["accounting"][0].pop("cost_usd"),
                                     "session.runs[0].turns[0].ops[0].accounting[0].cost_usd: missing"),
     "a tool call without its name": (lambda t: _first_tool(t)["accounting"][0].pop("tool"), ".accounting[0].tool: missing"),
+    "a run without its end": (lambda t: t["runs"][0].pop("ended_ns"), "session.runs[0].ended_ns: expected an integer or null"),
     "span events are a number": (lambda t: t["runs"][0].__setitem__("span_events", 5),
                                  "session.runs[0].span_events: expected a list"),
     "a run without index": (lambda t: t["runs"][1].pop("index"), "session.runs[1].index: expected an integer"),

@@ -532,8 +532,12 @@ def _edit_meta(change):
     return apply
 
 
+def _first_llm_op(session):
+    return session["runs"][0]["turns"][0]["ops"][0]
+
+
 def _first_llm_entry(session):
-    return session["runs"][0]["turns"][0]["ops"][0]["accounting"][0]
+    return _first_llm_op(session)["accounting"][0]
 
 
 def _edit_journal(change):
@@ -598,6 +602,9 @@ DAMAGE = {
         _edit_tree(lambda s: s["runs"][0]["turns"][0]["attributes"].__setitem__(
             "otel_agents.totals.self.cost_usd", [0.1])),
         ["sessions", "verify", "{sid}"]),
+    # Found by the suite's own run in CI on 2026-11-22 (KeyError in verify):
+    "tree: an operation without its end": (
+        _edit_tree(lambda s: _first_llm_op(s).pop("ended_ns")), ["sessions", "verify", "{sid}"]),
 }
 
 
