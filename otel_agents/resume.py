@@ -54,18 +54,18 @@ def saved_runs(tree: Mapping[str, Any] | None) -> tuple[int, SavedRun | None]:
         return 0, None
     last = runs[-1]
     attributes = last.get("attributes") or {}
-    try:
-        int(last["trace_id"], 16), int(last["span_id"], 16)  # the next run links to them
-    except (KeyError, TypeError, ValueError):
-        raise ResumeError("the last run's trace and span ids are not hex") from None
-    run = SavedRun(
-        index=int(last.get("index") or len(runs)),
-        trace_id=last["trace_id"],
-        span_id=last["span_id"],
-        script=_name_or_none(attributes.get(sc.RUN_SCRIPT), "script"),
-        model_override=_name_or_none(attributes.get(sc.RUN_MODEL), "model"),
-    )
+    run = _last_run(int(last.get("index") or len(runs)), last.get("trace_id"), last.get("span_id"),
+                    attributes.get(sc.RUN_SCRIPT), attributes.get(sc.RUN_MODEL))
     return max(len(runs), run.index), run
+
+
+def _last_run(index: int, trace_id: Any, span_id: Any, script: Any, model: Any) -> SavedRun:
+    """The run the next one links to, checked: hex ids, and names that are names."""
+    try:
+        int(trace_id, 16), int(span_id, 16)
+    except (TypeError, ValueError):
+        raise ResumeError("the last run's trace and span ids are not hex") from None
+    return SavedRun(index, trace_id, span_id, _name_or_none(script, "script"), _name_or_none(model, "model"))
 
 
 def _name_or_none(value: Any, what: str) -> str | None:
@@ -84,9 +84,8 @@ def runs_from_meta(meta: Mapping[str, Any]) -> tuple[int, SavedRun | None]:
     if last is None:
         return count, None
     try:
-        run = SavedRun(int(last["index"]), str(last["trace_id"]), str(last["span_id"]),
-                       _name_or_none(last.get("script"), "script"), _name_or_none(last.get("model"), "model"))
-        int(run.trace_id, 16), int(run.span_id, 16)  # the next run links to them
+        run = _last_run(int(last["index"]), str(last["trace_id"]), str(last["span_id"]), last.get("script"),
+                        last.get("model"))
     except (KeyError, TypeError, ValueError, AttributeError, ResumeError):
         raise ResumeError("meta.json has a damaged last_run") from None
     return max(count, run.index), run

@@ -57,7 +57,8 @@ def read_event_file(path: Path, warn: Warn = stderr_warning) -> tuple[list[dict[
 def _plain_records(records: list[Any]) -> bool:
     """Every record a dict whose message_id, event_type and agent_id are strings, whose substance and
     cause are message ids (what the indexes key on), and every ``agent_created`` record valid as a
-    whole (a few per session, read by every view). Anything else takes the validating reader."""
+    whole (a few per session, read by every view). Types only: ``validate_record`` checks the
+    id pattern, and anything these do not pass takes the validating reader."""
     from otel_agents.tracing.records import RecordError, validate_record
 
     for r in records:
@@ -66,8 +67,8 @@ def _plain_records(records: list[Any]) -> bool:
             and isinstance(r.get("message_id"), str)
             and isinstance(r.get("event_type"), str)
             and isinstance(r.get("agent_id"), str)
-            and _is_id_or_none(r.get("substance"))
-            and (_is_id_or_none(cause := r.get("cause")) or _is_id_list(cause))
+            and _is_str_or_none(r.get("substance"))
+            and (_is_str_or_none(cause := r.get("cause")) or _is_str_list(cause))
         ):
             return False
         if r["event_type"] == "agent_created":
@@ -78,11 +79,11 @@ def _plain_records(records: list[Any]) -> bool:
     return True
 
 
-def _is_id_or_none(value: Any) -> bool:
+def _is_str_or_none(value: Any) -> bool:
     return value is None or type(value) is str
 
 
-def _is_id_list(value: Any) -> bool:
+def _is_str_list(value: Any) -> bool:
     return type(value) is list and bool(value) and all(type(v) is str for v in value)
 
 

@@ -63,7 +63,7 @@ class SessionViewer:
         self._tree = tree
         self._tree_path = tree_path  # read on first use: only ``context`` needs the tree
         self._spans: dict[str, dict[str, Any]] | None = None  # span id -> tree node, on first use
-        self._tools: dict[str, Any] | None = None  # tool definitions by id, on first use
+        self._tools: dict[str, Any] | None = None  # tool definitions by id, indexed with the spans
         self._agents = self._agent_infos()
 
     @classmethod
@@ -352,24 +352,18 @@ class SessionViewer:
                 if self._tree_path is None or not self._tree_path.exists():
                     raise SessionDataError(f"session has no {TREE_FILE}: the span tree is needed for chat contexts")
                 self._tree = read_tree(self._tree_path)
-            self._spans = {}
+            self._spans, self._tools = {}, {}
             for node in span_nodes(self._tree):
+                attrs = node["attributes"]
                 self._spans.setdefault(node["span_id"].lower(), node)
-                response = node["attributes"].get(sc.RESPONSE_MESSAGE_ID)
+                response = attrs.get(sc.RESPONSE_MESSAGE_ID)
                 if isinstance(response, str):
                     self._spans.setdefault(response, node)  # message ids never look like span ids
-        return self._spans.get(key.strip()) or self._spans.get(key.strip().lower())
-
-    def _tool_definitions(self) -> dict[str, Any]:
-        """Tool definitions by id: each trace holds them once, on its first chat span that sent them."""
-        if self._tools is None:
-            self._tools = {}
-            for node in span_nodes(self._tree or {}):
-                attrs = node["attributes"]
+                # Tool definitions by id: each trace holds them once, on its first chat span that sent them.
                 definitions_id, text = attrs.get(sc.REQUEST_TOOLS_ID), attrs.get(sc.REQUEST_TOOLS)
                 if isinstance(definitions_id, str) and text is not None:
                     self._tools.setdefault(definitions_id, text)
-        return self._tools
+        return self._spans.get(key.strip()) or self._spans.get(key.strip().lower())
 
     @paused
     def chat_context(self, span_id: str) -> ChatContext:
@@ -401,7 +395,7 @@ class SessionViewer:
             )
         tools = attrs.get(sc.REQUEST_TOOLS)
         if tools is None and attrs.get(sc.REQUEST_TOOLS_ID) is not None:
-            tools = self._tool_definitions().get(attrs[sc.REQUEST_TOOLS_ID])
+            tools = (self._tools or {}).get(attrs[sc.REQUEST_TOOLS_ID])  # indexed with the spans
             if tools is None:
                 raise SessionDataError(
                     f"chat span {span_id} sent tool definitions {attrs[sc.REQUEST_TOOLS_ID]}, "
