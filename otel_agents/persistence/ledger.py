@@ -31,7 +31,7 @@ from typing import IO, Callable, Iterable, Iterator, Mapping
 
 import orjson
 
-from otel_agents.tracing.redaction import redact
+from otel_agents.tracing.redaction import is_secret_key, redact, redact_text
 
 GROUP_BY = ("session", "agent", "model", "day")
 _COST_SCALE = 10**12  # picodollars: each cost has at most 12 decimals
@@ -71,7 +71,27 @@ def _line(record: Mapping) -> bytes:
         raise LedgerError(f"ledger record without a record_id: {dict(record)!r:.200}")
     # record_id first, so that reading the ids back never needs a full parse.
     ordered = {"record_id": record_id, **{k: v for k, v in record.items() if k != "record_id"}}
-    return orjson.dumps(redact(ordered)) + b"\n"
+    return orjson.dumps(_redacted(ordered)) + b"\n"
+
+
+# The ledger's own field names, none of them a secret's: not asked about again for every record.
+_OWN_KEYS = frozenset(k for k in (*CSV_COLUMNS, "tokens", *TOKEN_KEYS) if not is_secret_key(k))
+
+
+def _redacted(record: Mapping) -> dict:
+    """``redact(record)``, with the ledger's own fields taken the short way."""
+    out = {}
+    for key, value in record.items():
+        kind = type(value)
+        if key not in _OWN_KEYS:
+            out[key] = redact({key: value})[key]
+        elif kind is str:
+            out[key] = redact_text(value)
+        elif kind is dict and all(k in _OWN_KEYS and type(v) is int for k, v in value.items()):
+            out[key] = dict(value)  # the token counts
+        else:
+            out[key] = redact(value)
+    return out
 
 
 def _record_id_of(line: bytes) -> str | None:

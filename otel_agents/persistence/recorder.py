@@ -253,14 +253,15 @@ class SessionRecorder(SpanProcessor):
                     return
                 self._open.pop(context.span_id, None)
                 recorded = self._recorded.pop(context.span_id, set())
-                data = self._scrub(self._reader.read(span, recorded))
+                started = self._started.pop(context.span_id, None)
+                # Values unchanged since the start's read are not redacted again.
+                data = self._scrub(self._reader.read(span, recorded, started))
                 self._finished[context.span_id] = data
                 self._changed_traces.add(data.trace_id)
                 self._trace_open.get(data.trace_id, set()).discard(context.span_id)
                 self._trace_spans.setdefault(data.trace_id, []).append(data)
                 self._trace_nodes.pop(data.trace_id, None)
                 self._dirty = True
-                started = self._started.pop(context.span_id, None)
                 if not self._store_failed:
                     try:
                         self._journal.end(data, started, {message_id for message_id, _ in recorded})

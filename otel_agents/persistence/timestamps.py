@@ -7,6 +7,7 @@ The tree keeps integer nanoseconds; the lines carry text a person can read and
 from __future__ import annotations
 
 import re
+import time
 from datetime import date, datetime, timezone
 
 _ISO = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.(\d{1,9}))?Z$")
@@ -16,8 +17,17 @@ _EPOCH_DAY = date(1970, 1, 1).toordinal()
 def iso_ts(ns: int) -> str:
     """1700000000123456789 -> '2023-11-14T22:13:20.123456789Z'."""
     seconds, fraction = divmod(int(ns), 1_000_000_000)
-    stamp = datetime.fromtimestamp(seconds, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
-    return f"{stamp}.{fraction:09d}Z"
+    # time.gmtime and one format: half the cost of datetime's strftime, and every
+    # events.jsonl line and ledger record carries one of these.
+    try:
+        t = time.gmtime(seconds)
+    except (OverflowError, OSError, ValueError):
+        t = None
+    if t is None or not 1 <= t.tm_year <= 9999:  # datetime's range, and its error outside it
+        stamp = datetime.fromtimestamp(seconds, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+        return f"{stamp}.{fraction:09d}Z"
+    return (f"{t.tm_year:04d}-{t.tm_mon:02d}-{t.tm_mday:02d}T"
+            f"{t.tm_hour:02d}:{t.tm_min:02d}:{t.tm_sec:02d}.{fraction:09d}Z")
 
 
 def parse_iso_ts(text: str) -> int:

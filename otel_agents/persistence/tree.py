@@ -173,14 +173,15 @@ def _child_sessions(node: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
 
 
 def _ops_of_session(node: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
-    """Operations of one session level (nested ops included, child sessions not entered)."""
+    """Operations of one session level in tree order (nested ops included, child sessions not entered)."""
     stack = list(node.get("ops", []))
     for turn in node.get("turns", []):
         stack.extend(turn.get("ops", []))
+    stack.reverse()  # the next op is at the end: popping the front of a long list is quadratic
     while stack:
-        op = stack.pop(0)
+        op = stack.pop()
         yield op
-        stack[0:0] = op.get("ops", [])
+        stack.extend(reversed(op.get("ops", [])))
 
 
 def iter_nodes(tree: Mapping[str, Any]) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:

@@ -7,12 +7,13 @@ dataclasses, so tree building is one pure function whatever the trace's route.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Container
+from typing import Any, Container, Mapping
 
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanKind, StatusCode
 
 from otel_agents.tracing import semconv as sc
+from otel_agents.tracing.redaction import MARKER, is_secret_key, known_safe_key, redact, redact_text
 
 KIND_NAMES = {
     SpanKind.INTERNAL: "INTERNAL",
@@ -23,6 +24,8 @@ KIND_NAMES = {
 }
 STATUS_NAMES = {StatusCode.UNSET: "UNSET", StatusCode.OK: "OK", StatusCode.ERROR: "ERROR"}
 _MESSAGE_ID_KEY = sc.EVENT_FIELD_PREFIX + "message_id"  # how a record event names its record
+_MISSING = object()
+_SCALARS = (str, int, float, bool)
 
 
 @dataclass(frozen=True)
@@ -87,30 +90,39 @@ class SpanReader:
         self._resource: Any = None
         self._resource_plain: dict[str, Any] = {}
 
-    def read(self, span: ReadableSpan, redacted_events: Container[tuple[str, int]] = ()) -> SpanData:
-        """``redacted_events``: ``(message_id, time_ns)`` of record events known to be redacted already."""
+    def read(
+        self, span: ReadableSpan, redacted_events: Container[tuple[str, int]] = (), started: SpanData | None = None,
+    ) -> SpanData:
+        """``redacted_events``: ``(message_id, time_ns)`` of record events known to be redacted already.
+
+        ``started``: this span as read at its start. An attribute still equal to its value
+        there keeps that value without being redacted again: redaction is idempotent, so
+        redacting a value equal to a redacted one gives that same value.
+        """
         resource = span.resource
         if resource is not self._resource:
             self._resource = resource
             self._resource_plain = _redacted_plain(resource.attributes) if resource else {}
-        return _plain_span(span, self._resource_plain, redacted_events)
+        return _plain_span(span, self._resource_plain, redacted_events, started)
 
 
-def _plain_span(span: ReadableSpan, resource: dict[str, Any], redacted_events: Container[tuple[str, int]]) -> SpanData:
-    from otel_agents.tracing.redaction import redact_text
-
+def _plain_span(
+    span: ReadableSpan, resource: dict[str, Any], redacted_events: Container[tuple[str, int]],
+    started: SpanData | None = None,
+) -> SpanData:
     ctx = span.context
     parent = span.parent
     status = span.status
+    name = span.name
     return SpanData(
         trace_id=hex_trace_id(ctx.trace_id),
         span_id=hex_span_id(ctx.span_id),
         parent_span_id=hex_span_id(parent.span_id) if parent is not None and parent.is_valid else None,
-        name=redact_text(span.name),
+        name=started.name if started is not None and name == started.name else redact_text(name),
         kind=KIND_NAMES.get(span.kind, "INTERNAL"),
         start_ns=span.start_time or 0,
         end_ns=span.end_time,
-        attributes=_redacted_plain(span.attributes),
+        attributes=_redacted_plain(span.attributes, started.attributes if started is not None else None),
         events=tuple(_plain_event(e, redacted_events) for e in span.events),
         links=tuple(
             LinkData(hex_trace_id(link.context.trace_id), hex_span_id(link.context.span_id),
@@ -125,8 +137,6 @@ def _plain_span(span: ReadableSpan, resource: dict[str, Any], redacted_events: C
 
 
 def _plain_event(event: Any, redacted_events: Container[tuple[str, int]]) -> EventData:
-    from otel_agents.tracing.redaction import redact_text
-
     attributes = event.attributes
     if (
         redacted_events
@@ -138,16 +148,23 @@ def _plain_event(event: Any, redacted_events: Container[tuple[str, int]]) -> Eve
     return EventData(redact_text(event.name), event.timestamp, _redacted_plain(attributes))
 
 
-def _redacted_plain(attributes: Any) -> dict[str, Any]:
-    """Attributes as a plain dict (sequences as lists), secrets redacted: ``redact_attributes`` in one pass."""
-    from otel_agents.tracing.redaction import MARKER, is_secret_key, redact, redact_text
+def _redacted_plain(attributes: Any, known: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Attributes as a plain dict (sequences as lists), secrets redacted: ``redact_attributes`` in one pass.
 
+    ``known``: redacted values of the same attributes read before; a scalar equal to its
+    known value is that value redacted (redaction is idempotent) and is taken as it is.
+    """
     out: dict[str, Any] = {}
     if not attributes:
         return out
     for key, value in attributes.items():
         kind = type(value)
-        if is_secret_key(key):
+        if known is not None:
+            before = known.get(key, _MISSING)
+            if type(before) is kind and before == value and kind in _SCALARS:
+                out[key] = before
+                continue
+        if not known_safe_key(key) and is_secret_key(key):
             out[key] = MARKER
         elif kind is str:
             out[key] = redact_text(value)

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import orjson
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from otel_agents.persistence.ledger import (
     CSV_COLUMNS,
@@ -107,6 +109,30 @@ def test_secrets_never_reach_the_ledger(tmp_path):
     append_records(ledger, [record])
     assert b"canary" not in ledger.read_bytes()
     assert "[REDACTED]" in read_records(ledger)[0]["error"]
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.floats(allow_nan=False) | st.text(max_size=60),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=12), inner, max_size=3),
+    max_leaves=8,
+)
+SECRETISH = ["sk-canary0123456789abcdefXYZ", "Bearer abcdefghijklmnop", "api_key=abc123", "password=hunter2"]
+
+
+@given(
+    st.dictionaries(st.sampled_from([*CSV_COLUMNS, "tokens", "api_key", "authorization", "extra", "input"]),
+                    json_values | st.sampled_from(SECRETISH), max_size=12),
+    st.dictionaries(st.sampled_from(["input", "output", "total", "api_key", "x"]),
+                    st.integers(0, 10**9) | st.sampled_from(SECRETISH), max_size=5),
+)
+def test_a_line_is_redacted_as_the_generic_redaction_redacts_it(fields, tokens):
+    """The ledger's short way through its own fields writes what ``redact`` of the whole record gives."""
+    from otel_agents.persistence.ledger import _line
+    from otel_agents.tracing.redaction import redact
+
+    record = {**fields, "record_id": "a" * 32 + ":" + "b" * 16, "tokens": tokens}
+    ordered = {"record_id": record["record_id"], **{k: v for k, v in record.items() if k != "record_id"}}
+    assert _line(record) == orjson.dumps(redact(ordered)) + b"\n"
 
 
 def test_a_torn_last_line_is_skipped_with_a_warning_and_cut_by_the_next_append(tmp_path):

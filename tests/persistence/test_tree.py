@@ -336,3 +336,21 @@ def test_spans_outside_any_run_are_kept_as_session_ops(memory_tracing):
     assert all(r.trace_id == spans[0].trace_id and r.span_id == op["span_id"] for r in refs)
     assert tree["agents"][agent.agent_id]["name"] == "Loose"
     assert [ref.label for ref in iter_ops(tree)] == ["0-1"] and next(iter_ops(tree)).run is None
+
+
+def test_child_sessions_are_found_in_tree_order_through_nested_operations():
+    """iter_sessions walks each session level's operations depth first, in the order they sit."""
+
+    def session(name, *ops, turns=()):
+        return {"span_id": name, "ops": list(ops), "turns": [{"ops": list(t)} for t in turns]}
+
+    def op(*children, child=None):
+        return {"ops": list(children), "session": child}
+
+    run = session(
+        "run",
+        op(op(child=session("a", op(child=session("a1")))), op(child=session("b"))),
+        turns=[[op(child=session("c"), ), op(op(op(child=session("d"))), child=session("e"))]],
+    )
+    names = [node["span_id"] for node in iter_sessions({"runs": [run]})]
+    assert names == ["run", "a", "a1", "b", "c", "e", "d"]

@@ -51,3 +51,28 @@ def test_a_record_event_is_only_copied_when_its_id_and_time_were_handed_over(mem
     (event,) = SpanReader().read(finished, {(message_id, ts)}).events
     assert event.attributes[sc.EVENT_FIELD_PREFIX + "content"] == "plain words"
     assert event == from_readable(finished).events[0]
+
+
+def test_reading_an_end_takes_unchanged_values_from_the_start_and_redacts_the_rest(memory_tracing):
+    """The recorder reads a span at its start and again at its end: values that did not change
+    are not redacted twice, and what the end read gives is what a fresh read gives."""
+    tracer = memory_tracing.telemetry.tracer
+    reader = SpanReader()
+    with tracer.start_as_current_span("op", attributes={
+        "note": f"key {SECRET}", "plain": "nothing secret in this text", "count": 3,
+        "http.request.header.authorization": "Bearer abc", "later": "to be changed",
+    }) as span:
+        started = reader.read(span)
+        span.set_attribute("later", f"token={SECRET}")  # changed to a secret: redacted afresh
+        span.set_attribute("count", 3.0)  # equal, but another type: not taken from the start
+        span.set_attribute("added", "a new value")
+    (finished,) = memory_tracing.spans()
+    ended = reader.read(finished, started=started)
+    assert ended == from_readable(finished)
+    assert SECRET not in repr(ended) and ended.attributes["later"] == "token=[REDACTED]"
+    assert type(ended.attributes["count"]) is float
+    # An unchanged value with nothing to redact is the start's own object; one holding a secret
+    # differs from its redacted start value, so it is redacted again, to the same result.
+    assert ended.attributes["plain"] is started.attributes["plain"]
+    assert ended.attributes["note"] == started.attributes["note"] == "key [REDACTED]"
+    assert ended.attributes["note"] is not started.attributes["note"]
