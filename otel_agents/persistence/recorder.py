@@ -32,7 +32,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
@@ -56,9 +56,11 @@ from otel_agents.persistence.store import (
 )
 from otel_agents.persistence.timestamps import iso_ts, parse_iso_ts
 from otel_agents.persistence.tree import assemble_session, build_tree, merge_trees, span_operation
+from otel_agents.persistence.tree_encoding import TreeEncoder
 from otel_agents.tracing import semconv as sc
 from otel_agents.tracing.spandata import SpanData, SpanReader, hex_span_id, hex_trace_id
 
+_DONE = object()
 LEDGER_READ_AHEAD_BYTES = 8 << 20  # ledger read per idle moment: the pipe is looked at again between slices
 
 
@@ -95,6 +97,7 @@ class RecorderStats:
     ledger_records_written: int = 0
     ledger_bytes_read: int = 0  # of the ledger, for the ids already in it (all sessions' records)
     base_spans: int = 0  # spans of earlier runs loaded from the journal (resume)
+    tree_json_compressed: int = 0  # JSON bytes gzipped for tree writes (unchanged runs are copied, not gzipped again)
 
 
 class SessionRecorder(SpanProcessor):
@@ -171,6 +174,10 @@ class SessionRecorder(SpanProcessor):
         self._store_failed = False
         self._billing_failed = False
         self._ledger: Any = None  # LedgerAppender: the ledger's ids, read once, then only what was appended
+        # Compressed run groups of the last tree write: the next one compresses what changed.
+        self._tree_encoder = TreeEncoder()
+        self._tree_preparing: Iterator[None] | None = None  # a resumed session's saved runs, compressed when idle
+        self._tree_prepared = False
         self._ledger_caught_up = False
         self._closed = False
         if resume:
@@ -375,7 +382,7 @@ class SessionRecorder(SpanProcessor):
                 tree = tree if tree is not None else self.tree()
                 meta = self._meta(tree)
                 settled = dict(meta) if self._open_runs == 0 else None
-                written = self.store.save_tree(make_payload(tree, meta))
+                written = self.store.save_tree(make_payload(tree, meta), encoder=self._tree_encoder)
                 meta["checkpoint"] = checkpoint_mark(self.store)
                 self._save_meta(meta)
                 self._settle_tree(tree, settled)
@@ -383,6 +390,7 @@ class SessionRecorder(SpanProcessor):
                 self._fail_store(exc)
                 return None
             self.stats.checkpoints += 1
+            self.stats.tree_json_compressed = self._tree_encoder.compressed_bytes
             self.stats.tree_bytes_written += written
             self.stats.last_tree_bytes = written
             self._appended_at_checkpoint = self._appended()
@@ -475,6 +483,8 @@ class SessionRecorder(SpanProcessor):
                     self._write_after_run()
                 if not self._store_failed:
                     self._load_base_tree()
+                    if self._prepare_tree_step():
+                        return True
             except Exception as exc:
                 self._fail_store(exc)
             if self._ledger_caught_up or self.billing_file is None or self._billing_failed or self._append_ledger:
@@ -486,6 +496,23 @@ class SessionRecorder(SpanProcessor):
                 self._ledger_caught_up = True  # the append at the run's end says what is wrong
             self.stats.ledger_bytes_read = ledger.bytes_read
             return not self._ledger_caught_up
+
+    def _prepare_tree_step(self) -> bool:
+        """Compress a slice of a resumed session's saved runs for the next tree write; True if more remains.
+
+        The tree is written whole at a run's end and at close: with the saved runs already
+        compressed, a resumed large session's close compresses its new runs only.
+        """
+        if self._tree_preparing is None:
+            if self._tree_prepared or self.base_tree is None:
+                return False
+            self._tree_prepared = True
+            self._tree_preparing = self._tree_encoder.prepare(self.base_tree.get("runs", []))
+        done = next(self._tree_preparing, _DONE) is _DONE
+        self.stats.tree_json_compressed = self._tree_encoder.compressed_bytes
+        if done:
+            self._tree_preparing = None
+        return not done
 
     def _flush_ledger(self, records: list[dict]) -> None:
         if self.billing_file is None or self._billing_failed or not records:

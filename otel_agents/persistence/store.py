@@ -14,7 +14,6 @@ import os
 import socket
 import tempfile
 import zlib
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -27,6 +26,7 @@ from otel_agents.persistence.events_file import EVENTS_FILE
 from otel_agents.persistence.journal import JOURNAL_FILE
 from otel_agents.persistence.paths import InvalidSessionId, Paths
 from otel_agents.persistence.timestamps import iso_ts, parse_iso_ts
+from otel_agents.persistence.tree_encoding import TreeEncoder, encode_payload
 from otel_agents.persistence.tree_shape import ShapeError, check_session_shape
 from otel_agents.tracing import semconv as sc
 
@@ -34,36 +34,10 @@ TREE_FILE = "tree.json.gz"
 META_FILE = "meta.json"
 TREE_VERSION = 1
 TITLE_LIMIT = 80
-# Fast and still small: the tree is rewritten at checkpoints, speed matters more than the last percent.
-GZIP_LEVEL = 6
 
 
 class StoreError(ValueError):
     """A session file that cannot be read or written; the message is one line."""
-
-
-# JSON bytes per gzip member. Deflate looks back only 32 KiB, so cutting here costs nothing
-# measurable in size, and the members of a large tree are compressed on several cores.
-GZIP_MEMBER_BYTES = 1 << 20
-
-
-def encode_payload(payload: Mapping[str, Any]) -> bytes:
-    """Deterministic gzip (no mtime, no file name) of the payload's JSON.
-
-    A large payload is cut into fixed-size parts, each its own gzip member, compressed
-    on threads (zlib releases the GIL). The bytes depend only on the payload, and every
-    gzip reader (``gzip.decompress``, ``gzip.open``, ``zcat``) reads the members as one stream.
-    """
-    data = orjson.dumps(payload)
-    if len(data) <= GZIP_MEMBER_BYTES:
-        return _gzip_member(data)
-    parts = [data[i:i + GZIP_MEMBER_BYTES] for i in range(0, len(data), GZIP_MEMBER_BYTES)]
-    with ThreadPoolExecutor(max_workers=min(len(parts), os.cpu_count() or 1)) as pool:
-        return b"".join(pool.map(_gzip_member, parts))
-
-
-def _gzip_member(data: bytes) -> bytes:
-    return gzip.compress(data, compresslevel=GZIP_LEVEL, mtime=0)
 
 
 def decode_payload(data: bytes, where: str) -> dict[str, Any]:
@@ -140,9 +114,16 @@ class SessionStore:
         return self.directory.is_dir()
 
     # --- tree ---
-    def save_tree(self, payload: Mapping[str, Any], *, before_rename: Callable[[Path], None] | None = None) -> int:
-        """Atomically replace tree.json.gz; returns the compressed bytes written."""
-        return atomic_write(self.tree_path, encode_payload(payload), before_rename=before_rename)
+    def save_tree(
+        self, payload: Mapping[str, Any], *, before_rename: Callable[[Path], None] | None = None,
+        encoder: TreeEncoder | None = None,
+    ) -> int:
+        """Atomically replace tree.json.gz; returns the compressed bytes written.
+
+        ``encoder``: the writer's own, which compresses again only what changed since its last write.
+        """
+        data = encoder.encode(payload) if encoder is not None else encode_payload(payload)
+        return atomic_write(self.tree_path, data, before_rename=before_rename)
 
     def load_payload(self) -> dict[str, Any]:
         try:

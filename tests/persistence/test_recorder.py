@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 
+import orjson
 import pytest
 
 from otel_agents.persistence.events_file import read_event_lines
@@ -298,6 +299,29 @@ def test_a_resumed_recorder_decodes_the_saved_tree_while_idle(record, home):
     store.tree_path.unlink()
     recorder.close()
     assert store.load_tree()["runs"] == saved["runs"]
+
+
+def test_a_resumed_recorder_compresses_the_saved_runs_while_idle(record, home):
+    """A resumed session's tree is written whole at its close: the saved runs are compressed
+    in idle moments before, so the close compresses only the session's summary and meta."""
+    from otel_agents.persistence.recorder import SessionRecorder
+    from otel_agents.persistence.store import SessionStore
+    from otel_agents.persistence.tree_encoding import payload_pieces
+
+    first = record(prompts=["Create Jack and Jill for a cafe discussion", "And then?", "Once more"])
+    saved = first.store.load_tree()
+    store = SessionStore(first.store.directory)
+    recorder = SessionRecorder(store, first.session.id, billing_file=first.billing_file, resume=True,
+                               warn=pytest.fail)
+    while recorder.idle():
+        pass
+    prepared = recorder.stats.tree_json_compressed
+    assert prepared >= len(b",".join(orjson.dumps(run) for run in saved["runs"]))
+    recorder.close()
+    payload = store.load_payload()
+    assert payload["session"]["runs"] == saved["runs"]
+    head, _, tail = payload_pieces(payload)
+    assert recorder.stats.tree_json_compressed - prepared == len(head) + len(tail)
 
 
 def test_resumed_recorder_with_an_explicit_base_tree(record, home):

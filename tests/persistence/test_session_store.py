@@ -37,22 +37,6 @@ def test_payload_round_trip_is_versioned(store):
     assert payload["session"] == tree and payload["meta"] == {"title": "t"}
 
 
-def test_a_large_payload_is_gzipped_in_members_that_read_as_one(store):
-    from otel_agents.persistence.store import GZIP_MEMBER_BYTES, encode_payload
-
-    notes = [f"note {i}: " + "abcdefghij" * (i % 50) for i in range(12_000)]
-    payload = {"version": TREE_VERSION, "session": {"notes": notes}, "meta": {}}
-    data = encode_payload(payload)
-    assert len(orjson.dumps(payload)) > 2 * GZIP_MEMBER_BYTES
-    assert data.count(b"\x1f\x8b\x08") >= 3  # one gzip header per member (at least)
-    assert data == encode_payload(payload)  # the same bytes every time, whatever the threads did
-    assert orjson.loads(gzip.decompress(data)) == payload
-    path = store.directory / "large.json.gz"
-    path.write_bytes(data)
-    with gzip.open(path) as handle:  # a streaming reader reads every member too
-        assert orjson.loads(handle.read()) == payload
-
-
 @pytest.mark.parametrize(
     "damage, message",
     [

@@ -1,0 +1,119 @@
+"""tree.json.gz bytes: members cut at run boundaries, the same bytes whatever was remembered, only changes compressed."""
+
+from __future__ import annotations
+
+import gzip
+import random
+
+import orjson
+from hypothesis import given
+from hypothesis import strategies as st
+
+from otel_agents.persistence.tree_encoding import (
+    GROUP_BYTES,
+    PART_BYTES,
+    TreeEncoder,
+    encode_payload,
+    payload_pieces,
+    run_groups,
+)
+
+GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00"  # deflate, no flags, mtime 0: one per member
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    max_leaves=10,
+)
+objects = st.dictionaries(st.text(max_size=8), json_values, max_size=4)
+
+
+@given(objects, st.lists(objects, max_size=5), objects, st.integers(0, 4), objects)
+def test_the_pieces_join_into_the_payloads_json(before, runs, after, at, meta):
+    items = list(before.items())
+    session = dict(items[:at] + [("runs", runs)] + [i for i in items[at:] if i[0] != "runs"])
+    session.update({k: v for k, v in after.items() if k != "runs"})
+    payload = {"version": 1, "session": session, "meta": meta}
+    head, run_texts, tail = payload_pieces(payload)
+    assert head + b",".join(run_texts) + tail == orjson.dumps(payload)
+    assert gzip.decompress(encode_payload(payload)) == orjson.dumps(payload)
+
+
+def test_a_payload_without_runs_is_one_piece_and_still_reads_back():
+    payload = {"version": 1, "session": {"notes": ["a"] * 10}, "meta": {}}
+    assert payload_pieces(payload) is None
+    assert gzip.decompress(encode_payload(payload)) == orjson.dumps(payload)
+
+
+def _session(runs: int, *, seed: int = 1, size: int = 2_000) -> dict:
+    rng = random.Random(seed)
+    return {
+        "version": 1,
+        "session": {
+            "id": "s", "agents": {"agent_001": {"name": "main"}},
+            "runs": [
+                {"span_id": f"{i:016x}", "index": i + 1,
+                 "turns": [f"turn {i}.{k}: {rng.getrandbits(64):x} " + "words " * rng.randint(1, size // 6)
+                           for k in range(10)]}
+                for i in range(runs)
+            ],
+            "ops": [], "totals": {"llm_calls": runs},
+        },
+        "meta": {"title": "t", "updated": f"2026-01-01T00:00:{runs:02d}Z"},
+    }
+
+
+def test_large_runs_are_cut_into_parts_and_read_as_one_stream(tmp_path):
+    payload = _session(3, size=500_000)  # runs of about 1.5 MiB of JSON each
+    data = encode_payload(payload)
+    assert len(orjson.dumps(payload)) > 3 * PART_BYTES
+    assert data.count(GZIP_HEADER) >= 3 + 2 + 3  # head, tail, and at least two parts per run
+    assert data == encode_payload(payload)  # the same bytes every time, whatever the threads did
+    path = tmp_path / "tree.json.gz"
+    path.write_bytes(data)
+    with gzip.open(path) as handle:  # a streaming reader reads every member too
+        assert orjson.loads(handle.read()) == payload
+
+
+def test_small_runs_share_members():
+    payload = _session(400, size=2_000)
+    head, runs, tail = payload_pieces(payload)
+    groups = list(run_groups(runs))
+    assert 1 < len(groups) < len(runs) / 20
+    assert all(len(group) >= GROUP_BYTES for group in groups[:-1])
+    assert b",".join(runs) == b"".join(groups)
+    assert encode_payload(payload).count(GZIP_HEADER) == len(groups) + 2
+
+
+def test_a_growing_session_compresses_only_what_changed_and_writes_what_a_fresh_encoder_writes():
+    encoder = TreeEncoder()
+    payload = _session(300)
+    first = encoder.encode(payload)
+    assert first == encode_payload(payload)
+    whole = encoder.compressed_bytes
+    assert whole == len(orjson.dumps(payload))
+    # A run more, and the summary and meta changed: the earlier full groups are copied.
+    payload = _session(301)
+    assert encoder.encode(payload) == encode_payload(payload)
+    again = encoder.compressed_bytes - whole
+    assert again < 3 * GROUP_BYTES < whole / 2
+    # A run changed in place (the same object): its group is compressed afresh, never copied stale.
+    payload["session"]["runs"][5]["turns"][0] = "changed"
+    before = encoder.compressed_bytes
+    data = encoder.encode(payload)
+    assert orjson.loads(gzip.decompress(data))["session"]["runs"][5]["turns"][0] == "changed"
+    assert data == encode_payload(payload)
+    assert encoder.compressed_bytes - before >= GROUP_BYTES
+
+
+def test_saved_runs_prepared_ahead_are_not_compressed_again():
+    saved = _session(200)
+    encoder = TreeEncoder()
+    steps = sum(1 for _ in encoder.prepare(saved["session"]["runs"]))
+    assert steps > 1  # a step at a time
+    prepared = encoder.compressed_bytes
+    resumed = _session(202)  # the saved runs and two new ones
+    data = encoder.encode(resumed)
+    assert data == encode_payload(resumed)
+    assert encoder.compressed_bytes - prepared < 3 * GROUP_BYTES
