@@ -32,7 +32,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Mapping
 
 from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
@@ -60,7 +60,6 @@ from otel_agents.persistence.tree_encoding import TreeEncoder
 from otel_agents.tracing import semconv as sc
 from otel_agents.tracing.spandata import SpanData, SpanReader, hex_span_id, hex_trace_id
 
-_DONE = object()
 LEDGER_READ_AHEAD_BYTES = 8 << 20  # ledger read per idle moment: the pipe is looked at again between slices
 
 
@@ -145,6 +144,8 @@ class SessionRecorder(SpanProcessor):
         self._traces: set[int] = set()
         self._base: list[SpanData] = []  # earlier runs' spans (resume)
         self._base_tree_due = False  # resume: load base_tree from tree.json.gz at the first tree
+        # The members of the last tree written or read: a write compresses only what changed.
+        self._tree_encoder = TreeEncoder()
         self._open: dict[int, Any] = {}  # span id -> live SDK span (readable while open)
         self._started: dict[int, SpanData] = {}  # span id -> the span as its start line wrote it
         # span id -> (message id, time) of the records written to events.jsonl, as Telemetry redacted them
@@ -174,10 +175,6 @@ class SessionRecorder(SpanProcessor):
         self._store_failed = False
         self._billing_failed = False
         self._ledger: Any = None  # LedgerAppender: the ledger's ids, read once, then only what was appended
-        # Compressed run groups of the last tree write: the next one compresses what changed.
-        self._tree_encoder = TreeEncoder()
-        self._tree_preparing: Iterator[None] | None = None  # a resumed session's saved runs, compressed when idle
-        self._tree_prepared = False
         self._ledger_caught_up = False
         self._closed = False
         if resume:
@@ -207,7 +204,7 @@ class SessionRecorder(SpanProcessor):
                 for span in self._base:
                     self._trace_spans.setdefault(span.trace_id, []).append(span)
             elif store.tree_path.exists() and self.base_tree is None:
-                self.base_tree = store.load_tree()
+                self.base_tree = store.load_tree(self._tree_encoder)
             self._saved_bytes = sum(p.stat().st_size for p in (store.journal_path, store.events_path) if p.exists())
         except (JournalError, EventsFileError, StoreError, OSError) as exc:
             self._fail_store(exc)
@@ -351,7 +348,7 @@ class SessionRecorder(SpanProcessor):
         """A resumed session's saved tree, once; cleared only once loaded, so a tree without the
         earlier runs is never built."""
         if self._base_tree_due:
-            self.base_tree = self.store.load_tree()
+            self.base_tree = self.store.load_tree(self._tree_encoder)
             self._base_tree_due = False
 
     def _nodes_of(self, trace_id: str) -> tuple[list[dict], list[dict]]:
@@ -483,8 +480,6 @@ class SessionRecorder(SpanProcessor):
                     self._write_after_run()
                 if not self._store_failed:
                     self._load_base_tree()
-                    if self._prepare_tree_step():
-                        return True
             except Exception as exc:
                 self._fail_store(exc)
             if self._ledger_caught_up or self.billing_file is None or self._billing_failed or self._append_ledger:
@@ -496,23 +491,6 @@ class SessionRecorder(SpanProcessor):
                 self._ledger_caught_up = True  # the append at the run's end says what is wrong
             self.stats.ledger_bytes_read = ledger.bytes_read
             return not self._ledger_caught_up
-
-    def _prepare_tree_step(self) -> bool:
-        """Compress a slice of a resumed session's saved runs for the next tree write; True if more remains.
-
-        The tree is written whole at a run's end and at close: with the saved runs already
-        compressed, a resumed large session's close compresses its new runs only.
-        """
-        if self._tree_preparing is None:
-            if self._tree_prepared or self.base_tree is None:
-                return False
-            self._tree_prepared = True
-            self._tree_preparing = self._tree_encoder.prepare(self.base_tree.get("runs", []))
-        done = next(self._tree_preparing, _DONE) is _DONE
-        self.stats.tree_json_compressed = self._tree_encoder.compressed_bytes
-        if done:
-            self._tree_preparing = None
-        return not done
 
     def _flush_ledger(self, records: list[dict]) -> None:
         if self.billing_file is None or self._billing_failed or not records:

@@ -40,9 +40,11 @@ class StoreError(ValueError):
     """A session file that cannot be read or written; the message is one line."""
 
 
-def decode_payload(data: bytes, where: str) -> dict[str, Any]:
+def decode_payload(data: bytes, where: str, encoder: TreeEncoder | None = None) -> dict[str, Any]:
+    """``encoder``: the next writer's, which remembers the file's members (a resumed session
+    then compresses only what its new runs changed)."""
     try:
-        raw = gzip.decompress(data)
+        raw = encoder.decompress(data) if encoder is not None else gzip.decompress(data)
     except (OSError, EOFError, zlib.error) as exc:
         raise StoreError(f"{where} is truncated or corrupt ({type(exc).__name__}: {exc})") from None
     try:
@@ -125,17 +127,17 @@ class SessionStore:
         data = encoder.encode(payload) if encoder is not None else encode_payload(payload)
         return atomic_write(self.tree_path, data, before_rename=before_rename)
 
-    def load_payload(self) -> dict[str, Any]:
+    def load_payload(self, encoder: TreeEncoder | None = None) -> dict[str, Any]:
         try:
             data = self.tree_path.read_bytes()
         except FileNotFoundError:
             raise StoreError(f"{self.tree_path} does not exist") from None
         except OSError as exc:
             raise StoreError(f"cannot read {self.tree_path}: {exc.strerror or exc}") from None
-        return decode_payload(data, str(self.tree_path))
+        return decode_payload(data, str(self.tree_path), encoder)
 
-    def load_tree(self) -> dict[str, Any]:
-        return self.load_payload()["session"]
+    def load_tree(self, encoder: TreeEncoder | None = None) -> dict[str, Any]:
+        return self.load_payload(encoder)["session"]
 
     # --- meta ---
     def write_meta(self, meta: Mapping[str, Any], *, durable: bool = True) -> int:

@@ -5,13 +5,14 @@ members, which every gzip reader reads as one stream. Members are cut:
 
 - before the first run and after the last one (the session's summary and the meta, which change at every write);
 - between runs, once the runs gathered since the last cut hold ``GROUP_BYTES`` of JSON;
-- inside a run larger than ``PART_BYTES``, so the parts of a large tree compress on several cores.
+- every ``PART_BYTES`` inside a group, so the parts of a large tree compress on several cores.
 
 The cuts depend only on the payload, so equal payloads give equal bytes. A
-:class:`TreeEncoder` kept by one writer remembers each group's compressed bytes by
-a digest of its JSON: the next write of a session compresses the groups that
-changed (the running run's, as a rule) and copies the rest. Because the key is the
-content, a changed run can never be written from a stale copy.
+:class:`TreeEncoder` kept by one writer remembers each member by a digest of the
+JSON it holds: the next write of the session compresses the parts that changed (the
+running run's, as a rule) and copies the rest, and a resumed session's writer
+remembers the members of the file it read. Because the key is the content, a
+changed run can never be written from a stale copy.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import os
+import zlib
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Iterable, Iterator, Mapping
 
@@ -29,6 +31,9 @@ GZIP_LEVEL = 6
 # Deflate looks back only 32 KiB, so cutting members this large costs nothing measurable in size.
 GROUP_BYTES = 256 * 1024
 PART_BYTES = 1 << 20
+# What every member this module writes begins with (no mtime, no name): only those are remembered.
+_OUR_HEADER = gzip.compress(b"", compresslevel=GZIP_LEVEL, mtime=0)[:10]
+_READ_BYTES = 256 * 1024
 
 
 def payload_pieces(payload: Mapping[str, Any]) -> tuple[bytes, list[bytes], bytes] | None:
@@ -61,7 +66,7 @@ def payload_pieces(payload: Mapping[str, Any]) -> tuple[bytes, list[bytes], byte
 
 
 def run_groups(runs: Iterable[bytes]) -> Iterator[bytes]:
-    """The runs' JSON (with the commas between them) in the groups that become members."""
+    """The runs' JSON (with the commas between them) in the groups members are cut from."""
     group = bytearray()
     for number, run in enumerate(runs):
         if number:
@@ -74,74 +79,82 @@ def run_groups(runs: Iterable[bytes]) -> Iterator[bytes]:
         yield bytes(group)
 
 
+def member_texts(payload: Mapping[str, Any]) -> list[bytes]:
+    """The JSON each member of the payload's file holds, in order."""
+    pieces = payload_pieces(payload)
+    if pieces is None:
+        return _parts(orjson.dumps(payload))
+    head, runs, tail = pieces
+    return [*_parts(head), *(part for group in run_groups(runs) for part in _parts(group)), *_parts(tail)]
+
+
 def _parts(text: bytes) -> list[bytes]:
     return [text[i:i + PART_BYTES] for i in range(0, len(text), PART_BYTES)] or [b""]
 
 
 def _member(data: bytes) -> bytes:
-    return gzip.compress(data, compresslevel=GZIP_LEVEL, mtime=0)  # no mtime, no name: deterministic
-
-
-def _compress(texts: list[bytes]) -> list[bytes]:
-    """Each text as its members (one per part), on threads when there is more than one part (zlib releases the GIL)."""
-    parts = [_parts(text) for text in texts]
-    flat = [part for text_parts in parts for part in text_parts]
-    if len(flat) > 1 and sum(map(len, flat)) > PART_BYTES:
-        with ThreadPoolExecutor(max_workers=min(len(flat), os.cpu_count() or 1)) as pool:
-            members = list(pool.map(_member, flat))
-    else:
-        members = [_member(part) for part in flat]
-    out, start = [], 0
-    for text_parts in parts:
-        out.append(b"".join(members[start:start + len(text_parts)]))
-        start += len(text_parts)
-    return out
+    return gzip.compress(data, compresslevel=GZIP_LEVEL, mtime=0)
 
 
 def _digest(text: bytes) -> bytes:
-    return hashlib.sha256(text).digest()  # sha256: hardware-accelerated here, a third of blake2b's time
+    return hashlib.sha256(text).digest()  # hardware-accelerated here: a third of blake2b's time
 
 
 class TreeEncoder:
-    """Encodes one session's successive payloads, compressing again only the run groups that changed.
+    """Encodes one session's successive payloads, compressing again only the parts that changed.
 
-    Holds the compressed bytes of the groups of its last write (about the size of the
-    file) and of any it was asked to :meth:`prepare`; nothing else.
+    Holds the members of its last write, or of the file it last decompressed
+    (about the size of that file), and nothing else.
     """
 
     def __init__(self) -> None:
-        self._members: dict[bytes, bytes] = {}  # digest of a group's JSON -> its gzip members
-        self.compressed_bytes = 0  # JSON bytes compressed so far, all writes and preparations together
+        self._members: dict[bytes, bytes] = {}  # digest of a member's JSON -> the member
+        self.compressed_bytes = 0  # JSON bytes compressed so far, all writes together
 
     def encode(self, payload: Mapping[str, Any]) -> bytes:
-        pieces = payload_pieces(payload)
-        if pieces is None:
-            text = orjson.dumps(payload)
-            self.compressed_bytes += len(text)
-            return b"".join(_compress([text]))
-        head, runs, tail = pieces
-        groups = list(run_groups(runs))
-        keys = [_digest(group) for group in groups]
-        missing = {key: group for key, group in zip(keys, groups) if key not in self._members}
-        head_member, *compressed, tail_member = _compress([head, *missing.values(), tail])
-        self.compressed_bytes += len(head) + sum(map(len, missing.values())) + len(tail)
-        members = {**self._members, **dict(zip(missing, compressed))}
+        texts = member_texts(payload)
+        keys = [_digest(text) for text in texts]
+        missing = {key: text for key, text in zip(keys, texts) if key not in self._members}
+        todo = list(missing.values())
+        if len(todo) > 1 and sum(map(len, todo)) > PART_BYTES:  # zlib releases the GIL
+            with ThreadPoolExecutor(max_workers=min(len(todo), os.cpu_count() or 1)) as pool:
+                fresh = list(pool.map(_member, todo))
+        else:
+            fresh = [_member(text) for text in todo]
+        self.compressed_bytes += sum(map(len, todo))
+        members = {**self._members, **dict(zip(missing, fresh))}
         self._members = {key: members[key] for key in keys}  # what this write holds: the next one's copies
-        return head_member + b"".join(self._members[key] for key in keys) + tail_member
+        return b"".join(self._members[key] for key in keys)
 
-    def prepare(self, runs: list[Mapping[str, Any]]) -> Iterator[None]:
-        """Compress the groups of these runs (a resumed session's saved ones) ahead of the next write,
-        at most one part per step: a caller with spare time runs a step at a time."""
-        for group in run_groups(orjson.dumps(run) for run in runs):
-            key = _digest(group)
-            if key in self._members:
+    def decompress(self, data: bytes) -> bytes:
+        """The JSON of a tree file, remembering each of its members this module wrote for the next write.
+
+        Raises as ``gzip.decompress`` does (``zlib.error``, ``EOFError``) for damaged data.
+        """
+        texts: list[bytes] = []
+        remembered: dict[bytes, bytes] = {}
+        view = memoryview(data)
+        end = len(view)
+        position = 0
+        while position < end:
+            if texts and view[position] == 0:
+                position += 1  # zero padding after a member, as gzip.decompress allows
                 continue
-            members = []
-            for part in _parts(group):
-                members.append(_member(part))
-                self.compressed_bytes += len(part)
-                yield
-            self._members[key] = b"".join(members)
+            inflater = zlib.decompressobj(wbits=31)  # one gzip member, its CRC and size checked
+            start, chunks = position, []
+            while not inflater.eof:  # fed a slice at a time: the rest of the file is never copied
+                if position >= end:
+                    raise EOFError("compressed file ended before the end-of-stream marker was reached")
+                chunk = view[position:position + _READ_BYTES]
+                chunks.append(inflater.decompress(chunk))
+                position += len(chunk)
+            position -= len(inflater.unused_data)
+            text = b"".join(chunks)
+            if view[start:start + len(_OUR_HEADER)] == _OUR_HEADER:
+                remembered[_digest(text)] = bytes(view[start:position])
+            texts.append(text)
+        self._members = remembered
+        return b"".join(texts)
 
 
 def encode_payload(payload: Mapping[str, Any]) -> bytes:

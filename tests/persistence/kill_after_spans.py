@@ -18,6 +18,7 @@ import json
 import os
 import signal
 import sys
+import time
 import traceback
 from pathlib import Path
 
@@ -58,6 +59,23 @@ def child(n: int, home: Path, run_args: list[str]) -> None:
         os._exit(3)
 
 
+def _wait_for_the_recorder(home: Path, timeout_s: float = 120.0) -> None:
+    """The recorder process outlives the killed run and writes what it was sent: tests read the
+    session only once it has ended, as a reader would (``writer_alive``)."""
+    from otel_agents.persistence.store import SessionStore, StoreError, writer_alive
+
+    deadline = time.monotonic() + timeout_s
+    for directory in (home / "sessions").glob("*"):
+        while time.monotonic() < deadline:
+            try:
+                meta = SessionStore(directory).read_meta()
+            except StoreError:
+                break  # no summary yet: nothing was running
+            if not writer_alive(meta):
+                break
+            time.sleep(0.01)
+
+
 def run_child(n: int, root: Path, run_args: list[str]) -> dict:
     home = root / f"kill-{n}"
     home.mkdir(parents=True)
@@ -68,6 +86,7 @@ def run_child(n: int, root: Path, run_args: list[str]) -> dict:
             os.dup2(err.fileno(), 2)
         child(n, home, run_args)
     _, status = os.waitpid(pid, 0)
+    _wait_for_the_recorder(home)
     ends = home / "span_ends"
     return {
         "n": n,

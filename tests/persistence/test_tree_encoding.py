@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import gzip
 import random
+import zlib
 
 import orjson
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -107,13 +109,40 @@ def test_a_growing_session_compresses_only_what_changed_and_writes_what_a_fresh_
     assert encoder.compressed_bytes - before >= GROUP_BYTES
 
 
-def test_saved_runs_prepared_ahead_are_not_compressed_again():
+def test_a_file_read_back_lends_its_members_to_the_next_write():
+    """A resumed session reads its tree through its writer's encoder: the saved runs are not compressed again."""
     saved = _session(200)
+    data = encode_payload(saved)
     encoder = TreeEncoder()
-    steps = sum(1 for _ in encoder.prepare(saved["session"]["runs"]))
-    assert steps > 1  # a step at a time
-    prepared = encoder.compressed_bytes
+    assert encoder.decompress(data) == gzip.decompress(data) == orjson.dumps(saved)
     resumed = _session(202)  # the saved runs and two new ones
-    data = encoder.encode(resumed)
-    assert data == encode_payload(resumed)
-    assert encoder.compressed_bytes - prepared < 3 * GROUP_BYTES
+    assert encoder.encode(resumed) == encode_payload(resumed)
+    assert encoder.compressed_bytes < 3 * GROUP_BYTES < len(orjson.dumps(saved)) / 2
+
+
+def test_members_written_elsewhere_are_read_but_not_lent():
+    payload = _session(50)
+    text = orjson.dumps(payload)
+    foreign = gzip.compress(text[:1000], compresslevel=9) + gzip.compress(text[1000:], mtime=12345)
+    encoder = TreeEncoder()
+    assert encoder.decompress(foreign) == text
+    assert encoder.encode(payload) == encode_payload(payload)
+    assert encoder.compressed_bytes == len(text)  # everything compressed afresh
+
+
+@pytest.mark.parametrize("damage, error", [
+    (lambda data: data[:-5], EOFError),  # cut short
+    (lambda data: data[:40] + b"\x00" * 8 + data[48:], zlib.error),  # a compressed byte damaged
+    (lambda data: data + b"not gzip", zlib.error),
+])
+def test_a_damaged_file_fails_as_gzip_fails(damage, error):
+    data = damage(encode_payload(_session(3)))
+    with pytest.raises(error):
+        TreeEncoder().decompress(data)
+    with pytest.raises((EOFError, OSError, zlib.error)):
+        gzip.decompress(data)
+
+
+def test_zero_padding_after_a_member_is_read_as_gzip_reads_it():
+    data = encode_payload(_session(3)) + b"\x00" * 16
+    assert TreeEncoder().decompress(data) == gzip.decompress(data)
