@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 
-import orjson
 import pytest
 
 from otel_agents.persistence.events_file import read_event_lines
