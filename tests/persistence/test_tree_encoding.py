@@ -146,3 +146,28 @@ def test_a_damaged_file_fails_as_gzip_fails(damage, error):
 def test_zero_padding_after_a_member_is_read_as_gzip_reads_it():
     data = encode_payload(_session(3)) + b"\x00" * 16
     assert TreeEncoder().decompress(data) == gzip.decompress(data)
+
+
+@given(st.data())
+def test_any_damage_is_read_as_gzip_reads_it(data):
+    """Whatever happens to the bytes, the encoder's reader gives what gzip gives, or fails where gzip fails."""
+    original = encode_payload(_session(4, size=300))
+    damaged = bytearray(original)
+    for _ in range(data.draw(st.integers(1, 3))):
+        kind = data.draw(st.sampled_from(["flip", "cut", "append"]))
+        if kind == "flip" and damaged:
+            at = data.draw(st.integers(0, len(damaged) - 1))
+            damaged[at] ^= data.draw(st.integers(1, 255))
+        elif kind == "cut":
+            del damaged[data.draw(st.integers(0, len(damaged))):]
+        else:
+            damaged += data.draw(st.binary(max_size=40))
+    try:
+        expected = gzip.decompress(bytes(damaged))
+    except (OSError, EOFError, zlib.error):
+        expected = None
+    try:
+        got = TreeEncoder().decompress(bytes(damaged))
+    except (OSError, EOFError, zlib.error):
+        got = None
+    assert got == expected
