@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from otel_agents.tracing import semconv as sc
+from otel_agents.tracing.records import is_message_id
 
 OP_KINDS = frozenset({"llm", "tool", "session", "create_agent", "span"})
 
@@ -80,9 +81,10 @@ def _span_part(node: dict, where: str) -> None:
         record = event.get("record")
         if not isinstance(record, dict):
             raise ShapeError(f"{where}.events[{i}].record: expected an object")
-        for key in ("message_id", "event_type"):
-            if not isinstance(record.get(key), str):
-                raise ShapeError(f"{where}.events[{i}].record.{key}: expected a string")
+        if not is_message_id(record.get("message_id")):  # records are ordered by its number
+            raise ShapeError(f"{where}.events[{i}].record.message_id: expected msg_<digits>")
+        if not isinstance(record.get("event_type"), str):
+            raise ShapeError(f"{where}.events[{i}].record.event_type: expected a string")
         agent_id = record.get("agent_id")
         if agent_id is not None and not isinstance(agent_id, str):
             raise ShapeError(f"{where}.events[{i}].record.agent_id: expected a string")

@@ -605,6 +605,10 @@ DAMAGE = {
     # Found by the suite's own run in CI on 2026-11-22 (KeyError in verify):
     "tree: an operation without its end": (
         _edit_tree(lambda s: _first_llm_op(s).pop("ended_ns")), ["sessions", "verify", "{sid}"]),
+    # Found by the suite's own run in CI on 2026-11-22 (IndexError ordering records in resume):
+    "tree: a record's message id is empty": (
+        _edit_tree(lambda s: s["runs"][0]["events"][0]["record"].__setitem__("message_id", "")),
+        ["resume", "{sid}", "hello again", "--max-turns", "3"]),
 }
 
 
