@@ -96,10 +96,21 @@ def causes_of(record: Mapping[str, Any]) -> tuple[str, ...]:
 
 
 def tool_calls_of(record: Mapping[str, Any]) -> tuple[ToolCallView, ...]:
+    """The tool calls of an entry as far as they are shaped as calls: views show what a damaged
+    line still says (a name of ``?``) rather than fail on it."""
+    raw = record.get("tool_calls")
     calls = []
-    for call in record.get("tool_calls") or ():
-        function = call.get("function") or {}
-        calls.append(ToolCallView(call.get("id"), function.get("name") or "?", function.get("arguments") or ""))
+    for call in raw if isinstance(raw, list) else ():
+        if not isinstance(call, dict):
+            continue
+        function = call.get("function")
+        function = function if isinstance(function, dict) else {}
+        call_id, name, arguments = call.get("id"), function.get("name"), function.get("arguments")
+        calls.append(ToolCallView(
+            call_id if isinstance(call_id, str) else None,
+            name if isinstance(name, str) and name else "?",
+            arguments if isinstance(arguments, str) else "",
+        ))
     return tuple(calls)
 
 

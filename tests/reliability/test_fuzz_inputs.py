@@ -523,6 +523,19 @@ def _edit_events(change, kind: str | None = None):
     return apply
 
 
+def _edit_first_tool_call(change):
+    """Change the first tool call of the first entry of events.jsonl that has one."""
+    def apply(directory: Path) -> None:
+        path = directory / "events.jsonl"
+        lines = path.read_text().splitlines()
+        index = next(i for i, line in enumerate(lines) if json.loads(line).get("tool_calls"))
+        record = json.loads(lines[index])
+        change(record["tool_calls"][0])
+        lines[index] = json.dumps(record)
+        path.write_text("\n".join(lines) + "\n")
+    return apply
+
+
 def _edit_meta(change):
     def apply(directory: Path) -> None:
         path = directory / "meta.json"
@@ -605,6 +618,10 @@ DAMAGE = {
     # Found by the suite's own run in CI on 2026-11-22 (KeyError in verify):
     "tree: an operation without its end": (
         _edit_tree(lambda s: _first_llm_op(s).pop("ended_ns")), ["sessions", "verify", "{sid}"]),
+    # Found with OTEL_AGENTS_FUZZ_EXAMPLES=3000 on 2026-11-22 (AttributeError in the perspective view):
+    "events: a tool call's function is a list": (
+        _edit_first_tool_call(lambda call: call.__setitem__("function", [call["function"]])),
+        ["view", "{sid}", "perspective", "main"]),
     # Found by the suite's own run in CI on 2026-11-22 (IndexError ordering records in resume):
     "tree: a record's message id is empty": (
         _edit_tree(lambda s: s["runs"][0]["events"][0]["record"].__setitem__("message_id", "")),

@@ -175,3 +175,17 @@ def test_many_agents_many_entries_stay_consistent():
     assert [i.message_id for i in items] == utterances
     assert sum(len(i.entries) for i in items) == sum(1 for r in records if r["event_type"] == "transcript_entry")
     assert all(i.content == f"said {int(i.message_id[4:])}" for i in items)
+
+
+@pytest.mark.parametrize("tool_calls, expected", [
+    ([{"id": "c1", "type": "function", "function": {"name": "task", "arguments": "{}"}}], [("c1", "task", "{}")]),
+    ([{"id": "c1", "function": [{"name": "task"}]}], [("c1", "?", "")]),  # function is a list
+    ([{"id": 5, "function": {"name": 7, "arguments": {"a": 1}}}], [(None, "?", "")]),
+    (["not a call", {"id": "c2", "function": {"name": "discuss"}}], [("c2", "discuss", "")]),
+    ("task", []),  # not a list at all
+])
+def test_tool_calls_of_a_damaged_entry_show_what_is_still_a_call(tool_calls, expected):
+    from otel_agents.views.index import tool_calls_of
+
+    record = {"message_id": "msg_000001", "role": "assistant", "tool_calls": tool_calls}
+    assert [(c.id, c.name, c.arguments) for c in tool_calls_of(record)] == expected
