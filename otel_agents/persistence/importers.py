@@ -62,6 +62,8 @@ class _Where:
     def at(self, step: str | int) -> "_Where":
         if isinstance(step, int):
             return _Where(self.source, self.line, f"{self.path}[{step}]")
+        if not step or not step.isprintable():  # a key from the file: the message stays one line
+            return _Where(self.source, self.line, f"{self.path}[{json.dumps(step)}]")
         return _Where(self.source, self.line, f"{self.path}.{step}" if self.path else step)
 
     def error(self, message: str) -> ImportFormatError:
@@ -378,7 +380,7 @@ def _jaeger_trace(trace: Any, where: _Where) -> list[SpanData]:
     trace = _obj(trace, where, "a Jaeger trace object")
     processes: dict[str, dict[str, Any]] = {}
     for pid, process in _obj(trace.get("processes") or {}, where.at("processes")).items():
-        here = where.at(f"processes.{pid}")
+        here = where.at("processes").at(pid)
         process = _obj(process, here)
         resource = {}
         service = process.get("serviceName")

@@ -407,3 +407,14 @@ def test_files_that_are_not_traces(tmp_path):
         read_trace_file(path)
     with pytest.raises(ImportFormatError, match=r"missing\.json:0: cannot read"):
         read_trace_file(tmp_path / "missing.json")
+
+
+def test_a_key_with_a_line_break_is_quoted_in_the_one_line_error():
+    """Found by the fuzz suite: a process id holding a newline broke the error over two lines."""
+    from otel_agents.persistence.importers import ImportFormatError, decode_trace_text
+
+    doc = {"data": [{"traceID": "ab" * 16, "spans": [], "processes": {"p\n1": None}}]}
+    with pytest.raises(ImportFormatError) as info:
+        decode_trace_text(json.dumps(doc), "fuzzed.json")
+    message = str(info.value)
+    assert "\n" not in message and 'processes["p\\n1"]' in message, message
