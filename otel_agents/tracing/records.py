@@ -107,15 +107,15 @@ def from_span_event(name: str, attributes: Mapping[str, Any]) -> dict[str, Any] 
 
 
 _MESSAGE_ID = re.compile(r"^msg_\d+$")
+_ROLES = frozenset({"system", "user", "assistant", "tool"})
+_TEXT_FIELDS = frozenset(
+    {"agent_id", "name", "language_model", "parent", "tool_call_id", "substance", "source", "reasoning_content"}
+)
 
 
 def is_message_id(value: Any) -> bool:
     """``msg_<digits>``: what ordering by :func:`message_id_number` needs."""
     return isinstance(value, str) and _MESSAGE_ID.match(value) is not None
-_ROLES = frozenset({"system", "user", "assistant", "tool"})
-_TEXT_FIELDS = frozenset(
-    {"agent_id", "name", "language_model", "parent", "tool_call_id", "substance", "source", "reasoning_content"}
-)
 
 
 def validate_record(record: Any) -> None:
