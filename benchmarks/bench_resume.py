@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import resource
+import shutil
 import statistics
 import sys
 import time
@@ -90,6 +91,28 @@ def measure(session_dir: Path, repeat: int) -> ResumeFigures:
         entries=results[0]["entries"],
         agents=results[0]["agents"],
     )
+
+
+def prompt_resume(session_dir: Path, scratch: Path, repeat: int) -> list[float]:
+    """Wall seconds of whole ``otel-agents resume SESSION PROMPT`` processes, each on a fresh copy.
+
+    What a user waits for when continuing a large session: imports, loading, one run of
+    the session's own scripted model, and the close, which writes the whole tree.
+    """
+    from bench_timing import run_process
+
+    seconds = []
+    for number in range(repeat):
+        home = Path(scratch) / f"prompt-resume-{number}"
+        sessions = home / "sessions"
+        shutil.copytree(session_dir, sessions / session_dir.name)  # copy2 keeps the times the checkpoint mark holds
+        wall, _ = run_process([
+            sys.executable, "-m", "otel_agents", "resume", session_dir.name, "One more question.",
+            "--sessions-dir", str(sessions), "--billing-file", str(home / "billing.jsonl"),
+        ])
+        seconds.append(wall)
+        shutil.rmtree(home)
+    return seconds
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -63,6 +63,7 @@ TARGETS: dict[str, tuple[float | None, str]] = {
     "resume_s_10k": (None, "s"),
     "resume_s_100k": (2.0, "s"),
     "resume_peak_mb_100k": (None, "MB"),
+    "resume_prompt_s_100k": (None, "s"),
     "resume_s_100k_no_journal": (None, "s"),
     "view_dialog_s_100k": (1.0, "s"),
     "view_perspective_s_100k": (1.0, "s"),
@@ -229,6 +230,9 @@ def saved_session_benchmarks(sizes: Sizes, tmp: Path, capture: Any, results: Res
     recorded, figures = largest
     results.add("resume_peak_mb_100k", figures.peak_mb, entries=figures.entries,
                 delta_after_imports_mb=figures.peak_delta_mb)
+    prompt_runs = bench_resume.prompt_resume(recorded.directory, tmp, sizes.resume_repeat)
+    results.add("resume_prompt_s_100k", statistics.median(prompt_runs), runs=prompt_runs, entries=recorded.entries,
+                note="a whole `otel-agents resume SESSION PROMPT` process: load, one scripted run, the tree written at close")
     worst = 0.0
     for view, (value, runs, out_bytes, command) in _view_figures(recorded.directory, sizes).items():
         worst = max(worst, value)
