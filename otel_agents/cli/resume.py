@@ -142,12 +142,12 @@ def resume_session_command(session_id, prompts, script_name, model_opts, otlp_fi
 
     tracing = configure(otlp_file)
     llm = make_llm(tracing, model_opts)
-    if resolve_model(script, model) == script.model:
-        llm.use_script(script)  # the scripted model the saved agents name
+    llm.use_script(script)  # the scripted model the saved agents name, if they use it
+    resolved = resolve_model(script, model)
     try:
         session = restore_session(
             saved,
-            model_override=model if model and not model.startswith("scripted/") else None,
+            model_override=None if resolved == script.model else resolved,
             telemetry=tracing.telemetry,
             llm=llm,
             max_turns=model_opts.max_turns,

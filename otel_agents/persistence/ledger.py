@@ -31,12 +31,12 @@ from typing import IO, Callable, Iterable, Iterator, Mapping
 
 import orjson
 
-from otel_agents.tracing.redaction import is_secret_key, redact, redact_text
+from otel_agents.persistence.tree_shape import TOKEN_KEYS
+from otel_agents.tracing.redaction import MARKER, is_secret_key, redact, redact_text
 
 GROUP_BY = ("session", "agent", "model", "day")
 _COST_SCALE = 10**12  # picodollars: each cost has at most 12 decimals
 _ID_PREFIX = b'{"record_id":"'
-TOKEN_KEYS = ("input", "output", "cache_read", "cache_write", "reasoning", "total")
 
 # Column order for CSV export (tokens flattened as tokens_<key>).
 CSV_COLUMNS = (
@@ -84,7 +84,7 @@ def _redacted(record: Mapping) -> dict:
     for key, value in record.items():
         kind = type(value)
         if key not in _OWN_KEYS:
-            out[key] = redact({key: value})[key]
+            out[key] = MARKER if isinstance(key, str) and is_secret_key(key) else redact(value)
         elif kind is str:
             out[key] = redact_text(value)
         elif kind is dict and all(k in _OWN_KEYS and type(v) is int for k, v in value.items()):

@@ -17,6 +17,7 @@ from typing import Any, Iterable, Mapping
 
 from otel_agents.persistence.timestamps import iso_ts
 from otel_agents.persistence.tree import KIND_LLM, KIND_TOOL, STATUS_CANCELLED, STATUS_IN_PROGRESS, OpRef, iter_ops
+from otel_agents.persistence.tree_shape import TOKEN_KEYS
 from otel_agents.tracing import semconv as sc
 
 UNFINISHED_ERRORS = {
@@ -87,7 +88,7 @@ def ledger_record(session_id: str | None, ref: OpRef) -> dict[str, Any]:
                     "model": attrs.get(sc.GEN_AI_REQUEST_MODEL),
                     "response_model": None,
                     "attempt": attrs.get(sc.LLM_ATTEMPT),
-                    "tokens": {"input": 0, "output": 0, "cache_read": 0, "cache_write": 0, "reasoning": 0, "total": 0},
+                    "tokens": dict.fromkeys(TOKEN_KEYS, 0),
                     "cost_usd": None,
                     "price_source": None,
                 }

@@ -32,7 +32,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
@@ -59,6 +59,9 @@ from otel_agents.persistence.tree import assemble_session, build_tree, merge_tre
 from otel_agents.persistence.tree_encoding import TreeEncoder
 from otel_agents.tracing import semconv as sc
 from otel_agents.tracing.spandata import SpanData, SpanReader, hex_span_id, hex_trace_id
+
+if TYPE_CHECKING:  # imported when first needed: a run with no billing file never loads it
+    from otel_agents.persistence.ledger import LedgerAppender
 
 LEDGER_READ_AHEAD_BYTES = 8 << 20  # ledger read per idle moment: the pipe is looked at again between slices
 
@@ -174,7 +177,7 @@ class SessionRecorder(SpanProcessor):
         self._run_end_due = False
         self._store_failed = False
         self._billing_failed = False
-        self._ledger: Any = None  # LedgerAppender: the ledger's ids, read once, then only what was appended
+        self._ledger: LedgerAppender | None = None  # the ledger's ids, read once, then only what was appended
         self._ledger_caught_up = False
         self._closed = False
         if resume:
@@ -378,11 +381,10 @@ class SessionRecorder(SpanProcessor):
             try:
                 tree = tree if tree is not None else self.tree()
                 meta = self._meta(tree)
-                settled = dict(meta) if self._open_runs == 0 else None
                 written = self.store.save_tree(make_payload(tree, meta), encoder=self._tree_encoder)
                 meta["checkpoint"] = checkpoint_mark(self.store)
                 self._save_meta(meta)
-                self._settle_tree(tree, settled)
+                self._settle_tree(tree, meta)
             except Exception as exc:
                 self._fail_store(exc)
                 return None
@@ -443,10 +445,10 @@ class SessionRecorder(SpanProcessor):
         self._settled_end_ns = end_ns
         self._changed_traces.clear()
 
-    def _settle_tree(self, tree: Mapping[str, Any], meta: Mapping[str, Any] | None) -> None:
-        """``meta``: made from ``tree``, the whole session, with no run open (else None)."""
+    def _settle_tree(self, tree: Mapping[str, Any], meta: Mapping[str, Any]) -> None:
+        """``meta``: made from ``tree``, the whole session; settled only while no run is open."""
         ended = tree.get("ended_ns")
-        if meta is not None and isinstance(ended, int):
+        if self._open_runs == 0 and isinstance(ended, int):
             self._settle(meta, ended)
         else:
             self._settled = None
@@ -511,7 +513,7 @@ class SessionRecorder(SpanProcessor):
                 "the run goes on (the records are derived again when the session is next loaded)"
             )
 
-    def _ledger_appender(self) -> Any:
+    def _ledger_appender(self) -> LedgerAppender:
         if self._ledger is None:
             from otel_agents.persistence.ledger import LedgerAppender
 
@@ -557,7 +559,7 @@ class SessionRecorder(SpanProcessor):
             tree = tree if tree is not None else self.tree()
             meta = self._meta(tree)
             self._save_meta(meta)
-            self._settle_tree(tree, dict(meta) if self._open_runs == 0 else None)
+            self._settle_tree(tree, meta)
         except Exception as exc:
             self._fail_store(exc)
 

@@ -124,7 +124,8 @@ _ENTRY_KEYS = {
             "price_source"),
     "tool": ("latency_ms", "error", "tool", "chars_in", "chars_out"),
 }
-_TOKEN_KEYS = ("input", "output", "cache_read", "cache_write", "reasoning", "total")
+# The token counts of an llm entry (and of a ledger record: ``ledger.TOKEN_KEYS``).
+TOKEN_KEYS = ("input", "output", "cache_read", "cache_write", "reasoning", "total")
 
 
 def _op(op: Any, where: str) -> None:
@@ -144,7 +145,7 @@ def _op(op: Any, where: str) -> None:
                 raise ShapeError(f"{where}.accounting[{i}].{key}: missing")
         if entry["type"] == "llm":
             tokens = _dict(entry, "tokens", f"{where}.accounting[{i}]")
-            for key in _TOKEN_KEYS:
+            for key in TOKEN_KEYS:
                 if not _int(tokens.get(key)):
                     raise ShapeError(f"{where}.accounting[{i}].tokens.{key}: expected an integer")
             cost = entry.get("cost_usd")

@@ -93,7 +93,6 @@ def build_session(
     resolved = resolve_model(script, model)
     root = AgentSpec(script.root_name, resolved, script.root_system_prompt, tuple(tools))
     session = Session(root=root, **session_kwargs)
-    if resolved == script.model:
-        session.llm.use_script(script)
+    session.llm.use_script(script)  # registered at the first scripted call only: none with a real model
     install_hooks(session, script.hooks)
     return session

@@ -129,7 +129,8 @@ def span_nodes(document: Any) -> Iterator[dict[str, Any]]:
     if "version" in document and isinstance(session, Mapping):
         document = session
     for _, node in iter_nodes(document):
-        if isinstance(node, Mapping) and isinstance(node.get("span_id"), str) and isinstance(node.get("attributes"), Mapping):
+        if (isinstance(node, Mapping) and isinstance(node.get("span_id"), str)
+                and isinstance(node.get("attributes"), Mapping)):
             yield node
 
 
