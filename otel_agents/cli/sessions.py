@@ -69,21 +69,36 @@ def list_command(as_json: bool, paths) -> None:
 @ledger_errors_are_data_errors
 def show(session_id: str, as_json: bool, paths) -> None:
     """Show a session's tree: path labels, status, durations, tokens and cost, per agent totals."""
-    from otel_agents.persistence.artifacts import SessionUnreadable, flush_unbilled, load_artifacts, mark_billed
+    from otel_agents.persistence.collector import collector_paused
+
+    # Paused for the whole command: a large tree is millions of young, acyclic objects that each
+    # automatic collection would walk again (persistence/collector.py), and the process ends here.
+    with collector_paused():
+        _show(session_id, as_json, paths)
+
+
+def _show(session_id: str, as_json: bool, paths) -> None:
+    from otel_agents.persistence.artifacts import (
+        SOURCE_CHECKPOINT, SessionUnreadable, flush_unbilled, load_artifacts, mark_billed,
+    )
     from otel_agents.persistence.store import TREE_VERSION, make_meta
 
     directory = session_dir_or_exit(paths, session_id)
     # load_artifacts rebuilds from the journal after a crash (a checkpoint may be behind).
+    # The tree is all this shows: a current checkpoint's events.jsonl is not read.
     try:
-        artifacts = load_artifacts(directory, lambda m: click.echo(f"warning: {m}", err=True))
+        artifacts = load_artifacts(directory, lambda m: click.echo(f"warning: {m}", err=True), records=False)
     except SessionUnreadable as exc:
         raise SessionDataUnreadable(str(exc)) from None
     if artifacts.tree is None:
         raise SessionDataUnreadable(f"session {session_id} has no readable tree: " + "; ".join(artifacts.notes))
     tree, meta = artifacts.tree, artifacts.meta
-    # Loading bills what a crash left unbilled (record ids make this idempotent).
+    # Loading bills what a crash left unbilled (record ids make this idempotent). A current
+    # checkpoint marked billed has every run in the ledger already, as resume trusts too:
+    # billing it again would read the whole ledger to add nothing.
+    already_billed = artifacts.source == SOURCE_CHECKPOINT and bool(meta and meta.get("billed"))
     try:
-        billed = flush_unbilled(tree, paths.billing_file, meta)
+        billed = 0 if already_billed else flush_unbilled(tree, paths.billing_file, meta)
     except Exception as exc:  # billing trouble must not hide the session
         click.echo(f"warning: cannot update the billing ledger {paths.billing_file}: {exc}", err=True)
     else:
@@ -93,8 +108,7 @@ def show(session_id: str, as_json: bool, paths) -> None:
     if as_json:
         _json({"version": TREE_VERSION, "session": tree, "meta": meta or make_meta(tree, created_ns=0, updated_ns=0)})
         return
-    for line in render_session(tree, meta):
-        click.echo(line)
+    click.echo("\n".join(render_session(tree, meta)))
 
 
 @sessions.command()

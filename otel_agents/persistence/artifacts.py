@@ -57,17 +57,21 @@ class SessionArtifacts:
     recovered: bool = False  # tree.json.gz (and meta.json) were rewritten from the journal
 
 
-def load_artifacts(session_dir: Path, warn: Warn = stderr_warning, *, repair: bool = True) -> SessionArtifacts:
+def load_artifacts(
+    session_dir: Path, warn: Warn = stderr_warning, *, repair: bool = True, records: bool = True
+) -> SessionArtifacts:
     """The tree and the event stream of a session directory.
 
     Preference: a checkpoint known to be current, else the journal with events.jsonl
     (always the most complete), else tree.json.gz, else events.jsonl alone; each
     fallback is said on stderr. ``repair``: when the journal shows more than
     tree.json.gz and no live process is writing the session, rewrite tree.json.gz
-    and meta.json from it.
+    and meta.json from it. ``records=False``: a caller that needs only the tree
+    (``sessions show``) gets no records from a current checkpoint, whose events.jsonl
+    is then not read; every other path reads them, as rebuilding needs them.
     """
     store = SessionStore(Path(session_dir))
-    current = current_checkpoint(store, warn)
+    current = current_checkpoint(store, warn, with_records=records)
     if current is not None:
         return current
     notes: list[str] = []
@@ -133,19 +137,21 @@ def load_artifacts(session_dir: Path, warn: Warn = stderr_warning, *, repair: bo
 
 
 def current_checkpoint(
-    store: SessionStore, warn: Warn = stderr_warning, *, with_tree: bool = True
+    store: SessionStore, warn: Warn = stderr_warning, *, with_tree: bool = True, with_records: bool = True
 ) -> SessionArtifacts | None:
     """The quick load: records from events.jsonl, tree.json.gz decoded once; None if it does not apply.
 
     It applies while meta.json's checkpoint mark holds (``store.checkpoint_is_current``):
     then nothing needs rebuilding or repairing. ``with_tree=False`` leaves the tree
-    unread (None) for a caller that needs only the records and meta.json (resume).
+    unread (None) for a caller that needs only the records and meta.json (resume);
+    ``with_records=False`` leaves events.jsonl unread (no records) for one that needs
+    only the tree.
     """
     meta = _read_meta(store)
     if not checkpoint_is_current(store, meta):
         return None
     try:
-        lines = read_event_lines(store.events_path, warn)
+        lines = read_event_lines(store.events_path, warn) if with_records else []
         tree = store.load_tree() if with_tree else None
     except (EventsFileError, StoreError, OSError):
         return None  # the careful path says what is wrong

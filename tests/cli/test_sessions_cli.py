@@ -85,6 +85,39 @@ def test_list_show_verify_rm(env):
     assert invoke("sessions", "show", first).exit_code == 2
 
 
+def test_show_of_a_closed_billed_session_reads_neither_its_events_nor_the_ledger(env, monkeypatch):
+    import otel_agents.persistence.artifacts as artifacts
+    import otel_agents.persistence.ledger as ledger
+
+    session_id = run_demo()
+    expected = invoke("sessions", "show", session_id).stdout
+
+    def never(*args, **kwargs):
+        raise AssertionError("read although the checkpoint is current and billed")
+
+    monkeypatch.setattr(artifacts, "read_event_lines", never)
+    monkeypatch.setattr(ledger, "append_records", never)
+    shown = invoke("sessions", "show", session_id)
+    assert shown.exit_code == 0 and shown.stderr == ""
+    assert shown.stdout == expected
+
+
+def test_show_bills_a_closed_session_not_marked_billed(env):
+    session_id = run_demo()
+    meta_path = env / "sessions" / session_id / "meta.json"
+    ledger = env / "billing.jsonl"
+    lines = ledger.read_text().splitlines()
+    ledger.unlink()  # as if the run's ledger writes had failed
+    meta = json.loads(meta_path.read_text())
+    meta["billed"] = False
+    meta_path.write_text(json.dumps(meta))
+    shown = invoke("sessions", "show", session_id)
+    assert shown.exit_code == 0 and f"billed {len(lines)} record(s)" in shown.stderr
+    assert sorted(ledger.read_text().splitlines()) == sorted(lines)
+    assert json.loads(meta_path.read_text())["billed"] is True
+    assert "billed" not in invoke("sessions", "show", session_id).stderr
+
+
 @pytest.mark.parametrize("command", ["show", "verify", "rm"])
 @pytest.mark.parametrize("bad_id", ["../x", "a/b", "..", "/etc", "x/../../y"])
 def test_ids_that_could_escape_are_rejected(env, command, bad_id):
