@@ -28,10 +28,12 @@ from __future__ import annotations
 
 import hashlib
 import heapq
+import mmap
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO, Iterable, Mapping
+from typing import Any, BinaryIO, Iterable, Iterator, Mapping
 
 import orjson
 
@@ -332,6 +334,35 @@ def read_journal(path: Path, warn: Warn = stderr_warning) -> list[dict[str, Any]
             continue
         raise JournalError(f"{path}:{number}: not a valid journal line: {problem}")
     return out
+
+
+def lines_mentioning(path: Path, text: str) -> Iterator[dict[str, Any]]:
+    """The valid lines that hold ``text`` as a JSON string (a span id, a message id), in file order.
+
+    Found by searching the file's bytes for the string as the writer encodes it, so no
+    other line is parsed: looking up one span of a large session costs a scan of the
+    bytes, not a decode of the journal. Lines that are torn or not journal lines are
+    passed over (:func:`read_journal` is the reader that reports them). JournalError
+    when the file cannot be read.
+    """
+    needle = orjson.dumps(text)
+    try:
+        with open(path, "rb") as handle:
+            if os.fstat(handle.fileno()).st_size == 0:
+                return
+            with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+                found = data.find(needle)
+                while found >= 0:
+                    start = data.rfind(b"\n", 0, found) + 1
+                    end = data.find(b"\n", found)
+                    end = len(data) if end < 0 else end
+                    try:
+                        yield decode(data[start:end])
+                    except ValueError:  # orjson's decode errors are ValueErrors too
+                        pass
+                    found = data.find(needle, end)
+    except OSError as exc:
+        raise JournalError(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
 # --------------------------------------------------------------------------- rebuilding

@@ -20,12 +20,15 @@ from otel_agents.tracing.records import message_from_record
 from otel_agents.views.errors import AmbiguousAgent, SessionDataError, UnknownAgent, UnknownMessage, UnknownSpan
 from otel_agents.views.index import SessionIndex, is_utterance, paused, tool_calls_of
 from otel_agents.views.loading import (
+    JOURNAL_FILE,
     TREE_FILE,
     read_event_file,
     read_events,
     read_tree,
     records_from_tree,
+    span_from_journal,
     span_nodes,
+    tools_from_journal,
 )
 from otel_agents.views.model import (
     AgentInfo,
@@ -345,8 +348,40 @@ class SessionViewer:
         return refs
 
     # --- exact LLM context ---
+    def _journal_path(self) -> Path | None:
+        """The session's span journal, next to its tree (None for a viewer built from memory)."""
+        if self._tree is not None or self._tree_path is None:
+            return None  # a tree in memory is already decoded: it answers at once
+        path = self._tree_path.with_name(JOURNAL_FILE)
+        return path if path.is_file() else None
+
     def _span_node(self, key: str) -> dict[str, Any] | None:
-        """A tree node by span id, or the chat span whose response is assistant entry ``key``."""
+        """A tree node by span id, or the chat span whose response is assistant entry ``key``.
+
+        The journal answers first when there is one: it reads only the lines naming the
+        key, where the tree would be decoded whole (seconds and a gigabyte at 100k entries).
+        """
+        journal = self._journal_path() if self._spans is None else None
+        if journal is not None:
+            node = span_from_journal(journal, key)
+            if node is not None:
+                return node
+        return self._tree_span_node(key)
+
+    def _tool_definitions(self, definitions_id: str) -> Any | None:
+        journal = self._journal_path() if self._spans is None else None
+        if journal is not None:
+            tools = tools_from_journal(journal, definitions_id)
+            if tools is not None:
+                return tools
+        self._index_tree_spans()  # not in the journal (or none): the tree's spans
+        return (self._tools or {}).get(definitions_id)
+
+    def _tree_span_node(self, key: str) -> dict[str, Any] | None:
+        spans = self._index_tree_spans()
+        return spans.get(key.strip()) or spans.get(key.strip().lower())
+
+    def _index_tree_spans(self) -> dict[str, dict[str, Any]]:
         if self._spans is None:
             if self._tree is None:
                 if self._tree_path is None or not self._tree_path.exists():
@@ -363,7 +398,7 @@ class SessionViewer:
                 definitions_id, text = attrs.get(sc.REQUEST_TOOLS_ID), attrs.get(sc.REQUEST_TOOLS)
                 if isinstance(definitions_id, str) and text is not None:
                     self._tools.setdefault(definitions_id, text)
-        return self._spans.get(key.strip()) or self._spans.get(key.strip().lower())
+        return self._spans
 
     @paused
     def chat_context(self, span_id: str) -> ChatContext:
@@ -371,9 +406,11 @@ class SessionViewer:
 
         ``span_id`` may also be an assistant entry's message id: the context that produced it.
         """
-        node = self._span_node(span_id)
+        record = self._index.by_id.get(span_id.strip())
+        answered = record is not None and record.get("role") == "assistant"
+        node = None if record is not None and not answered else self._span_node(span_id)  # no span answers it
         if node is None:
-            if span_id in self._index.by_id:
+            if record is not None:
                 raise UnknownSpan(f"{span_id} is not an assistant entry answered by a chat span of this session")
             raise UnknownSpan(f"no span {span_id!r} in this session")
         attrs = node["attributes"]
@@ -395,7 +432,7 @@ class SessionViewer:
             )
         tools = attrs.get(sc.REQUEST_TOOLS)
         if tools is None and attrs.get(sc.REQUEST_TOOLS_ID) is not None:
-            tools = (self._tools or {}).get(attrs[sc.REQUEST_TOOLS_ID])  # indexed with the spans
+            tools = self._tool_definitions(attrs[sc.REQUEST_TOOLS_ID])
             if tools is None:
                 raise SessionDataError(
                     f"chat span {span_id} sent tool definitions {attrs[sc.REQUEST_TOOLS_ID]}, "

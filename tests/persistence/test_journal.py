@@ -12,6 +12,7 @@ from otel_agents.persistence.journal import (
     JournalWriter,
     context_line,
     end_line,
+    lines_mentioning,
     read_journal,
     rebuild,
     span_lines,
@@ -60,6 +61,43 @@ def test_start_and_end_lines_hold_each_fact_once():
     # The same context id whatever the key order: writers in different processes agree.
     assert context_line({"b": 1, "a": 2}, "s")["ctx"] == context_line({"a": 2, "b": 1}, "s")["ctx"]
     assert context_line(RESOURCE, "x")["ctx"] != context_line(RESOURCE, "y")["ctx"]
+
+
+def test_lines_mentioning_finds_the_lines_naming_an_id_in_file_order(tmp_path):
+    path = tmp_path / "spans.jsonl"
+    writer = JournalWriter(path)
+    root_started = _span(ROOT)
+    child = _span(CHILD, ROOT, end=T0 + 50, attrs={"otel_agents.response.message_id": "msg_000004"})
+    writer.start(root_started)
+    writer.start(_span(CHILD, ROOT))
+    writer.end(child, _span(CHILD, ROOT))
+    writer.end(_span(ROOT, end=T0 + 90), root_started)
+    writer.close()
+
+    assert [line.get("start") or line.get("end") for line in lines_mentioning(path, CHILD)] == [CHILD, CHILD]
+    # The root is named by its own lines and by its child's start line (as the parent).
+    assert [(("start" in l and "start") or "end", l.get("start") or l.get("end"))
+            for l in lines_mentioning(path, ROOT)] == [("start", ROOT), ("start", CHILD), ("end", ROOT)]
+    assert [l["end"] for l in lines_mentioning(path, "msg_000004")] == [CHILD]
+    # Only the whole JSON string matches, not a part of a longer one.
+    assert list(lines_mentioning(path, "msg_00000")) == []
+    assert list(lines_mentioning(path, CHILD[:15])) == []
+
+    # A torn last line and a damaged one are passed over; the file is not changed.
+    data = path.read_bytes()
+    lines = data.splitlines(keepends=True)
+    damaged = lines[:2] + [b'{"start": "' + CHILD.encode() + b'", "oops"\n'] + lines[3:] + [lines[3][:30]]
+    path.write_bytes(b"".join(damaged))
+    assert [l.get("start") or l.get("end") for l in lines_mentioning(path, CHILD)] == [CHILD]
+    assert path.read_bytes() == b"".join(damaged)
+
+
+def test_lines_mentioning_an_empty_or_missing_journal(tmp_path):
+    empty = tmp_path / "spans.jsonl"
+    empty.write_bytes(b"")
+    assert list(lines_mentioning(empty, ROOT)) == []
+    with pytest.raises(JournalError, match="cannot read"):
+        list(lines_mentioning(tmp_path / "missing.jsonl", ROOT))
 
 
 def test_rebuild_gives_ended_spans_whole_open_ones_by_their_start_and_records_in_place():

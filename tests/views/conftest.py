@@ -62,11 +62,18 @@ class SavedSession:
     def viewer(self) -> SessionViewer:
         return SessionViewer(self.events, self.tree, session_id=self.session.id)
 
-    def save(self, sessions_dir: Path) -> Path:
+    def save(self, sessions_dir: Path, *, journal: bool = False) -> Path:
+        """events.jsonl and tree.json.gz; with ``journal``, spans.jsonl too, in the journal's own line shapes."""
         path = sessions_dir / self.session.id
         path.mkdir(parents=True)
         (path / "events.jsonl").write_bytes(b"".join(self.lines))
         (path / "tree.json.gz").write_bytes(encode_payload(self.tree))
+        if journal:
+            from otel_agents.persistence import journal as spans_journal
+
+            lines = [spans_journal.context_line(self.spans[0].resource, self.spans[0].scope)]
+            lines += [line for span in self.spans for line in spans_journal.span_lines(span)]
+            (path / spans_journal.JOURNAL_FILE).write_bytes(b"".join(map(spans_journal.encode, lines)))
         return path
 
     def chat_spans(self) -> list[SpanData]:

@@ -185,3 +185,50 @@ async def test_tool_schemas_cut_short_are_named(scripted_session, jack_and_jill_
     holder["attributes"][sc.REQUEST_TOOLS] = holder["attributes"][sc.REQUEST_TOOLS][:40]  # a capped network copy
     with pytest.raises(SessionDataError, match="tool schemas are not whole JSON"):
         SessionViewer(saved.events, tree).chat_context(holder["span_id"])
+
+
+async def test_contexts_from_the_span_journal_equal_those_from_the_tree(scripted_session, tmp_path, monkeypatch):
+    saved = await scripted_session(
+        HOOKED_SCRIPT, ["Start the meeting", "Once more, please"], between=truncate_root(3), tools=[echo]
+    )
+    path = saved.save(tmp_path / "sessions", journal=True)
+    from_tree = saved.viewer()
+
+    def no_tree(*args, **kwargs):
+        raise AssertionError("the tree was decoded although the journal holds the span")
+
+    monkeypatch.setattr("otel_agents.views.viewer.read_tree", no_tree)
+    viewer = SessionViewer.from_session_dir(path)
+    assert_every_context_identical(saved, viewer)  # by span id, tool definitions found by id
+    for span in saved.chat_spans():
+        response = span.attributes.get(sc.RESPONSE_MESSAGE_ID)
+        if response is not None:  # by the assistant entry it produced
+            assert viewer.chat_context(response) == from_tree.chat_context(response)
+        assert viewer.chat_context(span.span_id.upper()) == from_tree.chat_context(span.span_id)
+    # A message no chat span answered is refused from the records alone.
+    heard = next(e for e in saved.events if e.get("role") == "user")
+    with pytest.raises(UnknownSpan, match="is not an assistant entry answered by a chat span"):
+        viewer.chat_context(heard["message_id"])
+
+
+async def test_a_span_the_journal_cannot_give_is_found_in_the_tree(scripted_session, jack_and_jill_script, tmp_path):
+    saved = await scripted_session(jack_and_jill_script, ["Create Jack and Jill for a cafe discussion"])
+    path = saved.save(tmp_path / "sessions", journal=True)
+    chats = saved.chat_spans()
+    holder = next(s for s in chats if sc.REQUEST_TOOLS in s.attributes)
+    dropped, damaged = chats[-1], chats[-2]
+    journal = path / "spans.jsonl"
+    kept = []
+    for line in journal.read_bytes().splitlines(keepends=True):
+        if dropped.span_id.encode() in line:
+            continue  # a journal that lost a span's lines
+        if f'"start":"{damaged.span_id}"'.encode() in line or f'"start":"{holder.span_id}"'.encode() in line:
+            line = line[: len(line) // 2] + b"\n"  # a line that is not JSON any more
+        kept.append(line)
+    journal.write_bytes(b"".join(kept))
+    from_tree = saved.viewer()
+    viewer = SessionViewer.from_session_dir(path)
+    for span in (dropped, damaged, holder, chats[0]):
+        assert viewer.chat_context(span.span_id) == from_tree.chat_context(span.span_id)
+    with pytest.raises(UnknownSpan, match="no span 'ffffffffffffffff'"):
+        viewer.chat_context("ffffffffffffffff")
