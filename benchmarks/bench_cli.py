@@ -35,6 +35,16 @@ def view_commands(session_dir: Path, dialog_agents: list[str], perspective_agent
     }
 
 
+def tree_commands(session_dir: Path, answered_message: str, billing_file: Path) -> dict[str, list[str]]:
+    """Commands that read a session's spans rather than its records alone: the exact context of
+    one LLM call, and the whole tree. The ledger is a scratch one (a billed session does not touch it)."""
+    return {
+        "context": [*otel_agents_command(), "view", str(session_dir), "context", answered_message],
+        "show": [*otel_agents_command(), "sessions", "show", session_dir.name,
+                 "--sessions-dir", str(session_dir.parent), "--billing-file", str(billing_file)],
+    }
+
+
 def timed_command(command: list[str], repeat: int, env: dict[str, str] | None = None) -> tuple[list[float], bytes]:
     """Wall seconds of ``repeat`` runs and the last run's stdout."""
     seconds, out = [], b""

@@ -6,7 +6,9 @@ instrumentation call in order) and its runs are repeated, continued by the same
 agents, until the transcripts sum to the entries wanted. Each repeat gets new
 trace and span ids, later times, later run indexes and shifted message ids
 (``cause``, ``substance`` and message-id attributes follow), and leaves out the
-agent creations the agents already had. The files are written with the
+agent creations the agents already had. A chat span's context count grows by the
+entries its agent gained in the copies before, so ``view context`` rebuilds every
+call's context from the records, as in a session recorded whole. The files are written with the
 persistence layer's own line encoders: ``events.jsonl``, the ``spans.jsonl``
 journal and, rebuilt from them by ``load_artifacts`` once before timing,
 ``tree.json.gz`` and ``meta.json``: what resume and the views read in a session
@@ -59,6 +61,25 @@ def _shift_attributes(attributes: dict[str, Any], offset: int, runs_before: int)
     return out
 
 
+def _entries_per_copy(capture: Capture) -> dict[str, int]:
+    """Agent id -> transcript entries each later copy adds (those recorded outside create_agent spans)."""
+    creations = {number for kind, number, payload, _ in capture.actions
+                 if kind == "start" and payload[3].get(sc.GEN_AI_OPERATION_NAME) == sc.OP_CREATE_AGENT}
+    counts: dict[str, int] = {}
+    for kind, number, payload, _ in capture.actions:
+        if kind == "record" and number not in creations and payload["event_type"] == sc.EVENT_TRANSCRIPT_ENTRY:
+            counts[payload["agent_id"]] = counts.get(payload["agent_id"], 0) + 1
+    return counts
+
+
+def _continued_context(attributes: dict[str, Any], copy: int, per_copy: dict[str, int]) -> dict[str, Any]:
+    agent = attributes.get(sc.CONTEXT_AGENT_ID)
+    if copy and agent is not None and sc.CONTEXT_MESSAGE_COUNT in attributes:
+        # Agents are created before they speak, so the entries left out precede every context.
+        attributes[sc.CONTEXT_MESSAGE_COUNT] += copy * per_copy.get(agent, 0)
+    return attributes
+
+
 def write_recorded_session(capture: Capture, entries: int, sessions_dir: Path, seed: int = 5) -> RecordedSession:
     """Repeat the captured session's runs until its transcripts hold at least ``entries`` entries."""
     from otel_agents.persistence.events_file import encode_line
@@ -70,6 +91,7 @@ def write_recorded_session(capture: Capture, entries: int, sessions_dir: Path, s
     times = [ts for *_, ts in capture.actions if ts]
     duration = max(times) - min(times) + 1_000_000
     runs = sum(1 for kind, _, p, _ in capture.actions if kind == "start" and p[2] is None)
+    per_copy = _entries_per_copy(capture)
     directory = Path(sessions_dir) / str(capture.session_id)
     directory.mkdir(parents=True, exist_ok=True)
     resource, scope = capture.resource, capture.scope
@@ -96,7 +118,8 @@ def write_recorded_session(capture: Capture, entries: int, sessions_dir: Path, s
                     span = SpanData(
                         trace_id, ids[number][1], ids[parent][1] if parent is not None else None, name,
                         KIND_NAMES.get(span_kind, "INTERNAL"), ts + later, None,
-                        _shift_attributes(attributes, offset, runs_before), resource=resource, scope=scope,
+                        _continued_context(_shift_attributes(attributes, offset, runs_before), copy, per_copy),
+                        resource=resource, scope=scope,
                     )
                     started[number] = span
                     lines.append(encode(start_line(span)))

@@ -70,6 +70,8 @@ TARGETS: dict[str, tuple[float | None, str]] = {
     "view_causality_s_100k": (1.0, "s"),
     "view_s_100k": (1.0, "s"),
     "view_s_100k_synthetic": (None, "s"),
+    "view_context_s_100k": (None, "s"),
+    "sessions_show_s_100k": (None, "s"),
     "billing_summary_s_1m": (5.0, "s"),
     "ledger_append_s_1m": (None, "s"),
     "cli_start_s": (0.35, "s"),
@@ -211,6 +213,24 @@ def _view_figures(directory: Path, sizes: Sizes) -> dict[str, tuple[float, list[
     return out
 
 
+def _tree_figures(directory: Path, sizes: Sizes, tmp: Path) -> dict[str, tuple[float, list[float], int, str]]:
+    """Cold processes that need spans, not only records: ``view context`` of the last LLM call
+    (its span looked up in the journal) and ``sessions show`` (the whole tree rendered)."""
+    from otel_agents.views import SessionViewer
+
+    viewer = SessionViewer.from_session_dir(directory)
+    answered = next(r for r in reversed(viewer.records) if r.get("role") == "assistant")
+    commands = bench_cli.tree_commands(directory, answered["message_id"], tmp / "scratch-billing.jsonl")
+    out = {}
+    for name, command in commands.items():
+        seconds, stdout = bench_cli.timed_command(command, sizes.process_repeat)
+        if not stdout.strip():
+            raise AssertionError(f"{' '.join(command)} printed nothing")
+        figure = "view_context_s_100k" if name == "context" else "sessions_show_s_100k"
+        out[figure] = (statistics.median(seconds), seconds, len(stdout), " ".join(command[1:]))
+    return out
+
+
 def saved_session_benchmarks(sizes: Sizes, tmp: Path, capture: Any, results: Results) -> None:
     """Resume (1k, 10k, 100k entries), its peak memory, and the views, on sessions in the recorder's format.
 
@@ -239,6 +259,8 @@ def saved_session_benchmarks(sizes: Sizes, tmp: Path, capture: Any, results: Res
         results.add(f"view_{view}_s_100k", value, entries=recorded.entries, runs=runs, stdout_bytes=out_bytes,
                     command=command)
     results.add("view_s_100k", worst, entries=recorded.entries, note="slowest of dialog, perspective, causality")
+    for name, (value, runs, out_bytes, command) in _tree_figures(recorded.directory, sizes, tmp).items():
+        results.add(name, value, entries=recorded.entries, runs=runs, stdout_bytes=out_bytes, command=command)
 
     print("  ... the same on bench_views.synthetic_session (no journal: events.jsonl + tree.json.gz)", flush=True)
     synthetic = bench_views.synthetic_session(sizes.resume_entries[-1])

@@ -1,4 +1,5 @@
-"""The benchmark generators are exact: scripted call counts, alternation order, ledger counts."""
+"""The benchmark generators are exact: scripted call counts, alternation order, ledger counts, and
+large recorded sessions as consistent as a session recorded whole."""
 
 from __future__ import annotations
 
@@ -53,3 +54,26 @@ def test_synthetic_ledger_counts_what_it_wrote(bench, tmp_path):
     assert sum(r.calls for r in rows) == 3_000
     assert sum(r.tool_calls for r in rows) == ledger.tool_records
     assert sum(r.llm_calls for r in rows) == ledger.llm_records
+
+
+def test_a_recorded_session_repeated_keeps_every_chat_context_exact(bench, tmp_path, monkeypatch):
+    from otel_agents.views import SessionViewer
+
+    monkeypatch.setenv("OTEL_AGENTS_HOME", str(tmp_path / "home"))
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    instrumentation = importlib.import_module("bench_instrumentation")
+    recorded_module = importlib.import_module("bench_recorded")
+    plan = bench["bench_session"].make_script(40, agents=3, runs=2)
+    script = bench["bench_session"].write_script(plan, tmp_path)
+    capture = instrumentation.capture_session(script, plan.prompts, tmp_path / "capture")
+    once = sum(1 for kind, _, p, _ in capture.actions if kind == "record" and p["event_type"] == "transcript_entry")
+    recorded = recorded_module.write_recorded_session(capture, 3 * once, tmp_path / "recorded")
+    assert recorded.repeats >= 3
+    recorded_module.settle(recorded.directory)
+
+    viewer = SessionViewer.from_session_dir(recorded.directory)
+    answered = [r for r in viewer.records if r.get("role") == "assistant"]
+    assert len(answered) == recorded.repeats * plan.llm_calls
+    for record in answered:  # every copy's calls: the context counts follow the growing transcripts
+        context = viewer.chat_context(record["message_id"])  # raises when a count disagrees with the records
+        assert context.message_count == len(context.messages) > 0
