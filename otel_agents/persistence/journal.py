@@ -28,8 +28,6 @@ from __future__ import annotations
 
 import hashlib
 import heapq
-import mmap
-import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,6 +49,7 @@ _KINDS = frozenset({"INTERNAL", "SERVER", "CLIENT", "PRODUCER", "CONSUMER"})
 _TRACE_ID = re.compile(r"[0-9a-f]{32}")
 _SPAN_ID = re.compile(r"[0-9a-f]{16}")
 _STATUSES = frozenset({"UNSET", "OK", "ERROR"})
+_SCAN_BYTES = 8 << 20  # lines_mentioning reads this much at a time
 
 
 class JournalError(ValueError):
@@ -339,28 +338,34 @@ def read_journal(path: Path, warn: Warn = stderr_warning) -> list[dict[str, Any]
 def lines_mentioning(path: Path, text: str) -> Iterator[dict[str, Any]]:
     """The valid lines that hold ``text`` as a JSON string (a span id, a message id), in file order.
 
-    Found by searching the file's bytes for the string as the writer encodes it, so no
-    other line is parsed: looking up one span of a large session costs a scan of the
-    bytes, not a decode of the journal. Lines that are torn or not journal lines are
-    passed over (:func:`read_journal` is the reader that reports them). JournalError
-    when the file cannot be read.
+    Found by searching the file's bytes, a block at a time, for the string as the writer
+    encodes it, so no other line is parsed: looking up one span of a large session costs
+    a scan of its bytes, not a decode of the journal. (Read, not mapped: a writer cutting
+    a torn tail meanwhile must not crash the reader.) Lines that are torn or not journal
+    lines are passed over (:func:`read_journal` is the reader that reports them).
+    JournalError when the file cannot be read.
     """
     needle = orjson.dumps(text)
     try:
         with open(path, "rb") as handle:
-            if os.fstat(handle.fileno()).st_size == 0:
-                return
-            with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
-                found = data.find(needle)
+            pending = b""  # the start of a line the last block cut
+            while True:
+                block = handle.read(_SCAN_BYTES)
+                data = pending + block
+                whole = len(data) if not block else data.rfind(b"\n") + 1  # at the end: the last line too
+                found = data.find(needle, 0, whole)
                 while found >= 0:
                     start = data.rfind(b"\n", 0, found) + 1
-                    end = data.find(b"\n", found)
-                    end = len(data) if end < 0 else end
+                    end = data.find(b"\n", found, whole)
+                    end = whole if end < 0 else end
                     try:
                         yield decode(data[start:end])
                     except ValueError:  # orjson's decode errors are ValueErrors too
                         pass
-                    found = data.find(needle, end)
+                    found = data.find(needle, end, whole)
+                if not block:
+                    return
+                pending = data[whole:]
     except OSError as exc:
         raise JournalError(f"cannot read {path}: {exc.strerror or exc}") from None
 

@@ -63,7 +63,10 @@ def test_start_and_end_lines_hold_each_fact_once():
     assert context_line(RESOURCE, "x")["ctx"] != context_line(RESOURCE, "y")["ctx"]
 
 
-def test_lines_mentioning_finds_the_lines_naming_an_id_in_file_order(tmp_path):
+@pytest.mark.parametrize("block", [5, 97, None])  # blocks that cut lines and ids, and the default
+def test_lines_mentioning_finds_the_lines_naming_an_id_in_file_order(tmp_path, monkeypatch, block):
+    if block is not None:
+        monkeypatch.setattr("otel_agents.persistence.journal._SCAN_BYTES", block)
     path = tmp_path / "spans.jsonl"
     writer = JournalWriter(path)
     root_started = _span(ROOT)
