@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 
-from otel_agents.cli.options import SafePath, ledger_errors_are_data_errors, storage_options
+from otel_agents.cli.options import SafePath, ledger_errors_are_data_errors, reads_whole_sessions, storage_options
 
 DATE_FORMAT = "%Y-%m-%d"
 
@@ -260,6 +260,7 @@ def plan_rebuild(old: list[dict], by_session: dict[str, list[dict[str, Any]]]) -
 @click.option("--dry-run", is_flag=True, help="Only report the differences; leave the ledger as it is.")
 @storage_options
 @ledger_errors_are_data_errors
+@reads_whole_sessions
 def rebuild(dry_run: bool, paths) -> None:
     """Regenerate the ledger from the saved sessions and report what differed.
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from otel_agents.cli.options import storage_options
+from otel_agents.cli.options import reads_whole_sessions, storage_options
 
 
 class ImportRefused(click.ClickException):
@@ -20,6 +20,7 @@ class ImportRefused(click.ClickException):
 @click.argument("files", nargs=-1, required=True)
 @click.option("--json", "as_json", is_flag=True, help="One JSON array: what was done to each session.")
 @storage_options
+@reads_whole_sessions
 def import_traces(files: tuple[str, ...], as_json: bool, paths) -> None:
     """Import trace FILES (OTLP/JSON or Jaeger JSON) as sessions.
 

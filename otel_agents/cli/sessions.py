@@ -8,7 +8,9 @@ from typing import Any, Mapping
 
 import click
 
-from otel_agents.cli.options import ledger_errors_are_data_errors, session_dir_or_exit, storage_options
+from otel_agents.cli.options import (
+    ledger_errors_are_data_errors, reads_whole_sessions, session_dir_or_exit, storage_options,
+)
 
 
 class SessionDataUnreadable(click.ClickException):
@@ -67,17 +69,9 @@ def list_command(as_json: bool, paths) -> None:
 @click.option("--json", "as_json", is_flag=True, help="The whole tree payload as JSON.")
 @storage_options
 @ledger_errors_are_data_errors
+@reads_whole_sessions
 def show(session_id: str, as_json: bool, paths) -> None:
     """Show a session's tree: path labels, status, durations, tokens and cost, per agent totals."""
-    from otel_agents.persistence.collector import collector_paused
-
-    # Paused for the whole command: a large tree is millions of young, acyclic objects that each
-    # automatic collection would walk again (persistence/collector.py), and the process ends here.
-    with collector_paused():
-        _show(session_id, as_json, paths)
-
-
-def _show(session_id: str, as_json: bool, paths) -> None:
     from otel_agents.persistence.artifacts import (
         SOURCE_CHECKPOINT, SessionUnreadable, flush_unbilled, load_artifacts, mark_billed,
     )
@@ -115,6 +109,7 @@ def _show(session_id: str, as_json: bool, paths) -> None:
 @click.argument("session_id")
 @storage_options
 @ledger_errors_are_data_errors
+@reads_whole_sessions
 def verify(session_id: str, paths) -> None:
     """Check that tree.json.gz, events.jsonl and the billing ledger agree; exit 1 naming each disagreement."""
     from otel_agents.persistence.events_file import EventsFileError, read_event_lines

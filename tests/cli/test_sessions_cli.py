@@ -102,6 +102,35 @@ def test_show_of_a_closed_billed_session_reads_neither_its_events_nor_the_ledger
     assert shown.stdout == expected
 
 
+def test_commands_that_decode_whole_sessions_pause_the_collector(env, monkeypatch):
+    import gc
+    import importlib
+
+    import otel_agents.persistence.verify as verify
+
+    # The modules, not the click groups of the same names that otel_agents.cli exports.
+    billing_cli = importlib.import_module("otel_agents.cli.billing")
+    sessions_cli = importlib.import_module("otel_agents.cli.sessions")
+
+    session_id = run_demo()
+    seen = {}
+
+    def noting(name, function):
+        def wrapper(*args, **kwargs):
+            seen[name] = gc.isenabled()
+            return function(*args, **kwargs)
+        return wrapper
+
+    monkeypatch.setattr(sessions_cli, "render_session", noting("show", sessions_cli.render_session))
+    monkeypatch.setattr(verify, "verify_session", noting("verify", verify.verify_session))
+    monkeypatch.setattr(billing_cli, "derived_records", noting("rebuild", billing_cli.derived_records))
+    assert invoke("sessions", "show", session_id).exit_code == 0
+    assert invoke("sessions", "verify", session_id).exit_code == 0
+    assert invoke("billing", "rebuild", "--dry-run").exit_code == 0
+    assert seen == {"show": False, "verify": False, "rebuild": False}
+    assert gc.isenabled()  # as it was, once the command is done
+
+
 def test_show_bills_a_closed_session_not_marked_billed(env):
     session_id = run_demo()
     meta_path = env / "sessions" / session_id / "meta.json"
