@@ -417,7 +417,8 @@ class SessionViewer:
         agent_id = attrs.get(sc.CONTEXT_AGENT_ID)
         if agent_id is None:
             raise UnknownSpan(f"span {node['span_id']} ({node.get('name', '?')}) is not a chat span")
-        count = int(attrs.get(sc.CONTEXT_MESSAGE_COUNT, 0))
+        _check_context_attributes(span_id, attrs)
+        count = attrs.get(sc.CONTEXT_MESSAGE_COUNT, 0)
         last = attrs.get(sc.CONTEXT_LAST_MESSAGE_ID)
         if last is None:
             records = []
@@ -446,10 +447,27 @@ class SessionViewer:
             agent=self.name_of(agent_id),
             last_message_id=last,
             message_count=count,
-            attempt=int(attempt) if attempt is not None else None,
+            attempt=attempt,
             messages=[message_from_record(r) for r in records],
             tools=_tool_schemas(span_id, tools),
         )
+
+
+# What a chat span's context attributes must be (a hand-edited or damaged file may hold anything).
+_CONTEXT_TYPES = (
+    (sc.CONTEXT_AGENT_ID, str, "a string"),
+    (sc.CONTEXT_MESSAGE_COUNT, int, "a whole number"),
+    (sc.CONTEXT_LAST_MESSAGE_ID, str, "a string"),
+    (sc.REQUEST_TOOLS_ID, str, "a string"),
+    (sc.LLM_ATTEMPT, int, "a whole number"),
+)
+
+
+def _check_context_attributes(span_id: str, attrs: Mapping[str, Any]) -> None:
+    for key, kind, what in _CONTEXT_TYPES:
+        value = attrs.get(key)
+        if value is not None and (not isinstance(value, kind) or isinstance(value, bool)):
+            raise SessionDataError(f"chat span {span_id}: {key} is {value!r}, not {what}")
 
 
 def _tool_schemas(span_id: str, tools: Any) -> Any:

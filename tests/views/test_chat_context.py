@@ -232,3 +232,30 @@ async def test_a_span_the_journal_cannot_give_is_found_in_the_tree(scripted_sess
         assert viewer.chat_context(span.span_id) == from_tree.chat_context(span.span_id)
     with pytest.raises(UnknownSpan, match="no span 'ffffffffffffffff'"):
         viewer.chat_context("ffffffffffffffff")
+
+
+@pytest.mark.parametrize("key, value", [
+    (sc.CONTEXT_MESSAGE_COUNT, "13"), (sc.CONTEXT_MESSAGE_COUNT, True), (sc.CONTEXT_MESSAGE_COUNT, 2.5),
+    (sc.CONTEXT_LAST_MESSAGE_ID, 7), (sc.CONTEXT_AGENT_ID, ["agent_001"]), (sc.LLM_ATTEMPT, "1"),
+    (sc.REQUEST_TOOLS_ID, {"id": 1}),
+])
+async def test_context_attributes_of_the_wrong_type_are_refused(scripted_session, jack_and_jill_script, tmp_path,
+                                                                 key, value):
+    saved = await scripted_session(jack_and_jill_script, ["Create Jack and Jill for a cafe discussion"])
+    chat = saved.chat_spans()[-1]
+    tree = saved.tree
+    node = next(n for n in _nodes(tree) if n["span_id"] == chat.span_id)
+    node["attributes"][key] = value
+    with pytest.raises(SessionDataError, match=f"chat span {chat.span_id}: {key} is "):
+        SessionViewer(saved.events, tree).chat_context(chat.span_id)
+
+    # The same damage in the span journal, which answers first.
+    path = saved.save(tmp_path / "sessions", journal=True)
+    journal = path / "spans.jsonl"
+    lines = [json.loads(line) for line in journal.read_text().splitlines()]
+    for line in lines:
+        if line.get("start") == chat.span_id:
+            line.setdefault("attrs", {})[key] = value
+    journal.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    with pytest.raises(SessionDataError, match=f"{key} is "):
+        SessionViewer.from_session_dir(path).chat_context(chat.span_id)
