@@ -107,7 +107,7 @@ def from_span_event(name: str, attributes: Mapping[str, Any]) -> dict[str, Any] 
 
 
 _MESSAGE_ID = re.compile(r"^msg_\d+$")
-_ROLES = frozenset({"system", "user", "assistant", "tool"})
+ROLES = frozenset({"system", "user", "assistant", "tool"})  # of a transcript entry
 _TEXT_FIELDS = frozenset(
     {"agent_id", "name", "language_model", "parent", "tool_call_id", "substance", "source", "reasoning_content"}
 )
@@ -141,8 +141,8 @@ def validate_record(record: Any) -> None:
         if value is not None:
             check(message_id, field, value)
     role = record.get("role")
-    if kind == "transcript_entry" and (not isinstance(role, str) or role not in _ROLES):
-        raise RecordError(f"{message_id}: role must be one of {sorted(_ROLES)}")
+    if kind == "transcript_entry" and (not isinstance(role, str) or role not in ROLES):
+        raise RecordError(f"{message_id}: role must be one of {sorted(ROLES)}")
     if kind == "transcript_truncated" and record.get("keep") is None:
         raise RecordError(f"{message_id}: a truncation needs keep")
     if record.get("substance") is not None and record.get("cause") is not None:

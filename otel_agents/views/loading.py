@@ -61,10 +61,11 @@ def read_event_file(path: Path, warn: Warn = stderr_warning) -> tuple[list[dict[
 
 def _plain_records(records: list[Any]) -> bool:
     """Every record a dict whose message_id, event_type and agent_id are strings, whose substance and
-    cause are message ids (what the indexes key on), and every ``agent_created`` record valid as a
-    whole (a few per session, read by every view). Types only: ``validate_record`` checks the
-    id pattern, and anything these do not pass takes the validating reader."""
-    from otel_agents.tracing.records import RecordError, validate_record
+    cause are message ids (what the indexes key on), every transcript entry with a role (what a
+    message is rebuilt from), and every ``agent_created`` record valid as a whole (a few per
+    session, read by every view). Types only: ``validate_record`` checks the id pattern, and
+    anything these do not pass takes the validating reader."""
+    from otel_agents.tracing.records import ROLES, RecordError, validate_record
 
     for r in records:
         if not (
@@ -74,6 +75,7 @@ def _plain_records(records: list[Any]) -> bool:
             and isinstance(r.get("agent_id"), str)
             and _is_str_or_none(r.get("substance"))
             and (_is_str_or_none(cause := r.get("cause")) or _is_str_list(cause))
+            and (r["event_type"] != "transcript_entry" or (type(role := r.get("role")) is str and role in ROLES))
         ):
             return False
         if r["event_type"] == "agent_created":

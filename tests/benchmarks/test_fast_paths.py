@@ -323,8 +323,8 @@ def plain_validate_record(record):
         if field == "tool_calls":
             RECORDS_MOD._check_tool_calls(message_id, value)
     role = record.get("role")
-    if kind == "transcript_entry" and (not isinstance(role, str) or role not in RECORDS_MOD._ROLES):
-        raise RecordError(f"{message_id}: role must be one of {sorted(RECORDS_MOD._ROLES)}")
+    if kind == "transcript_entry" and (not isinstance(role, str) or role not in RECORDS_MOD.ROLES):
+        raise RecordError(f"{message_id}: role must be one of {sorted(RECORDS_MOD.ROLES)}")
     if kind == "transcript_truncated" and record.get("keep") is None:
         raise RecordError(f"{message_id}: a truncation needs keep")
     if record.get("substance") is not None and record.get("cause") is not None:

@@ -448,6 +448,7 @@ def test_damaged_session_files_get_only_clear_errors(data, recorded_home, tmp_pa
     name = data.draw(st.sampled_from(SESSION_FILES))
     target = directory / name
     raw = target.read_bytes()
+    asked, chat = _a_call_of(directory)  # before the damage: what view context is asked about
     kind = data.draw(st.sampled_from(["cut", "flip", "mutate", "remove"]))
     if kind == "cut":
         target.write_bytes(raw[: data.draw(st.integers(0, len(raw) - 1))])
@@ -468,12 +469,22 @@ def test_damaged_session_files_get_only_clear_errors(data, recorded_home, tmp_pa
         ["view", session_id, "agents"], ["view", session_id, "dialog", "Jack", "Jill"],
         ["view", session_id, "perspective", "Jill"], ["billing", "rebuild", "--dry-run"],
         ["resume", session_id, "hello again", "--max-turns", "3"],
+        ["view", session_id, "context", asked], ["view", session_id, "context", chat],
     ]))
     # verify names disagreements with exit 1; a resumed run may end in a runtime error (exit 1).
     allowed = frozenset({0, 1, 2}) if command[1] == "verify" or command[0] == "resume" else frozenset({0, 2})
     writes_on = frozenset({0, 1}) if command[0] == "resume" else frozenset({0})
     check_cli(command, home, scratch, allowed, writes_on)
     shutil.rmtree(scratch)
+
+
+def _a_call_of(directory: Path) -> tuple[str, str]:
+    """The last assistant entry's message id and the first chat span's id of a saved session."""
+    records = [json.loads(line) for line in (directory / "events.jsonl").read_text().splitlines()]
+    asked = [r["message_id"] for r in records if r.get("role") == "assistant"][-1]
+    spans = [json.loads(line) for line in (directory / "spans.jsonl").read_text().splitlines()]
+    chat = next(s["start"] for s in spans if str(s.get("name", "")).startswith("chat "))
+    return asked, chat
 
 
 def _waits_long(doc: Any) -> bool:

@@ -53,6 +53,19 @@ async def test_damaged_files_are_reported_in_one_line(scripted_session, tmp_path
         SessionViewer.from_session_dir(path)
     events.write_bytes(good)
 
+    # A transcript entry without a role passes every type the indexes need, but no message can be
+    # rebuilt from it: it is refused, naming the line, by the views' fast reader and the cached one.
+    import json
+
+    roleless = json.loads(lines[1])
+    assert roleless["event_type"] == "transcript_entry"
+    del roleless["role"]
+    events.write_bytes(b"\n".join([lines[0], json.dumps(roleless).encode(), *lines[2:]]))
+    for cache in (None, tmp_path / "cache"):
+        with pytest.raises(SessionDataError, match=r"events.jsonl:2: .*role must be one of"):
+            SessionViewer.from_session_dir(path, cache_dir=cache)
+    events.write_bytes(good)
+
     (path / "tree.json.gz").write_bytes(b"not gzip at all")
     viewer = SessionViewer.from_session_dir(path)  # views that need no tree still work
     assert viewer.list_agents()[0].name == "main"
