@@ -637,6 +637,11 @@ DAMAGE = {
     "tree: a record's message id is empty": (
         _edit_tree(lambda s: s["runs"][0]["events"][0]["record"].__setitem__("message_id", "")),
         ["resume", "{sid}", "hello again", "--max-turns", "3"]),
+    # Found with view context among the fuzzed commands, 2026-11-22 (KeyError rebuilding a message):
+    "events: a transcript entry without its role (context)": (
+        _edit_events(lambda r: r.pop("role"), "transcript_entry"), ["view", "{sid}", "context", "msg_000004"]),
+    "events: a transcript entry without its role (transcript)": (
+        _edit_events(lambda r: r.pop("role"), "transcript_entry"), ["view", "{sid}", "transcript", "main"]),
 }
 
 
