@@ -384,8 +384,11 @@ def test_per_agent_facts_follow_the_first_record_and_skip_ownerless_entries():
     assert [r.message_id for r in viewer.trace_content_references("msg_000005")] == ["msg_000007"]
 
 
-def test_tree_file_name_is_the_stores():
+def test_file_names_are_the_persistence_layers():
+    from otel_agents.persistence.journal import JOURNAL_FILE
     from otel_agents.persistence.store import TREE_FILE
+    from otel_agents.views.loading import JOURNAL_FILE as VIEWS_JOURNAL_FILE
     from otel_agents.views.loading import TREE_FILE as VIEWS_TREE_FILE
 
     assert VIEWS_TREE_FILE == TREE_FILE
+    assert VIEWS_JOURNAL_FILE == JOURNAL_FILE
