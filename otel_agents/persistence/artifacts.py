@@ -185,20 +185,21 @@ def _repair(store: SessionStore, artifacts: SessionArtifacts, lines: list[EventL
         except StoreError as exc:
             warn(f"{exc}; using the tree rebuilt from spans.jsonl and events.jsonl (the damaged file is left as is)")
             return
-        if saved != tree:
-            problem = checkpoint_contradiction(saved, tree, lines)
-            if problem is not None:
-                artifacts.notes.append(problem)
-                warn(f"session {store.session_id}: {problem}; tree.json.gz is left as is")
-                return
+    differs = saved != tree  # once: at 100k entries an equal pair takes a walk of both trees
+    if saved is not None and differs:
+        problem = checkpoint_contradiction(saved, tree, lines)
+        if problem is not None:
+            artifacts.notes.append(problem)
+            warn(f"session {store.session_id}: {problem}; tree.json.gz is left as is")
+            return
     meta = artifacts.meta
-    behind = saved != tree or (meta is not None and meta.get("status") == "running")
+    behind = differs or (meta is not None and meta.get("status") == "running")
     created = created_ns_of(meta) or tree.get("started_ns") or time.time_ns()
     new_meta = closed_meta(tree, created_ns=created, updated_ns=time.time_ns())
     if not behind and meta is not None and isinstance(meta.get("updated"), str):
         new_meta["updated"] = meta["updated"]  # only the mark is new: the session itself did not change
     try:
-        if saved != tree:
+        if differs:
             store.save_tree(make_payload(tree, new_meta))
         new_meta["checkpoint"] = checkpoint_mark(store)  # the next load takes the checkpoint as it is
         store.write_meta(new_meta)
@@ -209,7 +210,7 @@ def _repair(store: SessionStore, artifacts: SessionArtifacts, lines: list[EventL
         return
     artifacts.meta = new_meta
     artifacts.recovered = behind
-    if saved != tree:
+    if differs:
         warn(f"session {store.session_id}: recovered from spans.jsonl what its last checkpoint lacked "
              "(the writer stopped early); tree.json.gz is rewritten")
 
