@@ -39,8 +39,8 @@ def tree_commands(session_dir: Path, answered_message: str, billing_file: Path) 
     """Commands that read a session's spans rather than its records alone: the exact context of
     one LLM call, and the whole tree. The ledger is a scratch one (a billed session does not touch it)."""
     return {
-        "context": [*otel_agents_command(), "view", str(session_dir), "context", answered_message],
-        "show": [*otel_agents_command(), "sessions", "show", session_dir.name,
+        "view_context": [*otel_agents_command(), "view", str(session_dir), "context", answered_message],
+        "sessions_show": [*otel_agents_command(), "sessions", "show", session_dir.name,
                  "--sessions-dir", str(session_dir.parent), "--billing-file", str(billing_file)],
     }
 

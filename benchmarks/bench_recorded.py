@@ -8,10 +8,10 @@ trace and span ids, later times, later run indexes and shifted message ids
 (``cause``, ``substance`` and message-id attributes follow), and leaves out the
 agent creations the agents already had. A chat span's context count grows by the
 entries its agent gained in the copies before, so ``view context`` rebuilds every
-call's context from the records, as in a session recorded whole. The files are written with the
-persistence layer's own line encoders: ``events.jsonl``, the ``spans.jsonl``
-journal and, rebuilt from them by ``load_artifacts`` once before timing,
-``tree.json.gz`` and ``meta.json``: what resume and the views read in a session
+call's context from the records, as in a session recorded whole. The files are
+written with the persistence layer's own line encoders: ``events.jsonl``, the
+``spans.jsonl`` journal and, rebuilt from them by ``load_artifacts`` once before
+timing, ``tree.json.gz`` and ``meta.json``: what resume and the views read in a session
 recorded by this version.
 """
 

@@ -226,8 +226,7 @@ def _tree_figures(directory: Path, sizes: Sizes, tmp: Path) -> dict[str, tuple[f
         seconds, stdout = bench_cli.timed_command(command, sizes.process_repeat)
         if not stdout.strip():
             raise AssertionError(f"{' '.join(command)} printed nothing")
-        figure = "view_context_s_100k" if name == "context" else "sessions_show_s_100k"
-        out[figure] = (statistics.median(seconds), seconds, len(stdout), " ".join(command[1:]))
+        out[f"{name}_s_100k"] = (statistics.median(seconds), seconds, len(stdout), " ".join(command[1:]))
     return out
 
 
