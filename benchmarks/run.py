@@ -204,12 +204,17 @@ def _view_figures(directory: Path, sizes: Sizes) -> dict[str, tuple[float, list[
     last_heard = next(r for r in reversed(viewer.records) if r.get("substance"))
     commands = bench_cli.view_commands(directory, [a.agent_id for a in busiest], agents[0].agent_id,
                                        last_heard["message_id"])
+    return _cold_figures(commands, sizes)
+
+
+def _cold_figures(commands: dict[str, list[str]], sizes: Sizes) -> dict[str, tuple[float, list[float], int, str]]:
+    """Each command in ``sizes.process_repeat`` new processes: name -> (median s, runs, stdout bytes, command)."""
     out = {}
-    for view, command in commands.items():
+    for name, command in commands.items():
         seconds, stdout = bench_cli.timed_command(command, sizes.process_repeat)
         if not stdout.strip():
             raise AssertionError(f"{' '.join(command)} printed nothing")
-        out[view] = (statistics.median(seconds), seconds, len(stdout), " ".join(command[1:]))
+        out[name] = (statistics.median(seconds), seconds, len(stdout), " ".join(command[1:]))
     return out
 
 
@@ -221,13 +226,7 @@ def _tree_figures(directory: Path, sizes: Sizes, tmp: Path) -> dict[str, tuple[f
     viewer = SessionViewer.from_session_dir(directory)
     answered = next(r for r in reversed(viewer.records) if r.get("role") == "assistant")
     commands = bench_cli.tree_commands(directory, answered["message_id"], tmp / "scratch-billing.jsonl")
-    out = {}
-    for name, command in commands.items():
-        seconds, stdout = bench_cli.timed_command(command, sizes.process_repeat)
-        if not stdout.strip():
-            raise AssertionError(f"{' '.join(command)} printed nothing")
-        out[f"{name}_s_100k"] = (statistics.median(seconds), seconds, len(stdout), " ".join(command[1:]))
-    return out
+    return {f"{name}_s_100k": figure for name, figure in _cold_figures(commands, sizes).items()}
 
 
 def saved_session_benchmarks(sizes: Sizes, tmp: Path, capture: Any, results: Results) -> None:

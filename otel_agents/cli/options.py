@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from otel_agents.persistence.collector import collector_paused
 from otel_agents.persistence.paths import InvalidSessionId, Paths
 
 
@@ -79,8 +80,6 @@ def reads_whole_sessions(func):
 
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
-        from otel_agents.persistence.collector import collector_paused
-
         with collector_paused():
             return func(*args, **kwargs)
 

@@ -113,7 +113,7 @@ def _load_current(session_dir: Path, session_id: str):
     try:
         records = merge_records(current.records)
         runs, last = runs_from_meta(meta)
-        tree = None if meta.get("billed") else store.load_tree()
+        tree = None if current.billed else store.load_tree()
     except (StoreError, ResumeError, OSError):
         return None
     return SavedSession(session_id, records, runs, last, redacted=bool(meta.get("redacted"))), tree, current.meta

@@ -72,9 +72,7 @@ def list_command(as_json: bool, paths) -> None:
 @reads_whole_sessions
 def show(session_id: str, as_json: bool, paths) -> None:
     """Show a session's tree: path labels, status, durations, tokens and cost, per agent totals."""
-    from otel_agents.persistence.artifacts import (
-        SOURCE_CHECKPOINT, SessionUnreadable, flush_unbilled, load_artifacts, mark_billed,
-    )
+    from otel_agents.persistence.artifacts import SessionUnreadable, flush_unbilled, load_artifacts, mark_billed
     from otel_agents.persistence.store import TREE_VERSION, make_meta
 
     directory = session_dir_or_exit(paths, session_id)
@@ -87,12 +85,10 @@ def show(session_id: str, as_json: bool, paths) -> None:
     if artifacts.tree is None:
         raise SessionDataUnreadable(f"session {session_id} has no readable tree: " + "; ".join(artifacts.notes))
     tree, meta = artifacts.tree, artifacts.meta
-    # Loading bills what a crash left unbilled (record ids make this idempotent). A current
-    # checkpoint marked billed has every run in the ledger already, as resume trusts too:
-    # billing it again would read the whole ledger to add nothing.
-    already_billed = artifacts.source == SOURCE_CHECKPOINT and bool(meta and meta.get("billed"))
+    # Loading bills what a crash left unbilled (record ids make this idempotent); a session
+    # already billed is not billed again (as resume), which would read the whole ledger.
     try:
-        billed = 0 if already_billed else flush_unbilled(tree, paths.billing_file, meta)
+        billed = 0 if artifacts.billed else flush_unbilled(tree, paths.billing_file, meta)
     except Exception as exc:  # billing trouble must not hide the session
         click.echo(f"warning: cannot update the billing ledger {paths.billing_file}: {exc}", err=True)
     else:

@@ -56,6 +56,12 @@ class SessionArtifacts:
     source: str = SOURCE_TREE
     recovered: bool = False  # tree.json.gz (and meta.json) were rewritten from the journal
 
+    @property
+    def billed(self) -> bool:
+        """Every run is in the ledger it was run with: a current checkpoint whose meta.json says so
+        (loading need not bill it again, nor read the ledger to find that out)."""
+        return self.source == SOURCE_CHECKPOINT and bool(self.meta and self.meta.get("billed"))
+
 
 def load_artifacts(
     session_dir: Path, warn: Warn = stderr_warning, *, repair: bool = True, records: bool = True

@@ -241,6 +241,11 @@ def _is_id(pattern: re.Pattern[str], value: Any) -> bool:
     return isinstance(value, str) and pattern.fullmatch(value) is not None
 
 
+def is_span_id(value: Any) -> bool:
+    """A span id as the journal writes it: 16 lowercase hex digits."""
+    return _is_id(_SPAN_ID, value)
+
+
 def _check_line(value: Any) -> str | None:
     """Why a parsed line is not a journal line (None: it is one)."""
     if not isinstance(value, dict):

@@ -171,13 +171,13 @@ def span_from_journal(path: Path, key: str) -> dict[str, Any] | None:
     Only the lines that mention the key are parsed. None when the journal cannot say
     (no such line, a damaged one, an unreadable file): the caller asks the tree.
     """
-    from otel_agents.persistence.journal import JournalError, lines_mentioning
+    from otel_agents.persistence.journal import JournalError, is_span_id, lines_mentioning
     from otel_agents.tracing import semconv as sc
 
     key = key.strip()
     span_id = key.lower()
     try:
-        if not _is_span_id(span_id):
+        if not is_span_id(span_id):
             span_id = next(  # set at the end as a rule; an imported span has it on its start line
                 (line.get("end") or line.get("start") for line in lines_mentioning(path, key)
                  if ("start" in line or "end" in line) and line.get("attrs", {}).get(sc.RESPONSE_MESSAGE_ID) == key),
@@ -215,7 +215,3 @@ def tools_from_journal(path: Path, definitions_id: str) -> Any | None:
     except JournalError:
         return None
     return None
-
-
-def _is_span_id(text: str) -> bool:
-    return len(text) == 16 and all(c in "0123456789abcdef" for c in text)
