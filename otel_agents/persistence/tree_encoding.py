@@ -129,8 +129,17 @@ class TreeEncoder:
     def decompress(self, data: bytes) -> bytes:
         """The JSON of a tree file, remembering each of its members this module wrote for the next write.
 
-        Raises as ``gzip.decompress`` does (``zlib.error``, ``EOFError``) for damaged data.
+        Anything this reader does not take (damage, or a header zlib refuses and the gzip
+        module reads, such as a reserved flag bit) is read by ``gzip.decompress`` itself, so
+        the result, or the error, is always gzip's; such a file lends no members.
         """
+        try:
+            return self._decompress_members(data)
+        except (zlib.error, EOFError):
+            self._members = {}
+            return gzip.decompress(data)
+
+    def _decompress_members(self, data: bytes) -> bytes:
         texts: list[bytes] = []
         remembered: dict[bytes, bytes] = {}
         view = memoryview(data)

@@ -130,22 +130,30 @@ def test_members_written_elsewhere_are_read_but_not_lent():
     assert encoder.compressed_bytes == len(text)  # everything compressed afresh
 
 
-@pytest.mark.parametrize("damage, error", [
-    (lambda data: data[:-5], EOFError),  # cut short
-    (lambda data: data[:40] + b"\x00" * 8 + data[48:], zlib.error),  # a compressed byte damaged
-    (lambda data: data + b"not gzip", zlib.error),
+@pytest.mark.parametrize("damage", [
+    lambda data: data[:-5],  # cut short
+    lambda data: data[:40] + b"\x00" * 8 + data[48:],  # a compressed byte damaged
+    lambda data: data + b"not gzip",
 ])
-def test_a_damaged_file_fails_as_gzip_fails(damage, error):
+def test_a_damaged_file_fails_as_gzip_fails(damage):
     data = damage(encode_payload(_session(3)))
-    with pytest.raises(error):
-        TreeEncoder().decompress(data)
-    with pytest.raises((EOFError, OSError, zlib.error)):
+    with pytest.raises((EOFError, OSError, zlib.error)) as by_gzip:
         gzip.decompress(data)
+    with pytest.raises(by_gzip.type):
+        TreeEncoder().decompress(data)
 
 
 def test_zero_padding_after_a_member_is_read_as_gzip_reads_it():
     data = encode_payload(_session(3)) + b"\x00" * 16
     assert TreeEncoder().decompress(data) == gzip.decompress(data)
+
+
+def test_a_reserved_header_flag_is_read_as_gzip_reads_it():
+    """zlib refuses a gzip header with a reserved flag bit set; the gzip module reads past it
+    (found by the property below in CI). The encoder's reader gives gzip's answer."""
+    data = bytearray(encode_payload(_session(3)))
+    data[3] ^= 0x20  # FLG of the first member: a reserved bit
+    assert TreeEncoder().decompress(bytes(data)) == gzip.decompress(bytes(data))
 
 
 @given(st.data())
