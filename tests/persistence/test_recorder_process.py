@@ -107,6 +107,69 @@ def test_idle_work_in_slices_goes_on_without_waiting_for_messages():
     assert len(calls) == 4
 
 
+def _one_span(link, store) -> None:
+    provider = TracerProvider(shutdown_on_exit=False)  # a test that closes the link's pipes itself closes it
+    provider.add_span_processor(link)
+    with provider.get_tracer("otel_agents").start_as_current_span("invoke_agent main", attributes={
+            sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT, sc.SESSION_ID: store.session_id}):
+        pass
+
+
+@pytest.fixture
+def long_pauses(monkeypatch):
+    """The child, forked after this, pauses 30 s between looks at an empty pipe."""
+    from otel_agents.persistence import recorder_process
+
+    monkeypatch.setattr(recorder_process, "_PAUSE_MIN_S", 30.0)
+    monkeypatch.setattr(recorder_process, "_PAUSE_MAX_S", 30.0)
+
+
+def test_close_wakes_the_recorder_process_from_its_pause(tmp_path, long_pauses):
+    import time
+
+    warnings: list[str] = []
+    store, link = _forked(tmp_path, "20261122-000000-abcdef", warnings)
+    time.sleep(0.3)  # the child has found the pipe empty and is in its pause
+    _one_span(link, store)
+    started = time.monotonic()
+    link.close()
+    assert time.monotonic() - started < 10  # not the pause's 30 s
+    assert warnings == []
+    assert [line["name"] for line in read_journal(store.journal_path, pytest.fail) if "start" in line] == [
+        "invoke_agent main"]
+
+
+def test_a_run_that_dies_without_closing_ends_the_recorders_pause(tmp_path, long_pauses):
+    """Killed, the run's pipes close with it: the child writes what it was sent and ends at once."""
+    import time
+
+    store, link = _forked(tmp_path, "20261122-000000-abcdef", [])
+    time.sleep(0.3)
+    _one_span(link, store)
+    started = time.monotonic()
+    for fd in (link.fd, link.wake_fd, link.notice_fd):
+        os.close(fd)  # what the kernel does to a killed process's descriptors
+    _, status = os.waitpid(link.pid, 0)
+    assert time.monotonic() - started < 10 and os.waitstatus_to_exitcode(status) == 0
+    assert sum("end" in line for line in read_journal(store.journal_path, pytest.fail)) == 1
+
+
+def test_the_pause_shortens_before_the_pipe_could_fill_and_grows_back():
+    from otel_agents.persistence.recorder_process import _PAUSE_MAX_S, _PAUSE_MIN_S, _next_pause
+
+    capacity = 1 << 20
+    pause = _PAUSE_MIN_S
+    for _ in range(20):  # a trickle: the pause grows to its longest
+        pause = _next_pause(pause, 4096, capacity)
+    assert pause == _PAUSE_MAX_S
+    burst = _next_pause(pause, capacity * 3 // 4, capacity)  # three quarters of the pipe gathered
+    assert burst == pause / 2
+    assert _next_pause(burst, capacity // 4, capacity) == burst  # between the marks: kept
+    for _ in range(20):
+        pause = _next_pause(pause, capacity, capacity)
+    assert pause == _PAUSE_MIN_S
+
+
 def test_spans_ending_on_many_threads_arrive_whole(tmp_path):
     warnings: list[str] = []
     store, link = _forked(tmp_path, "20261122-000000-abcdef", warnings)
