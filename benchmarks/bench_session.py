@@ -8,8 +8,9 @@ spread over agents, tools and discussions like a real session. Every turn has
 
 :func:`run_session` follows the command's own path (``cli/run.py``): the
 tracing set-up of ``cli.execution.configure``, ``make_llm``, ``build_session``,
-``start_recording`` and ``attach_console``, then one ``asyncio.run`` per prompt,
-the recorder closed and tracing shut down. ``traced=False`` is the floor: the
+``start_recording`` and ``attach_console``, then each prompt run on one event loop
+(``asyncio.Runner``, as ``cli.execution.execute`` does), the recorder closed and
+tracing shut down. ``traced=False`` is the floor: the
 same session with ``OTEL_SDK_DISABLED=true`` and no recorder.
 """
 
@@ -163,8 +164,9 @@ def run_session(
             before_run(tracing)
         context = RunContext(source="cli", script=script.source)
         try:
-            for prompt in prompts:
-                asyncio.run(session.run(prompt, context=context))
+            with asyncio.Runner() as runner:  # one loop for every prompt, as the command has
+                for prompt in prompts:
+                    runner.run(session.run(prompt, context=context))
         finally:
             if recorder is not None:
                 recorder.close()
