@@ -106,15 +106,23 @@ def fork_recorder(recorder: Any) -> "RecorderLink":
     warn = recorder.warn
     sys.stdout.flush()
     sys.stderr.flush()
-    gc.freeze()  # the child never collects the run's objects, so it copies none of their pages
+    collecting = gc.isenabled()
+    gc.disable()  # no collection in the child before it has frozen what it inherited
     try:
         pid = os.fork()
     except BaseException:
-        gc.unfreeze()
+        if collecting:
+            gc.enable()
         for fd in (read_fd, write_fd, notice_read, notice_write, wake_read, wake_write):
             os.close(fd)
         raise
     if pid == 0:  # the child: never returns
+        # The child never collects the run's objects, so it copies none of their pages.
+        # Frozen here, not in the run before the fork: unfreezing there would also thaw
+        # what the run had frozen itself (litellm's objects, see llm/litellm_loader.py).
+        gc.freeze()
+        if collecting:
+            gc.enable()
         code = 1
         relay = _notice_writer(notice_write)
         try:
@@ -133,7 +141,8 @@ def fork_recorder(recorder: Any) -> "RecorderLink":
                 pass
         finally:
             os._exit(code)  # no atexit hooks, no flushing of buffers copied from the run
-    gc.unfreeze()
+    if collecting:
+        gc.enable()
     os.close(read_fd)
     os.close(notice_write)
     os.close(wake_read)

@@ -170,6 +170,28 @@ def test_the_pause_shortens_before_the_pipe_could_fill_and_grows_back():
     assert pause == _PAUSE_MIN_S
 
 
+@pytest.mark.parametrize("collecting", [True, False])
+def test_forking_the_recorder_leaves_the_runs_collector_as_it_was(tmp_path, collecting):
+    """What the run froze stays frozen (litellm's objects), and collection stays on or off."""
+    import gc
+
+    frozen_before = gc.get_freeze_count()
+    gc.freeze()  # the run's own frozen objects
+    frozen = gc.get_freeze_count()
+    was_enabled = gc.isenabled()
+    if not collecting:
+        gc.disable()
+    try:
+        _, link = _forked(tmp_path, "20261122-000000-abcdef", [])
+        assert gc.get_freeze_count() == frozen and gc.isenabled() is collecting
+        link.close()
+    finally:
+        if was_enabled:
+            gc.enable()
+        if frozen_before == 0:
+            gc.unfreeze()
+
+
 def test_spans_ending_on_many_threads_arrive_whole(tmp_path):
     warnings: list[str] = []
     store, link = _forked(tmp_path, "20261122-000000-abcdef", warnings)
