@@ -217,6 +217,7 @@ def _messages(read_fd: int, on_idle: Callable[[], bool | None], wake_fd: int | N
     """
     os.set_blocking(read_fd, False)
     capacity = _pipe_capacity(read_fd)
+    waiting = _Pause(wake_fd)
     buffer = bytearray()
     pause = _PAUSE_MIN_S
     gathered = 0  # bytes read since the last pause
@@ -234,7 +235,7 @@ def _messages(read_fd: int, on_idle: Callable[[], bool | None], wake_fd: int | N
                     if more:
                         continue
                 pause, gathered = _next_pause(pause, gathered, capacity), 0
-                wake_fd = _pause(pause, wake_fd)
+                waiting.sleep(pause)
                 continue
             if not chunk:
                 return  # a half-sent last message (the run was killed while sending it) never happened
@@ -252,8 +253,7 @@ def _messages(read_fd: int, on_idle: Callable[[], bool | None], wake_fd: int | N
             del buffer[:start]
     finally:
         os.close(read_fd)
-        if wake_fd is not None:
-            os.close(wake_fd)
+        waiting.close()
 
 
 def _next_pause(pause: float, gathered: int, capacity: int) -> float:
@@ -265,16 +265,30 @@ def _next_pause(pause: float, gathered: int, capacity: int) -> float:
     return pause
 
 
-def _pause(seconds: float, wake_fd: int | None) -> int | None:
-    """Sleep, or less if the run wakes us; the wake pipe, or None once the run's end of it closed."""
-    if wake_fd is None:
-        time.sleep(seconds)
-        return None
-    ready, _, _ = select.select([wake_fd], [], [], seconds)
-    if ready and not os.read(wake_fd, 64):
-        os.close(wake_fd)  # the run's end of it is closed: its data pipe ends too; plain sleeps until then
-        return None
-    return wake_fd
+class _Pause:
+    """The child's sleep between looks at the pipe, which the run's close (or death) ends at once.
+
+    ``poll``, not ``select``: a descriptor numbered past 1023 (a run with many files
+    open) is fine.
+    """
+
+    def __init__(self, wake_fd: int | None):
+        self.fd = wake_fd
+        self._poll = select.poll()
+        if wake_fd is not None:
+            self._poll.register(wake_fd, select.POLLIN)
+
+    def sleep(self, seconds: float) -> None:
+        if self.fd is None:
+            time.sleep(seconds)
+        elif self._poll.poll(seconds * 1000) and not os.read(self.fd, 64):
+            self.close()  # the run's end of it is closed, so is its data pipe: plain sleeps until that ends
+
+    def close(self) -> None:
+        if self.fd is not None:
+            self._poll.unregister(self.fd)
+            os.close(self.fd)
+            self.fd = None
 
 
 def _pipe_capacity(fd: int) -> int:

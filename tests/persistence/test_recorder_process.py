@@ -154,6 +154,46 @@ def test_a_run_that_dies_without_closing_ends_the_recorders_pause(tmp_path, long
     assert sum("end" in line for line in read_journal(store.journal_path, pytest.fail)) == 1
 
 
+def test_the_childs_pause_ends_on_a_wake_pipe_numbered_past_1023():
+    """A run with many files open hands the child high descriptors; ``select`` would refuse them."""
+    import pickle
+    import resource
+    import struct
+    import time
+
+    from otel_agents.persistence.recorder_process import _messages
+
+    high = 1500
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft <= high:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 4096), hard))
+    read_fd, write_fd = os.pipe()
+    wake_read, wake_write = os.pipe()
+    os.dup2(wake_read, high)
+    os.close(wake_read)
+    frames = [("hello", n) for n in range(3)]
+    for frame in frames:
+        data = pickle.dumps(frame)
+        os.write(write_fd, struct.pack("<I", len(data)) + data)
+
+    def close_and_wake() -> None:
+        os.close(write_fd)
+        os.write(wake_write, b"\0")
+
+    closer = threading.Timer(0.2, close_and_wake)  # the child is in its pause by then
+    started = time.monotonic()
+    closer.start()
+    try:
+        assert list(_messages(read_fd, lambda: False, high)) == frames
+    finally:
+        closer.join()
+        os.close(wake_write)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    assert time.monotonic() - started < 5
+    with pytest.raises(OSError):
+        os.fstat(high)  # the loop closed it
+
+
 def test_the_pause_shortens_before_the_pipe_could_fill_and_grows_back():
     from otel_agents.persistence.recorder_process import _PAUSE_MAX_S, _PAUSE_MIN_S, _next_pause
 
