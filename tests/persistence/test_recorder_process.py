@@ -108,7 +108,7 @@ def test_idle_work_in_slices_goes_on_without_waiting_for_messages():
 
 
 def _one_span(link, store) -> None:
-    provider = TracerProvider(shutdown_on_exit=False)  # a test that closes the link's pipes itself closes it
+    provider = TracerProvider(shutdown_on_exit=False)  # no shutdown at exit: each test ends the link itself
     provider.add_span_processor(link)
     with provider.get_tracer("otel_agents").start_as_current_span("invoke_agent main", attributes={
             sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT, sc.SESSION_ID: store.session_id}):
