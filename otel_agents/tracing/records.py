@@ -132,7 +132,7 @@ def validate_record(record: Any) -> None:
     if not isinstance(kind, str) or kind not in RECORD_FIELDS:
         raise RecordError(f"unknown event_type {kind!r}")
     message_id = record.get("message_id")
-    if not isinstance(message_id, str) or not _MESSAGE_ID.match(message_id):
+    if not is_message_id(message_id):
         raise RecordError(f"message_id {message_id!r} is not of the form msg_<digits>")
     if not isinstance(record.get("agent_id"), str):
         raise RecordError(f"{message_id}: agent_id must be a string")
@@ -161,10 +161,7 @@ def _check_substance(message_id: str, field: str, value: Any) -> None:
 
 
 def _check_cause(message_id: str, field: str, value: Any) -> None:
-    if not (
-        (isinstance(value, str) and _MESSAGE_ID.match(value))
-        or (isinstance(value, list) and value and all(isinstance(v, str) and _MESSAGE_ID.match(v) for v in value))
-    ):
+    if not (is_message_id(value) or (isinstance(value, list) and value and all(map(is_message_id, value)))):
         raise RecordError(f"{message_id}: cause must be a message id or a list of them")
 
 

@@ -350,8 +350,8 @@ class SessionViewer:
     # --- exact LLM context ---
     def _journal_path(self) -> Path | None:
         """The session's span journal, next to its tree (None for a viewer built from memory)."""
-        if self._tree is not None or self._tree_path is None:
-            return None  # a tree in memory is already decoded: it answers at once
+        if self._spans is not None or self._tree is not None or self._tree_path is None:
+            return None  # a tree in memory is already decoded (or indexed): it answers at once
         path = self._tree_path.with_name(JOURNAL_FILE)
         return path if path.is_file() else None
 
@@ -361,7 +361,7 @@ class SessionViewer:
         The journal answers first when there is one: it reads only the lines naming the
         key, where the tree would be decoded whole (seconds and a gigabyte at 100k entries).
         """
-        journal = self._journal_path() if self._spans is None else None
+        journal = self._journal_path()
         if journal is not None:
             node = span_from_journal(journal, key)
             if node is not None:
@@ -369,7 +369,7 @@ class SessionViewer:
         return self._tree_span_node(key)
 
     def _tool_definitions(self, definitions_id: str) -> Any | None:
-        journal = self._journal_path() if self._spans is None else None
+        journal = self._journal_path()
         if journal is not None:
             tools = tools_from_journal(journal, definitions_id)
             if tools is not None:
