@@ -170,11 +170,11 @@ def settle(directory: Path) -> None:
     from otel_agents.persistence.artifacts import flush_unbilled, load_artifacts, mark_billed
 
     notes: list[str] = []
-    artifacts = load_artifacts(directory, notes.append)
+    artifacts = load_artifacts(directory, notes.append, owned=True, repair=True)
     if artifacts.tree is None or not (directory / "tree.json.gz").exists():
         raise RuntimeError(f"{directory} did not load as a recorded session: {notes}")
     with tempfile.TemporaryDirectory(prefix="settle-ledger-") as ledger_dir:
-        flush_unbilled(artifacts.tree, Path(ledger_dir) / "billing.jsonl", artifacts.meta)
+        flush_unbilled(artifacts.tree, Path(ledger_dir) / "billing.jsonl")
     if not mark_billed(directory, artifacts.meta):
         raise RuntimeError(f"{directory}: the rebuilt checkpoint is not marked current")
     meta = orjson.loads((directory / "meta.json").read_bytes())

@@ -132,10 +132,49 @@ class StorageUnwritable(click.ClickException):
     exit_code = EXIT_USAGE
 
 
-def start_recording(tracing, paths: Paths, session_id: str, **recorder_kwargs: Any):
+class SessionBusyError(click.ClickException):
+    """Another live process writes the session (exit 2, naming it)."""
+
+    exit_code = EXIT_USAGE
+
+
+def own_session(directory: Path, *, create: bool = False):
+    """Take the session's single-writer lock (persistence/ownership.py), or exit 2 naming its owner."""
+    from otel_agents.persistence.ownership import SessionBusy, take
+
+    try:
+        # Named in the lock file only once it writes (start_recording): a refused command changes nothing.
+        return take(directory, create=create, announce=False)
+    except SessionBusy as exc:
+        raise SessionBusyError(str(exc)) from None
+    except FileNotFoundError:
+        raise click.UsageError(f"no session {directory.name!r} in {directory.parent}") from None
+    except OSError as exc:
+        raise StorageUnwritable(f"cannot lock session directory {directory}: {exc.strerror or exc}") from None
+
+
+@dataclass
+class Recording:
+    """The recorder attached to the provider and the session lock it writes under."""
+
+    recorder: Any
+    ownership: Any
+
+    def close(self) -> bool:
+        """Write everything, then give the lock up; False when something could not be saved."""
+        try:
+            self.recorder.close()
+        finally:
+            self.ownership.release()
+        return self.recorder.saved_everything
+
+
+def start_recording(tracing, paths: Paths, session_id: str, ownership=None, **recorder_kwargs: Any) -> Recording:
     """Create (or reopen) the session directory and attach the recorder to the provider.
 
     Runs before the first LLM call, so an unwritable home costs nothing but the message.
+    ``ownership``: the session's lock when the caller took it already (resume takes it
+    before loading); otherwise it is taken here, for a new session.
     """
     from otel_agents.persistence.recorder import SessionRecorder
     from otel_agents.persistence.recorder_process import RecorderModeError, fork_recorder, recorder_mode
@@ -152,14 +191,27 @@ def start_recording(tracing, paths: Paths, session_id: str, **recorder_kwargs: A
     except StoreError as exc:
         tracing.shutdown()
         raise StorageUnwritable(str(exc)) from None
-    recorder = SessionRecorder(store, session_id, billing_file=paths.billing_file, **recorder_kwargs)
+    if ownership is None:
+        try:
+            ownership = own_session(store.directory, create=True)
+        except click.ClickException:
+            tracing.shutdown()
+            raise
+    try:
+        recorder = SessionRecorder(store, session_id, billing_file=paths.billing_file, **recorder_kwargs)
+    except BaseException:
+        ownership.release()
+        tracing.shutdown()
+        raise
     if not tracing.enabled:
         click.echo("warning: OTEL_SDK_DISABLED is set: only events.jsonl is saved (no tree, no billing)", err=True)
+    ownership.announce()
     if mode == "process":
-        recorder = fork_recorder(recorder)  # the recorder's work moves to the other core
+        recorder = fork_recorder(recorder)  # the recorder's work moves to the other core; it holds the lock too
+        ownership.name_recorder(recorder.pid)
     tracing.add_processor(recorder)
     tracing.add_listener(recorder)
-    return recorder
+    return Recording(recorder, ownership)
 
 
 def attach_console(tracing, verbose: bool, trace_llm: bool, trace_tools: bool) -> None:
@@ -179,8 +231,11 @@ def _as_ctrl_c(signum, frame):
     signal.raise_signal(signal.SIGINT)
 
 
-def execute(session, prompts: list[str], context, tracing, recorder) -> int:
-    """Run each prompt as its own trace; print utterances; always close the recorder."""
+def execute(session, prompts: list[str], context, tracing, recording: Recording) -> int:
+    """Run each prompt as its own trace; print utterances; always close the recording.
+
+    A session that could not be saved whole ends the command with exit 1, whatever the run did.
+    """
     from otel_agents.llm.client import LLMCallFailed
     from otel_agents.runtime.agent import MaxTurnsExceeded
 
@@ -203,9 +258,12 @@ def execute(session, prompts: list[str], context, tracing, recorder) -> int:
     finally:
         signal.signal(signal.SIGTERM, previous)
         signal.signal(signal.SIGINT, previous_int)
-        recorder.close()
+        saved = recording.close()
         tracing.shutdown()
         click.echo(f"session: {session.id}", err=True)
+    if not saved and exit_code == EXIT_OK:
+        click.echo(f"error: session {session.id} was not saved whole (see the warnings above)", err=True)
+        exit_code = EXIT_FAILED
     return exit_code
 
 

@@ -29,8 +29,13 @@ def import_traces(files: tuple[str, ...], as_json: bool, paths) -> None:
     ledger. Importing into an existing session merges; the same file twice
     changes nothing. Every file is checked before anything is written.
     """
-    from otel_agents.persistence.import_sessions import ImportConflict, Source, apply_import, plan_import
+    from otel_agents.persistence.import_locks import importing
+    from otel_agents.persistence.import_sessions import (
+        ImportConflict, Source, apply_import, plan_import, sessions_of_traces,
+    )
     from otel_agents.persistence.importers import ImportFormatError, read_trace_file
+    from otel_agents.persistence.ownership import SessionBusy
+    from otel_agents.persistence.paths import InvalidSessionId
     from otel_agents.persistence.store import StoreError
 
     sources = []
@@ -41,12 +46,16 @@ def import_traces(files: tuple[str, ...], as_json: bool, paths) -> None:
             raise ImportRefused(str(exc)) from None
         except (OSError, ValueError) as exc:  # e.g. a path no file can have (a NUL byte)
             raise ImportRefused(f"{path!r}:0: cannot read: {exc}") from None
+    session_ids = set(sessions_of_traces(span for source in sources for span in source.spans).values())
     try:
-        plans = plan_import(sources, paths.sessions_dir)
-    except ImportConflict as exc:
-        raise ImportRefused(str(exc)) from None
-    try:
-        apply_import(plans, paths.sessions_dir, paths.billing_file)
+        with importing(paths.sessions_dir, session_ids) as own:
+            try:
+                plans = plan_import(sources, paths.sessions_dir)
+            except (ImportConflict, InvalidSessionId) as exc:
+                raise ImportRefused(str(exc)) from None
+            apply_import(plans, paths.sessions_dir, paths.billing_file, own=own)
+    except SessionBusy as exc:
+        raise ImportRefused(f"{exc}; import once it has finished") from None
     except (StoreError, OSError) as exc:
         raise click.ClickException(f"cannot write the import: {exc}") from None
     if as_json:

@@ -70,9 +70,13 @@ def _load_saved(session_dir: Path, session_id: str):
     # Read before load_artifacts, which may rewrite a checkpoint that is merely behind.
     checkpoint = _read_checkpoint(session_dir / "tree.json.gz")
     try:
-        artifacts = load_artifacts(session_dir)
+        # The caller owns the session: what a dead writer left open is recorded as interrupted.
+        artifacts = load_artifacts(session_dir, owned=True, repair=True)
     except SessionUnreadable as exc:
         raise click.UsageError(str(exc)) from None
+    if artifacts.damaged:  # checked before any model is called or anything billed
+        raise click.UsageError(f"session {session_id} cannot be resumed: {artifacts.damaged[0]} "
+                               "(nothing was run; `otel-agents sessions verify` says more)")
     meta = artifacts.meta or {}
     tree = artifacts.tree
     try:
@@ -122,10 +126,23 @@ def _load_current(session_dir: Path, session_id: str):
 @ledger_errors_are_data_errors
 def resume_session_command(session_id, prompts, script_name, model_opts, otlp_file, verbose, trace_llm,
                            trace_tools, paths, redacted_save: bool = False) -> int:
+    """Own the session, load and check all of it, then run: nothing is called or billed before the checks."""
+    from otel_agents.cli.execution import own_session
+
+    session_dir = session_dir_or_exit(paths, session_id)
+    ownership = own_session(session_dir)  # exit 2 while another process writes it
+    try:
+        return _resume_owned(session_dir, session_id, prompts, script_name, model_opts, otlp_file, verbose,
+                             trace_llm, trace_tools, paths, ownership)
+    finally:
+        ownership.release()  # idempotent: a started recording has released it already
+
+
+def _resume_owned(session_dir, session_id, prompts, script_name, model_opts, otlp_file, verbose, trace_llm,
+                  trace_tools, paths, ownership) -> int:
     from otel_agents.llm.scripts import ScriptError, load_script
     from otel_agents.resume import ResumeError, restore_session
 
-    session_dir = session_dir_or_exit(paths, session_id)
     saved, tree, meta = load_saved(session_dir, session_id)
     last = saved.last_run
     try:
@@ -168,12 +185,12 @@ def resume_session_command(session_id, prompts, script_name, model_opts, otlp_fi
         tracing.shutdown()
         raise StorageUnwritable(str(exc)) from None
     if tree is not None:
-        flush_unbilled(tree, paths.billing_file, meta)  # a crashed run is billed once, before new runs
+        flush_unbilled(tree, paths.billing_file)  # a crashed run is billed once, before new runs
         mark_billed(session_dir, meta)
-    recorder = start_recording(tracing, paths, session_id, resume=True)
+    recording = start_recording(tracing, paths, session_id, ownership=ownership, resume=True)
     attach_console(tracing, verbose, trace_llm, trace_tools)
     context = RunContext(source="resume", script=script.source, model_override=model)
-    return execute(session, prompt_list, context, tracing, recorder)
+    return execute(session, prompt_list, context, tracing, recording)
 
 
 @click.command()

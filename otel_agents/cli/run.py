@@ -57,10 +57,10 @@ def run(prompts, script_name, resume_id, model_opts, otlp_file, redacted_save, v
     llm = make_llm(tracing, model_opts)
     session = build_session(script, model=model_opts.model, telemetry=tracing.telemetry, llm=llm,
                             max_turns=model_opts.max_turns)
-    recorder = start_recording(tracing, paths, session.id, redact_contents=redacted_save)
+    recording = start_recording(tracing, paths, session.id, redact_contents=redacted_save)
     attach_console(tracing, verbose, trace_llm, trace_tools)
     from otel_agents.tracing import semconv as sc
 
     extra = {sc.RUN_REDACTED_SAVE: True} if redacted_save else {}
     context = RunContext(source="cli", script=script.source, model_override=model_opts.model, extra=extra)
-    finish(execute(session, prompt_list, context, tracing, recorder))
+    finish(execute(session, prompt_list, context, tracing, recording))

@@ -21,7 +21,7 @@ class SessionDataUnreadable(click.ClickException):
 
 @click.group()
 def sessions() -> None:
-    """Saved sessions: list, show, verify, rm."""
+    """Saved sessions: list, show, verify, repair, rm."""
 
 
 def _json(value: Any) -> None:
@@ -44,7 +44,7 @@ def list_command(as_json: bool, paths) -> None:
             if item.meta is None:
                 out.append({"id": item.session_id, "problem": item.problem})
             else:
-                out.append({**item.meta, "id": item.session_id, "status": effective_status(item.meta)})
+                out.append({**item.meta, "id": item.session_id, "status": effective_status(item.meta, item.directory)})
         _json(out)
         return
     if not listings:
@@ -60,7 +60,7 @@ def list_command(as_json: bool, paths) -> None:
         cost = totals.get("cost_usd") if isinstance(totals, dict) else "?"
         click.echo(
             f"{item.session_id:<24} {str(meta.get('created') or '?')[:19]:<19} {_count(meta.get('runs')):>4} "
-            f"{effective_status(meta):<11} {_money(cost):>11}  {meta.get('title') or ''}"
+            f"{effective_status(meta, item.directory):<11} {_money(cost):>11}  {meta.get('title') or ''}"
         )
 
 
@@ -71,12 +71,14 @@ def list_command(as_json: bool, paths) -> None:
 @ledger_errors_are_data_errors
 @reads_whole_sessions
 def show(session_id: str, as_json: bool, paths) -> None:
-    """Show a session's tree: path labels, status, durations, tokens and cost, per agent totals."""
-    from otel_agents.persistence.artifacts import SessionUnreadable, flush_unbilled, load_artifacts, mark_billed
-    from otel_agents.persistence.store import TREE_VERSION, make_meta
+    """Show a session's tree: path labels, status, durations, tokens and cost, per agent totals.
+
+    Read-only: a session whose writer died is shown with its open spans interrupted.
+    """
+    from otel_agents.persistence.artifacts import SessionUnreadable, load_artifacts
+    from otel_agents.persistence.store import TREE_VERSION, effective_status, make_meta
 
     directory = session_dir_or_exit(paths, session_id)
-    # load_artifacts rebuilds from the journal after a crash (a checkpoint may be behind).
     # The tree is all this shows: a current checkpoint's events.jsonl is not read.
     try:
         artifacts = load_artifacts(directory, lambda m: click.echo(f"warning: {m}", err=True), records=False)
@@ -85,16 +87,8 @@ def show(session_id: str, as_json: bool, paths) -> None:
     if artifacts.tree is None:
         raise SessionDataUnreadable(f"session {session_id} has no readable tree: " + "; ".join(artifacts.notes))
     tree, meta = artifacts.tree, artifacts.meta
-    # Loading bills what a crash left unbilled (record ids make this idempotent); a session
-    # already billed is not billed again (as resume), which would read the whole ledger.
-    try:
-        billed = 0 if artifacts.billed else flush_unbilled(tree, paths.billing_file, meta)
-    except Exception as exc:  # billing trouble must not hide the session
-        click.echo(f"warning: cannot update the billing ledger {paths.billing_file}: {exc}", err=True)
-    else:
-        mark_billed(directory, meta)
-        if billed:
-            click.echo(f"billed {billed} record(s) of runs that had not been billed", err=True)
+    if meta is not None:
+        meta = {**meta, "status": effective_status(meta, directory)}
     if as_json:
         _json({"version": TREE_VERSION, "session": tree, "meta": meta or make_meta(tree, created_ns=0, updated_ns=0)})
         return
@@ -107,57 +101,73 @@ def show(session_id: str, as_json: bool, paths) -> None:
 @ledger_errors_are_data_errors
 @reads_whole_sessions
 def verify(session_id: str, paths) -> None:
-    """Check that tree.json.gz, events.jsonl and the billing ledger agree; exit 1 naming each disagreement."""
-    from otel_agents.persistence.events_file import EventsFileError, read_event_lines
+    """Check that tree.json.gz, events.jsonl and the billing ledger agree; exit 1 naming each disagreement.
+
+    A session whose writer died is reported as interrupted and recoverable (exit 0 when
+    its files agree otherwise). Read-only.
+    """
     from otel_agents.persistence.ledger import read_records
-    from otel_agents.persistence.store import SessionStore, StoreError, writer_alive
-    from otel_agents.persistence.verify import verify_session
+    from otel_agents.persistence.session_check import check_session
 
     directory = session_dir_or_exit(paths, session_id)
-    store = SessionStore(directory)
-    problems: list[str] = []
-    try:
-        tree = store.load_tree()
-    except StoreError as exc:
-        tree = None
-        problems.append(str(exc))
-    lines = []
-    if store.events_path.exists():
-        try:
-            lines = read_event_lines(store.events_path, lambda m: click.echo(f"warning: {m}", err=True))
-        except (EventsFileError, OSError) as exc:
-            problems.append(str(exc))
-    try:
-        meta = store.read_meta()
-    except StoreError as exc:
-        meta = None
-        problems.append(str(exc))
+    warn = lambda m: click.echo(f"warning: {m}", err=True)  # noqa: E731
     ledger_warnings: list[str] = []
     ledger = read_records(paths.billing_file, ledger_warnings.append) if paths.billing_file.exists() else []
     for message in ledger_warnings:
-        click.echo(f"warning: {message}", err=True)
-    if tree is not None:
-        live = meta is not None and writer_alive(meta)
-        problems += verify_session(tree, lines, ledger, live=live)
-    if problems:
-        click.echo(f"session {session_id}: {len(problems)} disagreement(s)")
-        for problem in problems:
+        warn(message)
+    check = check_session(directory, ledger, warn)
+    if check.problems:
+        click.echo(f"session {session_id}: {len(check.problems)} disagreement(s)")
+        for problem in check.problems:
             click.echo(f"  {problem}")
         sys.exit(1)
-    ops = sum(1 for r in ledger if r.get("session_id") == session_id)
-    click.echo(f"session {session_id}: tree, events.jsonl ({len(lines)} records) and ledger ({ops} records) agree")
+    click.echo(f"session {session_id}: tree, events.jsonl ({check.records} records) and ledger "
+               f"({check.ledger_records} records) agree")
+    for note in check.notes:
+        click.echo(f"  {note}")
+
+
+@sessions.command()
+@click.argument("session_id")
+@storage_options
+@ledger_errors_are_data_errors
+@reads_whole_sessions
+def repair(session_id: str, paths) -> None:
+    """Record what a dead writer left unfinished: interrupted spans, the tree, meta.json, the ledger.
+
+    Says what it changed; a session that needs nothing is left as it is. Exit 2 while
+    another process writes the session.
+    """
+    from otel_agents.cli.execution import own_session
+    from otel_agents.persistence.repair import repair_session
+
+    directory = session_dir_or_exit(paths, session_id)
+    with own_session(directory) as ownership:
+        try:
+            changes = repair_session(directory, paths.billing_file, lambda m: click.echo(f"warning: {m}", err=True))
+        except ValueError as exc:
+            raise SessionDataUnreadable(str(exc)) from None
+    if not changes:
+        click.echo(f"session {session_id}: nothing to repair")
+        return
+    click.echo(f"session {session_id}: repaired")
+    for change in changes:
+        click.echo(f"  {change}")
 
 
 @sessions.command()
 @click.argument("session_id")
 @storage_options
 def rm(session_id: str, paths) -> None:
-    """Delete a session directory (its billing records stay in the ledger)."""
+    """Delete a session directory (its billing records stay in the ledger); exit 2 while it is being written."""
+    from otel_agents.cli.execution import own_session
+
     directory = session_dir_or_exit(paths, session_id)
     if directory.is_symlink():
         directory.unlink()  # never follow a link out of the sessions directory
     else:
-        shutil.rmtree(directory)
+        with own_session(directory):  # removed under its lock: no writer can be inside it
+            shutil.rmtree(directory)
     click.echo(f"removed session {session_id}", err=True)
 
 
@@ -256,10 +266,10 @@ def _session_lines(node: Mapping[str, Any], indent: int) -> list[str]:
 
 
 def render_session(tree: Mapping[str, Any], meta: Mapping[str, Any] | None) -> list[str]:
-    from otel_agents.persistence.store import effective_status
+    """``meta``: with its status as the reader sees it (``store.effective_status``)."""
     from otel_agents.persistence.tree import agent_totals
 
-    status = effective_status(meta) if meta else tree.get("status")
+    status = meta.get("status") if meta else tree.get("status")
     title = (meta or {}).get("title")
     lines = [f"session {tree.get('id')}  {status}" + (f"  {title!r}" if title else "")]
     if meta:

@@ -5,21 +5,24 @@ A session closed cleanly has a ``meta.json`` whose checkpoint mark says that
 that checkpoint is read as it is. Otherwise the tree is rebuilt from the span
 journal (``spans.jsonl``) plus the event stream (``events.jsonl``) whenever both
 are readable: both are flushed per line, so they are always at least as complete
-as the last checkpoint. A session whose writer died after its last checkpoint is
-recovered here: the rebuilt tree is written back (atomically), with a mark, so that
-every reader, ``sessions verify`` included, sees the same story, and the next load
-is the quick one. Without a usable journal the checkpoint stands in, as before.
+as the last checkpoint. Spans that a dead writer left open are shown interrupted
+(``interrupted.py``), in memory: readers never write. A writer holding the session
+(``resume``, ``sessions repair``) loads with ``repair=True``: the interrupted ends
+are appended to the journal and the rebuilt tree written back (atomically), with a
+mark, so that the next load is the quick one. Without a usable journal the
+checkpoint stands in, as before.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from otel_agents.persistence.events_file import EventLine, EventsFileError, read_event_lines
-from otel_agents.persistence.journal import JournalError, read_journal, rebuild
+from otel_agents.persistence.interrupted import close_interrupted
+from otel_agents.persistence.journal import JournalError, JournalWriter, read_journal, rebuild
 from otel_agents.persistence.ledger_records import ledger_records
 from otel_agents.persistence.notices import Warn, stderr_warning
 from otel_agents.persistence.store import (
@@ -30,10 +33,11 @@ from otel_agents.persistence.store import (
     closed_meta,
     created_ns_of,
     make_payload,
-    writer_alive,
 )
+from otel_agents.persistence.ownership import owner_of
 from otel_agents.persistence.timestamps import iso_ts
 from otel_agents.persistence.tree import STATUS_IN_PROGRESS, build_tree, iter_nodes, iter_records, records_of
+from otel_agents.tracing import semconv as sc
 from otel_agents.tracing.spandata import SpanData
 
 SOURCE_CHECKPOINT = "checkpoint"  # tree.json.gz, known to cover spans.jsonl + events.jsonl
@@ -55,6 +59,9 @@ class SessionArtifacts:
     spans: list[SpanData] | None = None  # the journal's spans, when the tree was rebuilt from them
     source: str = SOURCE_TREE
     recovered: bool = False  # tree.json.gz (and meta.json) were rewritten from the journal
+    live: bool = False  # a process holds the session (its latest run may still be adding spans)
+    interrupted: int = 0  # spans a dead writer left open, shown (or, repaired, recorded) as interrupted
+    damaged: list[str] = field(default_factory=list)  # files that exist but could not be read whole
 
     @property
     def billed(self) -> bool:
@@ -64,29 +71,36 @@ class SessionArtifacts:
 
 
 def load_artifacts(
-    session_dir: Path, warn: Warn = stderr_warning, *, repair: bool = True, records: bool = True
+    session_dir: Path, warn: Warn = stderr_warning, *, repair: bool = False, records: bool = True,
+    owned: bool = False,
 ) -> SessionArtifacts:
     """The tree and the event stream of a session directory.
 
     Preference: a checkpoint known to be current, else the journal with events.jsonl
     (always the most complete), else tree.json.gz, else events.jsonl alone; each
-    fallback is said on stderr. ``repair``: when the journal shows more than
-    tree.json.gz and no live process is writing the session, rewrite tree.json.gz
-    and meta.json from it. ``records=False``: a caller that needs only the tree
+    fallback is said on stderr. ``owned``: the caller holds the session's lock (no
+    other process writes it); otherwise whether one does is asked of the lock.
+    ``repair`` (only with ``owned``): record the interrupted spans' ends in the journal
+    and, when it shows more than tree.json.gz, rewrite tree.json.gz and meta.json
+    from it. Without ``repair`` nothing is opened for writing. ``records=False``: a caller that needs only the tree
     (``sessions show``) gets no records from a current checkpoint, whose events.jsonl
     is then not read; every other path reads them, as rebuilding needs them.
     """
+    assert owned or not repair, "only the session's owner repairs it"
     store = SessionStore(Path(session_dir))
     current = current_checkpoint(store, warn, with_records=records)
     if current is not None:
         return current
+    live = not owned and owner_of(store.directory) is not None
     notes: list[str] = []
+    damaged: list[str] = []
     lines: list[EventLine] | None = None
     if store.events_path.exists():
         try:
             lines = read_event_lines(store.events_path, warn)
         except (EventsFileError, OSError) as exc:
             notes.append(str(exc))
+            damaged.append(str(exc))
     else:
         notes.append(f"{store.events_path} does not exist")
     meta = _read_meta(store)
@@ -99,12 +113,16 @@ def load_artifacts(
     else:
         try:
             rebuilt = rebuild(read_journal(store.journal_path, warn), lines or [])
-            rebuilt_tree = build_tree(rebuilt.spans, store.session_id)
+            spans, interrupted = close_interrupted(rebuilt.spans, live=live)
+            rebuilt_tree = build_tree(spans, store.session_id)
         except (JournalError, OSError) as exc:
             notes.append(str(exc))
+            damaged.append(str(exc))
             rebuilt = None
         except (ValueError, TypeError, LookupError, AttributeError) as exc:  # values no span of ours could have
-            notes.append(f"{store.journal_path} holds spans that cannot be put in a tree ({type(exc).__name__}: {exc})")
+            problem = f"{store.journal_path} holds spans that cannot be put in a tree ({type(exc).__name__}: {exc})"
+            notes.append(problem)
+            damaged.append(problem)
             rebuilt = None
 
     if rebuilt is not None and (lines is not None or not store.tree_path.exists()):
@@ -115,10 +133,19 @@ def load_artifacts(
                 f"{store.journal_path}; they are in the event stream but not in the tree"
             )
         artifacts = SessionArtifacts(
-            tree, [line.record for line in lines or []], meta, notes, spans=rebuilt.spans, source=SOURCE_JOURNAL
+            tree, [line.record for line in lines or []], meta, notes, spans=spans, source=SOURCE_JOURNAL,
+            live=live, interrupted=len(interrupted), damaged=damaged,
         )
-        if repair and not (meta is not None and writer_alive(meta)):
+        if repair:
+            if interrupted:
+                _record_interrupted(store, interrupted)
             _repair(store, artifacts, lines or [], warn)
+        elif store.tree_path.exists():
+            try:  # said to readers too: the checkpoint a repair would replace is damaged
+                store.load_tree()
+            except StoreError as exc:
+                notes.append(str(exc))
+                warn(f"{exc}; using the tree rebuilt from spans.jsonl and events.jsonl")
         return artifacts
 
     tree = None
@@ -126,6 +153,8 @@ def load_artifacts(
         tree = store.load_tree()
     except StoreError as exc:
         notes.append(str(exc))
+        if store.tree_path.exists():
+            damaged.append(str(exc))
     if tree is not None:
         why = next((n for n in notes if "spans.jsonl" in n), "the journal cannot be used")
         warn(f"{why}; using tree.json.gz (spans that ended after its last checkpoint may be missing)")
@@ -135,11 +164,11 @@ def load_artifacts(
             raise SessionUnreadable(f"session {store.session_id} cannot be read: " + "; ".join(notes))
         warn(f"{_first(notes, 'events.jsonl')}; using the records held in tree.json.gz")
         records = records_of(tree)
-        return SessionArtifacts(tree, records, meta, notes, source=SOURCE_TREE)
+        return SessionArtifacts(tree, records, meta, notes, source=SOURCE_TREE, live=live, damaged=damaged)
     if tree is None:
         warn(f"{_first(notes, 'tree.json.gz')}; using events.jsonl only (no timings, accounting or logs)")
-        return SessionArtifacts(None, records, meta, notes, source=SOURCE_EVENTS)
-    return SessionArtifacts(tree, records, meta, notes, source=SOURCE_TREE)
+        return SessionArtifacts(None, records, meta, notes, source=SOURCE_EVENTS, live=live, damaged=damaged)
+    return SessionArtifacts(tree, records, meta, notes, source=SOURCE_TREE, live=live, damaged=damaged)
 
 
 def current_checkpoint(
@@ -173,6 +202,20 @@ def _read_meta(store: SessionStore) -> dict[str, Any] | None:
         return store.read_meta()
     except StoreError:
         return None
+
+
+def _record_interrupted(store: SessionStore, ended: list[SpanData]) -> None:
+    """Append the ends readers showed for spans a dead writer left open: the journal then says it."""
+    writer = JournalWriter(store.journal_path)
+    try:
+        for span in ended:
+            # The open span as its start line wrote it: only what the end adds is written.
+            started = replace(span, end_ns=None, attributes={k: v for k, v in span.attributes.items()
+                                                             if k != sc.INTERRUPTED},
+                              status="UNSET", status_message=None)
+            writer.end(span, started)
+    finally:
+        writer.close()
 
 
 def _repair(store: SessionStore, artifacts: SessionArtifacts, lines: list[EventLine], warn: Warn) -> None:
@@ -263,16 +306,17 @@ def load_session_artifacts(session_dir: Path, warn: Warn = stderr_warning) -> tu
 def flush_unbilled(
     tree: Mapping[str, Any],
     billing_file: Path,
-    meta: Mapping[str, Any] | None = None,
     *,
+    live: bool = False,
     append: Callable[[Path, list[dict]], int] | None = None,
 ) -> int:
-    """Append the ledger records of every run of a session that is not being written live.
+    """Append the ledger records of every run of a session (``live``: but those still in progress).
 
-    Record ids are stable and the ledger skips ids it holds, so this is
-    idempotent: finished runs add nothing, crashed runs are billed once.
+    Called by the session's owner (resume, repair). Record ids are stable and the
+    ledger skips ids it holds, so this is idempotent: finished runs add nothing,
+    crashed runs are billed once.
     """
-    if meta is not None and writer_alive(meta):
+    if live:
         runs = [r["index"] for r in tree.get("runs", []) if r["status"] != STATUS_IN_PROGRESS]
     else:
         runs = [r["index"] for r in tree.get("runs", [])]

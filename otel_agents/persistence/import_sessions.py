@@ -27,7 +27,7 @@ import hashlib
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from otel_agents.persistence.artifacts import mark_billed
 from otel_agents.persistence.events_file import EventLine, EventsFileError, EventsWriter, read_event_lines
@@ -53,7 +53,6 @@ from otel_agents.persistence.store import (
     checkpoint_mark,
     closed_meta,
     created_ns_of,
-    writer_alive,
 )
 from otel_agents.persistence.timestamps import iso_ts
 from otel_agents.persistence.tree import build_tree, group_by_session
@@ -259,12 +258,6 @@ def _load_saved(store: SessionStore) -> tuple[list[SpanData], list[EventLine], d
             meta = store.read_meta()
         except StoreError as exc:
             raise ImportConflict(f"session {store.session_id} exists but {exc}") from None
-    if meta is not None and writer_alive(meta):
-        writer = meta.get("writer") or {}
-        raise ImportConflict(
-            f"session {store.session_id} is being written by process {writer.get('pid')} on {writer.get('host')}; "
-            "import once it has finished"
-        )
     has_content = store.events_path.exists() or store.tree_path.exists()
     if not store.journal_path.exists():
         if has_content:
@@ -283,6 +276,15 @@ def _load_saved(store: SessionStore) -> tuple[list[SpanData], list[EventLine], d
     return spans, lines, meta
 
 
+def sessions_of_traces(spans: Iterable[SpanData]) -> dict[str, str]:
+    """The session id of each trace id (group_by_session decides it from the trace's spans)."""
+    session_of_trace: dict[str, str] = {}
+    for conversation_id, grouped in group_by_session(spans).items():
+        for span in grouped:
+            session_of_trace.setdefault(span.trace_id, session_id_for(conversation_id, span.trace_id))
+    return session_of_trace
+
+
 def plan_import(sources: Iterable[Source], sessions_dir: Path) -> list[SessionImport]:
     """What importing these spans would do; reads the session directories, writes nothing."""
     sources = list(sources)
@@ -292,11 +294,7 @@ def plan_import(sources: Iterable[Source], sessions_dir: Path) -> list[SessionIm
         for span in source.spans:
             source_of[id(span)] = source.name
             everything.append(span)
-    # Session of each trace (group_by_session decides it from the trace's spans).
-    session_of_trace: dict[str, str] = {}
-    for conversation_id, spans in group_by_session(everything).items():
-        for span in spans:
-            session_of_trace.setdefault(span.trace_id, session_id_for(conversation_id, span.trace_id))
+    session_of_trace = sessions_of_traces(everything)
     paths = Paths(Path(sessions_dir), Path("/dev/null"))
     sessions: dict[str, _Session] = {}
     for span in everything:  # file order, then span order: later files meet earlier ones as saved
@@ -335,13 +333,21 @@ def plan_import(sources: Iterable[Source], sessions_dir: Path) -> list[SessionIm
 # --------------------------------------------------------------------------- writing
 
 
-def apply_import(plans: Sequence[SessionImport], sessions_dir: Path, billing_file: Path) -> None:
-    """Write each changed session directory, then append every session's ledger records."""
+def apply_import(plans: Sequence[SessionImport], sessions_dir: Path, billing_file: Path,
+                 own: Callable[[Path], Any] | None = None) -> None:
+    """Write each changed session directory, then append every session's ledger records.
+
+    ``own``: called with each directory before it is written, to own it (import_locks.py).
+    """
     from otel_agents.persistence.ledger import append_records
     from otel_agents.persistence.store import check_file_writable
 
     # Every destination is proved writable before the first byte goes anywhere.
     stores = {plan.session_id: SessionStore.create(Path(sessions_dir), plan.session_id) for plan in plans if plan.changed}
+    if own is not None:
+        for plan in plans:
+            if plan.changed:
+                own(stores[plan.session_id].directory)
     if any(plan.ledger for plan in plans):
         check_file_writable(billing_file)
     for plan in plans:

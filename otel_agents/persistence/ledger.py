@@ -490,6 +490,8 @@ _TOKENS0 = 7  # then one slot per TOKEN_KEYS entry
 
 
 Groups = dict[str, tuple[list[int], set[str]]]
+# Counted as failed calls: an interrupted one did not complete either (ledger_records.py).
+_NOT_COMPLETED = frozenset({"failed", "interrupted"})
 
 
 def _aggregate(records: Iterable[dict], key_of: Callable[[dict], str], groups: Groups) -> None:
@@ -502,7 +504,7 @@ def _aggregate(records: Iterable[dict], key_of: Callable[[dict], str], groups: G
             group = groups[key] = ([0] * width, set())
         acc = group[0]
         acc[_CALLS] += 1
-        failed = get("status") == "failed"
+        failed = get("status") in _NOT_COMPLETED
         if failed:
             acc[_FAILED] += 1
         session = get("session_id")

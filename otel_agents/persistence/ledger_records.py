@@ -6,9 +6,10 @@ One record per LLM attempt and per tool call, failed ones included. Decisions:
   stable, so re-deriving after a crash never bills twice.
 - A tool call that an approval hook denied did not succeed: ``status`` is
   ``failed`` and ``error`` names the hook (``Error: Action blocked by hook ...``).
-- An operation that never completed (cancelled, or the process died) was still
-  requested, so it is billed as ``failed`` with an ``error`` saying so, zero
-  tokens and ``cost_usd`` null: the provider's charge, if any, is unknown.
+- An operation that never completed was still requested, so it is billed with
+  zero tokens and ``cost_usd`` null (the provider's charge, if any, is unknown):
+  ``failed`` when it was cancelled, ``interrupted`` (as the tree shows it) when the
+  process writing the session died first; ``error`` says which.
 """
 
 from __future__ import annotations
@@ -16,13 +17,16 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping
 
 from otel_agents.persistence.timestamps import iso_ts
-from otel_agents.persistence.tree import KIND_LLM, KIND_TOOL, STATUS_CANCELLED, STATUS_IN_PROGRESS, OpRef, iter_ops
+from otel_agents.persistence.tree import (
+    KIND_LLM, KIND_TOOL, STATUS_CANCELLED, STATUS_IN_PROGRESS, STATUS_INTERRUPTED, OpRef, iter_ops,
+)
 from otel_agents.persistence.tree_shape import TOKEN_KEYS
 from otel_agents.tracing import semconv as sc
 
 UNFINISHED_ERRORS = {
     STATUS_CANCELLED: "cancelled before it completed",
     STATUS_IN_PROGRESS: "unfinished: the run stopped before this operation ended",
+    STATUS_INTERRUPTED: "interrupted: the process writing the session ended before this operation did",
 }
 
 
@@ -67,7 +71,8 @@ def ledger_record(session_id: str | None, ref: OpRef) -> dict[str, Any]:
     else:
         ended = op["ended_ns"]
         latency = round((ended - op["started_ns"]) / 1e6, 3) if ended is not None else None
-        record.update({"status": "failed", "latency_ms": latency, "error": UNFINISHED_ERRORS.get(op["status"], op["error"])})
+        status = STATUS_INTERRUPTED if op["status"] == STATUS_INTERRUPTED else "failed"
+        record.update({"status": status, "latency_ms": latency, "error": UNFINISHED_ERRORS.get(op["status"], op["error"])})
     if op["kind"] == KIND_LLM:
         if entry is not None:
             record.update(

@@ -510,7 +510,7 @@ class SessionRecorder(SpanProcessor):
             self._billing_failed = True
             self.warn(
                 f"cannot append to the billing ledger {self.billing_file}: {_reason(exc)}; "
-                "the run goes on (the records are derived again when the session is next loaded)"
+                "the run goes on (`otel-agents sessions repair` bills them later)"
             )
 
     def _ledger_appender(self) -> LedgerAppender:
@@ -562,6 +562,11 @@ class SessionRecorder(SpanProcessor):
             self._settle_tree(tree, meta)
         except Exception as exc:
             self._fail_store(exc)
+
+    @property
+    def saved_everything(self) -> bool:
+        """Nothing failed to be written: the session directory and the ledger hold the whole session."""
+        return not (self._store_failed or self._billing_failed)
 
     def close(self) -> None:
         """Final checkpoint if anything changed since the last one; idempotent."""

@@ -171,6 +171,10 @@ def _notice_writer(fd: int) -> Warn:
     return relay
 
 
+# The child's status when something could not be saved (its warning says what).
+EXIT_NOT_SAVED = 3
+
+
 def serve(recorder: Any, read_fd: int, warn: Warn = stderr_warning, wake_fd: int | None = None) -> int:
     """The child's loop: rebuild each message and hand it to the recorder; 0 once closed."""
     resource, scope = Resource.get_empty(), None
@@ -191,12 +195,12 @@ def serve(recorder: Any, read_fd: int, warn: Warn = stderr_warning, wake_fd: int
             scope = InstrumentationScope(*scope_fields) if scope_fields is not None else None
         elif kind == _CLOSE:
             recorder.close()
-            return 0
+            return 0 if recorder.saved_everything else EXIT_NOT_SAVED
         else:
             warn(f"the session recorder received a message it does not know ({kind!r}); it stops")
             return 1
     recorder.idle()  # the run's process ended without closing (a crash): everything it sent is written
-    return 0
+    return 0 if recorder.saved_everything else EXIT_NOT_SAVED
 
 
 def _messages(read_fd: int, on_idle: Callable[[], bool | None], wake_fd: int | None = None) -> Iterator[tuple]:
@@ -319,6 +323,7 @@ class RecorderLink(SpanProcessor):
         self._scope: Any = None
         self._lost = False  # the child is gone: nothing more can be saved
         self._closed = False
+        self.saved_everything = True  # False once the child is lost or ended saying it could not save
         self._lock = threading.Lock()  # spans may end on other threads: frames must not interleave
 
     # -------------------------------------------------------------- span processor
@@ -392,7 +397,8 @@ class RecorderLink(SpanProcessor):
         code = _wait(self.pid)
         self._say_notices(final=True)
         os.close(self.notice_fd)
-        if code not in (0, None) and not self._lost:
+        self.saved_everything = code == 0 and not self._lost
+        if code not in (0, None, EXIT_NOT_SAVED) and not self._lost:
             self.warn(f"the session recorder of {self.session_id} ended with status {code}; "
                       "resume reads what it saved")
 

@@ -24,6 +24,7 @@ from otel_agents.persistence.atomic import atomic_write, remove_stale_temps
 from otel_agents.persistence.collector import collector_paused
 from otel_agents.persistence.events_file import EVENTS_FILE
 from otel_agents.persistence.journal import JOURNAL_FILE
+from otel_agents.persistence.ownership import owner_of
 from otel_agents.persistence.paths import InvalidSessionId, Paths
 from otel_agents.persistence.timestamps import iso_ts, parse_iso_ts
 from otel_agents.persistence.tree_encoding import TreeEncoder, encode_payload
@@ -259,7 +260,7 @@ def meta_after_run(settled: Mapping[str, Any], run_tree: Mapping[str, Any]) -> d
 
 
 def this_writer() -> dict[str, Any]:
-    """How meta.json names the process writing a session (see :func:`writer_alive`)."""
+    """How meta.json names the process writing a session (for people: the lock in ownership.py decides)."""
     return {"pid": os.getpid(), "host": socket.gethostname()}
 
 
@@ -326,45 +327,10 @@ def created_ns_of(meta: Mapping[str, Any] | None) -> int | None:
         return None
 
 
-def writer_alive(meta: Mapping[str, Any]) -> bool:
-    """Whether the process that last wrote this session as running still exists (same host only)."""
-    writer = meta.get("writer")
-    if not isinstance(writer, dict) or meta.get("status") != "running":
-        return False
-    if writer.get("host") != socket.gethostname():
-        return True  # cannot tell from here: assume it is alive and leave its runs alone
-    # The run's process, and the recorder process writing for it (recorder_process.py):
-    # the session is still being written while either lives.
-    return any(_process_alive(writer.get(key)) for key in ("pid", "recorder"))
-
-
-def _process_alive(pid: Any) -> bool:
-    if not isinstance(pid, int) or pid <= 0:
-        return False
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return not _is_zombie(pid)
-
-
-def _is_zombie(pid: int) -> bool:
-    """An ended process nobody has reaped yet (an orphan under a container's init that never reaps)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False  # no /proc (not Linux): the signal test is all there is
-    return stat[stat.rfind(")") + 2 : stat.rfind(")") + 3] == "Z"
-
-
-def effective_status(meta: Mapping[str, Any]) -> str:
-    """``running`` only while the writer lives; a dead writer's session is ``interrupted``."""
+def effective_status(meta: Mapping[str, Any], directory: Path) -> str:
+    """``running`` only while a process holds the session (ownership.py); else a run left open is ``interrupted``."""
     status = str(meta.get("status") or "?")
-    if status == "running" and not writer_alive(meta):
+    if status in ("running", "in_progress") and owner_of(directory) is None:
         return "interrupted"
     return status
 

@@ -39,6 +39,7 @@ STATUS_OK = "ok"
 STATUS_ERROR = "error"
 STATUS_IN_PROGRESS = "in_progress"
 STATUS_CANCELLED = "cancelled"
+STATUS_INTERRUPTED = "interrupted"  # never ended: its writer died (persistence/interrupted.py)
 
 KIND_SESSION = "session"
 KIND_TURN = "turn"
@@ -543,6 +544,8 @@ def split_events(span: SpanData) -> tuple[list[dict], list[dict], list[dict]]:
 def _own_status(span: SpanData) -> tuple[str, str | None]:
     if span.end_ns is None:
         return STATUS_IN_PROGRESS, None
+    if span.attributes.get(sc.INTERRUPTED):
+        return STATUS_INTERRUPTED, span.status_message
     if span.attributes.get(sc.CANCELLED):
         return STATUS_CANCELLED, span.status_message
     if span.status == "ERROR":
@@ -582,7 +585,7 @@ def _num(value: Any) -> int:
 
 def _accounting(kind: str, span: SpanData, status: str, error: str | None) -> list[dict[str, Any]]:
     """Per-op accounting entries: one per completed LLM attempt or tool call."""
-    if kind not in {KIND_LLM, KIND_TOOL} or status in {STATUS_IN_PROGRESS, STATUS_CANCELLED}:
+    if kind not in {KIND_LLM, KIND_TOOL} or status in {STATUS_IN_PROGRESS, STATUS_CANCELLED, STATUS_INTERRUPTED}:
         return []
     attrs = span.attributes
     failed = status == STATUS_ERROR
@@ -637,7 +640,7 @@ def empty_totals() -> dict[str, int | float]:
 def session_status(run_statuses: Iterable[str]) -> str:
     """A session's status from its runs': in progress, else failed, else cancelled, else ok."""
     statuses = set(run_statuses)
-    for status in (STATUS_IN_PROGRESS, STATUS_ERROR, STATUS_CANCELLED):
+    for status in (STATUS_IN_PROGRESS, STATUS_ERROR, STATUS_INTERRUPTED, STATUS_CANCELLED):
         if status in statuses:
             return status
     return STATUS_OK

@@ -86,10 +86,11 @@ def compare_records(tree: Mapping[str, Any], lines: Sequence[EventLine]) -> list
 
 
 def compare_ledger(
-    tree: Mapping[str, Any], ledger: Iterable[Mapping[str, Any]], *, live: bool = False
+    tree: Mapping[str, Any], ledger: Iterable[Mapping[str, Any]], *, live: bool = False, recoverable: bool = False
 ) -> list[str]:
     """``ledger``: every ledger record (other sessions' are ignored). ``live``: a process is
-    still writing this session, so its unfinished runs are not billed yet."""
+    still writing this session, so its unfinished runs are not billed yet. ``recoverable``:
+    its writer died, so what it had not billed yet is billed by the recovery (not a disagreement)."""
     session_id = tree.get("id")
     mine = [r for r in ledger if r.get("session_id") == session_id]
     problems: list[str] = []
@@ -106,12 +107,12 @@ def compare_ledger(
         expected_ids.add(rid)
         actual = by_id.get(rid)
         if actual is None:
-            if live and record["run"] in unfinished:
+            if (live and record["run"] in unfinished) or recoverable:
                 continue
             problems.append(
                 f"ledger lacks {record['type']} record {rid} (run {record['run']}, path {record['path']}, "
                 f"{record['agent_name']})"
-                + (" — its run never finished; loading the session bills it" if record["run"] in unfinished else "")
+                + (" — its run never finished; `sessions repair` bills it" if record["run"] in unfinished else "")
             )
             continue
         diffs = _field_diffs(redact(record), actual)
@@ -171,9 +172,10 @@ def verify_session(
     ledger: Iterable[Mapping[str, Any]] | None,
     *,
     live: bool = False,
+    recoverable: bool = False,
 ) -> list[str]:
     """All disagreements among the three; ``ledger`` None skips the ledger check."""
     problems = check_tree(tree) + compare_records(tree, lines)
     if ledger is not None:
-        problems += compare_ledger(tree, ledger, live=live)
+        problems += compare_ledger(tree, ledger, live=live, recoverable=recoverable)
     return problems

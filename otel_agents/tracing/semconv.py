@@ -84,6 +84,8 @@ TOOL_LATENCY_MS = "otel_agents.tool.latency_ms"
 TOOL_CALL_MESSAGE_ID = "otel_agents.tool.call_message_id"
 TOOL_RESULT_MESSAGE_ID = "otel_agents.tool.result_message_id"
 TOOL_STATUS = "otel_agents.tool.status"  # ok | failed | denied
+# The span never ended: the process writing its session died first (persistence/interrupted.py).
+INTERRUPTED = "otel_agents.interrupted"
 CANCELLED = "otel_agents.cancelled"  # the span ended because the run was interrupted (Ctrl-C, cancellation)
 
 # Totals on turn and invoke_agent spans: self (this node's own LLM attempts) and

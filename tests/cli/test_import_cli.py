@@ -68,7 +68,7 @@ def test_an_exported_session_imports_as_the_live_one(live, env):
     sid = live_store.session_id
     assert result.stdout.strip() == f"session {sid}: created: 45 span(s), 41 record(s), 2 run(s); 21 ledger record(s) added"
     store = SessionStore(env / "sessions" / sid)
-    assert sorted(p.name for p in store.directory.iterdir()) == ["events.jsonl", "meta.json", "spans.jsonl", "tree.json.gz"]
+    assert sorted(p.name for p in store.directory.iterdir()) == ["events.jsonl", "meta.json", "owner.lock", "spans.jsonl", "tree.json.gz"]
     # Same event stream, byte for byte; same tree; same ledger records.
     assert store.events_path.read_bytes() == live_store.events_path.read_bytes()
     assert store.load_tree() == live_store.load_tree()
@@ -285,11 +285,12 @@ def test_a_missing_file_is_refused(env, tmp_path):
 def test_a_session_being_written_is_not_merged_into(live, env):
     live_home, live_store, otlp = live
     assert invoke("import", otlp, *storage(env)).exit_code == 0
+    from otel_agents.persistence.ownership import take
+
     store = SessionStore(env / "sessions" / live_store.session_id)
-    meta = store.read_meta()
-    meta.update({"status": "running", "writer": {"pid": __import__("os").getpid(), "host": __import__("socket").gethostname()}})
-    store.write_meta(meta)
-    before = snapshot(env)
-    result = invoke("import", otlp, *storage(env))
-    assert result.exit_code == 2 and "is being written by process" in result.stderr
-    assert snapshot(env) == before
+    with take(store.directory):  # a writer holds the session (its own open file description)
+        before = snapshot(env)
+        result = invoke("import", otlp, *storage(env))
+        assert result.exit_code == 2, result.stderr
+        assert f"session {store.session_id} is being written by pid {__import__('os').getpid()}" in result.stderr
+        assert snapshot(env) == before

@@ -39,7 +39,7 @@ def test_run_saves_the_session_in_the_home_and_nothing_in_the_cwd(env, tmp_path,
     monkeypatch.chdir(workdir)
     session_id = run_demo()
     directory = env / "sessions" / session_id
-    assert sorted(p.name for p in directory.iterdir()) == ["events.jsonl", "meta.json", "spans.jsonl", "tree.json.gz"]
+    assert sorted(p.name for p in directory.iterdir()) == ["events.jsonl", "meta.json", "owner.lock", "spans.jsonl", "tree.json.gz"]
     assert (env / "billing.jsonl").stat().st_size > 0
     assert list(workdir.iterdir()) == []
 
@@ -131,7 +131,7 @@ def test_commands_that_decode_whole_sessions_pause_the_collector(env, monkeypatc
     assert gc.isenabled()  # as it was, once the command is done
 
 
-def test_show_bills_a_closed_session_not_marked_billed(env):
+def test_show_writes_nothing_and_repair_bills_a_session_not_marked_billed(env):
     session_id = run_demo()
     meta_path = env / "sessions" / session_id / "meta.json"
     ledger = env / "billing.jsonl"
@@ -140,11 +140,17 @@ def test_show_bills_a_closed_session_not_marked_billed(env):
     meta = json.loads(meta_path.read_text())
     meta["billed"] = False
     meta_path.write_text(json.dumps(meta))
+    before = meta_path.read_bytes()
     shown = invoke("sessions", "show", session_id)
-    assert shown.exit_code == 0 and f"billed {len(lines)} record(s)" in shown.stderr
+    assert shown.exit_code == 0 and "billed" not in shown.stderr
+    assert not ledger.exists() and meta_path.read_bytes() == before  # a reader never writes
+    repaired = invoke("sessions", "repair", session_id)
+    assert repaired.exit_code == 0, repaired.stderr
+    assert f"billed {len(lines)} ledger record(s)" in repaired.stdout
     assert sorted(ledger.read_text().splitlines()) == sorted(lines)
     assert json.loads(meta_path.read_text())["billed"] is True
-    assert "billed" not in invoke("sessions", "show", session_id).stderr
+    again = invoke("sessions", "repair", session_id)
+    assert again.exit_code == 0 and "nothing to repair" in again.stdout
 
 
 @pytest.mark.parametrize("command", ["show", "verify", "rm"])

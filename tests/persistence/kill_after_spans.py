@@ -61,18 +61,12 @@ def child(n: int, home: Path, run_args: list[str]) -> None:
 
 def _wait_for_the_recorder(home: Path, timeout_s: float = 120.0) -> None:
     """The recorder process outlives the killed run and writes what it was sent: tests read the
-    session only once it has ended, as a reader would (``writer_alive``)."""
-    from otel_agents.persistence.store import SessionStore, StoreError, writer_alive
+    session only once it has ended, as a reader would (its lock, ``ownership.owner_of``)."""
+    from otel_agents.persistence.ownership import owner_of
 
     deadline = time.monotonic() + timeout_s
     for directory in (home / "sessions").glob("*"):
-        while time.monotonic() < deadline:
-            try:
-                meta = SessionStore(directory).read_meta()
-            except StoreError:
-                break  # no summary yet: nothing was running
-            if not writer_alive(meta):
-                break
+        while time.monotonic() < deadline and owner_of(directory) is not None:
             time.sleep(0.01)
 
 

@@ -1,5 +1,6 @@
 """Processes killed mid-run: the journal and events.jsonl recover everything that ended, unfinished work
-stays in the tree in progress, the crashed run is billed exactly once, and the session verifies."""
+is shown interrupted by every reader without writing, the owner's repair (or resume) records it and
+bills the crashed run exactly once, and the session verifies."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ from otel_agents.persistence.artifacts import (
 from otel_agents.persistence.events_file import read_event_lines
 from otel_agents.persistence.journal import read_journal, spans_from_journal
 from otel_agents.persistence.ledger import read_records
+from otel_agents.persistence.ownership import take
 from otel_agents.persistence.store import SessionStore, effective_status, make_meta, make_payload
 from otel_agents.persistence.tree import build_tree, iter_nodes, iter_ops, iter_records
 from otel_agents.persistence.verify import compare_ledger, compare_records, verify_session
@@ -101,46 +103,55 @@ def test_killed_run_is_recovered_from_the_journal_and_billed_once(tmp_path, home
     assert {ref.label: ref.op["status"] for ref in iter_ops(checkpoint)}["1-2"] == "in_progress"
     assert compare_records(checkpoint, read_event_lines(store.events_path)) != []
 
+    # Readers: the open spans are interrupted, ended at the session's last sign of life; nothing is written.
+    before = snapshot(home)
     warnings: list[str] = []
     artifacts = load_artifacts(store.directory, warnings.append)
-    assert artifacts.source == SOURCE_JOURNAL and artifacts.recovered
-    assert len(warnings) == 1 and "recovered from spans.jsonl" in warnings[0]
+    assert artifacts.source == SOURCE_JOURNAL and not artifacts.recovered and artifacts.interrupted == 3
+    assert warnings == []
     tree = artifacts.tree
     run = tree["runs"][0]
-    assert run["status"] == "in_progress" and run["ended_ns"] is None
-    assert tree["status"] == "in_progress" and tree["success"] is False
+    last_seen = max(node["ended_ns"] or node["started_ns"] for _, node in iter_nodes(tree))
+    assert run["status"] == "interrupted" and run["ended_ns"] == last_seen
+    assert tree["status"] == "interrupted" and tree["success"] is False
     by_label = {ref.label: ref.op for ref in iter_ops(tree)}
     assert by_label["1-1"]["status"] == by_label["1-2"]["status"] == "ok"  # the task call did end
     assert by_label["1-2-2"]["session"]["agent_name"] == "Helper" and by_label["1-2-2"]["status"] == "ok"
     assert by_label["2-1"]["kind"] == "llm" and by_label["2-1"]["status"] == "ok"
     crash = by_label["2-2"]
-    assert crash["kind"] == "tool" and crash["status"] == "in_progress"
-    assert crash["started_ns"] and crash["ended_ns"] is None and crash["accounting"] == []
-    assert [t["status"] for t in run["turns"]] == ["ok", "in_progress"]
-    # The tree and events.jsonl agree; the rebuilt tree was written back, meta says what happened.
+    assert crash["kind"] == "tool" and crash["status"] == "interrupted" and crash["accounting"] == []
+    assert crash["error"].startswith("interrupted:")
+    assert [t["status"] for t in run["turns"]] == ["ok", "interrupted"]
     assert compare_records(tree, read_event_lines(store.events_path)) == []
     assert artifacts.records == [line.record for line in read_event_lines(store.events_path)]
-    assert load_session_artifacts(store.directory, warnings.append) == (tree, artifacts.records)
-    assert len(warnings) == 1  # the second load found nothing to recover
-    assert store.load_tree() == tree
-    assert artifacts.meta["status"] == "interrupted" and effective_status(store.read_meta()) == "interrupted"
-
-    # Loading bills the crashed run once: unfinished calls as failed, completed ones as they were.
-    assert compare_ledger(tree, []) != []
+    assert effective_status(store.read_meta(), store.directory) == "interrupted"
     shown = invoke("sessions", "show", session_id)
-    assert shown.exit_code == 0 and "billed 5 record(s)" in shown.stderr
-    assert "2-2 " in shown.stdout and "in_progress" in shown.stdout
+    assert shown.exit_code == 0 and "2-2 " in shown.stdout and "interrupted" in shown.stdout
+    verified = invoke("sessions", "verify", session_id)
+    assert verified.exit_code == 0 and "interrupted, recoverable (3 spans without an end)" in verified.stdout
+    assert snapshot(home) == before
+
+    # The owner's repair records the ends readers showed and bills the run once.
+    repaired = invoke("sessions", "repair", session_id)
+    assert repaired.exit_code == 0, repaired.stderr
+    assert "recorded 3 span(s)" in repaired.stdout and "billed 5 ledger record(s)" in repaired.stdout
+    assert store.load_tree() == tree and store.read_meta()["status"] == "interrupted"
     ledger = read_records(billing)
     assert len(ledger) == 5  # main's two attempts, the task call, the helper's attempt, the crash call
     by_path = {r["path"]: r for r in ledger}
-    assert by_path["2-2"]["status"] == "failed" and "unfinished" in by_path["2-2"]["error"]
-    assert by_path["2-2"]["latency_ms"] is None
+    assert by_path["2-2"]["status"] == "interrupted" and "interrupted" in by_path["2-2"]["error"]
     assert by_path["1-2"]["status"] == "ok" and by_path["1-1"]["cost_usd"] > 0
-    assert flush_unbilled(tree, billing, artifacts.meta) == 0  # already billed: nothing twice
-    assert "billed" not in invoke("sessions", "show", session_id).stderr
+    assert flush_unbilled(tree, billing) == 0  # already billed: nothing twice
+    assert "nothing to repair" in invoke("sessions", "repair", session_id).stdout
     assert len(read_records(billing)) == 5
     assert verify_session(tree, read_event_lines(store.events_path), read_records(billing)) == []
-    assert invoke("sessions", "verify", session_id).exit_code == 0
+    verified = invoke("sessions", "verify", session_id)
+    assert verified.exit_code == 0 and "interrupted" not in verified.stdout
+
+
+def snapshot(root: Path) -> dict[str, tuple[int, int]]:
+    """Size and modification time of every file under ``root``: what a reader must leave alone."""
+    return {str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob("*") if p.is_file()}
 
 
 @pytest.fixture(scope="module")
@@ -177,7 +188,8 @@ def test_a_killed_run_leaves_no_recorder_process_behind(killed_runs):
         writer = meta["writer"]
         assert meta["status"] == "running" and isinstance(writer["recorder"], int), child["n"]
         assert writer["recorder"] != writer["pid"]
-        assert effective_status(meta) == "interrupted", child["n"]  # neither process lives
+        directory = _one_session(Path(child["home"])).directory
+        assert effective_status(meta, directory) == "interrupted", child["n"]  # neither process lives
 
 
 def _expected_status(end: dict) -> str:
@@ -204,34 +216,53 @@ def test_after_a_kill_at_any_span_end_the_session_recovers_exactly(killed_runs):
         assert sum("start" in line for line in journal) == len(starts), where
         assert len({line.record["message_id"] for line in lines}) == len(lines), where
 
+        # Every reader shows the session interrupted and writes nothing.
+        storage = ["--sessions-dir", str(home / "sessions"), "--billing-file", str(billing)]
+        before = snapshot(home)
+        for command in (["sessions", "list", "--json", *storage], ["sessions", "show", store.session_id, *storage],
+                        ["view", *storage, store.session_id, "agents"], ["billing", "summary", *storage]):
+            result = invoke(*command)
+            assert result.exit_code == 0, (where, command, result.stderr)
+        listed = json.loads(invoke("sessions", "list", "--json", *storage).stdout)
+        assert [s["status"] for s in listed] == ["interrupted"], where
+        verified = invoke("sessions", "verify", store.session_id, *storage)
+        assert verified.exit_code == 0 and "interrupted, recoverable" in verified.stdout, (where, verified.stdout)
         warnings: list[str] = []
         artifacts = load_artifacts(store.directory, warnings.append)
         tree = artifacts.tree
         assert artifacts.source == SOURCE_JOURNAL and tree is not None, where
+        assert snapshot(home) == before, where
         # The tree holds exactly the records of events.jsonl, on their spans, at their times.
         assert compare_records(tree, lines) == [], where
         assert Counter(r.record["message_id"] for r in iter_records(tree)) == Counter(
             line.record["message_id"] for line in lines), where
-        # Every span is in the tree: ended ones with their end, the others in progress with their start only.
+        # Every span is in the tree: ended ones with their end, the others interrupted at the last sign of life.
         nodes = {node["span_id"]: node for _, node in iter_nodes(tree)}
         assert set(nodes) == set(starts), where
+        last_seen = max([line["ns"] for line in journal if "ns" in line]
+                        + [__import__("otel_agents.persistence.timestamps", fromlist=["x"]).parse_iso_ts(l.ts)
+                           for l in lines])
         for span_id, node in nodes.items():
             if span_id in ends:
-                assert node["ended_ns"] == ends[span_id]["ns"] and node["status"] != "in_progress", where
+                assert node["ended_ns"] == ends[span_id]["ns"] and node["status"] != "interrupted", where
             else:
-                assert node["ended_ns"] is None and node["status"] == "in_progress", where
+                assert node["ended_ns"] == last_seen and node["status"] == "interrupted", where
                 assert node["started_ns"] == starts[span_id]["ns"], where
-        assert tree["runs"][0]["status"] == "in_progress", where
+        assert tree["runs"][0]["status"] == "interrupted", where
+        assert artifacts.interrupted == len(starts) - len(ends), where
 
-        # Billing: once, however often it is asked for.
-        assert flush_unbilled(tree, billing, artifacts.meta) == sum(
-            1 for line in starts.values() if line["name"].split(" ")[0] in {"chat", "execute_tool"}), where
-        assert flush_unbilled(tree, billing, artifacts.meta) == 0, where
-        ledger = read_records(billing) if billing.exists() else []
-        # The ledger against the journal: each attempt and tool call that ended, billed as it ended;
-        # each that never ended, billed as failed and unfinished, with nothing charged.
+        # Repair: the interrupted ends are recorded, the run billed once, however often it is asked for.
+        repaired = invoke("sessions", "repair", store.session_id, *storage)
+        assert repaired.exit_code == 0, (where, repaired.stderr)
         calls = {f"{line['trace']}:{sid}": sid for sid, line in starts.items()
                  if line["name"].split(" ")[0] in {"chat", "execute_tool"}}
+        assert (f"billed {len(calls)} ledger record(s)" in repaired.stdout) == bool(calls), (where, repaired.stdout)
+        assert "nothing to repair" in invoke("sessions", "repair", store.session_id, *storage).stdout, where
+        assert flush_unbilled(tree, billing) == 0, where
+        assert load_artifacts(store.directory, pytest.fail).tree == tree, where
+        ledger = read_records(billing) if billing.exists() else []
+        # The ledger against the journal: each attempt and tool call that ended, billed as it ended;
+        # each that never ended, billed as interrupted, with nothing charged.
         assert sorted(r["record_id"] for r in ledger) == sorted(calls), where
         for record in ledger:
             span_id = calls[record["record_id"]]
@@ -243,12 +274,12 @@ def test_after_a_kill_at_any_span_end_the_session_recovers_exactly(killed_runs):
                     assert record["tokens"]["input"] == attrs["gen_ai.usage.input_tokens"], where
                     assert record["cost_usd"] == attrs["gen_ai.usage.cost"], where
             else:
-                assert record["status"] == "failed" and "unfinished" in record["error"], where
+                assert record["status"] == "interrupted" and "interrupted" in record["error"], where
                 assert record["cost_usd"] is None if record["type"] == "llm" else record["chars_out"] == 0, where
-
-        verified = invoke("sessions", "verify", store.session_id, "--sessions-dir", str(home / "sessions"),
-                          "--billing-file", str(billing))
-        assert verified.exit_code == 0, (where, verified.stdout)
+        meta = store.read_meta()
+        assert meta["status"] == "interrupted" and meta["billed"] is True, where
+        verified = invoke("sessions", "verify", store.session_id, *storage)
+        assert verified.exit_code == 0 and "interrupted, recoverable" not in verified.stdout, (where, verified.stdout)
 
 
 def test_a_killed_session_resumes_without_duplicate_ids(killed_runs):
@@ -264,7 +295,13 @@ def test_a_killed_session_resumes_without_duplicate_ids(killed_runs):
     journal = read_journal(store.journal_path, pytest.fail)
     assert len({line["start"] for line in journal if "start" in line}) == sum("start" in line for line in journal)
     tree = load_artifacts(store.directory, pytest.fail).tree
-    assert [r["status"] for r in tree["runs"]] == ["in_progress", "ok"]
+    assert [r["status"] for r in tree["runs"]] == ["interrupted", "ok"]
+    meta = store.read_meta()
+    assert meta["status"] == "interrupted" and meta["runs"] == 2  # the killed run, everywhere
+    assert store.load_tree()["runs"][0]["status"] == "interrupted"
+    listed = json.loads(invoke("sessions", "list", "--json", *storage).stdout)
+    assert [s["status"] for s in listed] == ["interrupted"]
+    assert "interrupted" in invoke("sessions", "show", store.session_id, *storage).stdout
     ledger = [r for r in read_records(home / "billing.jsonl") if r["session_id"] == store.session_id]
     assert len({r["record_id"] for r in ledger}) == len(ledger)
     assert invoke("sessions", "verify", store.session_id, *storage).exit_code == 0
@@ -295,7 +332,7 @@ def test_a_cleanly_closed_session_loads_its_checkpoint_as_it_is(two_runs):
     meta = store.read_meta()
     assert meta["billed"] is True and meta["status"] == "ok"
     assert set(meta["checkpoint"]["files"]) == {"tree.json.gz", "spans.jsonl", "events.jsonl"}
-    artifacts = load_artifacts(store.directory, pytest.fail)
+    artifacts = load_artifacts(store.directory, pytest.fail, owned=True, repair=True)
     assert artifacts.source == SOURCE_CHECKPOINT and artifacts.tree == final and not artifacts.recovered
     # ... which is exactly what the journal rebuilds.
     rebuilt = spans_from_journal(read_journal(store.journal_path, pytest.fail), read_event_lines(store.events_path))
@@ -304,10 +341,10 @@ def test_a_cleanly_closed_session_loads_its_checkpoint_as_it_is(two_runs):
     # known to be in the checkpoint: the careful path runs, finds the same tree and marks it again.
     journal = store.journal_path.read_bytes()
     store.journal_path.write_bytes(journal + journal.splitlines(keepends=True)[0])
-    artifacts = load_artifacts(store.directory, pytest.fail)
+    artifacts = load_artifacts(store.directory, pytest.fail, owned=True, repair=True)
     assert artifacts.source == SOURCE_JOURNAL and artifacts.tree == final and not artifacts.recovered
     assert store.read_meta()["updated"] == meta["updated"]  # nothing happened to the session itself
-    assert load_artifacts(store.directory, pytest.fail).source == SOURCE_CHECKPOINT
+    assert load_artifacts(store.directory, pytest.fail, owned=True, repair=True).source == SOURCE_CHECKPOINT
 
 
 @pytest.mark.parametrize("change", ["events", "tree", "running", "no mark", "other version"])
@@ -325,7 +362,7 @@ def test_a_checkpoint_not_known_to_be_current_takes_the_careful_path(two_runs, c
         store.write_meta({k: v for k, v in meta.items() if k != "checkpoint"})
     else:
         store.write_meta({**meta, "checkpoint": {**meta["checkpoint"], "tree_version": 99}})
-    artifacts = load_artifacts(store.directory, lambda message: None, repair=False)
+    artifacts = load_artifacts(store.directory, lambda message: None)
     assert artifacts.source == SOURCE_JOURNAL and artifacts.tree == final
 
 
@@ -333,29 +370,27 @@ def test_a_checkpoint_behind_the_journal_is_brought_up_to_date(two_runs):
     recorded, store, final = two_runs
     _stale_checkpoint(recorded, store)
     warnings: list[str] = []
-    artifacts = load_artifacts(store.directory, warnings.append)
+    artifacts = load_artifacts(store.directory, warnings.append, owned=True, repair=True)
     assert artifacts.tree == final and artifacts.recovered
     assert store.load_tree() == final and store.read_meta()["status"] == "ok"
     assert store.read_meta()["created"] == "1970-01-01T00:00:00.000000001Z"  # the session's creation is kept
     assert len(warnings) == 1
     # Marked current, but not billed: whoever loads next still bills what the crash left.
-    assert load_artifacts(store.directory, pytest.fail).source == SOURCE_CHECKPOINT
+    assert load_artifacts(store.directory, pytest.fail, owned=True, repair=True).source == SOURCE_CHECKPOINT
     assert not store.read_meta().get("billed")
     # Without repair, nothing is written.
     _stale_checkpoint(recorded, store)
     before = store.tree_path.read_bytes()
-    assert load_artifacts(store.directory, warnings.append, repair=False).tree == final
+    assert load_artifacts(store.directory, warnings.append).tree == final
     assert store.tree_path.read_bytes() == before
 
 
 def test_a_live_writer_s_session_is_read_but_never_rewritten(two_runs):
     recorded, store, final = two_runs
     stale = _stale_checkpoint(recorded, store)
-    meta = store.read_meta()
-    meta["writer"]["pid"] = __import__("os").getpid()  # alive: this process
-    store.write_meta(meta)
-    artifacts = load_artifacts(store.directory, pytest.fail)
-    assert artifacts.tree == final and not artifacts.recovered
+    with take(store.directory):  # a live writer (its own open file description)
+        artifacts = load_artifacts(store.directory, pytest.fail)
+        assert artifacts.live and artifacts.tree == final and not artifacts.recovered
     assert store.load_tree() == stale
 
 
@@ -369,7 +404,7 @@ def test_a_checkpoint_that_contradicts_the_streams_is_left_for_a_person(two_runs
     path.write_bytes(b"\n".join(lines) + b"\n")
     before = store.tree_path.read_bytes()
     warnings: list[str] = []
-    artifacts = load_artifacts(store.directory, warnings.append)
+    artifacts = load_artifacts(store.directory, warnings.append, owned=True, repair=True)
     assert not artifacts.recovered and store.tree_path.read_bytes() == before
     assert len(warnings) == 1 and "contradicts events.jsonl" in warnings[0] and record["message_id"] in warnings[0]
     assert invoke("sessions", "verify", store.session_id).exit_code == 1
@@ -380,15 +415,15 @@ def test_without_a_usable_journal_the_checkpoint_stands_in(two_runs):
     journal = store.journal_path.read_bytes()
     store.journal_path.write_bytes(journal.replace(b"\n", b"\n{oops\n", 1))
     warnings: list[str] = []
-    artifacts = load_artifacts(store.directory, warnings.append)
+    artifacts = load_artifacts(store.directory, warnings.append, owned=True, repair=True)
     assert artifacts.source == SOURCE_TREE and artifacts.tree == final
     assert len(warnings) == 1 and "spans.jsonl:2" in warnings[0] and "using tree.json.gz" in warnings[0]
     store.journal_path.unlink()
-    artifacts = load_artifacts(store.directory, warnings.append)
+    artifacts = load_artifacts(store.directory, warnings.append, owned=True, repair=True)
     assert artifacts.source == SOURCE_TREE and "spans.jsonl does not exist" in warnings[-1]
     # A torn last line is only the end of a crashed write: the journal is still used.
     store.journal_path.write_bytes(journal + b'{"end": "abc')
-    artifacts = load_artifacts(store.directory, warnings.append)
+    artifacts = load_artifacts(store.directory, warnings.append, owned=True, repair=True)
     assert artifacts.source == SOURCE_JOURNAL and artifacts.tree == final
     assert "skipped a torn last line" in warnings[-1]
 
@@ -397,7 +432,7 @@ def test_a_damaged_checkpoint_is_not_overwritten(two_runs):
     recorded, store, final = two_runs
     store.tree_path.write_bytes(b"not gzip")
     warnings: list[str] = []
-    artifacts = load_artifacts(store.directory, warnings.append)
+    artifacts = load_artifacts(store.directory, warnings.append, owned=True, repair=True)
     assert artifacts.tree == final and store.tree_path.read_bytes() == b"not gzip"
     assert len(warnings) == 1 and "tree.json.gz" in warnings[0] and "left as is" in warnings[0]
 
@@ -412,7 +447,7 @@ def test_a_journal_that_disagrees_with_what_the_checkpoint_shows_ended_never_rep
     store.journal_path.write_bytes(b"\n".join(lines) + b"\n")
     before = store.tree_path.read_bytes()
     warnings: list[str] = []
-    artifacts = load_artifacts(store.directory, warnings.append)
+    artifacts = load_artifacts(store.directory, warnings.append, owned=True, repair=True)
     assert not artifacts.recovered and store.tree_path.read_bytes() == before
     assert len(warnings) == 1 and f"span {line['end']}" in warnings[0] and "differs from spans.jsonl" in warnings[0]
 
@@ -423,6 +458,6 @@ def test_a_renamed_session_directory_is_not_rewritten_under_its_new_name(two_run
     store.directory.rename(moved.directory)
     before = moved.tree_path.read_bytes()
     warnings: list[str] = []
-    load_artifacts(moved.directory, warnings.append)
+    load_artifacts(moved.directory, warnings.append, owned=True, repair=True)
     assert moved.tree_path.read_bytes() == before
     assert len(warnings) == 1 and "names session" in warnings[0]

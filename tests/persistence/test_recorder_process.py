@@ -16,7 +16,8 @@ from otel_agents.persistence.journal import read_journal
 from otel_agents.persistence.ledger import read_records
 from otel_agents.persistence.recorder import CheckpointPolicy, SessionRecorder
 from otel_agents.persistence.recorder_process import RecorderModeError, fork_recorder, recorder_mode
-from otel_agents.persistence.store import SessionStore, writer_alive
+from otel_agents.persistence.ownership import owner_of, take
+from otel_agents.persistence.store import SessionStore
 from otel_agents.tracing import semconv as sc
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the recorder process is Linux-only")
@@ -325,15 +326,24 @@ def test_the_childs_warnings_reach_the_run(record, tmp_path):
 
 
 def test_a_session_is_written_while_its_recorder_process_lives(tmp_path):
+    """The lock taken by the run is held by the forked recorder too, and dies with it (even unreaped)."""
+    directory = tmp_path / "20261122-000000-abcdef"
+    ownership = take(directory, create=True)
+    gate_read, gate_write = os.pipe()
     pid = os.fork()
-    if pid == 0:
+    if pid == 0:  # the "recorder": holds the inherited lock until told to end
+        os.close(gate_write)
+        os.read(gate_read, 1)
         os._exit(0)
-    _dead_but_unreaped(pid)  # a zombie: signal 0 still reaches it
+    os.close(gate_read)
     try:
-        meta = {"status": "running", "writer": {"pid": 1 << 22, "host": os.uname().nodename, "recorder": pid}}
-        assert not writer_alive(meta)
-        assert writer_alive({**meta, "writer": {**meta["writer"], "recorder": os.getpid()}})
+        ownership.release()  # the run ended; its recorder still writes
+        assert owner_of(directory) is not None
+        os.write(gate_write, b"x")
+        _dead_but_unreaped(pid)  # a zombie: its descriptors, and so the lock, are gone
+        assert owner_of(directory) is None
     finally:
+        os.close(gate_write)
         os.waitpid(pid, 0)
 
 

@@ -8,6 +8,7 @@ import os
 import orjson
 import pytest
 
+from otel_agents.persistence.ownership import take
 from otel_agents.persistence.store import (
     TREE_VERSION,
     SessionStore,
@@ -99,10 +100,10 @@ def test_meta_summarises_and_lists(tmp_path):
     assert [item.session_id for item in listed] == ["c-broken", "b-newer", "a-older"]
     assert listed[0].meta is None and "object" in listed[0].problem
     assert listed[1].meta["writer"]["pid"] == os.getpid()
-    assert effective_status(listed[1].meta) == "running"  # this very process
-    assert effective_status(listed[2].meta) == "new"
-    dead = dict(listed[1].meta, writer={"pid": 2**22 + 12345, "host": listed[1].meta["writer"]["host"]})
-    assert effective_status(dead) == "interrupted"
+    with take(newer.directory):  # its owner lives: running
+        assert effective_status(listed[1].meta, newer.directory) == "running"
+    assert effective_status(listed[2].meta, older.directory) == "new"
+    assert effective_status(listed[1].meta, newer.directory) == "interrupted"  # no owner any more
 
 
 def test_title_is_the_first_user_prompt_shortened():

@@ -1,9 +1,10 @@
 """Storage faults: an unwritable home, a file-size limit hit mid-run, a full disk.
 
 Outcomes (docs/reliability.md): an unwritable home is one line and exit 2 before
-any LLM call; a write that fails mid-run costs one warning per destination and the
-run goes on; the previous tree stays readable; no ledger line is ever torn; and
-what the ledger missed is billed when the session is next loaded.
+any LLM call; a write that fails mid-run costs one warning per destination, the
+run goes on and the command ends with exit 1 saying the session was not saved
+whole; the previous tree stays readable; no ledger line is ever torn; and what the
+ledger missed is billed by `sessions repair`.
 """
 
 from __future__ import annotations
@@ -181,20 +182,21 @@ def test_a_file_size_limit_hit_by_the_ledger_leaves_no_torn_line(rel_home, tmp_p
     limit = len(original) + 200  # less than one record: the append must fail part-way
 
     proc = run_limited(["resume", session_id, "next"], rel_home, limit)
-    assert proc.returncode == 0, proc.stderr  # the run goes on
+    assert proc.returncode == 1, proc.stderr  # the run goes on, and the command says it was not saved whole
     assert proc.stdout == "second run done\n"
+    assert proc.stderr.splitlines()[-1] == f"error: session {session_id} was not saved whole (see the warnings above)"
     assert "Traceback" not in proc.stderr
     (warning,) = warnings_of(proc.stderr)
     assert "cannot append to the billing ledger" in warning and "File too large" in warning
     assert billing.read_bytes() == original  # not one byte of a half record
     ledger(billing)  # every line whole
 
-    # Nothing is lost: the session holds run 2, and loading it bills what the ledger missed.
+    # Nothing is lost: the session holds run 2, and the owner's repair bills what the ledger missed.
     tree = load_tree(rel_home, session_id)
     assert [r["status"] for r in tree["runs"]] == ["ok", "ok"]
-    shown = invoke(["sessions", "show", session_id])
-    assert shown.exit_code == 0, shown.output
-    assert "billed" in shown.stderr
+    repaired = invoke(["sessions", "repair", session_id])
+    assert repaired.exit_code == 0, repaired.output
+    assert "billed" in repaired.stdout
     records = ledger(billing, session_id)
     assert {r["run"] for r in records} == {1, 2} and len(records) == len({r["record_id"] for r in records})
     checked = verify(session_id)
@@ -211,7 +213,7 @@ def test_a_file_size_limit_hit_by_the_session_files_keeps_the_previous_tree(rel_
     assert billing.stat().st_size + 10_000 < limit  # the ledger itself stays far below the limit
 
     proc = run_limited(["resume", session_id, "next"], rel_home, limit)
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 1, proc.stderr  # not saved whole: said, with exit 1
     assert proc.stdout == "second run done\n"
     assert "Traceback" not in proc.stderr
     (warning,) = warnings_of(proc.stderr)  # one, however many writes were refused
@@ -254,7 +256,7 @@ def test_a_full_disk_mid_run_costs_one_warning_and_keeps_the_previous_tree(rel_h
         filler = fill(mount, leave=0)
 
         result = invoke(["resume", session_id, "next"])
-        assert result.exit_code == 0, result.output  # the run goes on
+        assert result.exit_code == 1, result.output  # the run goes on; not saved whole: exit 1
         assert result.stdout == "second run done\n"
         assert "Traceback" not in result.output
         warnings = warnings_of(result.stderr)

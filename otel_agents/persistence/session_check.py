@@ -1,0 +1,85 @@
+"""``sessions verify`` of one directory: the saved tree, events.jsonl and the ledger, read-only.
+
+The checkpoint (tree.json.gz) is what is checked, as long as it stands for the
+session. When its writer died after it (the checkpoint is merely behind the
+journal), the tree rebuilt from the journal is checked instead, with open spans
+shown interrupted: such a session is *recoverable*, not damaged, and what its
+writer had not billed yet is not a disagreement (``resume`` or ``sessions
+repair`` records and bills it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from otel_agents.persistence.artifacts import (
+    SOURCE_JOURNAL, SessionUnreadable, checkpoint_contradiction, load_artifacts,
+)
+from otel_agents.persistence.events_file import EventLine, EventsFileError, read_event_lines
+from otel_agents.persistence.notices import Warn
+from otel_agents.persistence.ownership import describe_busy, owner_of
+from otel_agents.persistence.store import SessionStore, StoreError, checkpoint_is_current
+from otel_agents.persistence import verify
+
+
+@dataclass
+class SessionCheck:
+    problems: list[str] = field(default_factory=list)  # disagreements: exit 1
+    notes: list[str] = field(default_factory=list)  # states that are not disagreements (interrupted, live)
+    records: int = 0  # lines of events.jsonl
+    ledger_records: int = 0  # of this session
+
+
+def check_session(directory: Path, ledger: list[dict[str, Any]] | None, warn: Warn) -> SessionCheck:
+    """Every disagreement among the session's files and ``ledger`` (None: not checked)."""
+    store = SessionStore(Path(directory))
+    out = SessionCheck()
+    tree = None
+    try:
+        tree = store.load_tree()
+    except StoreError as exc:
+        if store.tree_path.exists() or not store.journal_path.exists():
+            out.problems.append(str(exc))
+    lines: list[EventLine] = []
+    if store.events_path.exists():
+        try:
+            lines = read_event_lines(store.events_path, warn)
+        except (EventsFileError, OSError) as exc:
+            out.problems.append(str(exc))
+    try:
+        meta = store.read_meta()
+    except StoreError as exc:
+        meta = None
+        out.problems.append(str(exc))
+    owner = owner_of(store.directory)
+    recoverable = False
+    if store.journal_path.exists() and not checkpoint_is_current(store, meta) and not out.problems:
+        try:
+            artifacts = load_artifacts(store.directory, warn)
+        except SessionUnreadable as exc:
+            out.problems.append(str(exc))
+        else:
+            rebuilt = artifacts.tree
+            if artifacts.source == SOURCE_JOURNAL and rebuilt is not None and rebuilt != tree:
+                # Merely behind: the journal's whole is checked. Otherwise the checkpoint is, and the
+                # comparisons below name where the streams contradict it.
+                if tree is None or checkpoint_contradiction(tree, rebuilt, lines) is None:
+                    tree = rebuilt
+            if artifacts.interrupted:
+                recoverable = True
+                out.notes.append(f"interrupted, recoverable ({artifacts.interrupted} spans without an end): "
+                                 "`otel-agents resume` or `otel-agents sessions repair` records it")
+            elif owner is None and meta is not None and meta.get("status") == "running":
+                recoverable = True
+                out.notes.append("interrupted, recoverable (its writer ended without closing it): "
+                                 "`otel-agents sessions repair` records it")
+    if owner is not None:
+        out.notes.append(describe_busy(store.session_id, owner) + ": what it has not finished is not checked")
+    if tree is not None:
+        out.problems += verify.verify_session(tree, lines, ledger, live=owner is not None, recoverable=recoverable)
+    out.records = len(lines)
+    if ledger is not None:
+        out.ledger_records = sum(1 for r in ledger if r.get("session_id") == store.session_id)
+    return out
