@@ -106,10 +106,14 @@ def override_entry(model: str, entry: Any, where: str) -> dict[str, Any]:
     An entry without cache rates bills cache tokens at its input rate (of the same tier), as
     litellm's own custom pricing does: a configured model's cached tokens are never free by omission.
     """
-    if not isinstance(entry, dict) or not _is_rate(entry.get(_INPUT_RATE)) or not _is_rate(entry.get(_OUTPUT_RATE)):
+    if not isinstance(entry, dict) or not (
+        (_is_rate(entry.get(_INPUT_RATE)) and _is_rate(entry.get(_OUTPUT_RATE))) or "tiered_pricing" in entry
+    ):
         raise PriceConfigError(
             f"{where}: price for {model!r} needs numeric input_cost_per_token and output_cost_per_token"
+            " (or a tiered_pricing list)"
         )
+    _check_tier_list(model, entry.get("tiered_pricing"), where)
     tiers = set()
     for key, value in entry.items():
         if "cost" in key and not isinstance(value, _STRUCTURED) and not _is_rate(value):
@@ -131,12 +135,30 @@ def override_entry(model: str, entry: Any, where: str) -> dict[str, Any]:
             )
     out = dict(entry)
     for cache_rate in _CACHE_RATES:
-        if cache_rate in entry:
+        if cache_rate in entry or _INPUT_RATE not in entry:  # litellm's tier lists default cache rates themselves
             continue  # litellm falls back to this base rate in every tier that lacks its own
         out[cache_rate] = entry[_INPUT_RATE]
         for size in tiers:
             out.setdefault(f"{cache_rate}_above_{size}_tokens", entry[f"{_INPUT_RATE}_above_{size}_tokens"])
     return out
+
+
+def _check_tier_list(model: str, tiers: Any, where: str) -> None:
+    """litellm's other tier format: ``[{"range": [0, 32000], "input_cost_per_token": ...}, ...]``."""
+    if tiers is None:
+        return
+    ok = isinstance(tiers, list) and tiers and all(
+        isinstance(t, dict)
+        and isinstance(t.get("range"), list) and len(t["range"]) == 2 and all(_is_rate(x) for x in t["range"])
+        and _is_rate(t.get(_INPUT_RATE))
+        and all(_is_rate(v) for k, v in t.items() if "cost" in k)
+        for t in tiers
+    )
+    if not ok:
+        raise PriceConfigError(
+            f"{where}: price for {model!r}: tiered_pricing must be a list of "
+            '{"range": [from, to], "input_cost_per_token": rate, ...} with rates >= 0'
+        )
 
 
 def _split(model: str) -> tuple[str, str]:
