@@ -12,6 +12,7 @@ never a silent zero; the source used is recorded on every attempt
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from contextlib import nullcontext
@@ -97,7 +98,8 @@ def litellm_usage(usage: Usage) -> Any:
 
 
 def _is_rate(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0
+    # json.loads accepts NaN and Infinity; neither is a price.
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
 
 
 def override_entry(model: str, entry: Any, where: str) -> dict[str, Any]:
@@ -135,8 +137,9 @@ def override_entry(model: str, entry: Any, where: str) -> dict[str, Any]:
             )
     out = dict(entry)
     for cache_rate in _CACHE_RATES:
-        if cache_rate in entry or _INPUT_RATE not in entry:  # litellm's tier lists default cache rates themselves
-            continue  # litellm falls back to this base rate in every tier that lacks its own
+        # Given, litellm falls back to it in every tier lacking its own; a tiered_pricing list defaults itself.
+        if cache_rate in entry or _INPUT_RATE not in entry:
+            continue
         out[cache_rate] = entry[_INPUT_RATE]
         for size in tiers:
             out.setdefault(f"{cache_rate}_above_{size}_tokens", entry[f"{_INPUT_RATE}_above_{size}_tokens"])

@@ -243,6 +243,7 @@ def test_an_override_replaces_litellms_price_and_its_tiers(price_file):
         ({"cache_read_input_token_cost": -1e-7}, "cache_read_input_token_cost must be a number >= 0"),
         ({"input_cost_per_token_above_200k_tokens": "2e-6"}, "must be a number >= 0, not '2e-6'"),
         ({"output_cost_per_reasoning_token": True}, "output_cost_per_reasoning_token must be a number"),
+        ({"output_cost_per_audio_token": float("inf")}, "output_cost_per_audio_token must be a number >= 0, not inf"),
         ({"tiered_pricing": [{"range": [0], "input_cost_per_token": 1e-6}]}, "tiered_pricing must be a list of"),
         ({"tiered_pricing": [{"range": [0, 10], "input_cost_per_token": "1e-6"}]}, "tiered_pricing must be a list of"),
     ],
