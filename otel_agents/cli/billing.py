@@ -286,8 +286,13 @@ def rebuild(dry_run: bool, reprice: bool, paths) -> None:
     def rewrite(old: list[dict]) -> list[dict] | None:
         plan = plan_rebuild(old, by_session)
         if prices is not None:
+            from otel_agents.llm.scripted_provider import PROVIDER, register_demo_price
             from otel_agents.persistence.ledger_pricing import reprice as reprice_records
 
+            # The offline model's demo price exists only once a run registers it.
+            for model in {str(r.get("model")) for r in plan.records if r.get("type") == "llm"}:
+                if model.startswith(f"{PROVIDER}/"):
+                    register_demo_price(model)
             plan.repriced, plan.price_changes = reprice_records(plan.records, prices)
         plans.append(plan)
         return plan.records if plan.differs and not dry_run else None

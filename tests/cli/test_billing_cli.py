@@ -396,3 +396,28 @@ def test_reprice_with_a_bad_price_file_is_one_line_and_changes_nothing(home):
 def test_rebuild_help_explains_reprice():
     result = CliRunner().invoke(cli, ["billing", "rebuild", "--help"])
     assert "--reprice" in result.output and "recorded at call time" in " ".join(result.output.split())
+
+
+def test_reprice_in_a_fresh_process_reproduces_the_offline_models_costs(tmp_path):
+    """Real processes: a scripted run bills at the demo price, which a later process re-prices
+    without having run anything (the demo price is registered for the offline model's records)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    env.update(OTEL_AGENTS_HOME=str(tmp_path / "home"), OTEL_TRACES_EXPORTER="none")
+    run = subprocess.run([sys.executable, "-m", "otel_agents", "run", "Create Jack and Jill for a cafe discussion"],
+                         capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    assert run.returncode == 0, run.stderr
+    ledger = tmp_path / "home" / "billing.jsonl"
+    before = ledger.read_bytes()
+    records = [json.loads(line) for line in before.splitlines()]
+    llm_ok = [r for r in records if r["type"] == "llm" and r["status"] == "ok"]
+    assert llm_ok and all(r["price_source"] == "litellm" and r["cost_usd"] > 0 for r in llm_ok)
+    rebuild = subprocess.run([sys.executable, "-m", "otel_agents", "billing", "rebuild", "--reprice"],
+                             capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    assert rebuild.returncode == 0, rebuild.stderr
+    assert f"reprice: {len(llm_ok)} LLM records priced, 0 differently" in rebuild.stdout
+    assert "the ledger already matches the saved sessions and the current prices" in rebuild.stdout
+    assert ledger.read_bytes() == before
