@@ -1,7 +1,8 @@
 """``otel-agents billing``: summary, export, rebuild.
 
 Reads the ledger in one streaming pass; ``rebuild`` re-derives it from the saved
-session trees and says what differed. Dates are UTC days, both ends inclusive.
+session trees and says what differed, keeping the costs recorded at call time
+unless ``--reprice`` asks for the current prices. Dates are UTC days, both ends inclusive.
 """
 
 from __future__ import annotations
@@ -209,10 +210,12 @@ class RebuildPlan:
     removed: list[str] = field(default_factory=list)
     kept: int = 0
     duplicates: int = 0
+    repriced: int = 0  # LLM records priced again (--reprice)
+    price_changes: list = field(default_factory=list)  # ledger_pricing.PriceChange, those priced differently
 
     @property
     def differs(self) -> bool:
-        return bool(self.added or self.changed or self.removed or self.duplicates)
+        return bool(self.added or self.changed or self.removed or self.duplicates or self.price_changes)
 
 
 def plan_rebuild(old: list[dict], by_session: dict[str, list[dict[str, Any]]]) -> RebuildPlan:
@@ -222,6 +225,7 @@ def plan_rebuild(old: list[dict], by_session: dict[str, list[dict[str, Any]]]) -
     """
     import orjson
 
+    from otel_agents.persistence.ledger_pricing import carry_repricing
     from otel_agents.tracing.redaction import redact
 
     plan = RebuildPlan()
@@ -234,8 +238,9 @@ def plan_rebuild(old: list[dict], by_session: dict[str, list[dict[str, Any]]]) -
     for records in by_session.values():
         for record in records:
             record = orjson.loads(orjson.dumps(redact(record)))  # exactly what a ledger line holds
-            new_records.append(record)
             previous = old_by_id.get(record["record_id"])
+            record = carry_repricing(previous, record)  # a re-price stays until the span's cost changes
+            new_records.append(record)
             if previous is None:
                 plan.added.append(record["record_id"])
             elif previous != record:
@@ -258,22 +263,37 @@ def plan_rebuild(old: list[dict], by_session: dict[str, list[dict[str, Any]]]) -
 
 @billing.command()
 @click.option("--dry-run", is_flag=True, help="Only report the differences; leave the ledger as it is.")
+@click.option("--reprice", is_flag=True,
+              help="Price every successful LLM record again from its recorded tokens with the current prices "
+                   "(litellm's map and OTEL_AGENTS_PRICES) and report the difference per record and in total. "
+                   "Without it the costs recorded at call time are kept.")
 @storage_options
 @ledger_errors_are_data_errors
 @reads_whole_sessions
-def rebuild(dry_run: bool, paths) -> None:
+def rebuild(dry_run: bool, reprice: bool, paths) -> None:
     """Regenerate the ledger from the saved sessions and report what differed.
 
     Records of sessions with no readable saved tree (deleted, or damaged) are kept:
-    money spent stays on the books.
+    money spent stays on the books. Costs are the ones computed at call time
+    (recorded on each attempt's span); --reprice replaces them with today's prices.
     """
     from otel_agents.persistence.ledger import rewrite_records
 
+    prices = _current_prices() if reprice else None
     by_session, unreadable = derived_records(paths.sessions_dir, _warn)
     plans: list[RebuildPlan] = []
 
     def rewrite(old: list[dict]) -> list[dict] | None:
         plan = plan_rebuild(old, by_session)
+        if prices is not None:
+            from otel_agents.llm.scripted_provider import PROVIDER, register_demo_price
+            from otel_agents.persistence.ledger_pricing import reprice as reprice_records
+
+            # The offline model's demo price exists only once a run registers it.
+            for model in {str(r.get("model")) for r in plan.records if r.get("type") == "llm"}:
+                if model.startswith(f"{PROVIDER}/"):
+                    register_demo_price(model)
+            plan.repriced, plan.price_changes = reprice_records(plan.records, prices)
         plans.append(plan)
         return plan.records if plan.differs and not dry_run else None
 
@@ -292,9 +312,42 @@ def rebuild(dry_run: bool, paths) -> None:
         f"{plan.duplicates} duplicate lines dropped, {plan.kept} kept from sessions without a readable saved tree"
         + (f" ({unreadable} unreadable)" if unreadable else "")
     )
+    if prices is not None:
+        _report_prices(plan)
     if not plan.differs:
-        click.echo("the ledger already matches the saved sessions")
+        click.echo("the ledger already matches the saved sessions" + (" and the current prices" if reprice else ""))
     elif dry_run:
         click.echo("dry run: the ledger is unchanged")
     else:
         click.echo(f"wrote {written} records to {paths.billing_file}")
+
+
+def _current_prices():
+    from otel_agents.llm.pricing import PriceConfigError, PriceTable
+
+    try:
+        return PriceTable.from_env()
+    except PriceConfigError as exc:
+        raise click.UsageError(str(exc)) from None
+
+
+def _report_prices(plan: RebuildPlan) -> None:
+    """One line per record priced differently, then the totals (exact decimals, USD)."""
+    from otel_agents.persistence.ledger_pricing import total, usd
+
+    for change in plan.price_changes:
+        delta = (
+            f" ({total([change.new_cost]) - total([change.old_cost]):+f})"
+            if change.old_cost is not None and change.new_cost is not None
+            else ""
+        )
+        click.echo(
+            f"$ {change.record_id} {change.model}: {usd(change.old_cost)} ({change.old_source}) -> "
+            f"{usd(change.new_cost)} ({change.new_source}){delta}"
+        )
+    old = total(c.old_cost for c in plan.price_changes)
+    new = total(c.new_cost for c in plan.price_changes)
+    click.echo(
+        f"reprice: {plan.repriced} LLM records priced, {len(plan.price_changes)} differently; "
+        f"their cost {usd(old)} -> {usd(new)} USD ({new - old:+f})"
+    )

@@ -116,22 +116,32 @@ def assistant_message(raw: Any) -> dict[str, Any]:
     return message
 
 
+def _field(obj: Any, key: str) -> Any:
+    return obj.get(key) if isinstance(obj, dict) else getattr(obj, key, None)
+
+
 def usage_of(response: Any) -> Usage:
+    """The counts we record, from litellm's usage (prompt tokens include cached ones, as litellm
+    normalises every provider). Providers name cache writes three ways; all three are read."""
     usage = getattr(response, "usage", None)
     if usage is None:
         return Usage()
-    get = (lambda o, k: o.get(k) if isinstance(o, dict) else getattr(o, k, None))
-    prompt_details = get(usage, "prompt_tokens_details")
-    completion_details = get(usage, "completion_tokens_details")
-    cache_read = (get(prompt_details, "cached_tokens") if prompt_details else None) or get(
+    prompt_details = _field(usage, "prompt_tokens_details")
+    completion_details = _field(usage, "completion_tokens_details")
+    cache_read = (_field(prompt_details, "cached_tokens") if prompt_details else None) or _field(
         usage, "cache_read_input_tokens"
     )
+    cache_write = (
+        (_field(prompt_details, "cache_creation_tokens") or _field(prompt_details, "cache_write_tokens"))
+        if prompt_details
+        else None
+    ) or _field(usage, "cache_creation_input_tokens")
     return Usage(
-        input_tokens=int(get(usage, "prompt_tokens") or 0),
-        output_tokens=int(get(usage, "completion_tokens") or 0),
+        input_tokens=int(_field(usage, "prompt_tokens") or 0),
+        output_tokens=int(_field(usage, "completion_tokens") or 0),
         cache_read_tokens=int(cache_read or 0),
-        cache_write_tokens=int(get(usage, "cache_creation_input_tokens") or 0),
-        reasoning_tokens=int((get(completion_details, "reasoning_tokens") if completion_details else 0) or 0),
+        cache_write_tokens=int(cache_write or 0),
+        reasoning_tokens=int((_field(completion_details, "reasoning_tokens") if completion_details else 0) or 0),
     )
 
 
@@ -282,7 +292,9 @@ class LLMClient:
             choice = response.choices[0]
             message = assistant_message(choice.message)
             usage = usage_of(response)
-            cost, price_source = self.prices.cost(request.model, usage)
+            # Priced over litellm's whole usage object: audio and image tokens have no attribute of
+            # their own on the span, but are billed at their rates.
+            cost, price_source = self.prices.cost(request.model, usage, provider_usage=getattr(response, "usage", None))
             finish = getattr(choice, "finish_reason", None)
             self.telemetry.set_attributes(
                 span,

@@ -119,11 +119,16 @@ def _handler() -> ScriptedLLM:
 def register_script(script: Script) -> str:
     """Make ``scripted/<name>`` answer from this script; returns the model string."""
     _handler().scripts[script.name] = script
-    if script.model not in litellm.model_cost:
-        litellm.model_cost[script.model] = {
+    register_demo_price(script.model)
+    return script.model
+
+
+def register_demo_price(model: str) -> None:
+    """Give ``scripted/<name>`` its demo price in litellm's map (also for re-pricing its past records)."""
+    if model not in litellm.model_cost:
+        litellm.model_cost[model] = {
             "input_cost_per_token": DEMO_INPUT_PRICE,
             "output_cost_per_token": DEMO_OUTPUT_PRICE,
             "litellm_provider": PROVIDER,
             "mode": "chat",
         }
-    return script.model

@@ -17,6 +17,7 @@ from collections import Counter
 from typing import Any, Iterable, Mapping, Sequence
 
 from otel_agents.persistence.events_file import EventLine
+from otel_agents.persistence.ledger_pricing import as_recorded
 from otel_agents.persistence.ledger_records import ledger_records
 from otel_agents.persistence.timestamps import iso_ts
 from otel_agents.persistence.tree import (
@@ -115,7 +116,7 @@ def compare_ledger(
                 + (" — its run never finished; `sessions repair` bills it" if record["run"] in unfinished else "")
             )
             continue
-        diffs = _field_diffs(redact(record), actual)
+        diffs = _field_diffs(redact(record), as_recorded(actual))  # a re-priced record still matches its span
         if diffs:
             problems.append(f"ledger record {rid} (path {record['path']}) differs from the tree: " + "; ".join(diffs))
     for rid in by_id:

@@ -273,3 +273,151 @@ def test_rebuild_keeps_records_of_a_damaged_tree(home):
     assert "tree.json.gz is truncated or corrupt" in result.stderr and "its ledger records are kept" in result.stderr
     assert {r["session_id"] for r in ledger_lines(home)} == {priced}
     assert "(1 unreadable)" in result.stdout and ledger.exists()
+
+
+# --- rebuild --reprice --------------------------------------------------------------------
+
+# Today's prices for the scripted model: a tier above 200 input tokens, as litellm spells them.
+NEW_PRICES = {
+    "scripted/jack-and-jill": {
+        "input_cost_per_token": 2e-6, "output_cost_per_token": 5e-6,
+        "input_cost_per_token_above_200_tokens": 3e-6, "output_cost_per_token_above_200_tokens": 7e-6,
+    }
+}
+
+
+def _new_cost(tokens: dict) -> Decimal:
+    """By hand: every token of a request above the tier at the tier's rates."""
+    rates = NEW_PRICES["scripted/jack-and-jill"]
+    tier = "_above_200_tokens" if tokens["input"] > 200 else ""
+    cost = (tokens["input"] * rates[f"input_cost_per_token{tier}"]
+            + tokens["output"] * rates[f"output_cost_per_token{tier}"])
+    return Decimal(repr(round(cost, 12)))
+
+
+def invoke_priced(home: Path, prices: dict | None, *args: str, group: str = "billing"):
+    env = {"OTEL_AGENTS_HOME": str(home)}
+    if prices is not None:
+        path = home / "prices.json"
+        path.write_text(json.dumps(prices))
+        env["OTEL_AGENTS_PRICES"] = str(path)
+    return CliRunner().invoke(cli, [group, *args], env=env, catch_exceptions=False)
+
+
+def test_rebuild_keeps_the_costs_recorded_at_call_time(home):
+    home, priced, unpriced = home
+    before = (home / "billing.jsonl").read_bytes()
+    result = invoke_priced(home, NEW_PRICES, "rebuild")
+    assert result.exit_code == 0, result.output
+    assert "the ledger already matches the saved sessions" in result.stdout and "reprice" not in result.stdout
+    assert (home / "billing.jsonl").read_bytes() == before
+
+
+def test_rebuild_reprice_reports_each_difference_and_the_total(home):
+    home, priced, unpriced = home
+    ledger = home / "billing.jsonl"
+    original = {r["record_id"]: r for r in ledger_lines(home)}
+    llm_ok = {rid: r for rid, r in original.items() if r["type"] == "llm" and r["status"] == "ok"}
+    inputs = [r["tokens"]["input"] for r in llm_ok.values()]
+    assert min(inputs) <= 200 < max(inputs)  # both sides of the tier are exercised
+    assert any(r["price_source"] == "unpriced" for r in llm_ok.values())
+
+    before = ledger.read_bytes()
+    dry = invoke_priced(home, NEW_PRICES, "rebuild", "--reprice", "--dry-run")
+    assert dry.exit_code == 0, dry.output
+    assert ledger.read_bytes() == before and "dry run: the ledger is unchanged" in dry.stdout
+    lines = {line.split()[1]: line for line in dry.stdout.splitlines() if line.startswith("$ ")}
+    assert set(lines) == set(llm_ok)
+    for rid, record in llm_ok.items():
+        old = record["cost_usd"]
+        new = _new_cost(record["tokens"])
+        assert f"-> {new.normalize():f} (config)" in lines[rid], lines[rid]
+        if old is None:
+            assert ": unpriced (unpriced) ->" in lines[rid]
+        else:
+            assert f"({new - Decimal(repr(old)):+f})" in lines[rid]
+    old_total = sum(Decimal(repr(r["cost_usd"])) for r in llm_ok.values() if r["cost_usd"] is not None)
+    new_total = sum(_new_cost(r["tokens"]) for r in llm_ok.values())
+    summary = next(line for line in dry.stdout.splitlines() if line.startswith("reprice:"))
+    assert summary.startswith(f"reprice: {len(llm_ok)} LLM records priced, {len(llm_ok)} differently;")
+    assert summary.endswith(f"({new_total - old_total:+f})")
+
+    result = invoke_priced(home, NEW_PRICES, "rebuild", "--reprice")
+    assert result.exit_code == 0, result.output
+    repriced = {r["record_id"]: r for r in ledger_lines(home)}
+    assert set(repriced) == set(original)
+    for rid, record in repriced.items():
+        if rid not in llm_ok:
+            assert record == original[rid]  # tools and failed attempts: nothing billed, nothing re-priced
+            continue
+        assert Decimal(repr(record["cost_usd"])) == _new_cost(record["tokens"])
+        assert record["price_source"] == "config"
+        assert record["repriced"] == {"cost_usd": original[rid]["cost_usd"],
+                                      "price_source": original[rid]["price_source"]}
+    summary = json.loads(invoke_priced(home, None, "summary", "--json").stdout)
+    assert Decimal(repr(summary["total"]["cost_usd"])) == new_total and summary["total"]["unpriced_calls"] == 0
+
+    # The ledger still tells the spans' story, and a later rebuild keeps the new prices.
+    for session_id in (priced, unpriced):
+        verify = invoke_priced(home, None, "verify", session_id, group="sessions")
+        assert verify.exit_code == 0, verify.output
+    after = ledger.read_bytes()
+    again = invoke_priced(home, None, "rebuild")
+    assert "the ledger already matches the saved sessions" in again.stdout and ledger.read_bytes() == after
+    same = invoke_priced(home, NEW_PRICES, "rebuild", "--reprice")
+    assert f"reprice: {len(llm_ok)} LLM records priced, 0 differently" in same.stdout
+    assert ledger.read_bytes() == after
+
+
+def test_reprice_at_the_call_time_prices_changes_nothing_that_was_priced(home):
+    home, priced, unpriced = home
+    prices = {"scripted/jack-and-jill": {"input_cost_per_token": PRICE_IN, "output_cost_per_token": PRICE_OUT}}
+    result = invoke_priced(home, prices, "rebuild", "--reprice", "--dry-run")
+    assert result.exit_code == 0, result.output
+    changed = {line.split()[1] for line in result.stdout.splitlines() if line.startswith("$ ")}
+    by_id = {r["record_id"]: r for r in ledger_lines(home)}
+    # Only the session recorded without a price is priced now; the priced one's costs are reproduced.
+    assert changed and {by_id[rid]["session_id"] for rid in changed} == {unpriced}
+
+
+def test_reprice_with_a_bad_price_file_is_one_line_and_changes_nothing(home):
+    home, priced, unpriced = home
+    before = (home / "billing.jsonl").read_bytes()
+    bad = {"scripted/jack-and-jill": {"input_cost_per_token": 1e-6, "output_cost_per_token_above_9k_tokens": 1}}
+    result = CliRunner().invoke(cli, ["billing", "rebuild", "--reprice"], env={
+        "OTEL_AGENTS_HOME": str(home), "OTEL_AGENTS_PRICES": str(home / "nope.json")})
+    assert result.exit_code == 2 and "cannot read prices" in result.output
+    assert "Traceback" not in result.output
+    result = invoke_priced(home, bad, "rebuild", "--reprice")
+    assert result.exit_code == 2 and "needs numeric input_cost_per_token" in result.output
+    assert (home / "billing.jsonl").read_bytes() == before
+
+
+def test_rebuild_help_explains_reprice():
+    result = CliRunner().invoke(cli, ["billing", "rebuild", "--help"])
+    assert "--reprice" in result.output and "recorded at call time" in " ".join(result.output.split())
+
+
+def test_reprice_in_a_fresh_process_reproduces_the_offline_models_costs(tmp_path):
+    """Real processes: a scripted run bills at the demo price, which a later process re-prices
+    without having run anything (the demo price is registered for the offline model's records)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    env.update(OTEL_AGENTS_HOME=str(tmp_path / "home"), OTEL_TRACES_EXPORTER="none")
+    run = subprocess.run([sys.executable, "-m", "otel_agents", "run", "Create Jack and Jill for a cafe discussion"],
+                         capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    assert run.returncode == 0, run.stderr
+    ledger = tmp_path / "home" / "billing.jsonl"
+    before = ledger.read_bytes()
+    records = [json.loads(line) for line in before.splitlines()]
+    llm_ok = [r for r in records if r["type"] == "llm" and r["status"] == "ok"]
+    assert llm_ok and all(r["price_source"] == "litellm" and r["cost_usd"] > 0 for r in llm_ok)
+    rebuild = subprocess.run([sys.executable, "-m", "otel_agents", "billing", "rebuild", "--reprice"],
+                             capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    assert rebuild.returncode == 0, rebuild.stderr
+    assert f"reprice: {len(llm_ok)} LLM records priced, 0 differently" in rebuild.stdout
+    assert "the ledger already matches the saved sessions and the current prices" in rebuild.stdout
+    assert ledger.read_bytes() == before

@@ -173,6 +173,33 @@ async def test_configured_price_prices_an_unknown_model(server, http_session, me
     assert attr(chat, sc.LLM_PRICE_SOURCE) == "config"
 
 
+async def test_a_long_cached_request_is_priced_as_litellm_prices_it(server, http_session, memory_tracing):
+    """Over litellm's real HTTP path: tier above 272k tokens, cache reads and writes, reasoning."""
+    from otel_agents.llm.litellm_loader import load_litellm
+
+    litellm = load_litellm()
+    from litellm.types.utils import Usage as LitellmUsage
+
+    model = "openai/gpt-5.4"
+    server.plan(Reply(content="long", prompt_tokens=300_000, completion_tokens=4_000, cached_tokens=100_000,
+                      reasoning_tokens=3_000, prompt_details={"cache_creation_tokens": 20_000}))
+    await http_session(model=model).run("hi")
+    (chat,) = chats(memory_tracing)
+    assert attr(chat, sc.GEN_AI_USAGE_CACHE_READ) == 100_000
+    assert attr(chat, sc.GEN_AI_USAGE_CACHE_WRITE) == 20_000
+    assert attr(chat, sc.GEN_AI_USAGE_REASONING) == 3_000
+    usage = LitellmUsage(prompt_tokens=300_000, completion_tokens=4_000, total_tokens=304_000,
+                         prompt_tokens_details={"cached_tokens": 100_000, "cache_creation_tokens": 20_000},
+                         completion_tokens_details={"reasoning_tokens": 3_000})
+    expected = sum(litellm.cost_per_token(model=model, usage_object=usage))
+    entry = litellm.model_cost["gpt-5.4"]
+    at_base = (180_000 * entry["input_cost_per_token"] + 100_000 * entry["cache_read_input_token_cost"]
+               + 4_000 * entry["output_cost_per_token"])
+    assert attr(chat, sc.GEN_AI_USAGE_COST) == pytest.approx(expected, abs=1e-9)
+    assert attr(chat, sc.GEN_AI_USAGE_COST) > at_base * 1.5  # the tier applies, to every token
+    assert attr(chat, sc.LLM_PRICE_SOURCE) == "litellm"
+
+
 async def test_full_input_messages_only_when_asked(server, http_session, memory_tracing):
     server.plan(Reply(content="a"))
     session = http_session(capture_input_messages=True)

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from otel_agents.llm.litellm_loader import load_litellm
-from otel_agents.llm.pricing import Price, PriceConfigError, PriceTable, Usage, price_from_litellm_entry
+from otel_agents.llm.pricing import PriceConfigError, PriceTable, Usage
 
 
 def test_litellm_price_map_is_used_for_known_models():
@@ -64,10 +64,15 @@ def test_missing_price_file(tmp_path, monkeypatch):
         PriceTable.from_env()
 
 
-def test_cache_rates_default_to_the_input_rate():
+def test_cache_rates_default_to_the_input_rate(tmp_path):
+    # Was a test of the removed Price class; the same rates now go through an override entry.
     usage = Usage(input_tokens=100, output_tokens=10, cache_read_tokens=30, cache_write_tokens=20)
-    assert Price(1.0, 2.0).cost(usage) == 100 + 20
-    assert Price(1.0, 2.0, cache_read_per_token=0.1, cache_write_per_token=1.25).cost(usage) == pytest.approx(
-        50 + 3 + 25 + 20
-    )
-    assert price_from_litellm_entry({"input_cost_per_token": 1}) is None
+    path = tmp_path / "prices.json"
+    path.write_text(json.dumps({
+        "x/plain": {"input_cost_per_token": 1.0, "output_cost_per_token": 2.0},
+        "x/cached": {"input_cost_per_token": 1.0, "output_cost_per_token": 2.0,
+                     "cache_read_input_token_cost": 0.1, "cache_creation_input_token_cost": 1.25},
+    }))
+    table = PriceTable.from_file(path)
+    assert table.cost("x/plain", usage) == (100 + 20, "config")
+    assert table.cost("x/cached", usage)[0] == pytest.approx(50 + 3 + 25 + 20)

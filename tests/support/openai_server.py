@@ -91,6 +91,7 @@ class Reply:
     completion_tokens: int | None = None
     cached_tokens: int = 0
     reasoning_tokens: int = 0
+    prompt_details: dict[str, int] = field(default_factory=dict)  # more prompt_tokens_details (cache writes, audio)
     headers: dict[str, str] = field(default_factory=dict)  # extra response headers
 
     # Fault injection (use the constructors below).
@@ -317,7 +318,7 @@ class _Handler(BaseHTTPRequestHandler):
             "prompt_tokens": prompt,
             "completion_tokens": completion,
             "total_tokens": prompt + completion,
-            "prompt_tokens_details": {"cached_tokens": reply.cached_tokens},
+            "prompt_tokens_details": {"cached_tokens": reply.cached_tokens, **reply.prompt_details},
             "completion_tokens_details": {"reasoning_tokens": reply.reasoning_tokens},
         }
 

@@ -1,0 +1,101 @@
+"""Re-pricing ledger records from their recorded usage (``billing rebuild --reprice``).
+
+A record's cost is the one computed at call time and recorded on its span; it is
+never re-priced on read. Re-pricing is asked for: each successful LLM record is
+priced again from its recorded token counts with the current price table (at the
+moment it was billed, for time-of-day prices). A record whose price changed keeps
+what was recorded at call time under ``repriced`` (``{"cost_usd", "price_source"}``),
+so ``sessions verify`` and later rebuilds still tie it to its span, and a later
+plain rebuild keeps the new price.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from decimal import Decimal
+from typing import Any, Iterable, Mapping
+
+from otel_agents.persistence.timestamps import parse_iso_ts
+
+REPRICED = "repriced"  # the call-time {cost_usd, price_source} of a re-priced record
+_PRICED_FIELDS = ("cost_usd", "price_source")
+
+
+def as_recorded(record: Mapping[str, Any]) -> dict[str, Any]:
+    """The record as its span recorded it: a re-priced record's call-time price put back."""
+    out = dict(record)
+    recorded = out.pop(REPRICED, None)
+    if isinstance(recorded, Mapping):
+        out.update({k: recorded.get(k) for k in _PRICED_FIELDS})
+    return out
+
+
+def carry_repricing(previous: Mapping[str, Any] | None, derived: dict[str, Any]) -> dict[str, Any]:
+    """``derived`` (from the tree) with the ledger's re-price kept, if it re-priced this very recording."""
+    if previous is None or REPRICED not in previous or as_recorded(previous) != derived:
+        return derived
+    return {**derived, **{k: previous[k] for k in (*_PRICED_FIELDS, REPRICED)}}
+
+
+@dataclass(frozen=True)
+class PriceChange:
+    record_id: str
+    model: str | None
+    old_cost: float | None
+    old_source: str | None
+    new_cost: float | None
+    new_source: str
+
+
+def _billed_at(record: Mapping[str, Any]) -> datetime | None:
+    try:
+        ns = parse_iso_ts(str(record.get("ts")))
+    except ValueError:
+        return None
+    return datetime.fromtimestamp(ns / 1e9, tz=timezone.utc)
+
+
+def _usage(tokens: Mapping[str, Any]):
+    from otel_agents.llm.pricing import Usage
+
+    count = (lambda key: int(tokens.get(key) or 0))
+    return Usage(count("input"), count("output"), count("cache_read"), count("cache_write"), count("reasoning"))
+
+
+def reprice(records: Iterable[dict[str, Any]], prices: Any) -> tuple[int, list[PriceChange]]:
+    """Price every successful LLM record again, in place; (records priced, those whose price changed).
+
+    Failed and unfinished attempts keep their null cost: nothing was billed for them.
+    """
+    priced, changes = 0, []
+    for record in records:
+        if record.get("type") != "llm" or record.get("status") != "ok" or not isinstance(record.get("tokens"), dict):
+            continue
+        priced += 1
+        model = record.get("model")
+        cost, source = prices.cost(str(model), _usage(record["tokens"]), at=_billed_at(record))
+        if (cost, source) == (record.get("cost_usd"), record.get("price_source")):
+            continue
+        changes.append(
+            PriceChange(record["record_id"], model, record.get("cost_usd"), record.get("price_source"), cost, source)
+        )
+        recorded = record.pop(REPRICED, None) or {k: record.get(k) for k in _PRICED_FIELDS}
+        record.update(cost_usd=cost, price_source=source)
+        # A record priced back to its call-time price has nothing to remember.
+        if {k: record.get(k) for k in _PRICED_FIELDS} != recorded:
+            record[REPRICED] = recorded
+    return priced, changes
+
+
+def usd(cost: float | Decimal | None) -> str:
+    """Exact decimal text of a cost (12 decimals at most, trailing zeros dropped); ``unpriced`` for None."""
+    if cost is None:
+        return "unpriced"
+    text = f"{Decimal(repr(cost)) if isinstance(cost, float) else cost:.12f}".rstrip("0")
+    return text + "0" if text.endswith(".") else text
+
+
+def total(costs: Iterable[float | None]) -> Decimal:
+    """Exact sum of the priced costs (each has at most 12 decimals, as the runtime rounds them)."""
+    return sum((Decimal(repr(c)) for c in costs if c is not None), Decimal(0))
