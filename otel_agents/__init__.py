@@ -3,4 +3,6 @@
 Importing this package is cheap: litellm is imported only where an LLM is called.
 """
 
-__version__ = "0.1.0"
+from otel_agents.version import __version__
+
+__all__ = ["__version__"]

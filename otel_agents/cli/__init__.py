@@ -11,7 +11,7 @@ import sys
 
 import click
 
-from otel_agents import __version__
+from otel_agents.version import __version__
 from otel_agents.cli.billing import billing
 from otel_agents.cli.importer import import_traces
 from otel_agents.cli.resume import resume

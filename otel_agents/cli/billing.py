@@ -211,7 +211,7 @@ class RebuildPlan:
     kept: int = 0
     duplicates: int = 0
     repriced: int = 0  # LLM records priced again (--reprice)
-    price_changes: list = field(default_factory=list)  # ledger_pricing.PriceChange, those priced differently
+    price_changes: list = field(default_factory=list)  # repricing.PriceChange, those priced differently
 
     @property
     def differs(self) -> bool:
@@ -225,7 +225,7 @@ def plan_rebuild(old: list[dict], by_session: dict[str, list[dict[str, Any]]]) -
     """
     import orjson
 
-    from otel_agents.persistence.ledger_pricing import carry_repricing
+    from otel_agents.persistence.ledger_records import carry_repricing
     from otel_agents.tracing.redaction import redact
 
     plan = RebuildPlan()
@@ -287,7 +287,7 @@ def rebuild(dry_run: bool, reprice: bool, paths) -> None:
         plan = plan_rebuild(old, by_session)
         if prices is not None:
             from otel_agents.llm.scripted_provider import PROVIDER, register_demo_price
-            from otel_agents.persistence.ledger_pricing import reprice as reprice_records
+            from otel_agents.repricing import reprice as reprice_records
 
             # The offline model's demo price exists only once a run registers it.
             for model in {str(r.get("model")) for r in plan.records if r.get("type") == "llm"}:
@@ -333,7 +333,7 @@ def _current_prices():
 
 def _report_prices(plan: RebuildPlan) -> None:
     """One line per record priced differently, then the totals (exact decimals, USD)."""
-    from otel_agents.persistence.ledger_pricing import total, usd
+    from otel_agents.repricing import total, usd
 
     for change in plan.price_changes:
         delta = (

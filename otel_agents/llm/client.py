@@ -20,7 +20,7 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from otel_agents.llm.pricing import PriceTable, Usage
 from otel_agents.llm.retry import RetryPolicy, error_type, is_transient
-from otel_agents.runtime.accounting import charge_llm
+from otel_agents.llm.accounting import charge_llm
 from otel_agents.tracing import semconv as sc
 from otel_agents.tracing.redaction import redact_text
 from otel_agents.tracing.telemetry import Telemetry, marks_cancellation

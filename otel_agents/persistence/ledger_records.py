@@ -30,6 +30,26 @@ UNFINISHED_ERRORS = {
 }
 
 
+REPRICED = "repriced"  # the call-time {cost_usd, price_source} of a re-priced record
+PRICED_FIELDS = ("cost_usd", "price_source")
+
+
+def as_recorded(record: Mapping[str, Any]) -> dict[str, Any]:
+    """The record as its span recorded it: a re-priced record's call-time price put back."""
+    out = dict(record)
+    recorded = out.pop(REPRICED, None)
+    if isinstance(recorded, Mapping):
+        out.update({k: recorded.get(k) for k in PRICED_FIELDS})
+    return out
+
+
+def carry_repricing(previous: Mapping[str, Any] | None, derived: dict[str, Any]) -> dict[str, Any]:
+    """``derived`` (from the tree) with the ledger's re-price kept, if it re-priced this very recording."""
+    if previous is None or REPRICED not in previous or as_recorded(previous) != derived:
+        return derived
+    return {**derived, **{k: previous[k] for k in (*PRICED_FIELDS, REPRICED)}}
+
+
 def record_id(trace_id: str, span_id: str) -> str:
     return f"{trace_id}:{span_id}"
 

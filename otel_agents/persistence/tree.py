@@ -656,7 +656,7 @@ def session_entries(runs: Iterable[Mapping[str, Any]], ops: Iterable[Mapping[str
 def fold_totals(
     entries: Iterable[Mapping[str, Any]], start: Mapping[str, int | float] | None = None
 ) -> dict[str, int | float]:
-    """Totals as the runtime keeps them (runtime/accounting.py), in completion order.
+    """Totals as the runtime keeps them (llm/accounting.py), in completion order.
 
     ``start``: the totals of entries that all completed before these (folding on from
     them is the same fold as over all the entries at once).

@@ -17,7 +17,7 @@ from collections import Counter
 from typing import Any, Iterable, Mapping, Sequence
 
 from otel_agents.persistence.events_file import EventLine
-from otel_agents.persistence.ledger_pricing import as_recorded
+from otel_agents.persistence.ledger_records import as_recorded
 from otel_agents.persistence.ledger_records import ledger_records
 from otel_agents.persistence.timestamps import iso_ts
 from otel_agents.persistence.tree import (

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from otel_agents.llm.client import ChatRequest, provider_of
-from otel_agents.runtime.accounting import charge_tool, scope
+from otel_agents.llm.accounting import charge_tool, scope
 from otel_agents.runtime.hooks import ToolRequest
 from otel_agents.runtime.logged_string import LoggedString, substance_of
 from otel_agents.runtime.tools import Tool, ToolContext

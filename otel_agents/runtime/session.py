@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 from opentelemetry import trace
 from opentelemetry.trace import Link, SpanContext, SpanKind
 
-from otel_agents.runtime.accounting import scope
+from otel_agents.llm.accounting import scope
 from otel_agents.runtime.hooks import ApprovalHook, Decision, ReviewHook, ToolRequest, TransformHook, hook_event
 from otel_agents.runtime.logged_string import LoggedString
 from otel_agents.tracing import semconv as sc

@@ -37,7 +37,7 @@ from opentelemetry.sdk.resources import OTELResourceDetector, Resource
 from opentelemetry.sdk.trace import SpanLimits, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter
 
-from otel_agents import __version__
+from otel_agents.version import __version__
 from otel_agents.tracing.export_filter import DEFAULT_VALUE_CAP, MIN_VALUE_CAP, ExportLimits, NetworkExportFilter
 from otel_agents.tracing.otlp_json import OtlpJsonFileExporter
 from otel_agents.tracing.telemetry import EventListener, Telemetry

@@ -6,7 +6,8 @@ priced again from its recorded token counts with the current price table (at the
 moment it was billed, for time-of-day prices). A record whose price changed keeps
 what was recorded at call time under ``repriced`` (``{"cost_usd", "price_source"}``),
 so ``sessions verify`` and later rebuilds still tie it to its span, and a later
-plain rebuild keeps the new price.
+plain rebuild keeps the new price. (The record shape, ``repriced`` included, is
+``persistence/ledger_records.py``'s; this is the use that asks the price table.)
 """
 
 from __future__ import annotations
@@ -16,27 +17,8 @@ from datetime import datetime, timezone
 from decimal import Decimal
 from typing import Any, Iterable, Mapping
 
+from otel_agents.persistence.ledger_records import PRICED_FIELDS, REPRICED
 from otel_agents.persistence.timestamps import parse_iso_ts
-
-REPRICED = "repriced"  # the call-time {cost_usd, price_source} of a re-priced record
-_PRICED_FIELDS = ("cost_usd", "price_source")
-
-
-def as_recorded(record: Mapping[str, Any]) -> dict[str, Any]:
-    """The record as its span recorded it: a re-priced record's call-time price put back."""
-    out = dict(record)
-    recorded = out.pop(REPRICED, None)
-    if isinstance(recorded, Mapping):
-        out.update({k: recorded.get(k) for k in _PRICED_FIELDS})
-    return out
-
-
-def carry_repricing(previous: Mapping[str, Any] | None, derived: dict[str, Any]) -> dict[str, Any]:
-    """``derived`` (from the tree) with the ledger's re-price kept, if it re-priced this very recording."""
-    if previous is None or REPRICED not in previous or as_recorded(previous) != derived:
-        return derived
-    return {**derived, **{k: previous[k] for k in (*_PRICED_FIELDS, REPRICED)}}
-
 
 @dataclass(frozen=True)
 class PriceChange:
@@ -80,10 +62,10 @@ def reprice(records: Iterable[dict[str, Any]], prices: Any) -> tuple[int, list[P
         changes.append(
             PriceChange(record["record_id"], model, record.get("cost_usd"), record.get("price_source"), cost, source)
         )
-        recorded = record.pop(REPRICED, None) or {k: record.get(k) for k in _PRICED_FIELDS}
+        recorded = record.pop(REPRICED, None) or {k: record.get(k) for k in PRICED_FIELDS}
         record.update(cost_usd=cost, price_source=source)
         # A record priced back to its call-time price has nothing to remember.
-        if {k: record.get(k) for k in _PRICED_FIELDS} != recorded:
+        if {k: record.get(k) for k in PRICED_FIELDS} != recorded:
             record[REPRICED] = recorded
     return priced, changes
 

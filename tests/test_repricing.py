@@ -7,7 +7,8 @@ from decimal import Decimal
 import pytest
 
 from otel_agents.llm.pricing import Price, PriceTable
-from otel_agents.persistence.ledger_pricing import REPRICED, as_recorded, carry_repricing, reprice, total, usd
+from otel_agents.persistence.ledger_records import REPRICED, as_recorded, carry_repricing
+from otel_agents.repricing import reprice, total, usd
 
 
 def llm(rid="t:1", cost=0.001, source="config", status="ok", tokens=(1000, 100, 0, 0, 0), ts="2025-03-02T10:00:00Z"):
