@@ -34,6 +34,7 @@ def test_schema_from_signature_and_line_style_docstring():
                     "detailed": {"type": "boolean", "default": False},
                 },
                 "required": ["city"],
+                "additionalProperties": False,  # unknown arguments are refused
             },
         },
     }
@@ -69,7 +70,7 @@ def test_google_style_args_optional_list_literal_dict():
     assert props["tags"] == {"type": "array", "items": {"type": "string"}, "description": "only notes with these tags"}
     assert props["limit"] == {"type": "integer", "description": "at most this many", "default": None}
     assert props["ratio"] == {"type": "number", "default": None}
-    assert props["mode"] == {"enum": ["fast", "exact"], "default": "fast"}
+    assert props["mode"] == {"enum": ["fast", "exact"], "type": "string", "default": "fast"}
     assert props["filters"]["type"] == "object"
     assert props["ids"]["type"] == "array"
     assert params["required"] == ["query", "tags"]
