@@ -16,9 +16,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 # strict: JSON already carries types, so 7 is not "7", "1" is not 1 and 1 is not true.
 #   Pydantic's strict mode still accepts an int for a float, and in JSON mode a string
-#   for an enum, Literal, date or UUID, and an object for a nested model or dataclass:
-#   that is how those values travel in JSON. A parameter may opt into coercion with
-#   ``Annotated[int, Field(strict=False)]``.
+#   for an enum, Literal, date or UUID, an array for a tuple and an object for a nested
+#   model or dataclass: that is how those values travel in JSON. Validation also passes
+#   strict=True, so nested models are strict whatever their own config says.
 # extra="forbid": a misspelt optional argument would otherwise be dropped in silence.
 # allow_inf_nan=False: NaN and 1e999 are never a number a tool means.
 STRICT_CONFIG = ConfigDict(strict=True, extra="forbid", allow_inf_nan=False)
@@ -32,6 +32,9 @@ _SHORT_MESSAGES = {
     "string_type": "must be a string",
     "int_type": "must be an integer",
     "int_from_float": "must be an integer",
+    "int_parsing": "must be an integer",
+    "float_parsing": "must be a number",
+    "bool_parsing": "must be true or false",
     "float_type": "must be a number",
     "finite_number": "must be a finite number",
     "bool_type": "must be true or false",
@@ -126,7 +129,7 @@ def validate_arguments(tool_name: str, model: type[BaseModel], raw: str) -> Tool
     if not isinstance(sent, dict):
         raise InvalidToolArguments(tool_name, f"arguments must be a JSON object, not {_json_kind(sent)}")
     try:
-        checked = model.model_validate_json(text)
+        checked = model.model_validate_json(text, strict=True)
     except ValidationError as exc:
         raise InvalidToolArguments(tool_name, describe_errors(exc, sent)) from None
     fields = type(checked).model_fields
