@@ -23,7 +23,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
-from pydantic import BaseModel
+from pydantic import BaseModel, PydanticUserError
 
 from otel_agents.runtime.tool_schema import (
     InvalidToolArguments,
@@ -116,8 +116,12 @@ def make_tool(func: Callable[..., Any], name: str | None = None, description: st
     context_param = next(
         (p for p in inspect.signature(func).parameters if hints.get(p) is ToolContext or p == "ctx"), None
     )
-    model = arguments_model(func, hints, param_docs, skip=context_param)
-    return Tool(name or func.__name__, description or summary or func.__name__, model, func, context_param)
+    try:
+        model = arguments_model(func, hints, param_docs, skip=context_param)
+        return Tool(name or func.__name__, description or summary or func.__name__, model, func, context_param)
+    except PydanticUserError as exc:  # a parameter type pydantic cannot validate or describe
+        first_line = str(exc).splitlines()[0]
+        raise TypeError(f"tool {func.__name__}: its parameters cannot be described to a model: {first_line}") from exc
 
 
 def tool(func: Callable[..., Any] | None = None, *, name: str | None = None, description: str | None = None):

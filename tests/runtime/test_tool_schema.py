@@ -216,6 +216,26 @@ def test_star_parameters_are_refused_when_the_tool_is_made():
         make_tool(spread)
 
 
+class Opaque:
+    """A type pydantic can neither validate nor describe."""
+
+
+def test_an_undescribable_parameter_type_is_refused_when_the_tool_is_made():
+    def use(thing: Opaque) -> str:
+        return ""
+
+    with pytest.raises(TypeError, match=r"^tool use: its parameters cannot be described to a model: Unable to generate"):
+        make_tool(use)
+
+
+def test_a_context_parameter_may_have_any_name_when_annotated():
+    def with_context(context: ToolContext, x: int) -> int:
+        return x
+
+    made = make_tool(with_context)
+    assert made.context_param == "context" and list(made.parameters["properties"]) == ["x"]
+
+
 def test_builtin_schemas_come_from_their_signatures():
     from otel_agents.runtime.builtins import BUILTIN_TOOLS
 
