@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import inspect
 import json
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable, NamedTuple, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
@@ -76,6 +76,8 @@ def arguments_model(
             raise TypeError(f"tool {func.__name__}: *{pname} cannot be described to a model; name each parameter")
         annotation = hints.get(pname, Any if param.annotation is param.empty else param.annotation)
         default = ... if param.default is param.empty else param.default
+        if default is None:
+            annotation = Optional[annotation]  # ``x: dict = None``: null is what leaving it out means
         # Field names are positional so any parameter name works (``json``, ``_x``, ``model_config``);
         # the alias is what the model sees and sends.
         fields[f"p{index}"] = (annotation, Field(default, alias=pname, description=param_docs.get(pname)))

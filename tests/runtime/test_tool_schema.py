@@ -322,6 +322,19 @@ class LaxPoint(BaseModel):
     x: int  # a lax model of the user's: on its own it would take "2" for 2
 
 
+def test_a_none_default_accepts_null_even_when_the_annotation_does_not_say_so():
+    @tool
+    def search(query: str, filters: dict = None) -> str:  # noqa: RUF013 - an implicit Optional, as people write
+        """Search."""
+        return "ok"
+
+    assert search.parameters["properties"]["filters"] == {"type": "object", "additionalProperties": True,
+                                                          "default": None}
+    assert search.parse_arguments('{"query": "q", "filters": null}').values == {"query": "q", "filters": None}
+    with pytest.raises(InvalidToolArguments, match="filters must be an object$"):
+        search.parse_arguments('{"query": "q", "filters": []}')
+
+
 def test_nested_models_are_strict_whatever_their_own_config():
     @tool
     def move(to: LaxPoint, steps: int = 1) -> str:
