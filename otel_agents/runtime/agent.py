@@ -13,7 +13,7 @@ from otel_agents.llm.client import ChatRequest, provider_of
 from otel_agents.llm.accounting import charge_tool, scope
 from otel_agents.runtime.hooks import ToolRequest
 from otel_agents.runtime.logged_string import LoggedString, substance_of
-from otel_agents.runtime.tools import Tool, ToolContext
+from otel_agents.runtime.tools import InvalidToolArguments, Tool, ToolContext
 from otel_agents.tracing import semconv as sc
 from otel_agents.tracing.records import message_from_record
 from otel_agents.tracing.telemetry import marks_cancellation
@@ -200,24 +200,22 @@ class Agent:
             started = time.perf_counter()
             ctx = ToolContext(self, call["id"], call_message_id, name)
             status, result = "ok", None
-            try:
-                arguments = json.loads(raw_args) if raw_args.strip() else {}
-                if not isinstance(arguments, dict):
-                    raise ValueError("arguments must be a JSON object")
-            except ValueError as exc:
-                status, result = "failed", f"Error: invalid JSON arguments for tool '{name}': {exc}"
-                arguments = None
-            if arguments is not None:
-                if tool is None:
-                    status, result = "failed", f"Error: unknown tool '{name}'"
+            if tool is None:
+                status, result = "failed", f"Error: unknown tool '{name}'"
+            else:
+                try:
+                    # Arguments that do not fit the signature never reach a hook or the tool.
+                    arguments = tool.parse_arguments(raw_args)
+                except InvalidToolArguments as exc:
+                    status, result = "failed", str(exc)
                 else:
-                    denial = await self.session.approve(ToolRequest(self, name, arguments, call["id"]))
+                    denial = await self.session.approve(ToolRequest(self, name, arguments.sent, call["id"]))
                     if denial is not None:
                         hook_name, decision = denial
                         status, result = "denied", f"Error: Action blocked by hook '{hook_name}': {decision.reason}"
                     else:
                         try:
-                            result = await tool.invoke(ctx, arguments)
+                            result = await tool.invoke(ctx, arguments.values)
                         except Exception as exc:  # a failing tool is a result, not a crash
                             status = "failed"
                             result = f"Error: tool '{name}' failed: {type(exc).__name__}: {exc}"

@@ -1,18 +1,31 @@
-"""Built-in tools: ``task`` creates a named sub-agent, ``discuss`` runs a discussion (seed 001)."""
+"""Built-in tools: ``task`` creates a named sub-agent, ``discuss`` runs a discussion (seed 001).
+
+Their schemas and argument checks come from these signatures, as for any ``@tool``.
+"""
 
 from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field
 
 from otel_agents.runtime.logged_string import LoggedString
 from otel_agents.runtime.tools import Tool, ToolContext, make_tool
 
 
-async def task(ctx: ToolContext, name: str, system_prompt: str, user_prompt: str | None = None) -> str:
+async def task(
+    ctx: ToolContext,
+    name: Annotated[str, Field(min_length=1)],
+    system_prompt: str | None = None,
+    user_prompt: str | None = None,
+) -> str:
     """Create a named sub-agent. With user_prompt, it answers at once and its answer is the result.
 
     name: the sub-agent's name, unique among this agent's sub-agents
-    system_prompt: the sub-agent's system prompt
+    system_prompt: the sub-agent's system prompt; without it the sub-agent has none
     user_prompt: optional first message; the sub-agent's answer is returned
     """
+    # system_prompt is optional: seed 001's example 3 calls task with a name alone.
     parent = ctx.agent
     if name in parent.subagents:
         return f"Error: subagent '{name}' already exists"

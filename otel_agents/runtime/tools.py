@@ -8,23 +8,35 @@
         unit: C or F
         '''
 
-Sync and async functions both work. A parameter annotated ``ToolContext`` is not
-shown to the model; it receives the calling agent and the call's ids.
+Sync and async functions both work. A parameter annotated ``ToolContext`` (or named
+``ctx``) is not shown to the model; it receives the calling agent and the call's ids.
+Parameters may be str, int, float, bool, enums, Literal, lists, tuples, dicts, Optional,
+unions, nested pydantic models and dataclasses; each call's arguments are validated
+against them before the function runs (``tool_schema.py``).
 """
 
 from __future__ import annotations
 
 import inspect
 import re
-import types
 import typing
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Union, get_args, get_origin
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
+
+from pydantic import BaseModel, PydanticUserError
+
+from otel_agents.runtime.tool_schema import (
+    InvalidToolArguments,
+    ToolArguments,
+    arguments_model,
+    parameters_schema,
+    validate_arguments,
+)
 
 if TYPE_CHECKING:
     from otel_agents.runtime.agent import Agent
 
-_JSON_TYPES: dict[Any, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
+__all__ = ["InvalidToolArguments", "Tool", "ToolArguments", "ToolContext", "make_tool", "tool"]
 
 
 @dataclass
@@ -45,12 +57,18 @@ class ToolContext:
 
 @dataclass
 class Tool:
+    """A callable the model may use; ``arguments_model`` is both its JSON schema and its argument check."""
+
     name: str
     description: str
-    parameters: dict[str, Any]
+    arguments_model: type[BaseModel]
     func: Callable[..., Any]
     context_param: str | None = None
     tool_type: str = "function"  # gen_ai.tool.type: function | extension
+    parameters: dict[str, Any] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.parameters = parameters_schema(self.arguments_model)  # once: it is sent on every turn
 
     def schema(self) -> dict[str, Any]:
         return {
@@ -58,7 +76,12 @@ class Tool:
             "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
         }
 
+    def parse_arguments(self, raw: str) -> ToolArguments:
+        """The call's JSON text, validated; raises :class:`InvalidToolArguments` (its text is the result)."""
+        return validate_arguments(self.name, self.arguments_model, raw)
+
     async def invoke(self, ctx: ToolContext, arguments: dict[str, Any]) -> Any:
+        """Call the function with already validated keyword arguments (``parse_arguments().values``)."""
         kwargs = dict(arguments)
         if self.context_param:
             kwargs[self.context_param] = ctx
@@ -66,25 +89,6 @@ class Tool:
         if inspect.isawaitable(result):
             result = await typing.cast(Awaitable[Any], result)
         return result
-
-
-def _json_schema(annotation: Any) -> dict[str, Any]:
-    if annotation is inspect.Parameter.empty or annotation is Any:
-        return {}
-    origin = get_origin(annotation)
-    if origin in (Union, types.UnionType):
-        options = [a for a in get_args(annotation) if a is not type(None)]
-        return _json_schema(options[0]) if len(options) == 1 else {"anyOf": [_json_schema(a) for a in options]}
-    if origin in (list, tuple, set):
-        args = get_args(annotation)
-        return {"type": "array", "items": _json_schema(args[0]) if args else {}}
-    if origin is dict or annotation is dict:
-        return {"type": "object"}
-    if origin is typing.Literal:
-        return {"enum": list(get_args(annotation))}
-    if annotation is list:
-        return {"type": "array"}
-    return {"type": _JSON_TYPES[annotation]} if annotation in _JSON_TYPES else {}
 
 
 def _docstring_parts(doc: str) -> tuple[str, dict[str, str]]:
@@ -108,25 +112,16 @@ def _docstring_parts(doc: str) -> tuple[str, dict[str, str]]:
 
 def make_tool(func: Callable[..., Any], name: str | None = None, description: str | None = None) -> Tool:
     summary, param_docs = _docstring_parts(func.__doc__ or "")
-    hints = typing.get_type_hints(func)
-    properties: dict[str, Any] = {}
-    required: list[str] = []
-    context_param = None
-    for pname, param in inspect.signature(func).parameters.items():
-        annotation = hints.get(pname, param.annotation)
-        if annotation is ToolContext or pname == "ctx":
-            context_param = pname
-            continue
-        schema = _json_schema(annotation)
-        if pname in param_docs:
-            schema["description"] = param_docs[pname]
-        properties[pname] = schema
-        if param.default is inspect.Parameter.empty:
-            required.append(pname)
-        else:
-            schema["default"] = param.default
-    parameters = {"type": "object", "properties": properties, "required": required}
-    return Tool(name or func.__name__, description or summary or func.__name__, parameters, func, context_param)
+    hints = typing.get_type_hints(func, include_extras=True)  # extras: Annotated[..., Field(...)] constraints
+    context_param = next(
+        (p for p in inspect.signature(func).parameters if hints.get(p) is ToolContext or p == "ctx"), None
+    )
+    try:
+        model = arguments_model(func, hints, param_docs, skip=context_param)
+        return Tool(name or func.__name__, description or summary or func.__name__, model, func, context_param)
+    except PydanticUserError as exc:  # a parameter type pydantic cannot validate or describe
+        first_line = str(exc).splitlines()[0]
+        raise TypeError(f"tool {func.__name__}: its parameters cannot be described to a model: {first_line}") from exc
 
 
 def tool(func: Callable[..., Any] | None = None, *, name: str | None = None, description: str | None = None):

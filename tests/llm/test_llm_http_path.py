@@ -155,7 +155,7 @@ async def test_unknown_tool_and_bad_json_arguments_become_results(server, http_s
     assert await session.run("go") == "Understood."
     results = {m["tool_call_id"]: m["content"] for m in server.bodies[1]["messages"] if m["role"] == "tool"}
     assert results["c1"] == "Error: unknown tool 'teleport'"
-    assert results["c2"].startswith("Error: invalid JSON arguments for tool 'task':")
+    assert results["c2"].startswith("Error: invalid arguments for task: not valid JSON (")
     # The malformed arguments are kept verbatim: the next request is what the model produced.
     sent_calls = server.bodies[1]["messages"][2]["tool_calls"]
     assert sent_calls[1]["function"]["arguments"] == '{"name": "Jack", "system_prompt":'
