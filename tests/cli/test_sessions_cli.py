@@ -51,11 +51,12 @@ def test_list_show_verify_rm(env):
     assert listed.exit_code == 0
     rows = listed.stdout.splitlines()
     assert rows[0].split()[:5] == ["ID", "CREATED", "RUNS", "STATUS", "COST"]
-    assert [r.split()[0] for r in rows[1:]] == [first, second]
+    assert [r.split()[0] for r in rows[1:]] == [second, first]  # newest first (issue 16: as the README says)
     assert all(" ok " in r and PROMPT in r for r in rows[1:])
 
     as_json = json.loads(invoke("sessions", "list", "--json").stdout)
-    assert [s["id"] for s in as_json] == [first, second]
+    assert [s["id"] for s in as_json] == [second, first]
+    assert as_json[1]["runs"] == 1 and as_json[1]["totals"]["llm_calls"] == 13 and as_json[1]["status"] == "ok"
     assert as_json[0]["runs"] == 1 and as_json[0]["totals"]["llm_calls"] == 13 and as_json[0]["status"] == "ok"
 
     shown = invoke("sessions", "show", first)
