@@ -21,7 +21,8 @@ _DECODER = json.JSONDecoder()
 
 @dataclass(frozen=True)
 class Keyed:
-    """The item of a list of ``{"key": ..., "value": ...}`` objects (OTLP attributes, Jaeger tags) with this key."""
+    """The item of a list of ``{"key": ..., "value": ...}`` objects (OTLP attributes, Jaeger tags) with this key
+    (the last such item: the one decoding keeps)."""
 
     key: str
 
@@ -84,13 +85,15 @@ def _child(text: str, pos: int, step: Step) -> tuple[int, Step] | None:
             if key == step or key == snake:
                 return value_pos, step
     elif opening == "[" and not isinstance(step, str):
+        last = None
         for index, item_pos in enumerate(_items(text, pos)):
             if isinstance(step, int) and index == step:
                 return item_pos, index
             if isinstance(step, Keyed):
                 item, _ = _DECODER.raw_decode(text, item_pos)
                 if isinstance(item, dict) and item.get("key") == step.key:
-                    return item_pos, index
+                    last = item_pos, index  # a key given twice: the decoders keep the last
+        return last
     return None
 
 

@@ -75,3 +75,9 @@ def _at(value, steps):
     for step in steps:
         value = value[step]
     return value
+
+
+def test_a_key_given_twice_is_found_where_decoding_takes_it():
+    text = json.dumps([{"key": "k", "value": 1}, {"key": "k", "value": 2}], indent=0)
+    line, found = line_of(text, 1, (Keyed("k"),))
+    assert found == [1] and text.splitlines()[line].startswith('"key"') and line > 2
