@@ -7,8 +7,9 @@ therefore refused when they nest deeper than :data:`MAX_DEPTH` brackets: far mor
 than any script or trace needs (an OTLP span attribute holding a list sits about
 12 deep), far less than anything that could break.
 
-The check runs on the bytes, outside strings, at C speed: a 300 MB trace file
-costs 1-2 s (an import of it, about 80 s).
+The check runs on the bytes, outside strings, in a few C-speed passes (no Python
+loop per byte): about 1 s of CPU for a 290 MB, 100k-span trace file, whose import
+takes 60-90 s.
 """
 
 from __future__ import annotations

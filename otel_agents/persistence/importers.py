@@ -1,9 +1,12 @@
 """Decoders for trace files from outside: OTLP/JSON and Jaeger JSON into SpanData.
 
 Pure functions: text in, spans out, nothing written. A file is decoded whole or
-not at all; every error names the file, the line of the JSON document and the
-place inside it (``resourceSpans[0].scopeSpans[1].spans[3]``), so nothing
-partial is ever imported.
+not at all; every error names the file, the line and the place inside the
+document (``resourceSpans[0].scopeSpans[1].spans[3]``), so nothing partial is
+ever imported. The line is the offending value's own, also inside a pretty-printed
+document (found on the error path only, json_location.py). Past the shapes, the
+values the tree and ledger read are checked (import_checks.py), and a text nesting
+deeper than json_nesting.MAX_DEPTH is refused before any parser sees it.
 
 Shapes understood:
 

@@ -293,3 +293,14 @@ def test_a_path_with_a_nul_byte_is_a_usage_error(env, args):
     assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
     assert result.exit_code == 2 and "contains a NUL byte" in result.stderr, result.output
     assert not (env / "sessions").exists()
+
+
+def test_readme_help_and_listing_agree_on_the_order(env):
+    """Issue 16: the README said newest first while --help and the code said oldest first."""
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    (line,) = [l for l in readme.splitlines() if l.startswith("otel-agents sessions list")]
+    assert "newest first" in line
+    assert "newest first" in invoke("sessions", "list", "--help").stdout
+    assert "newest first" in invoke("sessions", "--help").stdout
