@@ -27,7 +27,10 @@ def import_traces(files: tuple[str, ...], as_json: bool, paths) -> None:
     Each session is written as a live run writes it (events.jsonl, spans.jsonl,
     tree.json.gz, meta.json) and its LLM attempts and tool calls go to the
     ledger. Importing into an existing session merges; the same file twice
-    changes nothing. Every file is checked before anything is written.
+    changes nothing. Every file is checked before anything is written: a
+    malformed file, or a value the session tree cannot hold (a negative token
+    count, a cost that is not a number, a bad message id, nesting deeper than
+    64), is exit 2 with one file:line: line, and nothing is written.
     """
     from otel_agents.persistence.import_locks import importing
     from otel_agents.persistence.import_sessions import (

@@ -34,10 +34,10 @@ def _json(value: Any) -> None:
 @click.option("--json", "as_json", is_flag=True, help="One JSON array of the sessions' meta.json summaries.")
 @storage_options
 def list_command(as_json: bool, paths) -> None:
-    """List saved sessions, oldest first."""
+    """List saved sessions, newest first (by creation; unreadable ones last)."""
     from otel_agents.persistence.store import effective_status, list_sessions
 
-    listings = list_sessions(paths.sessions_dir)
+    listings = list_sessions(paths.sessions_dir)[::-1]  # the store lists oldest first
     if as_json:
         out = []
         for item in listings:

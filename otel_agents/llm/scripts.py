@@ -31,6 +31,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from otel_agents.json_nesting import NestingTooDeep, check_nesting
+
 FALLBACK_UTTERANCE = "I have nothing further to add."
 BUILTIN_SCRIPTS = ("jack-and-jill",)
 _TRANSIENT_STATUSES = frozenset({429, 500, 502, 503, 504})
@@ -262,7 +264,10 @@ def load_script(name_or_path: str) -> Script:
             raise ScriptError(f"{path}: cannot read: {exc}") from None
         source = str(path.resolve())
     try:
+        check_nesting(text, source)  # before the parser, which fails on deep nesting with RecursionError
         data = json.loads(text)
+    except NestingTooDeep as exc:
+        raise ScriptError(str(exc)) from None
     except json.JSONDecodeError as exc:
         raise ScriptError(f"{source}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
     return parse_script(data, source)

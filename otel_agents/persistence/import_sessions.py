@@ -44,6 +44,7 @@ from otel_agents.persistence.journal import (
     span_lines,
     spans_from_journal,
 )
+from otel_agents.persistence.import_checks import MAX_SPAN_DEPTH, too_deep
 from otel_agents.persistence.ledger_records import ledger_records
 from otel_agents.persistence.notices import stderr_warning
 from otel_agents.persistence.paths import InvalidSessionId, Paths
@@ -318,6 +319,10 @@ def plan_import(sources: Iterable[Source], sessions_dir: Path) -> list[SessionIm
         plan = state.plan
         plan.new_spans.sort(key=lambda s: (s.start_ns, s.span_id))
         plan.new_records.sort(key=lambda l: message_id_number(l.record["message_id"]))
+        deep = too_deep(state.spans.values())  # each file was checked alone; here with the saved spans
+        if deep is not None:
+            raise ImportConflict(f"session {plan.session_id}: span {deep.span_id} of trace {deep.trace_id} would be "
+                                 f"nested deeper than {MAX_SPAN_DEPTH} spans (parent links)")
         try:
             plan.tree = build_tree(list(state.spans.values()), plan.session_id)
         except (ValueError, TypeError, LookupError, AttributeError) as exc:

@@ -1,9 +1,12 @@
 """Decoders for trace files from outside: OTLP/JSON and Jaeger JSON into SpanData.
 
 Pure functions: text in, spans out, nothing written. A file is decoded whole or
-not at all; every error names the file, the line of the JSON document and the
-place inside it (``resourceSpans[0].scopeSpans[1].spans[3]``), so nothing
-partial is ever imported.
+not at all; every error names the file, the line and the place inside the
+document (``resourceSpans[0].scopeSpans[1].spans[3]``), so nothing partial is
+ever imported. The line is the offending value's own, also inside a pretty-printed
+document (found on the error path only, json_location.py). Past the shapes, the
+values the tree and ledger read are checked (import_checks.py), and a text nesting
+deeper than json_nesting.MAX_DEPTH is refused before any parser sees it.
 
 Shapes understood:
 
@@ -33,6 +36,9 @@ from typing import Any, Iterator
 
 import orjson
 
+from otel_agents.json_nesting import NestingTooDeep, check_nesting
+from otel_agents.persistence.import_checks import MAX_SPAN_DEPTH, span_problem, too_deep
+from otel_agents.persistence.json_location import Keyed, line_of, render_path
 from otel_agents.tracing.redaction import redact, redact_attributes
 from otel_agents.tracing.spandata import EventData, LinkData, SpanData
 
@@ -48,27 +54,38 @@ _HEX = re.compile(r"^[0-9a-fA-F]+$")
 
 
 class ImportFormatError(ValueError):
-    """A trace file that cannot be imported; the message starts with ``file:line:``."""
+    """A trace file that cannot be imported; the message starts with ``file:line:``.
+
+    ``where`` and ``detail`` (the message without its position) let the caller that
+    holds the file's text name the exact line inside a multi-line document.
+    """
+
+    def __init__(self, message: str, where: "_Where | None" = None, detail: str | None = None):
+        super().__init__(message)
+        self.where, self.detail = where, detail
 
 
 class _Where:
-    """A position for error messages: file, line of the document, path inside it."""
+    """A position for error messages: file, line of the document, steps inside it, its format."""
 
-    __slots__ = ("source", "line", "path")
+    __slots__ = ("source", "line", "steps", "fmt")
 
-    def __init__(self, source: str, line: int, path: str = ""):
-        self.source, self.line, self.path = source, line, path
+    def __init__(self, source: str, line: int, steps: tuple = (), fmt: str = ""):
+        self.source, self.line, self.steps, self.fmt = source, line, steps, fmt
 
-    def at(self, step: str | int) -> "_Where":
-        if isinstance(step, int):
-            return _Where(self.source, self.line, f"{self.path}[{step}]")
-        if not step or not step.isprintable():  # a key from the file: the message stays one line
-            return _Where(self.source, self.line, f"{self.path}[{json.dumps(step)}]")
-        return _Where(self.source, self.line, f"{self.path}.{step}" if self.path else step)
+    def at(self, *steps: str | int | Keyed) -> "_Where":
+        return _Where(self.source, self.line, self.steps + steps, self.fmt)
+
+    def as_format(self, fmt: str) -> "_Where":
+        return _Where(self.source, self.line, self.steps, fmt)
+
+    @property
+    def path(self) -> str:
+        return render_path(self.steps)
 
     def error(self, message: str) -> ImportFormatError:
-        inside = f" {self.path}:" if self.path else ""
-        return ImportFormatError(f"{self.source}:{self.line}:{inside} {message}")
+        inside = f" {self.path}:" if self.steps else ""
+        return ImportFormatError(f"{self.source}:{self.line}:{inside} {message}", self, message)
 
 
 # --- generic checks -------------------------------------------------------------------
@@ -299,22 +316,25 @@ def _otlp_span(span: Any, resource: dict[str, Any], scope: str | None, where: _W
         attributes=_otlp_attributes(span.get("attributes"), where.at("attributes")),
         events=tuple(events),
         links=tuple(links),
-        status=_enum(status.get("code"), _STATUS_BY_NUMBER, "STATUS_CODE_", _STATUSES, where.at("status.code"), "UNSET"),
-        status_message=_str(message, where.at("status.message")) or None,
+        status=_enum(status.get("code"), _STATUS_BY_NUMBER, "STATUS_CODE_", _STATUSES, where.at("status", "code"), "UNSET"),
+        status_message=_str(message, where.at("status", "message")) or None,
         resource=resource,
         scope=scope,
     )
 
 
-def _decode_otlp(doc: Any, where: _Where) -> list[SpanData]:
+def _decode_otlp(doc: Any, where: _Where) -> tuple[list[SpanData], list[_Where]]:
+    """The spans of one document, and where each is (for the checks over the whole set)."""
     doc = _obj(doc, where)
+    where = where.as_format("otlp")
     spans: list[SpanData] = []
+    wheres: list[_Where] = []
     key = "resourceSpans" if "resourceSpans" in doc else "resource_spans"
     for i, rs in enumerate(_list(doc.get(key), where.at(key))):
         rs_where = where.at(key).at(i)
         rs = _obj(rs, rs_where)
         res = _obj(rs.get("resource") or {}, rs_where.at("resource"))
-        resource = _otlp_attributes(res.get("attributes"), rs_where.at("resource.attributes"))
+        resource = _otlp_attributes(res.get("attributes"), rs_where.at("resource", "attributes"))
         skey = "scopeSpans" if "scopeSpans" in rs or "scope_spans" not in rs else "scope_spans"
         # instrumentationLibrarySpans: the pre-1.0 name some old writers still use.
         if skey not in rs and "instrumentationLibrarySpans" in rs:
@@ -323,10 +343,12 @@ def _decode_otlp(doc: Any, where: _Where) -> list[SpanData]:
             ss_where = rs_where.at(skey).at(j)
             ss = _obj(ss, ss_where)
             scope_obj = _obj(ss.get("scope") or ss.get("instrumentationLibrary") or {}, ss_where.at("scope"))
-            scope = _str(scope_obj.get("name"), ss_where.at("scope.name")) or None
+            scope = _str(scope_obj.get("name"), ss_where.at("scope", "name")) or None
             for k, span in enumerate(_list(ss.get("spans"), ss_where.at("spans"))):
-                spans.append(_otlp_span(span, resource, scope, ss_where.at("spans").at(k)))
-    return spans
+                span_where = ss_where.at("spans", k)
+                spans.append(_otlp_span(span, resource, scope, span_where))
+                wheres.append(span_where)
+    return spans, wheres
 
 
 def decode_otlp_json(doc: str | bytes | dict[str, Any], source_name: str = "<otlp>", line: int = 1) -> list[SpanData]:
@@ -337,8 +359,7 @@ def decode_otlp_json(doc: str | bytes | dict[str, Any], source_name: str = "<otl
     doc = _obj(doc, where)
     if "result" in doc and "resourceSpans" not in doc:
         doc, where = doc["result"], where.at("result")
-    spans = _decode_otlp(doc, where)
-    return _finish(spans, [where.at("resourceSpans")] * len(spans))
+    return _finish(*_decode_otlp(doc, where))
 
 
 # --- Jaeger JSON -----------------------------------------------------------------------
@@ -449,7 +470,7 @@ def _jaeger_span(span: Any, processes: dict[str, dict[str, Any]], where: _Where)
     pid = span.get("processID")
     resource = dict(processes.get(pid, {})) if isinstance(pid, str) else {}
     if isinstance(span.get("process"), dict):  # older single-trace downloads embed the process
-        resource = _jaeger_tags(span["process"].get("tags"), where.at("process.tags"))
+        resource = _jaeger_tags(span["process"].get("tags"), where.at("process", "tags"))
         if span["process"].get("serviceName") is not None:
             resource = {"service.name": str(span["process"]["serviceName"]), **resource}
     return SpanData(
@@ -480,6 +501,7 @@ def decode_jaeger_json(doc: str | bytes | dict[str, Any] | list[Any], source_nam
 
 
 def _decode_jaeger(doc: Any, where: _Where) -> tuple[list[SpanData], list[_Where]]:
+    where = where.as_format("jaeger")
     if isinstance(doc, dict) and "data" in doc:
         traces, base = _list(doc["data"], where.at("data"), allow_missing=False), where.at("data")
         if doc.get("errors"):
@@ -502,6 +524,10 @@ def _decode_jaeger(doc: Any, where: _Where) -> tuple[list[SpanData], list[_Where
 
 
 def _loads(text: str | bytes, where: _Where) -> Any:
+    try:
+        check_nesting(text, where.source)
+    except NestingTooDeep as exc:
+        raise ImportFormatError(str(exc)) from None
     try:
         return orjson.loads(text)
     except orjson.JSONDecodeError as exc:
@@ -555,13 +581,11 @@ def _documents(text: str, source: str) -> Iterator[tuple[int, Any]]:
 def _decode_document(doc: Any, where: _Where) -> tuple[list[SpanData], list[_Where]]:
     if isinstance(doc, dict):
         if "resourceSpans" in doc or "resource_spans" in doc:
-            spans = _decode_otlp(doc, where)
-            return spans, [where.at("resourceSpans")] * len(spans)
+            return _decode_otlp(doc, where)
         if "result" in doc:
             result = doc["result"]
             if isinstance(result, dict) and ("resourceSpans" in result or "resource_spans" in result):
-                spans = _decode_otlp(result, where.at("result"))
-                return spans, [where.at("result.resourceSpans")] * len(spans)
+                return _decode_otlp(result, where.at("result"))
             raise where.at("result").error("expected {\"resourceSpans\": [...]} inside the result envelope")
         if "error" in doc and len(doc) <= 2:
             raise where.at("error").error(f"the file holds an error response: {doc['error']!r}")
@@ -577,6 +601,10 @@ def _decode_document(doc: Any, where: _Where) -> tuple[list[SpanData], list[_Whe
 
 def decode_trace_text(text: str | bytes, source_name: str) -> list[SpanData]:
     """Every span in a file's text, whatever its format; ImportFormatError on anything wrong."""
+    try:
+        check_nesting(text, source_name)  # before any parser: they fail on deep nesting with RecursionError
+    except NestingTooDeep as exc:
+        raise ImportFormatError(str(exc)) from None
     if isinstance(text, bytes):
         try:
             text = text.decode("utf-8-sig")
@@ -586,13 +614,26 @@ def decode_trace_text(text: str | bytes, source_name: str) -> list[SpanData]:
     text = text.lstrip("\ufeff")
     spans: list[SpanData] = []
     wheres: list[_Where] = []
-    for line, doc in _documents(text, source_name):
-        decoded, positions = _decode_document(doc, _Where(source_name, line))
-        spans.extend(decoded)
-        wheres.extend(positions)
-    if not spans:
-        raise ImportFormatError(f"{source_name}:1: no spans in the file")
-    return _finish(spans, wheres)
+    try:
+        for line, doc in _documents(text, source_name):
+            decoded, positions = _decode_document(doc, _Where(source_name, line))
+            spans.extend(decoded)
+            wheres.extend(positions)
+        if not spans:
+            raise ImportFormatError(f"{source_name}:1: no spans in the file")
+        return _finish(spans, wheres)
+    except ImportFormatError as exc:
+        raise _relocated(exc, text) from None
+
+
+def _relocated(exc: ImportFormatError, text: str) -> ImportFormatError:
+    """The error naming the line of the value itself (a document can span many lines), and its index
+    for a place given by key (an attribute); the document's own line when the text does not say."""
+    where = exc.where
+    if where is None or not where.steps:
+        return exc
+    line, steps = line_of(text, where.line, where.steps)
+    return _Where(where.source, line, tuple(steps), where.fmt).error(exc.detail or "")
 
 
 def read_trace_file(path: Path | str) -> list[SpanData]:
@@ -609,11 +650,36 @@ def read_trace_file(path: Path | str) -> list[SpanData]:
 
 
 def _finish(spans: list[SpanData], wheres: list[_Where]) -> list[SpanData]:
-    """Redact, drop exact duplicates, re-id conflicting duplicates, refuse parent cycles."""
+    """Redact, check what the tree reads, drop exact duplicates, re-id conflicting duplicates,
+    refuse parent cycles and nesting too deep."""
     spans = [_redacted(s) for s in spans]
+    for span, where in zip(spans, wheres):
+        problem = span_problem(span)
+        if problem is not None:
+            raise _problem_where(problem, where).error(problem.message)
     spans, wheres = _dedupe(spans, wheres)
     _check_cycles(spans, wheres)
+    deep = too_deep(spans)
+    if deep is not None:
+        where = wheres[next(i for i, s in enumerate(spans) if s is deep)]
+        raise where.error(f"spans nested deeper than {MAX_SPAN_DEPTH} (parent links)")
     return spans
+
+
+# Where each part of a span a check names sits in its document, by format.
+_PARTS = {
+    "otlp": {"attributes": "attributes", "event": "events", "start": "startTimeUnixNano", "end": "endTimeUnixNano"},
+    "jaeger": {"attributes": "tags", "event": "logs", "start": "startTime", "end": "duration"},
+}
+
+
+def _problem_where(problem: Any, where: _Where) -> _Where:
+    part = _PARTS.get(where.fmt, _PARTS["otlp"])[problem.part]
+    if problem.key is not None:
+        return where.at(part, Keyed(problem.key))
+    if problem.event is not None:
+        return where.at(part, problem.event)
+    return where.at(part)
 
 
 def _redacted(span: SpanData) -> SpanData:

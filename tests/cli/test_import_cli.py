@@ -8,6 +8,8 @@ from pathlib import Path
 import orjson
 import pytest
 from click.testing import CliRunner
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
 
 from otel_agents.cli import cli
 from otel_agents.persistence.artifacts import load_artifacts
@@ -294,3 +296,207 @@ def test_a_session_being_written_is_not_merged_into(live, env):
         assert result.exit_code == 2, result.stderr
         assert f"session {store.session_id} is being written by pid {__import__('os').getpid()}" in result.stderr
         assert snapshot(env) == before
+
+
+# --- invalid values, deep nesting: exit 2, one line, nothing written ----------------------
+
+GENAI_SPANS = [
+    {"traceId": "8" * 32, "spanId": "a" * 16, "name": "invoke_agent planner", "kind": 1,
+     "startTimeUnixNano": "1700000000000000000", "endTimeUnixNano": "1700000005000000000",
+     "attributes": [_attr("gen_ai.operation.name", "invoke_agent"), _attr("gen_ai.agent.name", "planner"),
+                    _attr("gen_ai.conversation.id", "conv-prop"), _attr("otel_agents.run.index", 1)],
+     "events": [{"timeUnixNano": "1700000000100000000", "name": "transcript_entry", "attributes": [
+         _attr("otel_agents.event.message_id", "msg_000001"), _attr("otel_agents.event.agent_id", "agent_001"),
+         _attr("otel_agents.event.role", "user"), _attr("otel_agents.event.content", "hello")]}]},
+    {"traceId": "8" * 32, "spanId": "b" * 16, "parentSpanId": "a" * 16, "name": "chat gpt-4o", "kind": 3,
+     "startTimeUnixNano": "1700000001000000000", "endTimeUnixNano": "1700000002000000000",
+     "attributes": [_attr("gen_ai.operation.name", "chat"), _attr("gen_ai.request.model", "gpt-4o"),
+                    _attr("gen_ai.usage.input_tokens", 120), _attr("gen_ai.usage.output_tokens", 30),
+                    _attr("gen_ai.usage.cost", 0.00042), _attr("otel_agents.response.message_id", "msg_000002")]},
+    {"traceId": "8" * 32, "spanId": "c" * 16, "parentSpanId": "a" * 16, "name": "execute_tool search", "kind": 1,
+     "startTimeUnixNano": "1700000003000000000", "endTimeUnixNano": "1700000004000000000",
+     "attributes": [_attr("gen_ai.operation.name", "execute_tool"), _attr("gen_ai.tool.name", "search"),
+                    _attr("otel_agents.tool.chars_in", 12)]},
+]
+
+
+def _with_attribute(span_index: int, key: str, kind: str, value) -> str:
+    spans = json.loads(json.dumps(GENAI_SPANS))
+    spans[span_index]["attributes"].append({"key": key, "value": {kind: value}})
+    return json.dumps(json.loads(_otlp(spans)), indent=2)
+
+
+@pytest.fixture
+def populated(env, tmp_path):
+    """A home that already holds a session and ledger records (of the fixtures' traces)."""
+    assert invoke("import", FIXTURES / "otlp" / "example_trace.json", *storage(env)).exit_code == 0
+    valid = tmp_path / "valid.json"
+    valid.write_text(_otlp(GENAI_SPANS))
+    result = invoke("import", valid, *storage(env))
+    assert result.exit_code == 0 and "1 run(s); 2 ledger record(s) added" in result.stdout, result.output
+    return env
+
+
+@pytest.mark.parametrize("content, where", [
+    (_with_attribute(1, "gen_ai.usage.input_tokens", "intValue", "-5"),
+     "spans[1].attributes[6]: gen_ai.usage.input_tokens: expected a non-negative integer, got -5"),
+    (_with_attribute(1, "gen_ai.usage.output_tokens", "doubleValue", 1.5),
+     "spans[1].attributes[6]: gen_ai.usage.output_tokens: expected a non-negative integer, got 1.5"),
+    (_with_attribute(1, "gen_ai.usage.cost", "doubleValue", "Infinity"),
+     "spans[1].attributes[6]: gen_ai.usage.cost: expected a finite non-negative number, got inf"),
+    (_with_attribute(2, "otel_agents.tool.call_message_id", "stringValue", "call-7"),
+     "spans[2].attributes[3]: otel_agents.tool.call_message_id: expected a message id msg_<digits>"),
+    (_with_attribute(0, "otel_agents.agent.tools", "intValue", "3"),
+     "spans[0].attributes[4]: otel_agents.agent.tools: expected a list of strings, got 3"),
+    (_otlp(GENAI_SPANS).replace('"msg_000001"', '"first"'),
+     "spans[0].events[0]: record: message_id 'first' is not of the form msg_<digits>"),
+    (_otlp(GENAI_SPANS).replace('"spanId": "' + "c" * 16, '"spanId": "' + "c" * 15),
+     "spans[2].spanId: invalid id"),
+    ('{"resourceSpans": ' + "[" * 200 + "]" * 200 + "}", "nesting deeper than 64"),
+], ids=["negative-tokens", "fractional-tokens", "infinite-cost", "message-id", "list-attribute", "record",
+        "span-id", "nesting"])
+def test_invalid_values_are_refused_and_nothing_is_written(populated, tmp_path, content, where):
+    before = snapshot(populated)
+    bad = tmp_path / "bad.json"
+    bad.write_text(content)
+    good = tmp_path / "good.json"
+    good.write_text(_otlp([{**GENAI_SPANS[0], "traceId": "9" * 32, "attributes": []}]))
+    result = invoke("import", good, bad, *storage(populated))
+    assert result.exit_code == 2
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith(f"Error: {bad}:") and f": resourceSpans[0].scopeSpans[0].{where}" in line \
+        or where.startswith("nesting") and line.endswith(where), line
+    number = int(line.split(f"{bad}:", 1)[1].split(":")[0])
+    if "nesting" not in where:  # the line holding the offending value's object (pretty-printed files)
+        assert 1 <= number <= content.count("\n") + 1
+    assert snapshot(populated) == before  # other sessions and the ledger byte for byte, not even the good file
+
+
+def test_the_line_is_the_value_s_own_in_a_pretty_printed_file(env, tmp_path):
+    content = _with_attribute(1, "gen_ai.usage.input_tokens", "intValue", "-5")
+    bad = tmp_path / "pretty.json"
+    bad.write_text(content)
+    result = invoke("import", bad, *storage(env))
+    number = int(result.stderr.split(f"{bad}:", 1)[1].split(":")[0])
+    lines = content.splitlines()
+    assert lines[number - 1].strip() == "{" and lines[number].strip() == '"key": "gen_ai.usage.input_tokens",'
+    assert snapshot(env) == {}
+
+
+def test_spans_too_deep_with_the_saved_ones_are_refused(env, tmp_path):
+    from otel_agents.persistence.import_checks import MAX_SPAN_DEPTH
+
+    def span(i):
+        return {"traceId": "4" * 32, "spanId": f"{i:016x}", "name": "op", "startTimeUnixNano": str(i),
+                "endTimeUnixNano": str(10**9), **({"parentSpanId": f"{i - 1:016x}"} if i > 1 else {})}
+
+    first, second = tmp_path / "first.json", tmp_path / "second.json"
+    first.write_text(_otlp([span(i) for i in range(1, MAX_SPAN_DEPTH)]))
+    second.write_text(_otlp([span(i) for i in range(MAX_SPAN_DEPTH, MAX_SPAN_DEPTH + 3)]))
+    assert invoke("import", first, *storage(env)).exit_code == 0
+    before = snapshot(env)
+    result = invoke("import", second, *storage(env))
+    assert result.exit_code == 2 and len(result.stderr.strip().splitlines()) == 1
+    assert f"would be nested deeper than {MAX_SPAN_DEPTH} spans" in result.stderr
+    assert snapshot(env) == before
+
+
+def test_a_real_process_refuses_deep_nesting_with_one_line(tmp_path):
+    """The RecursionError traceback this replaces came from a real process: check one."""
+    import subprocess
+    import sys
+
+    bad = tmp_path / "deep.jsonl"
+    bad.write_text(_otlp(GENAI_SPANS) + "\n" + '{"resourceSpans": ' + "[" * 5000 + "]" * 5000 + "}\n")
+    home = tmp_path / "home"
+    done = subprocess.run([sys.executable, "-m", "otel_agents", "import", str(bad), *storage(home)],
+                          capture_output=True, text=True, env={**__import__("os").environ, "OTEL_TRACES_EXPORTER": "none"})
+    assert done.returncode == 2
+    assert done.stderr == f"Error: {bad}:2: nesting deeper than 64\n"
+    assert not home.exists()
+
+
+# --- property: mutated documents never give a traceback nor a partial write ---------------
+
+_WRONG_VALUES = st.sampled_from([None, -1, -2.5, 0, 3.5, "x", "-7", "NaN", "Infinity", True, [], {}, [1, "a"],
+                                 {"stringValue": 5}, {"intValue": "-3"}, {"doubleValue": "NaN"}, 2**70, "msg_x"])
+
+
+def _places(value, steps=()):
+    """Every place in a JSON value: (steps to it, whether it is a container)."""
+    yield steps, isinstance(value, (dict, list))
+    children = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for step, child in children:
+        yield from _places(child, steps + (step,))
+
+
+def _mutate(doc, data):
+    places = [p for p, _ in _places(doc) if p]
+    for _ in range(data.draw(st.integers(1, 3), label="mutations")):
+        if not places:
+            break
+        steps = data.draw(st.sampled_from(places), label="place")
+        parent = doc
+        try:
+            for step in steps[:-1]:
+                parent = parent[step]
+            last = steps[-1]
+            parent[last]  # still there after earlier mutations?
+        except (KeyError, IndexError, TypeError):
+            continue
+        if not isinstance(parent, (dict, list)):  # a string replaced what held it
+            continue
+        action = data.draw(st.sampled_from(["replace", "delete", "nest"]), label="action")
+        if action == "delete":
+            del parent[last]
+        elif action == "nest":
+            depth = data.draw(st.sampled_from([3, 60, 70, 400]), label="depth")
+            value = parent[last]
+            for _ in range(depth):
+                value = [value]
+            parent[last] = value
+        else:
+            parent[last] = data.draw(_WRONG_VALUES, label="value")
+    return doc
+
+
+@pytest.fixture(scope="module")
+def template_home(tmp_path_factory):
+    """A home holding two imported sessions and ledger records, copied for each example."""
+    home = tmp_path_factory.mktemp("template") / "home"
+    saved = home.parent / "saved.json"
+    saved.write_text(_otlp(GENAI_SPANS).replace("8" * 32, "7" * 32).replace("conv-prop", "conv-saved"))
+    assert invoke("import", FIXTURES / "otlp" / "example_trace.json", saved, *storage(home)).exit_code == 0
+    assert (home / "billing.jsonl").stat().st_size > 0
+    return home
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data(), pretty=st.booleans())
+def test_mutated_documents_import_whole_or_not_at_all(template_home, tmp_path, data, pretty):
+    import shutil
+    import tempfile
+
+    doc = _mutate(json.loads(_otlp(GENAI_SPANS)), data)
+    work = Path(tempfile.mkdtemp(dir=tmp_path))
+    home = work / "home"
+    shutil.copytree(template_home, home)
+    before = snapshot(home)
+    path = work / "mutated.json"
+    path.write_text(json.dumps(doc, indent=2 if pretty else None))
+    result = CliRunner().invoke(cli, ["import", str(path), *storage(home)], catch_exceptions=False)
+    assert result.exit_code in (0, 2), result.output
+    event(f"exit {result.exit_code}")
+    if result.exit_code == 2:
+        (line,) = result.stderr.strip().splitlines()
+        assert line.startswith(f"Error: {path}:"), line
+        assert snapshot(home) == before
+    else:
+        after = snapshot(home)
+        # The saved session is another trace's: untouched; the ledger only grew.
+        assert {k: v for k, v in after.items() if k in before and k != "billing.jsonl"} == \
+            {k: v for k, v in before.items() if k != "billing.jsonl"}
+        assert after["billing.jsonl"][0].startswith(before["billing.jsonl"][0])
+        for created in {Path(k).parts[1] for k in after if k.startswith("sessions/") and k not in before}:
+            verified = invoke("sessions", "verify", created, *storage(home))
+            assert verified.exit_code == 0, verified.output

@@ -51,11 +51,12 @@ def test_list_show_verify_rm(env):
     assert listed.exit_code == 0
     rows = listed.stdout.splitlines()
     assert rows[0].split()[:5] == ["ID", "CREATED", "RUNS", "STATUS", "COST"]
-    assert [r.split()[0] for r in rows[1:]] == [first, second]
+    assert [r.split()[0] for r in rows[1:]] == [second, first]  # newest first (issue 16: as the README says)
     assert all(" ok " in r and PROMPT in r for r in rows[1:])
 
     as_json = json.loads(invoke("sessions", "list", "--json").stdout)
-    assert [s["id"] for s in as_json] == [first, second]
+    assert [s["id"] for s in as_json] == [second, first]
+    assert as_json[1]["runs"] == 1 and as_json[1]["totals"]["llm_calls"] == 13 and as_json[1]["status"] == "ok"
     assert as_json[0]["runs"] == 1 and as_json[0]["totals"]["llm_calls"] == 13 and as_json[0]["status"] == "ok"
 
     shown = invoke("sessions", "show", first)
@@ -298,3 +299,14 @@ def test_a_path_with_a_nul_byte_is_a_usage_error(env, args):
     assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
     assert result.exit_code == 2 and "contains a NUL byte" in result.stderr, result.output
     assert not (env / "sessions").exists()
+
+
+def test_readme_help_and_listing_agree_on_the_order(env):
+    """Issue 16: the README said newest first while --help and the code said oldest first."""
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    (line,) = [l for l in readme.splitlines() if l.startswith("otel-agents sessions list")]
+    assert "newest first" in line
+    assert "newest first" in invoke("sessions", "list", "--help").stdout
+    assert "newest first" in invoke("sessions", "--help").stdout

@@ -71,3 +71,30 @@ def test_missing_file_and_bad_json(tmp_path):
     bad.write_text('{"name": "x",\n  "agents": }')
     with pytest.raises(ScriptError, match=r"invalid JSON at line 2 column 13"):
         load_script(str(bad))
+
+
+def test_nesting_past_the_limit_names_the_line_and_runs_nothing(tmp_path, home):
+    """Deep nesting ended in a RecursionError traceback; now it is one line and exit 2."""
+    from click.testing import CliRunner
+
+    from otel_agents.cli import cli
+    from otel_agents.json_nesting import MAX_DEPTH
+
+    deep = "[" * (MAX_DEPTH + 1) + "]" * (MAX_DEPTH + 1)
+    path = tmp_path / "deep.json"
+    path.write_text('{"name": "x",\n "agents": {"main": ["hi"]},\n "prompts": ' + deep * 300 + "}")
+    with pytest.raises(ScriptError) as caught:
+        load_script(str(path))
+    assert str(caught.value) == f"{path.resolve()}:3: nesting deeper than {MAX_DEPTH}"
+    # Exactly at the limit is an ordinary script (refused for its content, not its depth).
+    at_limit = '{"name": "x", "agents": {"main": [{"text": "a", "tool_calls": [{"name": "t", "arguments": ' \
+        + '{"a": ' * (MAX_DEPTH - 7) + "1" + "}" * (MAX_DEPTH - 7) + "}]}]}}"
+    path.write_text(at_limit)
+    assert load_script(str(path)).agents["main"][0].tool_calls[0].name == "t"
+    path.write_text('{"name": "x",\n "agents": {"main": ["hi"]},\n "prompts": ' + deep * 300 + "}")
+    result = CliRunner().invoke(cli, ["run", "--script", str(path), "hello"])
+    assert result.exit_code == 2, result.output
+    # A usage error, as every script error (click's usage lines, then the one error line).
+    assert result.stderr.strip().splitlines()[-1] == f"Error: {path.resolve()}:3: nesting deeper than {MAX_DEPTH}"
+    assert "Traceback" not in result.stderr
+    assert not home.exists() or not any(home.rglob("*.jsonl"))  # no session, no ledger line

@@ -418,3 +418,107 @@ def test_a_key_with_a_line_break_is_quoted_in_the_one_line_error():
         decode_trace_text(json.dumps(doc), "fuzzed.json")
     message = str(info.value)
     assert "\n" not in message and 'processes["p\\n1"]' in message, message
+
+
+# --- values the tree and ledger read: refused with the line of the value -----------------
+
+
+def _attr(key, kind, value):
+    return {"key": key, "value": {kind: value}}
+
+
+RECORD_EVENT = {"timeUnixNano": "1700000000500000000", "name": "transcript_entry", "attributes": [
+    _attr("otel_agents.event.message_id", "stringValue", "msg_000001"),
+    _attr("otel_agents.event.agent_id", "stringValue", "agent_001"),
+    _attr("otel_agents.event.role", "stringValue", "user"), _attr("otel_agents.event.content", "stringValue", "hi")]}
+
+# (what to change on the second span, the place the error names, what it says)
+INVALID_FIELDS = [
+    ({"attributes": [_attr("gen_ai.usage.input_tokens", "intValue", "-5")]},
+     "attributes[0]", "gen_ai.usage.input_tokens: expected a non-negative integer, got -5"),
+    ({"attributes": [_attr("x", "stringValue", "y"), _attr("gen_ai.usage.output_tokens", "doubleValue", 2.5)]},
+     "attributes[1]", "gen_ai.usage.output_tokens: expected a non-negative integer, got 2.5"),
+    ({"attributes": [_attr("gen_ai.usage.cost", "doubleValue", "NaN")]},
+     "attributes[0]", "gen_ai.usage.cost: expected a finite non-negative number, got nan"),
+    ({"attributes": [_attr("gen_ai.usage.cost", "doubleValue", -1)]},
+     "attributes[0]", "gen_ai.usage.cost: expected a finite non-negative number, got -1.0"),
+    ({"attributes": [_attr("gen_ai.usage.cost", "stringValue", "cheap")]},
+     "attributes[0]", "gen_ai.usage.cost: expected a finite non-negative number, got 'cheap'"),
+    ({"attributes": [_attr("otel_agents.response.message_id", "stringValue", "reply-1")]},
+     "attributes[0]", "otel_agents.response.message_id: expected a message id msg_<digits>"),
+    ({"attributes": [_attr("otel_agents.tool.chars_in", "stringValue", "many")]},
+     "attributes[0]", "otel_agents.tool.chars_in: expected a non-negative integer, got 'many'"),
+    ({"attributes": [_attr("gen_ai.conversation.id", "intValue", "7")]},
+     "attributes[0]", "gen_ai.conversation.id: expected a string, got 7"),
+    ({"events": [{**RECORD_EVENT, "attributes": RECORD_EVENT["attributes"][1:]
+                  + [_attr("otel_agents.event.message_id", "stringValue", "m1")]}]},
+     "events[0]", "record: message_id 'm1' is not of the form msg_<digits>"),
+    ({"startTimeUnixNano": "1700000002000000000"},
+     "endTimeUnixNano", "the span ends (1700000001000000000) before it starts (1700000002000000000)"),
+    ({"traceId": "0123456789abcdef0123456789abcde"}, "traceId", "invalid id"),
+    ({"spanId": "a1"}, "spanId", "invalid id 'a1'"),
+]
+
+
+@pytest.mark.parametrize("change, place, expected", INVALID_FIELDS)
+def test_values_the_tree_reads_are_checked_and_named_by_line(change, place, expected):
+    good = otlp_span("00000000000000a1", events=[RECORD_EVENT])
+    bad = otlp_span("00000000000000a2", parent="00000000000000a1", **change)
+    doc = otlp_doc(good, bad)
+    # One document per line: the line of the document.
+    lines = json.dumps(otlp_doc(otlp_span("00000000000000ff"))) + "\n" + json.dumps(doc) + "\n"
+    assert error_of(lines, "t.jsonl").startswith(f"t.jsonl:2: resourceSpans[0].scopeSpans[0].spans[1].{place}: {expected}")
+    # A pretty-printed document: the line of the value itself.
+    pretty = json.dumps(doc, indent=2)
+    message = error_of(pretty, "t.json")
+    line = int(message.split(":")[1])
+    assert message.startswith(f"t.json:{line}: resourceSpans[0].scopeSpans[0].spans[1].{place}: {expected}")
+    text_lines = pretty.splitlines()
+    first_key = place.split("[")[0]
+    if "[" in place:  # the line opening the item: its first member follows
+        assert text_lines[line - 1].strip() == "{" and place.startswith(first_key)
+        index = int(place.split("[")[1].rstrip("]"))
+        item = bad[first_key][index]
+        assert text_lines[line].strip().startswith(json.dumps(next(iter(item)))), (line, text_lines[line])
+    else:
+        assert text_lines[line - 1].strip().startswith(f'"{first_key}"')
+
+
+def test_jaeger_values_are_checked_too():
+    trace = {"traceID": "ab" * 16, "processes": {"p1": {"serviceName": "s"}}, "spans": [
+        {"traceID": "ab" * 16, "spanID": "cd" * 8, "operationName": "chat m", "startTime": 5, "duration": 3,
+         "processID": "p1", "tags": [{"key": "a", "type": "string", "value": "b"},
+                                     {"key": "gen_ai.usage.output_tokens", "type": "float64", "value": 2.5}]}]}
+    text = json.dumps({"data": [trace]}, indent=2)
+    line = [l.strip() for l in text.splitlines()].index('"key": "gen_ai.usage.output_tokens",')  # the line before opens the tag
+    message = error_of(text, "j.json")
+    assert message.startswith(f"j.json:{line}: data[0].spans[0].tags[1]: gen_ai.usage.output_tokens: expected a non-negative")
+    trace["spans"][0]["tags"].pop()
+    trace["spans"][0]["duration"] = -3
+    assert "data[0].spans[0].duration: the span ends (2000) before it starts (5000)" in error_of(json.dumps({"data": [trace]}))
+
+
+def test_spans_nested_too_deep_are_refused_at_the_first_too_deep():
+    from otel_agents.persistence.import_checks import MAX_SPAN_DEPTH
+
+    spans = [otlp_span(f"{i:016x}", parent=f"{i - 1:016x}" if i > 1 else None) for i in range(1, MAX_SPAN_DEPTH + 2)]
+    assert len(decode_otlp_json(otlp_doc(*spans[:-1]))) == MAX_SPAN_DEPTH
+    message = error_of(json.dumps(otlp_doc(*reversed(spans))), "deep.json")
+    assert message == f"deep.json:1: resourceSpans[0].scopeSpans[0].spans[0]: spans nested deeper than {MAX_SPAN_DEPTH} (parent links)"
+
+
+def test_nesting_past_the_limit_is_refused_before_parsing(tmp_path):
+    from otel_agents.json_nesting import MAX_DEPTH
+
+    value = {"stringValue": "x"}
+    for _ in range(MAX_DEPTH):
+        value = {"arrayValue": {"values": [value]}}
+    doc = json.dumps(otlp_doc(otlp_span(attributes=[{"key": "k", "value": value}])))
+    path = tmp_path / "deep.jsonl"
+    path.write_text(json.dumps(otlp_doc(otlp_span("00000000000000b1"))) + "\n" + doc + "\n")
+    with pytest.raises(ImportFormatError, match=rf"^{path}:2: nesting deeper than {MAX_DEPTH}$"):
+        read_trace_file(path)
+    # Far deeper than any parser takes (a RecursionError before): the same one line.
+    assert error_of("[" * 100_000 + "]" * 100_000) == f"bad.json:1: nesting deeper than {MAX_DEPTH}"
+    with pytest.raises(ImportFormatError, match="nesting deeper than"):
+        decode_otlp_json("[" * 5000 + "]" * 5000)

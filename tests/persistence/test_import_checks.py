@@ -1,0 +1,103 @@
+"""What the tree and ledger read from an imported span: each rule refuses its bad values, real spans pass."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from otel_agents.persistence.import_checks import MAX_SPAN_DEPTH, span_problem, too_deep
+from otel_agents.persistence.importers import read_trace_file
+from otel_agents.tracing import semconv as sc
+from otel_agents.tracing.records import make_record, to_span_attributes
+from otel_agents.tracing.spandata import EventData, SpanData
+
+FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures"
+
+
+def chat(**attributes) -> SpanData:
+    base = {sc.GEN_AI_OPERATION_NAME: "chat", sc.GEN_AI_USAGE_INPUT_TOKENS: 10, sc.GEN_AI_USAGE_COST: 0.5}
+    return SpanData(trace_id="1" * 32, span_id="2" * 16, parent_span_id=None, name="chat m", kind="CLIENT",
+                    start_ns=5, end_ns=9, attributes={**base, **attributes})
+
+
+def test_every_fixture_and_a_span_with_every_checked_key_pass():
+    for path in sorted(p for p in FIXTURES.rglob("*") if p.is_file()):
+        assert [span_problem(s) for s in read_trace_file(path) if span_problem(s)] == [], path
+    assert span_problem(chat(**{
+        sc.GEN_AI_USAGE_OUTPUT_TOKENS: 0, sc.GEN_AI_USAGE_COST: 0, sc.LLM_LATENCY_MS: 1.5, sc.LLM_ATTEMPT: 2,
+        sc.RESPONSE_MESSAGE_ID: "msg_000012", sc.RESUMED_FROM: "a" * 32 + ":" + "b" * 16, sc.TOOL_STATUS: "denied",
+        sc.AGENT_TOOLS: ["task"], sc.CANCELLED: False, sc.total_attr("self", "cost_usd"): 1,
+    })) is None
+    assert span_problem(chat(**{sc.AGENT_TOOLS: '["task"]'})) is None  # Jaeger carries lists as JSON text
+
+
+@pytest.mark.parametrize("key, value, expected", [
+    (sc.GEN_AI_USAGE_INPUT_TOKENS, -5, "expected a non-negative integer, got -5"),
+    (sc.GEN_AI_USAGE_OUTPUT_TOKENS, 2.5, "expected a non-negative integer, got 2.5"),
+    (sc.GEN_AI_USAGE_CACHE_READ, 3.0, "expected a non-negative integer, got 3.0"),
+    (sc.GEN_AI_USAGE_REASONING, "7", "expected a non-negative integer, got '7'"),
+    (sc.GEN_AI_USAGE_CACHE_WRITE, True, "expected a non-negative integer, got True"),
+    (sc.GEN_AI_USAGE_COST, float("nan"), "expected a finite non-negative number, got nan"),
+    (sc.GEN_AI_USAGE_COST, float("inf"), "expected a finite non-negative number, got inf"),
+    (sc.GEN_AI_USAGE_COST, -0.01, "expected a finite non-negative number, got -0.01"),
+    (sc.GEN_AI_USAGE_COST, "0.1", "expected a finite non-negative number, got '0.1'"),
+    (sc.TOOL_CHARS_IN, "abc", "expected a non-negative integer, got 'abc'"),
+    (sc.LLM_LATENCY_MS, -1, "expected a finite non-negative number"),
+    (sc.RUN_INDEX, 0, "expected a positive integer, got 0"),
+    (sc.LLM_ATTEMPT, "1", "expected a positive integer"),
+    (sc.RESPONSE_MESSAGE_ID, "m12", "expected a message id msg_<digits>, got 'm12'"),
+    (sc.CONTEXT_LAST_MESSAGE_ID, 12, "expected a message id msg_<digits>, got 12"),
+    (sc.TOOL_RESULT_MESSAGE_ID, "msg_12x", "expected a message id msg_<digits>"),
+    (sc.RESUMED_FROM, "abc:def", "expected <32 hex digits>:<16 hex digits>"),
+    (sc.TOOL_STATUS, "maybe", "expected ok, failed or denied, got 'maybe'"),
+    (sc.AGENT_TOOLS, [1, 2], "expected a list of strings"),
+    (sc.SESSION_ID, 42, "expected a string, got 42"),
+    (sc.GEN_AI_OPERATION_NAME, ["chat"], "expected a string"),
+    (sc.CANCELLED, "yes", "expected a boolean, got 'yes'"),
+])
+def test_each_attribute_rule_names_the_key_and_the_value(key, value, expected):
+    problem = span_problem(chat(**{key: value}))
+    assert problem is not None and problem.part == "attributes" and problem.key == key
+    assert problem.message.startswith(f"{key}: {expected}")
+
+
+def test_records_must_be_well_formed():
+    good = make_record("transcript_entry", "msg_000003", agent_id="agent_001", role="user", content="hi")
+    event = EventData("transcript_entry", 7, to_span_attributes(good))
+    assert span_problem(dataclasses.replace(chat(), events=(EventData("other", 1, {}), event))) is None
+    for change, expected in [
+        ({"otel_agents.event.message_id": "m3"}, "record: message_id 'm3' is not of the form msg_<digits>"),
+        ({"otel_agents.event.role": "robot"}, "record: msg_000003: role must be one of"),
+        ({"otel_agents.event.tool_calls": "[not json"}, "record: "),
+    ]:
+        bad = EventData("transcript_entry", 7, {**event.attributes, **change})
+        problem = span_problem(dataclasses.replace(chat(), events=(EventData("other", 1, {}), bad)))
+        assert problem is not None and problem.part == "event" and problem.event == 1
+        assert problem.message.startswith(expected), problem.message
+    missing = EventData("agent_created", 7, {})
+    assert "has no message_id" in span_problem(dataclasses.replace(chat(), events=(missing,))).message
+
+
+def test_times_must_be_in_order():
+    assert span_problem(dataclasses.replace(chat(), start_ns=-1)).part == "start"
+    problem = span_problem(dataclasses.replace(chat(), start_ns=10, end_ns=9))
+    assert problem.part == "end" and "ends (9) before it starts (10)" in problem.message
+    assert span_problem(dataclasses.replace(chat(), end_ns=None)) is None  # unfinished is fine
+
+
+def chain(length: int, trace: str = "1" * 32) -> list[SpanData]:
+    return [SpanData(trace_id=trace, span_id=f"{i:016x}", parent_span_id=f"{i - 1:016x}" if i > 1 else None,
+                     name="op", kind="INTERNAL", start_ns=i, end_ns=10**6) for i in range(1, length + 1)]
+
+
+def test_span_nesting_depth():
+    assert too_deep(chain(MAX_SPAN_DEPTH)) is None
+    spans = chain(MAX_SPAN_DEPTH + 1)
+    assert too_deep(spans) is spans[-1]
+    assert too_deep(list(reversed(spans))) is spans[-1]  # whatever the order
+    assert too_deep(chain(MAX_SPAN_DEPTH) + chain(MAX_SPAN_DEPTH, "2" * 32)) is None  # per trace
+    looped = chain(3)
+    looped[0] = dataclasses.replace(looped[0], parent_span_id=looped[-1].span_id)
+    assert too_deep(looped, 5) is None  # a cycle ends (the decoders refuse it on their own)
