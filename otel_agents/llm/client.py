@@ -263,6 +263,7 @@ class LLMClient:
             name, kind=SpanKind.CLIENT, attributes=self._start_attributes(request, attempt),
             record_exception=False, set_status_on_exception=False,
         ) as span, marks_cancellation(span):
+            self.telemetry.request_sent(span, kwargs["messages"])
             started = time.perf_counter()
             try:
                 response = await litellm.acompletion(**kwargs)
