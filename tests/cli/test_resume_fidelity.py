@@ -148,3 +148,22 @@ def test_modes_do_not_depend_on_the_umask(tmp_path):
     files = [home / "billing.jsonl", *directory.iterdir()]
     assert {"events.jsonl", "spans.jsonl", "tree.json.gz", "meta.json"} <= {p.name for p in files}
     assert {stat.S_IMODE(p.stat().st_mode) for p in files} == {0o600}
+
+
+def test_an_imported_export_holds_the_redacted_text_and_resumes_from_it(tmp_path):
+    """`import` of an --otlp-file export builds the session from the redacted copy: expected, and said in docs."""
+    script = tmp_path / "echo.json"
+    script.write_text(json.dumps({"name": "echo", "agents": {"main": ["Noted.", "Still noted."]}}))
+    source_home, other_home = tmp_path / "source", tmp_path / "other"
+    otlp_file = tmp_path / "export.jsonl"
+    sid = session_of(cli(source_home, "run", "--script", str(script), "--otlp-file", str(otlp_file),
+                         f"Remember {LABELLED}.", cwd=tmp_path))
+    assert SECRET_VALUE in (source_home / "sessions" / sid / "events.jsonl").read_bytes()
+    imported = cli(other_home, "import", str(otlp_file), cwd=tmp_path)
+    assert imported.returncode == 0, imported.stderr.decode()
+    events = (other_home / "sessions" / sid / "events.jsonl").read_bytes()
+    assert SECRET_VALUE not in events and b"password=[REDACTED]" in events
+    resumed = cli(other_home, "resume", sid, "--script", str(script), "--trace-llm", "Go on.", cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr.decode()
+    assert resumed.stdout.decode().strip() == "Still noted."
+    assert stat.S_IMODE((other_home / "sessions" / sid).stat().st_mode) == 0o700
