@@ -6,13 +6,21 @@ applied) and both id counters, so no id is ever reused. A run that was killed
 may leave an assistant turn whose tool calls have no results; those calls get
 an error result saying the run was interrupted, logged at the start of the next
 run, so the next LLM request is valid.
+
+An agent continues with its saved model unless the resume says otherwise: ``--model``
+moves every agent; a script other than the session's moves the agents on a scripted
+model (``scripted/<old name>``, no longer loaded) to the new script's. Each change is
+recorded on the first resumed run: ``otel_agents.run.model_changes`` on its root span
+and a VRB line ``model changed: <old> -> <new> for N agents``.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
+from opentelemetry import trace
 from opentelemetry.trace import SpanContext, TraceFlags
 
 from otel_agents.persistence.collector import collector_paused
@@ -167,15 +175,42 @@ def restore_session(
     *,
     tools: Iterable[Tool] = (),
     model_override: str | None = None,
+    script_model: str | None = None,
     **session_kwargs: Any,
 ) -> Session:
-    """A Session with every agent, transcript and counter as saved; hooks are the caller's."""
+    """A Session with every agent, transcript and counter as saved; hooks are the caller's.
+
+    ``model_override``: every agent's model; else ``script_model`` (the scripted model of the
+    script resumed with) replaces other scripted models. Changes are recorded on the next run.
+    """
     with collector_paused():  # one transcript entry per record, none of them cyclic
-        return _restore(saved, tuple(tools), model_override, session_kwargs)
+        return _restore(saved, tuple(tools), model_override, script_model, session_kwargs)
+
+
+def continued_model(saved_model: str, model_override: str | None, script_model: str | None) -> str:
+    """The model an agent saved with ``saved_model`` continues with."""
+    if model_override:
+        return model_override
+    if script_model and saved_model.startswith("scripted/"):
+        return script_model  # the old script's model is not loaded: it would fail every call
+    return saved_model
+
+
+def _record_model_changes(session: Session, changes: Counter) -> None:
+    """Say each change on the resumed run's root span, once, inside that run."""
+    described = [f"{old} -> {new} for {count} agent{'s' if count != 1 else ''}"
+                 for (old, new), count in changes.items()]
+
+    def record() -> None:
+        session.telemetry.set_attributes(trace.get_current_span(), {sc.RUN_MODEL_CHANGES: described})
+        for text in described:
+            session.telemetry.log("VRB", f"model changed: {text}")
+
+    session.before_next_run.append(record)
 
 
 def _restore(saved: SavedSession, tool_list: tuple[Tool, ...], model_override: str | None,
-             session_kwargs: dict[str, Any]) -> Session:
+             script_model: str | None, session_kwargs: dict[str, Any]) -> Session:
     if saved.redacted:
         raise ResumeError(
             f"session {saved.session_id} was saved with --redacted-save: message contents were not kept, "
@@ -199,14 +234,19 @@ def _restore(saved: SavedSession, tool_list: tuple[Tool, ...], model_override: s
         **session_kwargs,
     )
     agents: dict[str, Agent] = {}
+    changes: Counter = Counter()  # (saved model, model continued with) -> agents
     for record in records:
         kind = record["event_type"]
         if kind == sc.EVENT_AGENT_CREATED:
             parent = agents.get(record.get("parent")) if record.get("parent") else None
+            saved_model = record.get("language_model") or ""
+            model = continued_model(saved_model, model_override, script_model)
+            if model != saved_model:
+                changes[(saved_model, model)] += 1
             agent = Agent(
                 session,
                 record.get("name") or record["agent_id"],
-                model_override or record.get("language_model") or "",
+                model,
                 tools=tool_list,
                 parent=parent,
                 agent_id=record["agent_id"],
@@ -221,6 +261,8 @@ def _restore(saved: SavedSession, tool_list: tuple[Tool, ...], model_override: s
         elif kind == sc.EVENT_TRANSCRIPT_TRUNCATED:
             agents[record["agent_id"]].replay_truncation(record["keep"])
 
+    if changes:
+        _record_model_changes(session, changes)
     repairs = [(agent, call_id, name) for agent in agents.values() for call_id, name in interrupted_tool_calls(agent)]
     if repairs:
         def repair() -> None:

@@ -9,6 +9,9 @@ Levels: by default only WRN and ERR. ``verbose`` adds one VRB line per LLM and
 tool request/response (latency, sizes, tokens, cost), THK lines for reasoning and
 a FIN line per run. ``trace_llm`` / ``trace_tools`` add TRC lines with the full
 request and response payloads, redacted and capped.
+
+The console is a copy that leaves the session: spans and records hold content as the
+model was sent it, so every line is redacted here (``redaction.redact``).
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from opentelemetry.trace import Span as ApiSpan
 
 from otel_agents.tracing import semconv as sc
 from otel_agents.tracing.records import message_from_record
-from otel_agents.tracing.redaction import redact
+from otel_agents.tracing.redaction import redact, redact_text
 
 TXN_PREFIX = 8
 TRACE_CAP = 4096  # bytes of payload per TRC line
@@ -42,6 +45,11 @@ def _cap(text: str, cap: int = TRACE_CAP) -> str:
     if len(raw) <= cap:
         return text
     return raw[:cap].decode("utf-8", "ignore") + f"…[{len(raw) - cap} more bytes]"
+
+
+def _payload(value: Any) -> str:
+    """A TRC payload: redacted before it is capped, so no cut can leave half a secret unmatched."""
+    return _cap(json.dumps(redact(value), ensure_ascii=False))
 
 
 def _one_line(text: str) -> str:
@@ -71,7 +79,6 @@ class ConsoleRenderer(SpanProcessor):
     label_of: Callable[[str], str | None]
     options: ConsoleOptions = field(default_factory=ConsoleOptions)
     out: TextIO = field(default_factory=lambda: sys.stderr)
-    _transcripts: dict[str, list[dict[str, Any]]] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     # --- line assembly ---
@@ -82,25 +89,25 @@ class ConsoleRenderer(SpanProcessor):
         attributes = getattr(span, "attributes", None) or {}
         kind, ident = kind_and_id(getattr(span, "name", ""), attributes)
         label = self.label_of(format(ctx.span_id, "016x")) or "?"
-        line = f"[txn:{format(ctx.trace_id, '032x')[:TXN_PREFIX]}] {label} {kind}/{ident}: {level} {message}"
+        line = redact_text(f"[txn:{format(ctx.trace_id, '032x')[:TXN_PREFIX]}] {label} {kind}/{ident}: {level} {message}")
         with self._lock:
             print(line, file=self.out, flush=True)
 
     # --- live records and logs (Telemetry listener) ---
     def on_record(self, span: ApiSpan, record: Mapping[str, Any], ts_ns: int) -> None:
         if not (self.options.trace_llm or self.options.trace_tools):
-            return  # transcripts are kept only to show requests and results
-        kind = record.get("event_type")
-        agent_id = record.get("agent_id")
-        if kind == sc.EVENT_TRANSCRIPT_ENTRY:
-            self._transcripts.setdefault(agent_id, []).append(message_from_record(record))
+            return
+        if record.get("event_type") == sc.EVENT_TRANSCRIPT_ENTRY:
             operation = (getattr(span, "attributes", None) or {}).get(sc.GEN_AI_OPERATION_NAME)
             if operation == sc.OP_CHAT and self.options.trace_llm:
-                self._emit(span, "TRC", "response " + _cap(json.dumps(message_from_record(record), ensure_ascii=False)))
+                self._emit(span, "TRC", "response " + _payload(message_from_record(record)))
             elif operation == sc.OP_EXECUTE_TOOL and self.options.trace_tools and record.get("role") == "tool":
-                self._emit(span, "TRC", "result " + _cap(json.dumps(record.get("content"), ensure_ascii=False)))
-        elif kind == sc.EVENT_TRANSCRIPT_TRUNCATED:
-            del self._transcripts.setdefault(agent_id, [])[record.get("keep", 0):]
+                self._emit(span, "TRC", "result " + _payload(record.get("content")))
+
+    def on_request(self, span: ApiSpan, messages: list[dict[str, Any]]) -> None:
+        """The messages an LLM attempt sends, whole (a resumed agent's history included)."""
+        if self.options.trace_llm:
+            self._emit(span, "TRC", "request " + _payload(messages))
 
     def on_log(self, span: ApiSpan, level: str, message: str, ts_ns: int) -> None:
         if level in ("WRN", "ERR") or (level in ("THK", "VRB", "FIN") and self.options.verbose) or (
@@ -117,10 +124,6 @@ class ConsoleRenderer(SpanProcessor):
                 self._emit(span, "VRB", f"request attempt {attributes.get(sc.LLM_ATTEMPT, 1)}: "
                            f"{attributes.get(sc.CONTEXT_MESSAGE_COUNT, 0)} messages, "
                            f"{attributes.get(sc.CONTEXT_CHARS, 0)} chars")
-            if self.options.trace_llm:
-                messages = self._transcripts.get(str(attributes.get(sc.CONTEXT_AGENT_ID)), [])
-                count = int(attributes.get(sc.CONTEXT_MESSAGE_COUNT, len(messages)))
-                self._emit(span, "TRC", "request " + _cap(json.dumps(redact(messages[:count]), ensure_ascii=False)))
         elif operation == sc.OP_EXECUTE_TOOL and self.options.verbose:
             self._emit(span, "VRB", f"request: {attributes.get(sc.TOOL_CHARS_IN, 0)} chars of arguments")
 

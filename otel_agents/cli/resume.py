@@ -165,6 +165,7 @@ def _resume_owned(session_dir, session_id, prompts, script_name, model_opts, otl
         session = restore_session(
             saved,
             model_override=None if resolved == script.model else resolved,
+            script_model=script.model,  # agents on another script's scripted model move to this one's
             telemetry=tracing.telemetry,
             llm=llm,
             max_turns=model_opts.max_turns,
@@ -196,7 +197,10 @@ def _resume_owned(session_dir, session_id, prompts, script_name, model_opts, otl
 @click.command()
 @click.argument("session_id")
 @click.argument("prompts", nargs=-1)
-@click.option("--script", "script_name", help="Script to continue with (default: the one the session ran with).")
+@click.option("--script", "script_name",
+              help="Script to continue with (default: the one the session ran with). Agents on another "
+                   "script's model (scripted/<name>) move to this script's; --model moves every agent. "
+                   "Each change is recorded on the run (otel_agents.run.model_changes).")
 @model_options
 @output_options
 @storage_options

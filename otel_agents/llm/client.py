@@ -22,6 +22,7 @@ from otel_agents.llm.pricing import PriceTable, Usage
 from otel_agents.llm.retry import RetryPolicy, error_type, is_transient
 from otel_agents.llm.accounting import charge_llm
 from otel_agents.tracing import semconv as sc
+from otel_agents.tracing.credentials import add_credential
 from otel_agents.tracing.redaction import redact_text
 from otel_agents.tracing.telemetry import Telemetry, marks_cancellation
 
@@ -166,6 +167,9 @@ class LLMClient:
     # trace id -> ids of the tool definitions already on a chat span of that trace
     _tools_sent: dict[int, set[str]] = field(default_factory=dict, init=False, repr=False)
 
+    def __post_init__(self) -> None:
+        add_credential(self.api_key)  # it travels in a header only: never in a span, file or line
+
     def use_script(self, script: Any) -> str:
         """Answer ``scripted/<name>`` calls from ``script`` (an ``llm.scripts.Script``); returns that model."""
         self.scripts.append(script)
@@ -273,6 +277,7 @@ class LLMClient:
             name, kind=SpanKind.CLIENT, attributes=self._start_attributes(request, attempt),
             record_exception=False, set_status_on_exception=False,
         ) as span, marks_cancellation(span):
+            self.telemetry.request_sent(span, kwargs["messages"])
             started = time.perf_counter()
             try:
                 response = await litellm.acompletion(**kwargs)

@@ -2,7 +2,8 @@
 
 The data goes to a temporary file in the same directory (so the rename cannot
 cross filesystems), which is fsynced, renamed over the target, and then the
-directory is fsynced so the rename itself survives a power cut.
+directory is fsynced so the rename itself survives a power cut. The new file is
+owner-only (0600), like every file of a session.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ import os
 import tempfile
 from pathlib import Path
 from typing import Callable
+
+from otel_agents.persistence.private import FILE_MODE
 
 TEMP_SUFFIX = ".tmp"
 
@@ -35,7 +38,7 @@ def atomic_write(
     temp = Path(temp_name)
     try:
         with os.fdopen(fd, "wb") as handle:
-            os.fchmod(handle.fileno(), _default_mode())  # mkstemp's 0600 would hide the file from its owner's group
+            os.fchmod(handle.fileno(), FILE_MODE)  # owner-only, as mkstemp made it, whatever the umask
             handle.write(data)
             handle.flush()
             if durable:
@@ -49,12 +52,6 @@ def atomic_write(
     if durable:
         fsync_dir(path.parent)
     return len(data)
-
-
-def _default_mode() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return 0o666 & ~mask
 
 
 def fsync_dir(directory: Path) -> None:

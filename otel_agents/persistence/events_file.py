@@ -21,6 +21,7 @@ from otel_agents.tracing.records import RecordError, validate_record
 
 from otel_agents.persistence.collector import collector_paused
 from otel_agents.persistence.notices import Warn, stderr_warning
+from otel_agents.persistence.private import open_private_append
 from otel_agents.persistence.timestamps import iso_ts, parse_iso_ts
 
 EVENTS_FILE = "events.jsonl"
@@ -66,7 +67,7 @@ class EventsWriter:
             cut = repair_torn_tail(self.path)
             if cut:
                 self.warn(f"{self.path}: removed a torn last line ({cut} bytes) left by an interrupted writer")
-            self._handle = open(self.path, "ab")
+            self._handle = open_private_append(self.path)
         return self._handle
 
     def append(self, record: Mapping[str, Any], ts_ns: int, trace_id: str | None, span_id: str | None) -> None:

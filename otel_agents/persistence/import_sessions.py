@@ -47,6 +47,7 @@ from otel_agents.persistence.journal import (
 from otel_agents.persistence.import_checks import MAX_SPAN_DEPTH, too_deep
 from otel_agents.persistence.ledger_records import ledger_records
 from otel_agents.persistence.notices import stderr_warning
+from otel_agents.persistence.private import open_private_append
 from otel_agents.persistence.paths import InvalidSessionId, Paths
 from otel_agents.persistence.store import (
     SessionStore,
@@ -377,7 +378,7 @@ def _write_session(store: SessionStore, plan: SessionImport) -> None:
             events.append(line.record, _ns(line.ts), line.trace_id, line.span_id)
     finally:
         events.close()
-    store.events_path.touch()  # a session of another software's trace has no records, but the file is part of it
+    open_private_append(store.events_path).close()  # a session of another software's trace has no records, but the file is part of it
     lines: list[dict[str, Any]] = []
     contexts: set[str] = set()
     for span in plan.new_spans:

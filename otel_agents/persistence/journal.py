@@ -37,6 +37,7 @@ import orjson
 
 from otel_agents.persistence.events_file import EventLine, repair_torn_tail
 from otel_agents.persistence.notices import Warn, stderr_warning
+from otel_agents.persistence.private import open_private_append
 from otel_agents.persistence.timestamps import parse_iso_ts
 from otel_agents.tracing import semconv as sc
 from otel_agents.tracing.records import from_span_event, to_span_attributes
@@ -179,7 +180,7 @@ class JournalWriter:
             cut = repair_torn_tail(self.path, _is_whole_line)
             if cut:
                 self.warn(f"{self.path}: removed a torn last line ({cut} bytes) left by an interrupted writer")
-            self._handle = open(self.path, "ab")
+            self._handle = open_private_append(self.path)
         return self._handle
 
     def write(self, lines: Iterable[Mapping[str, Any]]) -> None:

@@ -31,6 +31,7 @@ from typing import IO, Callable, Iterable, Iterator, Mapping
 
 import orjson
 
+from otel_agents.persistence.private import FILE_MODE, make_private_dir, private_fd
 from otel_agents.persistence.tree_shape import TOKEN_KEYS
 from otel_agents.tracing.redaction import MARKER, is_secret_key, redact, redact_text
 
@@ -141,7 +142,7 @@ def _open_locked(billing_file: Path) -> int:
     """
     while True:
         try:
-            fd = os.open(billing_file, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+            fd = private_fd(os.open(billing_file, os.O_RDWR | os.O_APPEND | os.O_CREAT, FILE_MODE))
         except OSError as exc:
             raise _unopenable(billing_file, exc) from None
         try:
@@ -201,7 +202,7 @@ class LedgerAppender:
         lines = [(_line(r), r["record_id"]) for r in records]  # validate before touching the file
         if not lines:
             return 0
-        self.billing_file.parent.mkdir(parents=True, exist_ok=True)
+        make_private_dir(self.billing_file.parent, own_existing=False)
         fd = _open_locked(self.billing_file)
         try:
             self._catch_up(fd)
@@ -288,7 +289,7 @@ def rewrite_records(
     leaves the ledger untouched. Returns the number of records written, or None.
     """
     billing_file = Path(billing_file)
-    billing_file.parent.mkdir(parents=True, exist_ok=True)
+    make_private_dir(billing_file.parent, own_existing=False)
     fd = _open_locked(billing_file)
     tmp = billing_file.with_name(f".{billing_file.name}.{os.getpid()}.tmp")
     try:
@@ -296,7 +297,7 @@ def rewrite_records(
         if new is None:
             return None
         data = b"".join(_line(r) for r in new)
-        with open(tmp, "wb") as fh:
+        with os.fdopen(private_fd(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)), "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())

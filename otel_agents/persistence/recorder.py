@@ -58,6 +58,7 @@ from otel_agents.persistence.timestamps import iso_ts, parse_iso_ts
 from otel_agents.persistence.tree import assemble_session, build_tree, merge_trees, span_operation
 from otel_agents.persistence.tree_encoding import TreeEncoder
 from otel_agents.tracing import semconv as sc
+from otel_agents.tracing.redaction import redact
 from otel_agents.tracing.spandata import SpanData, SpanReader, hex_span_id, hex_trace_id
 
 if TYPE_CHECKING:  # imported when first needed: a run with no billing file never loads it
@@ -153,7 +154,9 @@ class SessionRecorder(SpanProcessor):
         self._started: dict[int, SpanData] = {}  # span id -> the span as its start line wrote it
         # span id -> (message id, time) of the records written to events.jsonl, as Telemetry redacted them
         self._recorded: dict[int, set[tuple[str, int]]] = {}
-        self._reader = SpanReader()
+        # The session directory keeps content as sent (credentials scrubbed); --redacted-save
+        # keeps no content, and no pattern-labelled secret in what remains.
+        self._reader = SpanReader(redact_patterns=redact_contents)
         self._finished: dict[int, SpanData] = {}
         # Per trace (hex id): finished spans (earlier runs' included), open span ids, built nodes.
         self._trace_spans: dict[str, list[SpanData]] = {}
@@ -262,7 +265,7 @@ class SessionRecorder(SpanProcessor):
                 recorded = self._recorded.pop(context.span_id, set())
                 started = self._started.pop(context.span_id, None)
                 # Values unchanged since the start's read are not redacted again.
-                data = self._scrub(self._reader.read(span, recorded, started))
+                data = self._scrub(self._reader.read(span, () if self.redact_contents else recorded, started))
                 self._finished[context.span_id] = data
                 self._changed_traces.add(data.trace_id)
                 self._trace_open.get(data.trace_id, set()).discard(context.span_id)
@@ -293,12 +296,12 @@ class SessionRecorder(SpanProcessor):
 
     # ------------------------------------------------------------------ listener
     def _scrub(self, span: SpanData) -> SpanData:
-        # from_readable already redacted secrets; --redacted-save also drops contents.
+        # The reader scrubbed credentials (and redacted secrets with --redacted-save, which drops contents too).
         return redact_span_contents(span) if self.redact_contents else span
 
     def on_record(self, span: trace.Span, record: Mapping[str, Any], ts_ns: int) -> None:
         if self.redact_contents:
-            record = redact_record_contents(record)
+            record = redact_record_contents(redact(record))
         with self._lock:
             if self._store_failed or self._closed:
                 return

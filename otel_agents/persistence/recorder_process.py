@@ -17,7 +17,7 @@ What this changes, and why it is safe:
   process group does not stop it either.
 - Readers: ``meta.json`` names the run's process as the writer and the child as its
   recorder; a session counts as written while either lives (:func:`writer_alive`).
-- Secrets: message contents are redacted by Telemetry before they reach any span;
+- Secrets: credentials are scrubbed by Telemetry before they reach any span;
   the recorder's second pass over attributes happens in the child, and nothing is
   written anywhere before it. The pipe connects two processes of one program.
 - Failures: the child's warnings come back through a second pipe and are said by

@@ -21,6 +21,7 @@ from typing import Any, Callable, Mapping
 import orjson
 
 from otel_agents.persistence.atomic import atomic_write, remove_stale_temps
+from otel_agents.persistence.private import make_private_dir
 from otel_agents.persistence.collector import collector_paused
 from otel_agents.persistence.events_file import EVENTS_FILE
 from otel_agents.persistence.journal import JOURNAL_FILE
@@ -102,7 +103,8 @@ class SessionStore:
         """Make the directory and prove it writable; StoreError (one line) if it is not."""
         directory = Path(sessions_dir) / session_id
         try:
-            directory.mkdir(parents=True, exist_ok=True)
+            make_private_dir(Path(sessions_dir))  # it holds sessions, which keep what models were sent
+            make_private_dir(directory)
             fd, probe = tempfile.mkstemp(prefix=".probe.", dir=directory)
             os.close(fd)
             os.unlink(probe)
@@ -374,7 +376,7 @@ def check_file_writable(path: Path) -> None:
     """Prove a file can be appended to (created if need be) without changing it; StoreError if not."""
     path = Path(path)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_private_dir(path.parent, own_existing=False)
         if path.exists():
             with open(path, "ab"):
                 pass

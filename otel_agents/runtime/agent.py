@@ -161,13 +161,15 @@ class Agent:
                     session_id=self.session.id,
                     context_last_message_id=self.transcript_ids[-1] if self.transcript_ids else None,
                 )
-                result = await self.session.llm.complete(request, on_message=self._log_entry)
+                await self.session.llm.complete(request, on_message=self._log_entry)
                 message_id = self.transcript_ids[-1]
-                calls = result.message.get("tool_calls")
+                # The reply as recorded (credentials scrubbed), as a resumed agent would hold it.
+                message = self.transcript[-1]
+                calls = message.get("tool_calls")
                 if calls:
                     await asyncio.gather(*(self._run_tool_call(call, message_id) for call in calls))
                     continue
-                utterance = LoggedString(result.message.get("content") or "", message_id)
+                utterance = LoggedString(message.get("content") or "", message_id)
                 rejection = await self.session.review(self, utterance)
                 if rejection is None:
                     return utterance

@@ -122,7 +122,8 @@ class Session:
     def log_transcript_entry(
         self, agent_id: str, message: Mapping[str, Any], substance: str | None = None, source: str | None = None
     ) -> tuple[str, dict[str, Any]]:
-        """Returns the message id and the record (unredacted: the transcript keeps the original)."""
+        """Returns the message id and the record as recorded (credentials scrubbed): the transcript
+        holds exactly that, so a resumed agent, rebuilt from the records, sends the same bytes."""
         message_id = self.allocate_message_id()
         record = make_record(
             sc.EVENT_TRANSCRIPT_ENTRY,
@@ -138,8 +139,7 @@ class Session:
             reasoning_content=message.get("reasoning_content"),
             thinking_blocks=message.get("thinking_blocks"),
         )
-        self.telemetry.record(record)
-        return message_id, record
+        return message_id, self.telemetry.record(record)
 
     def log_piece_of_text(self, agent_id: str, content: str, cause: str | list[str]) -> str:
         return self._log(sc.EVENT_PIECE_OF_TEXT, agent_id=agent_id, content=content, cause=cause)

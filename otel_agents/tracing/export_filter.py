@@ -1,8 +1,9 @@
 """What goes to network exporters: capped, optionally content-free, and never fatal.
 
 Local artifacts (``--otlp-file``, session directories) get every span whole. A
-Collector or Jaeger gets a copy shaped so that no single giant value can make a
-receiver reject a whole batch:
+Collector or Jaeger gets a copy, redacted (spans hold content as the model was sent
+it, pattern-labelled secrets included) and shaped so that no single giant value can
+make a receiver reject a whole batch:
 
 1. Content switch: with ``export_content=False`` message contents, tool
    arguments and results (``semconv.CONTENT_ATTRIBUTES`` on spans,
@@ -188,13 +189,14 @@ def encoded_size(spans: Sequence[ReadableSpan]) -> int:
 
 
 def _rebuild(
-    span: ReadableSpan, attributes: Any, events: Sequence[Event], dropped_events: int = 0, status: Status | None = None
+    span: ReadableSpan, attributes: Any, events: Sequence[Event], dropped_events: int = 0, status: Status | None = None,
+    name: str | None = None,
 ) -> ReadableSpan:
     bounded_events = BoundedList(None)
     bounded_events.extend(events)
     bounded_events.dropped = span.dropped_events + dropped_events  # OTLP dropped_events_count
     return ReadableSpan(
-        name=span.name,
+        name=span.name if name is None else name,
         context=span.context,
         parent=span.parent,
         resource=span.resource,
@@ -269,7 +271,7 @@ def filter_span(span: ReadableSpan, limits: ExportLimits | int = ExportLimits(),
         limits = ExportLimits(value_cap=limits)
     events = [
         Event(
-            e.name,
+            redact_text(e.name),
             filter_attributes(redact_attributes(e.attributes or {}), limits, export_content, _CONTENT_EVENT_KEYS, _dropped(e.attributes)),
             e.timestamp,
         )
@@ -283,7 +285,7 @@ def filter_span(span: ReadableSpan, limits: ExportLimits | int = ExportLimits(),
         status = Status(status.status_code, redact_text(status.description))
     if status.description and value_bytes(status.description) > limits.value_cap:
         status = Status(status.status_code, cap_value(status.description, limits.value_cap))
-    return _fit_span(_rebuild(span, attributes, events, status=status), limits)
+    return _fit_span(_rebuild(span, attributes, events, status=status, name=redact_text(span.name)), limits)
 
 
 def chunk_by_size(spans: Sequence[ReadableSpan], limit: int = MAX_BATCH_BYTES) -> list[list[ReadableSpan]]:

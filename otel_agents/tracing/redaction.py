@@ -1,4 +1,12 @@
-"""Secret redaction applied before anything leaves the process.
+"""Secret redaction: what every copy that leaves the session directory goes through.
+
+Two classes of secret. Credentials the process knows (environment variables, header
+values; ``credentials.py``) and the values of secret-named keys (an ``Authorization``
+header) are replaced at the source by :func:`scrub`, so they are written nowhere.
+Pattern-labelled secrets in content (``password=...``, ``sk-...``, bearer tokens) are
+what the model was sent: the session directory keeps them verbatim, so a resumed model
+sees what the original run saw, and :func:`redact` replaces them in every copy that
+leaves it (exporters, ``--otlp-file``, console payloads, ``--redacted-save``, billing export).
 
 Header-like keys have their values replaced whole; key-shaped values (API keys,
 bearer tokens) are replaced wherever they occur inside text, and so are the
@@ -13,9 +21,9 @@ can pass through it any number of times (live, on export, on import).
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
-MARKER = "[REDACTED]"
+from otel_agents.tracing.credentials import MARKER, scrub_text
 
 SECRET_KEYS = frozenset(
     {
@@ -137,6 +145,7 @@ known_safe_key = _KNOWN_SAFE_KEYS.__contains__
 
 
 def redact_text(text: str) -> str:
+    text = scrub_text(text)
     # Every secret shape needs 15 characters, or a ':' or '=' (a keyed value, a cookie
     # header): most attribute values (ids, names, numbers as text) are done here.
     if not text or (len(text) < _MIN_SECRET_CHARS and ":" not in text and "=" not in text):
@@ -162,35 +171,53 @@ def redact(value: Any) -> Any:
 
     A ``(name, value)`` pair whose name is a secret key (a header list) loses its value too.
     """
+    return _walk(value, redact_text)
+
+
+def scrub(value: Any) -> Any:
+    """:func:`redact` of the source: known credentials and secret keys' values only."""
+    return _walk(value, scrub_text)
+
+
+def _walk(value: Any, text: Callable[[str], str]) -> Any:
     if isinstance(value, str):
-        return redact_text(value)
+        return text(value)
     if isinstance(value, dict):
-        return {k: (MARKER if isinstance(k, str) and is_secret_key(k) else redact(v)) for k, v in value.items()}
+        return {k: (MARKER if isinstance(k, str) and is_secret_key(k) else _walk(v, text)) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         if len(value) == 2 and isinstance(value[0], str) and is_secret_key(value[0]):
             pair = [value[0], MARKER]
             return tuple(pair) if isinstance(value, tuple) else pair
-        items = [redact(v) for v in value]
+        items = [_walk(v, text) for v in value]
         return tuple(items) if isinstance(value, tuple) else items
     if isinstance(value, (bytes, bytearray)):
-        text = bytes(value).decode("utf-8", "surrogateescape")
-        redacted = redact_text(text)
-        return value if redacted == text else redacted.encode("utf-8", "surrogateescape")
+        decoded = bytes(value).decode("utf-8", "surrogateescape")
+        changed = text(decoded)
+        return value if changed == decoded else changed.encode("utf-8", "surrogateescape")
     return value
 
 
 def redact_attributes(attributes: Mapping[str, Any]) -> dict[str, Any]:
     """Span/event attributes: values of secret keys replaced whole, all other values redacted."""
+    return _walk_attributes(attributes, redact_text)
+
+
+def scrub_attributes(attributes: Mapping[str, Any]) -> dict[str, Any]:
+    """:func:`redact_attributes` of the source (see :func:`scrub`)."""
+    return _walk_attributes(attributes, scrub_text)
+
+
+def _walk_attributes(attributes: Mapping[str, Any], text: Callable[[str], str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in attributes.items():
         if is_secret_key(key):
             out[key] = MARKER
-        elif type(value) is str:  # the common case, without redact's dispatch
-            out[key] = redact_text(value)
+        elif type(value) is str:  # the common case, without _walk's dispatch
+            out[key] = text(value)
         elif type(value) in _SCALARS:
             out[key] = value
         else:
-            out[key] = redact(value)
+            out[key] = _walk(value, text)
     return out
 
 

@@ -169,7 +169,12 @@ def configure_tracing(options: TracingOptions | None = None) -> Tracing:
         if name == "console":
             from opentelemetry.sdk.trace.export import ConsoleSpanExporter
 
-            exporter: SpanExporter = ConsoleSpanExporter(out=sys.stderr)
+            from otel_agents.tracing.redaction import redact_text
+
+            # Spans hold content as the model was sent it; what the console shows is redacted.
+            exporter: SpanExporter = ConsoleSpanExporter(
+                out=sys.stderr, formatter=lambda span: redact_text(span.to_json()) + os.linesep
+            )
         elif name == "otlp":
             if not endpoint:
                 continue  # nothing configured: nothing sent, nothing said

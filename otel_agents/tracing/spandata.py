@@ -13,7 +13,8 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanKind, StatusCode
 
 from otel_agents.tracing import semconv as sc
-from otel_agents.tracing.redaction import MARKER, is_secret_key, known_safe_key, redact, redact_text
+from otel_agents.tracing.credentials import scrub_text
+from otel_agents.tracing.redaction import MARKER, is_secret_key, known_safe_key, redact, redact_text, scrub
 
 KIND_NAMES = {
     SpanKind.INTERNAL: "INTERNAL",
@@ -26,6 +27,9 @@ STATUS_NAMES = {StatusCode.UNSET: "UNSET", StatusCode.OK: "OK", StatusCode.ERROR
 _MESSAGE_ID_KEY = sc.EVENT_FIELD_PREFIX + "message_id"  # how a record event names its record
 _MISSING = object()
 _SCALARS = (str, int, float, bool)
+# (text, any value): what a copy of a span goes through; pattern redaction or the source's scrub.
+_REDACT = (redact_text, redact)
+_SCRUB = (scrub_text, scrub)
 
 
 @dataclass(frozen=True)
@@ -69,7 +73,7 @@ def hex_span_id(value: int) -> str:
 
 
 def from_readable(span: ReadableSpan) -> SpanData:
-    """Plain data of a finished (or open) SDK span, secrets redacted.
+    """Plain data of a finished (or open) SDK span, secrets redacted (a copy that leaves: ``--otlp-file``).
 
     Redaction here catches what never went through Telemetry: the SDK's own exception
     events (``exception.message``/``exception.stacktrace``), ``set_status`` descriptions
@@ -84,32 +88,40 @@ class SpanReader:
     Every span of a provider holds the same Resource object: its redacted copy is made
     once and shared (read it, do not change it). Record events that the consumer was
     handed by Telemetry, already redacted, can be named so they are only copied.
+
+    ``redact_patterns=False`` (the session directory's copy) only scrubs credentials
+    (``redaction.scrub``), keeping content as the model was sent it.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, redact_patterns: bool = True) -> None:
+        self._how = _REDACT if redact_patterns else _SCRUB
         self._resource: Any = None
         self._resource_plain: dict[str, Any] = {}
 
     def read(
         self, span: ReadableSpan, redacted_events: Container[tuple[str, int]] = (), started: SpanData | None = None,
     ) -> SpanData:
-        """``redacted_events``: ``(message_id, time_ns)`` of record events known to be redacted already.
+        """``redacted_events``: ``(message_id, time_ns)`` of record events Telemetry handed over (scrubbed),
+        copied as they are by a scrubbing reader.
 
         ``started``: this span as read at its start. An attribute still equal to its value
         there keeps that value without being redacted again: redaction is idempotent, so
         redacting a value equal to a redacted one gives that same value.
         """
+        if self._how is _REDACT:
+            redacted_events = ()  # Telemetry only scrubbed what it handed over: pattern secrets remain
         resource = span.resource
         if resource is not self._resource:
             self._resource = resource
-            self._resource_plain = _redacted_plain(resource.attributes) if resource else {}
-        return _plain_span(span, self._resource_plain, redacted_events, started)
+            self._resource_plain = _redacted_plain(resource.attributes, None, self._how) if resource else {}
+        return _plain_span(span, self._resource_plain, redacted_events, started, self._how)
 
 
 def _plain_span(
     span: ReadableSpan, resource: dict[str, Any], redacted_events: Container[tuple[str, int]],
-    started: SpanData | None = None,
+    started: SpanData | None = None, how: tuple = _REDACT,
 ) -> SpanData:
+    text = how[0]
     ctx = span.context
     parent = span.parent
     status = span.status
@@ -118,25 +130,25 @@ def _plain_span(
         trace_id=hex_trace_id(ctx.trace_id),
         span_id=hex_span_id(ctx.span_id),
         parent_span_id=hex_span_id(parent.span_id) if parent is not None and parent.is_valid else None,
-        name=started.name if started is not None and name == started.name else redact_text(name),
+        name=started.name if started is not None and name == started.name else text(name),
         kind=KIND_NAMES.get(span.kind, "INTERNAL"),
         start_ns=span.start_time or 0,
         end_ns=span.end_time,
-        attributes=_redacted_plain(span.attributes, started.attributes if started is not None else None),
-        events=tuple(_plain_event(e, redacted_events) for e in span.events),
+        attributes=_redacted_plain(span.attributes, started.attributes if started is not None else None, how),
+        events=tuple(_plain_event(e, redacted_events, how) for e in span.events),
         links=tuple(
             LinkData(hex_trace_id(link.context.trace_id), hex_span_id(link.context.span_id),
-                     _redacted_plain(link.attributes))
+                     _redacted_plain(link.attributes, None, how))
             for link in span.links
         ),
         status=STATUS_NAMES.get(status.status_code, "UNSET"),
-        status_message=redact_text(status.description) if status.description else status.description,
+        status_message=text(status.description) if status.description else status.description,
         resource=resource,
         scope=span.instrumentation_scope.name if span.instrumentation_scope else None,
     )
 
 
-def _plain_event(event: Any, redacted_events: Container[tuple[str, int]]) -> EventData:
+def _plain_event(event: Any, redacted_events: Container[tuple[str, int]], how: tuple = _REDACT) -> EventData:
     attributes = event.attributes
     if (
         redacted_events
@@ -145,10 +157,10 @@ def _plain_event(event: Any, redacted_events: Container[tuple[str, int]]) -> Eve
     ):
         plain = {k: list(v) if type(v) is tuple else v for k, v in attributes.items()}
         return EventData(event.name, event.timestamp, plain)
-    return EventData(redact_text(event.name), event.timestamp, _redacted_plain(attributes))
+    return EventData(how[0](event.name), event.timestamp, _redacted_plain(attributes, None, how))
 
 
-def _redacted_plain(attributes: Any, known: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def _redacted_plain(attributes: Any, known: Mapping[str, Any] | None = None, how: tuple = _REDACT) -> dict[str, Any]:
     """Attributes as a plain dict (sequences as lists), secrets redacted: ``redact_attributes`` in one pass.
 
     ``known``: redacted values of the same attributes read before; a scalar equal to its
@@ -157,6 +169,7 @@ def _redacted_plain(attributes: Any, known: Mapping[str, Any] | None = None) -> 
     out: dict[str, Any] = {}
     if not attributes:
         return out
+    text, value_of = how
     for key, value in attributes.items():
         kind = type(value)
         if known is not None:
@@ -167,11 +180,11 @@ def _redacted_plain(attributes: Any, known: Mapping[str, Any] | None = None) -> 
         if not known_safe_key(key) and is_secret_key(key):
             out[key] = MARKER
         elif kind is str:
-            out[key] = redact_text(value)
+            out[key] = text(value)
         elif kind is tuple or kind is list:
-            out[key] = redact(list(value))
+            out[key] = value_of(list(value))
         elif kind is int or kind is float or kind is bool:
             out[key] = value
         else:
-            out[key] = redact(value)
+            out[key] = value_of(value)
     return out

@@ -3,8 +3,11 @@
 Span processors only see spans start and end; session records and log lines must
 reach disk as they happen (crash safety), so they are added as span events *and*
 handed to listeners at the same moment. Listeners receive exactly what the span
-event holds, already redacted, so artifacts rebuilt later from exported spans
-match what was written live.
+event holds, so artifacts rebuilt later from the spans match what was written live.
+
+Only credentials are removed here (``redaction.scrub``: environment credentials and
+secret keys' values); content is kept as the model was sent it, and every copy that
+leaves the session directory is redacted on its way out (``redaction.redact``).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from opentelemetry import trace
 
 from otel_agents.tracing import semconv as sc
 from otel_agents.tracing.records import to_span_attributes
-from otel_agents.tracing.redaction import redact
+from otel_agents.tracing.redaction import scrub, scrub_attributes
 
 
 @runtime_checkable
@@ -35,8 +38,8 @@ class Telemetry:
     listeners: list[EventListener] = field(default_factory=list)
 
     def record(self, record: Mapping[str, Any]) -> dict[str, Any]:
-        """Add a seed-001 record to the current span and to every listener."""
-        safe = redact(dict(record))
+        """Add a seed-001 record to the current span and to every listener; returns it as they got it."""
+        safe = scrub(dict(record))
         span = trace.get_current_span()
         ts = time.time_ns()
         span.add_event(safe["event_type"], to_span_attributes(safe), timestamp=ts)
@@ -47,18 +50,29 @@ class Telemetry:
     def log(self, level: str, message: str, span: trace.Span | None = None, **attributes: Any) -> None:
         """A seed-002 log line (VRB/WRN/ERR/TRC/THK/FIN) on the operation it concerns."""
         span = span or trace.get_current_span()
-        message = redact(message)
+        message = scrub(message)
         ts = time.time_ns()
         attrs = {sc.LOG_LEVEL: level, sc.LOG_MESSAGE: message}
-        attrs.update(redact(attributes))
+        attrs.update(scrub(attributes))
         span.add_event(sc.EVENT_LOG, attrs, timestamp=ts)
         for listener in self.listeners:
             listener.on_log(span, level, message, ts)
 
+    def request_sent(self, span: trace.Span, messages: list[dict[str, Any]]) -> None:
+        """The messages an LLM attempt sends, for listeners that show them (``on_request``).
+
+        Not recorded: the chat span refers to the transcript prefix instead. The console
+        shows each request as sent, after a resume too, when it has seen none of the records.
+        """
+        for listener in self.listeners:
+            on_request = getattr(listener, "on_request", None)
+            if on_request is not None:
+                on_request(span, messages)
+
     @staticmethod
     def set_attributes(span: trace.Span, attributes: Mapping[str, Any]) -> None:
-        """Set attributes with secrets redacted and None values dropped."""
-        span.set_attributes({k: redact(v) for k, v in attributes.items() if v is not None})
+        """Set attributes with credentials scrubbed and None values dropped."""
+        span.set_attributes(scrub_attributes({k: v for k, v in attributes.items() if v is not None}))
 
 
 @contextmanager

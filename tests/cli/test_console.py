@@ -95,3 +95,20 @@ def test_console_and_sessions_show_agree_on_path_labels(home):
         assert label in show_labels, label
         if "-" in label.rsplit(".", 1)[-1]:  # an operation, not a turn
             assert show_labels[label] == kinds[kind], (label, show_labels[label], kind)
+
+
+def test_trace_llm_after_a_resume_shows_each_request_whole(home):
+    """Issue 16 item 9: the resumed agents' saved history is part of what they send, and of what is shown."""
+    first = CliRunner().invoke(cli, ["run", "Create Jack and Jill for a cafe discussion"], catch_exceptions=False)
+    assert first.exit_code == 0, first.stderr
+    sid = first.stderr.splitlines()[-1].split(": ", 1)[1]
+    resumed = CliRunner().invoke(cli, ["resume", sid, "--trace-llm", "-v", "How did it go?"], catch_exceptions=False)
+    assert resumed.exit_code == 0, resumed.stderr
+    lines = [LINE.match(line) for line in resumed.stderr.splitlines()[:-1]]
+    counts = [int(re.search(r"attempt \d+: (\d+) messages", m["message"])[1]) for m in lines
+              if m and m["level"] == "VRB" and m["message"].startswith("request attempt")]
+    requests = [json.loads(m["message"][len("request "):]) for m in lines
+                if m and m["level"] == "TRC" and m["message"].startswith("request ")]
+    assert counts and [len(r) for r in requests] == counts  # as many messages as each attempt sent
+    assert requests[0][1] == {"role": "user", "content": PROMPT}  # the first run's prompt, from the saved history
+    assert requests[0][-1] == {"role": "user", "content": "How did it go?"}

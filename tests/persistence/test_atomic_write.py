@@ -75,9 +75,14 @@ def test_atomic_write_replaces_and_counts_bytes(tmp_path):
     assert atomic_write(target, b"12345") == 5
     assert atomic_write(target, b"abc") == 3
     assert target.read_bytes() == b"abc"
-    mask = os.umask(0)
-    os.umask(mask)
-    assert (target.stat().st_mode & 0o777) == 0o666 & ~mask
+    # Owner-only whatever the umask (issue 16 item 12: sessions keep what models were sent).
+    for mask in (0o000, 0o022, 0o277):
+        previous = os.umask(mask)
+        try:
+            atomic_write(target, b"again")
+        finally:
+            os.umask(previous)
+        assert (target.stat().st_mode & 0o777) == 0o600
 
 
 def test_remove_stale_temps_only_touches_its_targets_temps(tmp_path):

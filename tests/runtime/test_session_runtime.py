@@ -122,15 +122,32 @@ def test_records_reach_listeners_and_span_events_alike(memory_tracing, span_tree
     assert len(memory_tracing.recorder.records) == 3
 
 
-def test_secrets_are_redacted_in_records_but_kept_in_the_transcript(memory_tracing, span_tree):
+def test_records_and_the_transcript_hold_the_same_text_credentials_scrubbed_in_both(
+    memory_tracing, span_tree, monkeypatch
+):
+    """Issue 16 item 12 (this test asserted the old rule: records redacted, transcript not).
+
+    A resumed agent's transcript is rebuilt from the records, so both hold the same bytes:
+    a pattern-labelled key as said, a credential of the environment replaced in both.
+    """
+    from otel_agents.tracing.credentials import reload_credentials
+
     key = "sk-proj-" + "A" * 30
-    session = Session(telemetry=memory_tracing.telemetry)
-    with memory_tracing.telemetry.tracer.start_as_current_span("outer"):
-        agent = session.create_agent("A", MODEL)
-        agent.harken(f"my key is {key}")
-    assert memory_tracing.recorder.records[-1]["content"] == "my key is [REDACTED]"
-    assert span_tree().records()[-1]["content"] == "my key is [REDACTED]"
-    assert agent.transcript[-1]["content"] == f"my key is {key}"  # the model still gets what was said
+    credential = "env-token-" + "B" * 20
+    monkeypatch.setenv("SOME_SERVICE_TOKEN", credential)
+    reload_credentials()
+    try:
+        session = Session(telemetry=memory_tracing.telemetry)
+        with memory_tracing.telemetry.tracer.start_as_current_span("outer"):
+            agent = session.create_agent("A", MODEL)
+            agent.harken(f"my key is {key}, my token {credential}")
+    finally:
+        monkeypatch.delenv("SOME_SERVICE_TOKEN")
+        reload_credentials()
+    said = f"my key is {key}, my token [REDACTED]"
+    assert memory_tracing.recorder.records[-1]["content"] == said
+    assert span_tree().records()[-1]["content"] == said
+    assert agent.transcript[-1]["content"] == said  # what the model is sent, now and after a resume
 
 
 def test_more_than_128_events_on_one_span_survive(monkeypatch, tmp_path):

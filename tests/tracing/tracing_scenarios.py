@@ -226,6 +226,7 @@ def run_every_scenario(directory: Path) -> list[ScenarioRun]:
                     after=lambda session: session.external(session.root, "File changed: data.json"),
                     extra={"otel_agents.run.redacted_save": True})[0]
     )
+    runs.append(run_resumed_with_another_script(directory))
     with OpenAIServer() as server:
         server.plan(Reply(content="hi there", prompt_tokens=10, completion_tokens=2))
         runs.append(
@@ -234,6 +235,46 @@ def run_every_scenario(directory: Path) -> list[ScenarioRun]:
             )[0]
         )
     return runs
+
+
+def run_resumed_with_another_script(directory: Path) -> ScenarioRun:
+    """A session resumed with another script: its agents move to that script's model (a recorded change)."""
+    from otel_agents.llm.client import LLMClient
+    from otel_agents.llm.scripts import load_script
+    from otel_agents.resume import SavedSession, restore_session
+    from otel_agents.runtime.scenario import build_session
+    from otel_agents.runtime.session import RunContext
+
+    class Records:
+        def __init__(self) -> None:
+            self.records: list[dict[str, Any]] = []
+
+        def on_record(self, span, record, ts_ns) -> None:
+            self.records.append(dict(record))
+
+        def on_log(self, span, level, message, ts_ns) -> None:
+            pass
+
+    before = load_script(str(write_script(directory, "before-resume", {"name": "before-resume",
+                                                                       "agents": {"main": ["first"]}})))
+    after = load_script(str(write_script(directory, "after-resume", {"name": "after-resume", "agents": {},
+                                                                     "fallback": "second"})))
+    tracing, memory, recorder = traced()
+    saved = Records()
+    tracing.add_listener(saved)
+    llm = LLMClient(tracing.telemetry, sleep=_no_sleep)
+    session = build_session(before, telemetry=tracing.telemetry, llm=llm)
+    run = ScenarioRun([], {}, session.id)
+    run.utterances.append(str(asyncio.run(session.run("one", context=RunContext(source="cli", script=before.source)))))
+    llm.use_script(after)
+    resumed = restore_session(SavedSession(session.id, saved.records, runs=session.runs), script_model=after.model,
+                              telemetry=tracing.telemetry, llm=llm)
+    context = RunContext(source="resume", script=after.source)
+    run.utterances.append(str(asyncio.run(resumed.run("two", context=context))))
+    tracing.shutdown()
+    run.spans = list(memory.get_finished_spans())
+    run.at_start = recorder.at_start
+    return run
 
 
 # --- what the spans hold, as (where, key, type) rows ---

@@ -1,0 +1,90 @@
+"""`resume --script` / `resume --model`: which model the saved agents continue with, and the change recorded."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from otel_agents.cli import cli
+from otel_agents.tracing import semconv as sc
+from support.openai_server import OpenAIServer, Reply
+
+FIRST = {
+    "name": "first-script",
+    "agents": {
+        "main": [{"tool_calls": [{"name": "task", "arguments": {"name": "A", "system_prompt": "You are A.",
+                                                                 "user_prompt": "Hello A."}}]}, "A exists."],
+        "A": ["A here."],
+    },
+}
+OTHER = {"name": "other-script", "agents": {}, "fallback": "The other script carries on."}
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
+
+def session_of(result) -> str:
+    assert result.exit_code == 0, result.stderr
+    return [line for line in result.stderr.splitlines() if line.startswith("session: ")][-1].split(": ", 1)[1]
+
+
+def script_file(tmp_path: Path, script: dict) -> str:
+    path = tmp_path / f"{script['name']}.json"
+    path.write_text(json.dumps(script))
+    return str(path)
+
+
+def last_run(home: Path, sid: str) -> dict:
+    return json.loads(gzip.decompress((home / "sessions" / sid / "tree.json.gz").read_bytes()))["session"]["runs"][-1]
+
+
+def llm_models(home: Path, sid: str) -> list[set[str]]:
+    """The models the LLM calls of each run asked for."""
+    from otel_agents.persistence.tree import iter_ops
+
+    tree = json.loads(gzip.decompress((home / "sessions" / sid / "tree.json.gz").read_bytes()))["session"]
+    runs: dict[int, set[str]] = {}
+    for ref in iter_ops(tree):
+        if ref.op["kind"] == "llm":
+            runs.setdefault(ref.run["index"], set()).add(ref.op["attributes"][sc.GEN_AI_REQUEST_MODEL])
+    return [runs[index] for index in sorted(runs)]
+
+
+def test_resume_with_another_script_moves_its_scripted_agents_and_records_the_change(home, tmp_path):
+    sid = session_of(invoke("run", "--script", script_file(tmp_path, FIRST), "Start."))
+    result = invoke("resume", sid, "--script", script_file(tmp_path, OTHER), "-v", "Go on.")
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.strip() == "The other script carries on."  # answered by the new script: no failed call
+    change = "scripted/first-script -> scripted/other-script for 2 agents"
+    assert f"VRB model changed: {change}" in result.stderr
+    run = last_run(home, sid)
+    assert run["attributes"][sc.RUN_MODEL_CHANGES] == [change]
+    assert run["attributes"][sc.RUN_SCRIPT].endswith("other-script.json")
+    assert llm_models(home, sid) == [{"scripted/first-script"}, {"scripted/other-script"}]
+    assert "ERR" not in result.stderr and "error" not in result.stderr.lower()
+
+    # The same script again: nothing changes, nothing is recorded.
+    again = invoke("resume", sid, "--script", script_file(tmp_path, FIRST), "Once more.")
+    assert again.exit_code == 0, again.stderr
+    assert sc.RUN_MODEL_CHANGES not in last_run(home, sid)["attributes"]
+
+
+def test_resume_with_a_model_moves_every_agent_and_says_so_the_same_way(home, tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    sid = session_of(invoke("run", "--script", script_file(tmp_path, FIRST), "Start."))
+    with OpenAIServer() as server:
+        server.plan(Reply(content="A real model answers."))
+        result = invoke("resume", sid, "--model", "openai/test-model", "--api-base", server.api_base, "-v", "Go on.")
+        (body,) = server.bodies
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.strip() == "A real model answers."
+    change = "scripted/first-script -> openai/test-model for 2 agents"
+    assert f"VRB model changed: {change}" in result.stderr
+    assert last_run(home, sid)["attributes"][sc.RUN_MODEL_CHANGES] == [change]
+    # The real model is sent the whole saved history: the task's result, the answer, the new prompt.
+    contents = [m.get("content") for m in body["messages"]]
+    assert "Start." in contents and contents[-3:] == ["A here.", "A exists.", "Go on."]

@@ -1,0 +1,76 @@
+"""Credentials of the environment: which values count, and that they are replaced wherever they occur."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from otel_agents.tracing import credentials
+from otel_agents.tracing.credentials import MARKER, credentials_in, reload_credentials, scrub_text
+from otel_agents.tracing.redaction import redact_text, scrub
+
+KEY = "sk-test-0123456789abcdefghij"
+TOKEN = "plain-looking-token-42"  # matches no pattern: only the environment says it is secret
+
+
+@pytest.fixture
+def environment(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    monkeypatch.setenv("MY_SERVICE_TOKEN", TOKEN)
+    reload_credentials()
+    yield
+    monkeypatch.delenv("OPENAI_API_KEY")
+    monkeypatch.delenv("MY_SERVICE_TOKEN")
+    reload_credentials()
+
+
+def test_which_environment_values_are_credentials():
+    found = credentials_in({
+        "OPENAI_API_KEY": KEY,
+        "GITHUB_TOKEN": "ghp_shortbutlongenough",
+        "DB_PASSWORD": "correct horse",
+        "OTEL_EXPORTER_OTLP_HEADERS": "authorization=Bearer%20otlp-token-123,x-tenant=acme",
+        "SSH_AUTH_SOCK": "/tmp/ssh-XXXX/agent.1",  # where a secret is, not the secret
+        "KEYCLOAK_URL": "https://auth.example.com",
+        "HF_TOKEN": "short",  # a setting this short would replace ordinary words everywhere
+        "HOME": "/root",
+        "EDITOR": "vim-with-a-long-name",  # not a credential's name
+    })
+    assert set(found) == {KEY, "ghp_shortbutlongenough", "correct horse", "Bearer otlp-token-123", "otlp-token-123"}
+    assert list(found) == sorted(found, key=len, reverse=True)  # longest first: a value inside another goes second
+
+
+def test_credentials_are_replaced_in_text_and_structures(environment):
+    text = f"key={KEY} token {TOKEN}."
+    assert scrub_text(text) == f"key={MARKER} token {MARKER}."
+    assert scrub({"content": text, "parts": [TOKEN, 3]}) == {"content": scrub_text(text), "parts": [MARKER, 3]}
+    # Pattern-labelled secrets are content: scrub keeps them, redact (copies that leave) removes them.
+    labelled = "password=hunter2-correct"
+    assert scrub(labelled) == labelled and redact_text(labelled) == f"password={MARKER}"
+    assert redact_text(f"call me with {TOKEN}") == f"call me with {MARKER}"  # redaction includes credentials
+
+
+def test_an_added_credential_counts_until_the_environment_is_read_again(environment):
+    credentials.add_credential("an-api-key-given-as-an-option")
+    try:
+        assert scrub_text("x an-api-key-given-as-an-option y") == f"x {MARKER} y"
+        assert KEY in credentials.known_credentials()
+    finally:
+        credentials._added.clear()
+        reload_credentials()
+    assert scrub_text("an-api-key-given-as-an-option") == "an-api-key-given-as-an-option"
+
+
+_PIECES = st.sampled_from([KEY, TOKEN, KEY[:10], TOKEN[:-1], MARKER, " ", "=", "sk-", "token", "\n"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(_PIECES, st.text(max_size=6)), max_size=10).map("".join))
+def test_scrubbing_is_idempotent_and_leaves_no_credential(text):
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(credentials, "_values", (KEY, TOKEN))
+        once = scrub_text(text)
+        assert scrub_text(once) == once
+        assert KEY not in once and TOKEN not in once
+        assert redact_text(once) == redact_text(text)  # redaction of the source's copy equals redaction of the original
