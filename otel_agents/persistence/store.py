@@ -1,6 +1,7 @@
 """One session directory (seed 003): ``events.jsonl``, ``spans.jsonl``, ``tree.json.gz``, ``meta.json``.
 
-``tree.json.gz`` holds the versioned payload ``{"version": 1, "session": ..., "meta": ...}``;
+``tree.json.gz`` holds the versioned payload ``{"version": 2, "session": ..., "meta": ...}``,
+each run of the session stored as a flat list of its nodes (tree_flat.py: no depth limit);
 ``meta.json`` is a small summary for fast listing. Both are replaced atomically,
 so a crash leaves the previous version readable. Reading reports damage as a
 :class:`StoreError` with a one-line message naming the file and the problem,
@@ -27,12 +28,15 @@ from otel_agents.persistence.journal import JOURNAL_FILE
 from otel_agents.persistence.paths import InvalidSessionId, Paths
 from otel_agents.persistence.timestamps import iso_ts, parse_iso_ts
 from otel_agents.persistence.tree_encoding import TreeEncoder, encode_payload
+from otel_agents.persistence.tree_flat import FlatError, flat_session, unflatten_session
 from otel_agents.persistence.tree_shape import ShapeError, check_session_shape
 from otel_agents.tracing import semconv as sc
 
 TREE_FILE = "tree.json.gz"
 META_FILE = "meta.json"
-TREE_VERSION = 1
+TREE_VERSION = 2
+# Version 1 nested every node in its parent; it still reads (its depth was limited when written).
+READABLE_TREE_VERSIONS = (1, TREE_VERSION)
 TITLE_LIMIT = 80
 
 
@@ -55,19 +59,22 @@ def decode_payload(data: bytes, where: str, encoder: TreeEncoder | None = None) 
     if not isinstance(payload, dict):
         raise StoreError(f"{where} does not hold a tree payload object")
     version = payload.get("version")
-    if version != TREE_VERSION:
-        raise StoreError(f"{where} has tree version {version!r}; this otel-agents reads version {TREE_VERSION}")
+    if type(version) is not int or version not in READABLE_TREE_VERSIONS:
+        raise StoreError(f"{where} has tree version {version!r}; this otel-agents reads versions 1 and {TREE_VERSION}")
     if not isinstance(payload.get("session"), dict):
         raise StoreError(f"{where} has no session node")
     try:
+        if version == TREE_VERSION:
+            unflatten_session(payload["session"], "session")
         check_session_shape(payload["session"])
-    except ShapeError as exc:
+    except (ShapeError, FlatError) as exc:
         raise StoreError(f"{where} is damaged: {exc}") from None
     return payload
 
 
 def make_payload(tree: Mapping[str, Any], meta: Mapping[str, Any]) -> dict[str, Any]:
-    return {"version": TREE_VERSION, "session": tree, "meta": meta}
+    """What tree.json.gz holds: the session with its runs as flat node lists (any depth encodes)."""
+    return {"version": TREE_VERSION, "session": flat_session(tree), "meta": meta}
 
 
 @dataclass(frozen=True)

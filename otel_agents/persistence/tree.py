@@ -24,7 +24,6 @@ session of a ``session`` operation: ``1-4-1.2-1``. :func:`label_of` and
 
 from __future__ import annotations
 
-import copy
 import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Mapping
@@ -134,28 +133,35 @@ class OpRef:
 
 
 def iter_ops(tree: Mapping[str, Any]) -> Iterator[OpRef]:
-    """Every operation of the session, depth first in tree order."""
-    for run in tree.get("runs", []):
-        yield from _iter_session_ops(run, run, ())
+    """Every operation of the session, depth first in tree order.
+
+    Walks with a stack of its own (no recursion: a chain of sub-agents may be thousands
+    deep); labels are built from the parent's label, never from a whole position.
+    """
     pseudo = {"ops": tree.get("ops", []), "turns": []}
-    for k, op in enumerate(tree.get("ops", []), start=1):
-        yield from _iter_op(None, pseudo, None, op, (0, k), ())
+    # ("s", run, session node, label prefix) or ("o", run, session, turn, op, label)
+    work: list[tuple] = [("s", run, run, "") for run in tree.get("runs", [])]
+    work += [("o", None, pseudo, None, op, f"0-{k}") for k, op in enumerate(tree.get("ops", []), start=1)]
+    work.reverse()
+    while work:
+        item = work.pop()
+        if item[0] == "s":
+            _, run, node, prefix = item
+            work.extend(reversed(_session_op_items(run, node, prefix)))
+            continue
+        _, run, session, turn, op, label = item
+        yield OpRef(run, session, turn, op, label)
+        pending = [("o", run, session, turn, child, f"{label}-{k}") for k, child in enumerate(op.get("ops", []), start=1)]
+        if op.get("session") is not None:
+            pending.append(("s", run, op["session"], label + "."))
+        work.extend(reversed(pending))
 
 
-def _iter_session_ops(run: dict, node: dict, prefix: Position) -> Iterator[OpRef]:
-    for k, op in enumerate(node.get("ops", []), start=1):
-        yield from _iter_op(run, node, None, op, (0, k), prefix)
+def _session_op_items(run: dict, node: dict, prefix: str) -> list[tuple]:
+    items = [("o", run, node, None, op, f"{prefix}0-{k}") for k, op in enumerate(node.get("ops", []), start=1)]
     for t, turn in enumerate(node.get("turns", []), start=1):
-        for k, op in enumerate(turn.get("ops", []), start=1):
-            yield from _iter_op(run, node, turn, op, (t, k), prefix)
-
-
-def _iter_op(run, session, turn, op, segment: tuple[int, ...], prefix: Position) -> Iterator[OpRef]:
-    yield OpRef(run, session, turn, op, label_of(prefix + (segment,)))
-    for k, child in enumerate(op.get("ops", []), start=1):
-        yield from _iter_op(run, session, turn, child, segment + (k,), prefix)
-    if op.get("session") is not None:
-        yield from _iter_session_ops(run, op["session"], prefix + (segment,))
+        items += [("o", run, node, turn, op, f"{prefix}{t}-{k}") for k, op in enumerate(turn.get("ops", []), start=1)]
+    return items
 
 
 def iter_sessions(tree: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
@@ -166,10 +172,14 @@ def iter_sessions(tree: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
 
 
 def _child_sessions(node: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
-    for op in _ops_of_session(node):
-        if op.get("session") is not None:
+    work = [_ops_of_session(node)]
+    while work:
+        op = next(work[-1], None)
+        if op is None:
+            work.pop()
+        elif op.get("session") is not None:
             yield op["session"]
-            yield from _child_sessions(op["session"])
+            work.append(_ops_of_session(op["session"]))
 
 
 def _ops_of_session(node: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
@@ -191,26 +201,21 @@ def iter_nodes(tree: Mapping[str, Any]) -> Iterator[tuple[dict[str, Any], dict[s
         for node in _walk(run):
             yield run, node
     for op in tree.get("ops", []):
-        for node in _walk_op(op):
+        for node in _walk(op):
             yield op, node
 
 
-def _walk(session: dict) -> Iterator[dict]:
-    yield session
-    for op in session.get("ops", []):
-        yield from _walk_op(op)
-    for turn in session.get("turns", []):
-        yield turn
-        for op in turn.get("ops", []):
-            yield from _walk_op(op)
-
-
-def _walk_op(op: dict) -> Iterator[dict]:
-    yield op
-    for child in op.get("ops", []):
-        yield from _walk_op(child)
-    if op.get("session") is not None:
-        yield from _walk(op["session"])
+def _walk(top: dict) -> Iterator[dict]:
+    """``top`` and every node under it in tree order (a node's ops, then its turns, then its
+    child session), with a stack of its own: no recursion, whatever the depth."""
+    stack = [top]
+    while stack:
+        node = stack.pop()
+        yield node
+        if node.get("session") is not None:
+            stack.append(node["session"])
+        stack.extend(reversed(node.get("turns", [])))
+        stack.extend(reversed(node.get("ops", [])))
 
 
 @dataclass(frozen=True)
@@ -317,15 +322,13 @@ def assemble_session(session_id: str | None, runs: list[dict], ops: list[dict]) 
         run["index"] = int(declared) if isinstance(declared, int) and not isinstance(declared, bool) else ordinal
         numbered.append(run)
     numbered.sort(key=lambda r: (r["index"], r["started_ns"], r["span_id"]))
-    ops = copy.deepcopy(sorted(ops, key=lambda o: (o["started_ns"], o["span_id"])))  # paths are set below
-    for k, op in enumerate(ops, start=1):
-        _assign_op_paths(op, (), (0, k))
+    ops = [_copy_nodes(op) for op in sorted(ops, key=lambda o: (o["started_ns"], o["span_id"]))]  # paths set below
+    _assign_paths([(op, f"0-{k}", False) for k, op in enumerate(ops, start=1)])
     first = numbered[0] if numbered else None
     status = session_status([r["status"] for r in numbered])
     errors = [r["error"] for r in numbered if r.get("error")]
     entries = session_entries(numbered, ops)
-    self_entries = [e for run in numbered for e in _session_self_entries(run)]
-    self_entries += [e for op in ops for e in _op_entries(op, cross_sessions=False)]
+    self_entries = _entries_under(numbered + ops, cross_sessions=False)
     trace_ids: list[str] = []
     for node in numbered + ops:
         trace_id = node.get("trace_id")
@@ -357,28 +360,99 @@ def _ingress(attributes: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _assign_op_paths(op: dict, prefix: Position, segment: tuple[int, ...]) -> None:
-    op["path"] = label_of(prefix + (segment,))
-    for k, child in enumerate(op["ops"], start=1):
-        _assign_op_paths(child, prefix, segment + (k,))
-    if op.get("session") is not None:
-        _assign_session_paths(op["session"], prefix + (segment,))
+def _copy_nodes(top: dict) -> dict:
+    """A copy of ``top`` and of every node under it (their other values shared), made without recursion."""
+    copied = dict(top)
+    stack = [copied]
+    while stack:
+        node = stack.pop()
+        for key in ("ops", "turns"):
+            if node.get(key):
+                node[key] = [dict(child) for child in node[key]]
+                stack.extend(node[key])
+        if node.get("session") is not None:
+            node["session"] = dict(node["session"])
+            stack.append(node["session"])
+    return copied
 
 
-def _assign_session_paths(node: dict, prefix: Position) -> None:
-    for k, op in enumerate(node["ops"], start=1):
-        _assign_op_paths(op, prefix, (0, k))
-    for t, turn in enumerate(node["turns"], start=1):
-        turn["path"] = label_of(prefix + ((t,),))
-        for k, op in enumerate(turn["ops"], start=1):
-            _assign_op_paths(op, prefix, (t, k))
+def _assign_paths(work: list[tuple[dict, str, bool]]) -> None:
+    """Set ``path`` on every turn and operation under the given nodes, without recursion.
+
+    ``work``: (operation, its label, False) or (session node, the prefix of its labels, True),
+    the prefix being "" for a run and ``"<label>."`` for a sub-agent's session. Labels grow
+    from the parent's label, which is what :func:`label_of` of the position gives.
+    """
+    while work:
+        node, label, is_session = work.pop()
+        if is_session:
+            work.extend((op, f"{label}0-{k}", False) for k, op in enumerate(node["ops"], start=1))
+            for t, turn in enumerate(node["turns"], start=1):
+                turn["path"] = f"{label}{t}"
+                work.extend((op, f"{label}{t}-{k}", False) for k, op in enumerate(turn["ops"], start=1))
+            continue
+        node["path"] = label
+        work.extend((child, f"{label}-{k}", False) for k, child in enumerate(node["ops"], start=1))
+        if node.get("session") is not None:
+            work.append((node["session"], label + ".", True))
 
 
 class _Builder:
-    """Span -> node conversion; holds only the children index of one build_tree call."""
+    """Span -> node conversion; holds the children index of one build_tree call.
+
+    Builds children before parents with a stack of its own, so no depth of nesting
+    reaches Python's recursion limit. Each node's accounting entries (all of them, and
+    those of its own session level) are kept until its parent has taken them, so the
+    totals cost one pass instead of a walk of every subtree.
+    """
 
     def __init__(self, children: dict[str, list[SpanData]]):
         self.children = children
+        self._all: dict[int, list[dict]] = {}  # id(node) -> entries under it, sub-agents included
+        self._own: dict[int, list[dict]] = {}  # id(node) -> entries under it, sub-agents left out
+
+    def session_node(self, span: SpanData) -> dict[str, Any]:
+        return self._build(span, KIND_SESSION)
+
+    def op_node(self, span: SpanData) -> dict[str, Any]:
+        return self._build(span, "op")
+
+    def _build(self, top: SpanData, role: str) -> dict[str, Any]:
+        """The node of ``top`` in ``role`` (session, turn or op), children first, no recursion."""
+        done: dict[str, dict[str, Any]] = {}
+        stack: list[tuple[SpanData, str, bool]] = [(top, role, False)]
+        while stack:
+            span, role, ready = stack.pop()
+            kids = self.children.get(span.span_id, [])
+            if not ready:
+                stack.append((span, role, True))
+                # A session's turns are its turn children; a sub-agent's span (an op) holds its session.
+                holds_turns = role == KIND_SESSION or (role == "op" and span_operation(span) == sc.OP_INVOKE_AGENT)
+                stack.extend(
+                    (child, KIND_TURN if holds_turns and span_operation(child) == sc.OP_TURN else "op", False)
+                    for child in reversed(kids)
+                )
+                continue
+            nodes = [done.pop(child.span_id) for child in kids]
+            if role == KIND_SESSION:
+                done[span.span_id] = self._session(span, nodes)
+            elif role == KIND_TURN:
+                done[span.span_id] = self._turn(span, nodes)
+            else:
+                done[span.span_id] = self._op(span, nodes)
+        node = done.pop(top.span_id)
+        self._all.pop(id(node), None)
+        self._own.pop(id(node), None)
+        return node
+
+    def _entries(self, nodes: list[dict]) -> tuple[list[dict], list[dict]]:
+        """(all, own) entries of these children, in tree order; they are not asked for again."""
+        every: list[dict] = []
+        own: list[dict] = []
+        for node in nodes:
+            every += self._all.pop(id(node))
+            own += self._own.pop(id(node))
+        return every, own
 
     def _common(self, span: SpanData) -> dict[str, Any]:
         events, logs, others = split_events(span)
@@ -400,15 +474,11 @@ class _Builder:
             },
         }
 
-    def session_node(self, span: SpanData) -> dict[str, Any]:
+    def _session(self, span: SpanData, children: list[dict]) -> dict[str, Any]:
         node = self._common(span)
         attrs = span.attributes
-        turns, ops = [], []
-        for child in self.children.get(span.span_id, []):
-            if span_operation(child) == sc.OP_TURN:
-                turns.append(self.turn_node(child))
-            else:
-                ops.append(self.op_node(child))
+        turns = [child for child in children if child["kind"] == KIND_TURN]
+        ops = [child for child in children if child["kind"] != KIND_TURN]
         status, error = _own_status(span)
         status = _propagate(status, turns + ops)
         run_index = attrs.get(sc.RUN_INDEX)
@@ -427,17 +497,15 @@ class _Builder:
                 "ops": ops,
             }
         )
-        node["totals"] = {
-            "self": fold_totals(_session_self_entries(node)),
-            "inclusive": fold_totals(_all_entries(node)),
-        }
+        every, own = self._entries(ops + turns)  # ops first, then turns: the tree's order
+        node["totals"] = {"self": fold_totals(own), "inclusive": fold_totals(every)}
+        self._all[id(node)], self._own[id(node)] = every, own
         if span.parent_span_id is None:
-            _assign_session_paths(node, ())
+            _assign_paths([(node, "", True)])
         return node
 
-    def turn_node(self, span: SpanData) -> dict[str, Any]:
+    def _turn(self, span: SpanData, ops: list[dict]) -> dict[str, Any]:
         node = self._common(span)
-        ops = [self.op_node(child) for child in self.children.get(span.span_id, [])]
         status, error = _own_status(span)
         node.update(
             {
@@ -448,12 +516,12 @@ class _Builder:
                 "ops": ops,
             }
         )
-        self_entries = [e for op in ops for e in _op_entries(op, cross_sessions=False)]
-        all_entries = [e for op in ops for e in _op_entries(op, cross_sessions=True)]
-        node["totals"] = {"self": fold_totals(self_entries), "inclusive": fold_totals(all_entries)}
+        every, own = self._entries(ops)
+        node["totals"] = {"self": fold_totals(own), "inclusive": fold_totals(every)}
+        self._all[id(node)], self._own[id(node)] = every, own
         return node
 
-    def op_node(self, span: SpanData) -> dict[str, Any]:
+    def _op(self, span: SpanData, children: list[dict]) -> dict[str, Any]:
         operation = span_operation(span)
         kind = {
             sc.OP_CHAT: KIND_LLM,
@@ -462,8 +530,8 @@ class _Builder:
             sc.OP_INVOKE_AGENT: KIND_SESSION,
         }.get(operation, KIND_SPAN)
         if kind == KIND_SESSION:
-            child = self.session_node(span)
-            return {
+            child = self._session(span, children)
+            wrapper = {
                 "kind": KIND_SESSION,
                 "span_id": span.span_id,
                 "name": span.name,
@@ -484,8 +552,12 @@ class _Builder:
                 "ops": [],
                 "session": child,
             }
+            # The wrapper holds no entries of its own: all are the child session's, none at this level.
+            self._all[id(wrapper)], self._own[id(wrapper)] = self._all.pop(id(child)), []
+            self._own.pop(id(child))
+            return wrapper
         node = self._common(span)
-        ops = [self.op_node(child) for child in self.children.get(span.span_id, [])]
+        ops = children
         status, error = _op_status(kind, span)
         status = _propagate(status, ops)
         node.update(
@@ -501,6 +573,9 @@ class _Builder:
                 "session": None,
             }
         )
+        every, own = self._entries(ops)
+        self._all[id(node)] = node["accounting"] + every
+        self._own[id(node)] = node["accounting"] + own
         return node
 
 
@@ -678,24 +753,32 @@ def fold_totals(
     return totals
 
 
-def _op_entries(op: Mapping[str, Any], cross_sessions: bool) -> list[dict]:
-    out = list(op.get("accounting", []))
-    for child in op.get("ops", []):
-        out.extend(_op_entries(child, cross_sessions))
-    if cross_sessions and op.get("session") is not None:
-        out.extend(_all_entries(op["session"]))
+def _entries_under(nodes: Iterable[Mapping[str, Any]], cross_sessions: bool) -> list[dict]:
+    """Accounting entries of these nodes and of every node under them, in tree order
+    (a node's own, its ops', its turns', then its sub-agent's session's if ``cross_sessions``)."""
+    out: list[dict] = []
+    stack = list(nodes)
+    stack.reverse()
+    while stack:
+        node = stack.pop()
+        out += node.get("accounting") or ()
+        if cross_sessions and node.get("session") is not None:
+            stack.append(node["session"])
+        stack.extend(reversed(node.get("turns", [])))
+        stack.extend(reversed(node.get("ops", [])))
     return out
+
+
+def _op_entries(op: Mapping[str, Any], cross_sessions: bool) -> list[dict]:
+    return _entries_under([op], cross_sessions)
 
 
 def _session_self_entries(node: Mapping[str, Any]) -> list[dict]:
-    return [e for op in _ops_of_session(node) for e in op.get("accounting", [])]
+    return _entries_under([node], cross_sessions=False)
 
 
 def _all_entries(node: Mapping[str, Any]) -> list[dict]:
-    out = [e for op in node.get("ops", []) for e in _op_entries(op, True)]
-    for turn in node.get("turns", []):
-        out.extend(e for op in turn.get("ops", []) for e in _op_entries(op, True))
-    return out
+    return _entries_under([node], cross_sessions=True)
 
 
 # --------------------------------------------------------------------------- op details
@@ -789,17 +872,16 @@ def agent_totals(tree: Mapping[str, Any]) -> dict[str, dict[str, dict[str, int |
     per_self: dict[str, list] = {}
     per_all: dict[str, list] = {}
 
-    def visit(node: Mapping[str, Any], open_agents: frozenset[str]) -> None:
+    # (session node, the agents whose invocations enclose it), depth first in tree order
+    work = [(run, frozenset()) for run in reversed(tree.get("runs", []))]
+    while work:
+        node, open_agents = work.pop()
         agent = node.get("agent_id") or "?"
         per_self.setdefault(agent, []).extend(_session_self_entries(node))
         if agent not in open_agents:  # an agent nested in itself is not counted twice
             per_all.setdefault(agent, []).extend(_all_entries(node))
-        for op in _ops_of_session(node):
-            if op.get("session") is not None:
-                visit(op["session"], open_agents | {agent})
-
-    for run in tree.get("runs", []):
-        visit(run, frozenset())
+        inner = open_agents | {agent}
+        work.extend((op["session"], inner) for op in reversed(list(_ops_of_session(node))) if op.get("session") is not None)
     return {
         agent: {"self": fold_totals(per_self.get(agent, [])), "inclusive": fold_totals(per_all.get(agent, []))}
         for agent in per_self
