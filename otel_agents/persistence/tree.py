@@ -70,23 +70,27 @@ def position_of(label: str) -> Position:
     """Inverse of :func:`label_of`; raises ValueError for anything that is not a label."""
     if not isinstance(label, str) or not _LABEL.fullmatch(label):
         raise ValueError(f"not a path label: {label!r}")
-    position = tuple(tuple(int(n) for n in segment.split("-")) for segment in label.split("."))
+    position = tuple(tuple(map(int, segment.split("-"))) for segment in label.split("."))
     _check_position(position)
     return position
+
+
+_INT_ONLY = {int}  # a bool is not a position number: its type is bool
 
 
 def _check_position(position: Position) -> None:
     if not position:
         raise ValueError("a position has at least one segment")
-    for i, segment in enumerate(position):
-        if not segment or any((not isinstance(n, int)) or isinstance(n, bool) for n in segment):
+    last = len(position) - 1
+    for i, segment in enumerate(position):  # map and min: a position can be thousands of segments deep
+        if not segment or set(map(type, segment)) != _INT_ONLY:
             raise ValueError(f"malformed position segment {segment!r}")
-        turn, ops = segment[0], segment[1:]
-        if turn < 0 or any(n < 1 for n in ops):
+        turn, deeper = segment[0], len(segment) > 1
+        if turn < 0 or (deeper and min(segment[1:]) < 1):
             raise ValueError(f"turns count from 0 (outside any turn) and operations from 1: {segment!r}")
-        if turn == 0 and not ops:
+        if turn == 0 and not deeper:
             raise ValueError("turn 0 is not a node: it only holds operations outside any turn")
-        if i < len(position) - 1 and not ops:
+        if i < last and not deeper:
             raise ValueError("only an operation's child session can be descended into")
 
 
@@ -734,23 +738,32 @@ def fold_totals(
     them is the same fold as over all the entries at once).
     """
     totals = dict(start) if start is not None else empty_totals()
-    for entry in sorted(entries, key=lambda e: e.get("ts") or 0):
-        if entry["type"] == KIND_TOOL:
-            totals["tool_calls"] += 1
-            continue
-        tokens = entry["tokens"]
-        totals["input_tokens"] += tokens["input"]
-        totals["output_tokens"] += tokens["output"]
-        totals["cache_read_tokens"] += tokens["cache_read"]
-        totals["cache_write_tokens"] += tokens["cache_write"]
-        totals["reasoning_tokens"] += tokens["reasoning"]
-        totals["llm_calls"] += 1
-        if entry["cost_usd"] is None:
-            if entry["status"] == "ok":
-                totals["unpriced_calls"] += 1
-        else:
-            totals["cost_usd"] = round(totals["cost_usd"] + entry["cost_usd"], COST_DECIMALS)
+    ordered = sorted(entries, key=_completion)
+    # Counts and token sums do not depend on the order (integers): summed in C. Only the
+    # rounded cost is a fold, as the runtime's. (Deep trees fold long lists many times.)
+    llm = [entry for entry in ordered if entry["type"] != KIND_TOOL]
+    totals["tool_calls"] += len(ordered) - len(llm)
+    tokens = [entry["tokens"] for entry in llm]
+    for total_key, token_key in _TOKEN_TOTALS:
+        totals[total_key] += sum([t[token_key] for t in tokens])
+    totals["llm_calls"] += len(llm)
+    totals["unpriced_calls"] += sum([1 for entry in llm if entry["cost_usd"] is None and entry["status"] == "ok"])
+    cost = totals["cost_usd"]
+    for entry in llm:
+        if entry["cost_usd"] is not None:
+            cost = round(cost + entry["cost_usd"], COST_DECIMALS)
+    totals["cost_usd"] = cost
     return totals
+
+
+_TOKEN_TOTALS = (
+    ("input_tokens", "input"), ("output_tokens", "output"), ("cache_read_tokens", "cache_read"),
+    ("cache_write_tokens", "cache_write"), ("reasoning_tokens", "reasoning"),
+)
+
+
+def _completion(entry: Mapping[str, Any]) -> int:
+    return entry.get("ts") or 0
 
 
 def _entries_under(nodes: Iterable[Mapping[str, Any]], cross_sessions: bool) -> list[dict]:
@@ -866,21 +879,54 @@ def _agents(runs: list[dict], ops: list[dict]) -> dict[str, dict[str, Any]]:
     return agents
 
 
+def _session_entry_lists(tree: Mapping[str, Any]) -> dict[int, tuple[list[dict], list[dict]]]:
+    """id(session-like node) -> (its own level's entries, all entries under it), in tree order,
+    for every run and sub-agent session: one bottom-up pass instead of a walk per session."""
+    own: dict[int, list[dict]] = {}
+    every: dict[int, list[dict]] = {}
+    out: dict[int, tuple[list[dict], list[dict]]] = {}
+    stack: list[tuple[Mapping[str, Any], bool]] = [(run, False) for run in tree.get("runs", [])]
+    while stack:
+        node, ready = stack.pop()
+        kids = [*node.get("ops", []), *node.get("turns", [])]
+        child = node.get("session")
+        if not ready:
+            stack.append((node, True))
+            stack.extend((kid, False) for kid in kids)
+            if child is not None:
+                stack.append((child, False))
+            continue
+        mine = list(node.get("accounting") or ())
+        below = list(mine)
+        for kid in kids:
+            mine += own.pop(id(kid))
+            below += every.pop(id(kid))
+        if child is not None:
+            below += every.pop(id(child))
+            own.pop(id(child))  # a sub-agent's own entries are not its caller's
+        own[id(node)], every[id(node)] = mine, below
+        if node.get("kind") == KIND_SESSION and "session" not in node:  # a run or a sub-agent's session
+            out[id(node)] = (mine, below)
+    return out
+
+
 def agent_totals(tree: Mapping[str, Any]) -> dict[str, dict[str, dict[str, int | float]]]:
     """Per agent id: ``self`` (its own LLM attempts and tool calls) and ``inclusive``
     (plus everything its invocations caused), each attempt counted once per agent."""
     per_self: dict[str, list] = {}
     per_all: dict[str, list] = {}
 
+    lists = _session_entry_lists(tree)
     # (session node, the agents whose invocations enclose it), depth first in tree order
     work = [(run, frozenset()) for run in reversed(tree.get("runs", []))]
     while work:
         node, open_agents = work.pop()
         agent = node.get("agent_id") or "?"
-        per_self.setdefault(agent, []).extend(_session_self_entries(node))
+        own, every = lists[id(node)]
+        per_self.setdefault(agent, []).extend(own)
         if agent not in open_agents:  # an agent nested in itself is not counted twice
-            per_all.setdefault(agent, []).extend(_all_entries(node))
-        inner = open_agents | {agent}
+            per_all.setdefault(agent, []).extend(every)
+        inner = open_agents if agent in open_agents else open_agents | {agent}
         work.extend((op["session"], inner) for op in reversed(list(_ops_of_session(node))) if op.get("session") is not None)
     return {
         agent: {"self": fold_totals(per_self.get(agent, [])), "inclusive": fold_totals(per_all.get(agent, []))}
