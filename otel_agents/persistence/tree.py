@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any, Iterable, Iterator, Mapping
 
 from otel_agents.tracing import semconv as sc
@@ -401,6 +402,59 @@ def _assign_paths(work: list[tuple[dict, str, bool]]) -> None:
             work.append((node["session"], label + ".", True))
 
 
+class _Sums:
+    """What a subtree's accounting entries fold to, kept so that a parent adds up its children's
+    instead of folding every entry below it again (at depth thousands that was quadratic):
+    the counts, which do not depend on the order, and the priced LLM entries' (completion
+    time, cost) in tree order, whose rounded cost is folded in completion order as
+    :func:`fold_totals` folds it, so the totals are exactly that function's."""
+
+    __slots__ = ("counts", "priced")
+
+    def __init__(self, entries: Iterable[Mapping[str, Any]] = ()):
+        self.counts = [0] * len(_COUNT_KEYS)
+        self.priced: list[tuple[int, float]] = []
+        for entry in entries:
+            if entry["type"] == KIND_TOOL:
+                self.counts[_TOOL_CALLS] += 1
+                continue
+            tokens = entry["tokens"]
+            for position, token_key in _TOKEN_POSITIONS:
+                self.counts[position] += tokens[token_key]
+            self.counts[_LLM_CALLS] += 1
+            if entry["cost_usd"] is None:
+                self.counts[_UNPRICED] += entry["status"] == "ok"
+            else:
+                self.priced.append((_completion(entry), entry["cost_usd"]))
+
+    def add(self, other: "_Sums") -> None:
+        self.counts = [a + b for a, b in zip(self.counts, other.counts)]
+        self.priced += other.priced
+
+    def totals(self) -> dict[str, int | float]:
+        totals = empty_totals()
+        totals.update(zip(_COUNT_KEYS, self.counts))
+        cost = 0.0
+        for _, value in sorted(self.priced, key=_first):  # stable: ties stay in tree order, as fold_totals
+            cost = round(cost + value, COST_DECIMALS)
+        totals["cost_usd"] = cost
+        return totals
+
+
+_COUNT_KEYS = tuple(key for key in sc.TOTAL_KEYS if key != "cost_usd")
+_TOOL_CALLS = _COUNT_KEYS.index("tool_calls")
+_LLM_CALLS = _COUNT_KEYS.index("llm_calls")
+_UNPRICED = _COUNT_KEYS.index("unpriced_calls")
+_TOKEN_POSITIONS = tuple(
+    (_COUNT_KEYS.index(total_key), token_key)
+    for total_key, token_key in (
+        ("input_tokens", "input"), ("output_tokens", "output"), ("cache_read_tokens", "cache_read"),
+        ("cache_write_tokens", "cache_write"), ("reasoning_tokens", "reasoning"),
+    )
+)
+_first = itemgetter(0)
+
+
 class _Builder:
     """Span -> node conversion; holds the children index of one build_tree call.
 
@@ -412,8 +466,8 @@ class _Builder:
 
     def __init__(self, children: dict[str, list[SpanData]]):
         self.children = children
-        self._all: dict[int, list[dict]] = {}  # id(node) -> entries under it, sub-agents included
-        self._own: dict[int, list[dict]] = {}  # id(node) -> entries under it, sub-agents left out
+        self._all: dict[int, _Sums] = {}  # id(node) -> its entries and those under it, sub-agents included
+        self._own: dict[int, _Sums] = {}  # id(node) -> the same, sub-agents left out
 
     def session_node(self, span: SpanData) -> dict[str, Any]:
         return self._build(span, KIND_SESSION)
@@ -449,13 +503,12 @@ class _Builder:
         self._own.pop(id(node), None)
         return node
 
-    def _entries(self, nodes: list[dict]) -> tuple[list[dict], list[dict]]:
-        """(all, own) entries of these children, in tree order; they are not asked for again."""
-        every: list[dict] = []
-        own: list[dict] = []
+    def _entries(self, nodes: list[dict], entries: list[dict] = ()) -> tuple["_Sums", "_Sums"]:
+        """(all, own) sums of ``entries`` and of these children's, in tree order; a child's are not asked for again."""
+        every, own = _Sums(entries), _Sums(entries)
         for node in nodes:
-            every += self._all.pop(id(node))
-            own += self._own.pop(id(node))
+            every.add(self._all.pop(id(node)))
+            own.add(self._own.pop(id(node)))
         return every, own
 
     def _common(self, span: SpanData) -> dict[str, Any]:
@@ -502,7 +555,7 @@ class _Builder:
             }
         )
         every, own = self._entries(ops + turns)  # ops first, then turns: the tree's order
-        node["totals"] = {"self": fold_totals(own), "inclusive": fold_totals(every)}
+        node["totals"] = {"self": own.totals(), "inclusive": every.totals()}
         self._all[id(node)], self._own[id(node)] = every, own
         if span.parent_span_id is None:
             _assign_paths([(node, "", True)])
@@ -521,7 +574,7 @@ class _Builder:
             }
         )
         every, own = self._entries(ops)
-        node["totals"] = {"self": fold_totals(own), "inclusive": fold_totals(every)}
+        node["totals"] = {"self": own.totals(), "inclusive": every.totals()}
         self._all[id(node)], self._own[id(node)] = every, own
         return node
 
@@ -557,7 +610,7 @@ class _Builder:
                 "session": child,
             }
             # The wrapper holds no entries of its own: all are the child session's, none at this level.
-            self._all[id(wrapper)], self._own[id(wrapper)] = self._all.pop(id(child)), []
+            self._all[id(wrapper)], self._own[id(wrapper)] = self._all.pop(id(child)), _Sums()
             self._own.pop(id(child))
             return wrapper
         node = self._common(span)
@@ -577,9 +630,7 @@ class _Builder:
                 "session": None,
             }
         )
-        every, own = self._entries(ops)
-        self._all[id(node)] = node["accounting"] + every
-        self._own[id(node)] = node["accounting"] + own
+        self._all[id(node)], self._own[id(node)] = self._entries(ops, node["accounting"])
         return node
 
 
