@@ -166,7 +166,7 @@ def test_a_thousand_deep_sub_agent_chain_runs_saves_shows_verifies_views_and_res
     (session_id,) = [path.name for path in (home / "sessions").iterdir()]
 
     tree = SessionStore(home / "sessions" / session_id).load_tree()
-    assert _depth(tree) > 4 * CHAIN  # session, turn, tool, session ... for every agent
+    assert _depth(tree) >= 4 * CHAIN - 1  # run, turn, tool, session, turn, tool, ... the last agent only answers
     assert len(tree["agents"]) == CHAIN and tree["status"] == "ok"
 
     shown = _cli(home, "sessions", "show", session_id)
