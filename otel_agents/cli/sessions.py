@@ -96,7 +96,7 @@ def show(session_id: str, as_json: bool, paths) -> None:
         if billed:
             click.echo(f"billed {billed} record(s) of runs that had not been billed", err=True)
     if as_json:
-        # As tree.json.gz holds it: runs as flat node lists, which JSON of any depth needs.
+        # As tree.json.gz holds it: nested, or with runs as flat node lists when too deep for JSON.
         _json(make_payload(tree, meta or make_meta(tree, created_ns=0, updated_ns=0)))
         return
     click.echo("\n".join(render_session(tree, meta)))

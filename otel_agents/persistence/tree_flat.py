@@ -1,4 +1,4 @@
-"""Session trees as flat node lists and back, without recursion: how tree.json.gz (version 2) stores them.
+"""Session trees as flat node lists and back, without recursion: how tree.json.gz (version 2) stores deep ones.
 
 A sub-agent chain or an imported trace can nest thousands of levels; JSON that deep is
 refused by orjson (its limit is 255 levels) and Python's recursion limit stops every
@@ -81,6 +81,24 @@ def _claim(index: Any, parent: int, referenced: bytearray, where: str) -> None:
     if referenced[index]:
         raise FlatError(f"{where}: node {index} is referred to twice")
     referenced[index] = 1
+
+
+def deeper_than(tree: Mapping[str, Any], levels: int) -> bool:
+    """Whether any node of the session is more than ``levels`` nodes below it (its runs are at 1)."""
+    stack = [(node, 1) for key in ("runs", "ops") if type(tree.get(key)) is list for node in tree[key]]
+    while stack:
+        node, level = stack.pop()
+        if level > levels:
+            return True
+        if not isinstance(node, dict):
+            continue
+        for key in _LIST_KEYS:
+            children = node.get(key)
+            if type(children) is list:
+                stack.extend((child, level + 1) for child in children)
+        if isinstance(node.get(_ONE_KEY), dict):
+            stack.append((node[_ONE_KEY], level + 1))
+    return False
 
 
 def flat_session(tree: Mapping[str, Any]) -> dict[str, Any]:

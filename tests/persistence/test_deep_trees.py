@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from otel_agents.cli.sessions import MAX_INDENT
-from otel_agents.persistence.store import SessionStore, StoreError, decode_payload, make_payload
+from otel_agents.persistence.store import NESTED_LEVELS, SessionStore, StoreError, decode_payload, make_payload
 from otel_agents.persistence.tree import build_tree, iter_nodes, iter_ops, node_at, position_of
 from otel_agents.persistence.tree_encoding import encode_payload
 from otel_agents.persistence.tree_flat import flatten, trees_equal, unflatten
@@ -87,7 +87,9 @@ def test_deep_trees_build_in_any_order_and_round_trip_through_tree_json_gz(seed,
     assert {node["span_id"] for _, node in iter_nodes(tree)} == {span.span_id for span in spans}
 
     meta = {"id": "deep"}
-    payload = decode_payload(encode_payload(make_payload(tree, meta)), "tree.json.gz")
+    written = make_payload(tree, meta)
+    assert written["version"] == 2  # nested, JSON this deep is refused
+    payload = decode_payload(encode_payload(written), "tree.json.gz")
     assert trees_equal(payload["session"], tree) and payload["meta"] == meta
     assert check_tree(tree) == []  # every label is its operation's path and leads back to it
     deepest = max(iter_ops(tree), key=lambda ref: len(ref.label))
@@ -114,7 +116,7 @@ def test_trees_equal_sees_a_difference_at_the_bottom_of_a_deep_tree():
 )
 def test_a_damaged_flat_run_is_a_one_line_error_naming_the_node(tmp_path, damage, message):
     store = SessionStore.create(tmp_path, "deep")
-    payload = make_payload(build_tree(_random_spans(3, 50)), {})
+    payload = make_payload(build_tree(_random_spans(3, 300)), {})
     damage(payload["session"]["runs"][0])
     store.tree_path.write_bytes(gzip.compress(orjson.dumps(payload)))
     with pytest.raises(StoreError, match=message) as info:
@@ -122,11 +124,18 @@ def test_a_damaged_flat_run_is_a_one_line_error_naming_the_node(tmp_path, damage
     assert "\n" not in str(info.value) and "session.runs[0][" in str(info.value)
 
 
-def test_version_1_files_still_read(tmp_path):
-    tree = build_tree(_random_spans(9, 40))  # version 1 nested every node: only shallow trees were ever written
+def test_shallow_trees_are_written_nested_as_version_1_and_deep_ones_flat(tmp_path):
     store = SessionStore.create(tmp_path, "deep")
-    store.tree_path.write_bytes(gzip.compress(orjson.dumps({"version": 1, "session": tree, "meta": {}})))
-    assert trees_equal(store.load_tree(), tree)
+    shallow = build_tree(_random_spans(9, 40))
+    assert 10 < _depth(shallow) <= NESTED_LEVELS
+    store.save_tree(make_payload(shallow, {}))
+    assert orjson.loads(gzip.decompress(store.tree_path.read_bytes()))["version"] == 1
+    assert trees_equal(store.load_tree(), shallow)
+    deep = build_tree(_random_spans(9, 200))
+    assert _depth(deep) > NESTED_LEVELS
+    store.save_tree(make_payload(deep, {}))
+    assert orjson.loads(gzip.decompress(store.tree_path.read_bytes()))["version"] == 2
+    assert trees_equal(store.load_tree(), deep)
 
 
 def test_flatten_and_unflatten_are_inverse():

@@ -33,7 +33,7 @@ def test_payload_round_trip_is_versioned(store):
     written = store.save_tree(make_payload(tree, {"title": "t"}))
     assert written == store.tree_path.stat().st_size
     payload = store.load_payload()
-    assert payload["version"] == TREE_VERSION == 2  # version 2: runs stored as flat node lists (deep trees)
+    assert payload["version"] == TREE_VERSION == 1
     assert payload["session"] == tree and payload["meta"] == {"title": "t"}
 
 
