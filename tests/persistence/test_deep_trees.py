@@ -6,8 +6,10 @@ import gzip
 import json
 import os
 import random
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import orjson
@@ -197,6 +199,41 @@ def test_a_thousand_deep_sub_agent_chain_runs_saves_shows_verifies_views_and_res
     assert SessionStore(home / "sessions" / session_id).read_meta()["runs"] == 2
     again = _cli(home, "sessions", "verify", session_id)
     assert again.returncode == 0, again.stdout[-2000:]
+
+
+def test_a_deep_chain_killed_midway_is_recovered_from_its_journal(tmp_path):
+    """The in-process recorder's checkpoint lags behind the journal when the run is killed:
+    loading rebuilds the tree from spans.jsonl, compares it with the checkpoint node by
+    node (a deep ``==`` would fail) and writes it back."""
+    home = tmp_path / "home"
+    script = tmp_path / "chain.json"
+    script.write_text(json.dumps(_chain_script(400)))
+    env = {**os.environ, "OTEL_AGENTS_HOME": str(home), "OTEL_AGENTS_RECORDER": "inline"}
+    process = subprocess.Popen([sys.executable, "-m", "otel_agents", "run", "--script", str(script)], env=env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        journal = None
+        deadline = time.monotonic() + 240
+        # Killed on the way back up the chain: every agent has started, the deepest have answered.
+        while time.monotonic() < deadline and process.poll() is None:
+            journal = next((home / "sessions").glob("*/spans.jsonl"), None) if (home / "sessions").is_dir() else None
+            if journal is not None and journal.read_bytes().count(b'"end"') > 1_000:
+                break
+            time.sleep(0.05)
+        assert process.poll() is None, "the run ended before it could be killed"
+        process.send_signal(signal.SIGKILL)
+    finally:
+        process.kill()
+        process.wait()
+    session_id = journal.parent.name
+
+    shown = _cli(home, "sessions", "show", session_id)
+    assert shown.returncode == 0, shown.stderr[-2000:]
+    assert "Traceback" not in shown.stderr and "interrupted" in shown.stdout.splitlines()[0]
+    tree = SessionStore(journal.parent).load_tree()  # written back whole
+    assert _depth(tree) > 4 * 399 and tree["runs"][0]["status"] == "in_progress"
+    verified = _cli(home, "sessions", "verify", session_id)
+    assert verified.returncode == 0 and "agree" in verified.stdout, verified.stdout[-2000:] + verified.stderr[-2000:]
 
 
 # --------------------------------------------------------------------------- a 100,000-span trace 3,000 deep
