@@ -932,32 +932,29 @@ def _agents(runs: list[dict], ops: list[dict]) -> dict[str, dict[str, Any]]:
 
 def _session_entry_lists(tree: Mapping[str, Any]) -> dict[int, tuple[list[dict], list[dict]]]:
     """id(session-like node) -> (its own level's entries, all entries under it), in tree order,
-    for every run and sub-agent session: one bottom-up pass instead of a walk per session."""
-    own: dict[int, list[dict]] = {}
-    every: dict[int, list[dict]] = {}
+    for every run and sub-agent session. Sessions are done innermost first, so each takes its
+    sub-agents' lists whole instead of walking them again (no recursion, and no rewalk per level)."""
+    sessions = [node for run in tree.get("runs", []) for node in (run, *_child_sessions(run))]
     out: dict[int, tuple[list[dict], list[dict]]] = {}
-    stack: list[tuple[Mapping[str, Any], bool]] = [(run, False) for run in tree.get("runs", [])]
-    while stack:
-        node, ready = stack.pop()
-        kids = [*node.get("ops", []), *node.get("turns", [])]
-        child = node.get("session")
-        if not ready:
-            stack.append((node, True))
-            stack.extend((kid, False) for kid in kids)
-            if child is not None:
-                stack.append((child, False))
-            continue
-        mine = list(node.get("accounting") or ())
-        below = list(mine)
-        for kid in kids:
-            mine += own.pop(id(kid))
-            below += every.pop(id(kid))
-        if child is not None:
-            below += every.pop(id(child))
-            own.pop(id(child))  # a sub-agent's own entries are not its caller's
-        own[id(node)], every[id(node)] = mine, below
-        if node.get("kind") == KIND_SESSION and "session" not in node:  # a run or a sub-agent's session
-            out[id(node)] = (mine, below)
+    for node in reversed(sessions):  # every sub-agent session comes after its caller's
+        own: list[dict] = []
+        every: list[dict] = []
+        stack: list[Any] = list(node.get("ops", []))
+        for turn in node.get("turns", []):
+            stack.extend(turn.get("ops", []))
+        stack.reverse()
+        while stack:
+            op = stack.pop()
+            if type(op) is tuple:  # (sub-agent session,): its entries, once its caller's nested ops are in
+                every += out[id(op[0])][1]
+                continue
+            accounting = op.get("accounting") or ()
+            own += accounting
+            every += accounting
+            if op.get("session") is not None:
+                stack.append((op["session"],))
+            stack.extend(reversed(op.get("ops", [])))
+        out[id(node)] = (own, every)
     return out
 
 
