@@ -775,9 +775,7 @@ def session_status(run_statuses: Iterable[str]) -> str:
 
 def session_entries(runs: Iterable[Mapping[str, Any]], ops: Iterable[Mapping[str, Any]]) -> list[dict]:
     """Every accounting entry of a session's runs and operations, sub-agents included (its inclusive totals)."""
-    entries = [e for run in runs for e in _all_entries(run)]
-    entries += [e for op in ops for e in _op_entries(op, cross_sessions=True)]
-    return entries
+    return _entries_under([*runs, *ops], cross_sessions=True)
 
 
 def fold_totals(
@@ -831,18 +829,6 @@ def _entries_under(nodes: Iterable[Mapping[str, Any]], cross_sessions: bool) -> 
         stack.extend(reversed(node.get("turns", [])))
         stack.extend(reversed(node.get("ops", [])))
     return out
-
-
-def _op_entries(op: Mapping[str, Any], cross_sessions: bool) -> list[dict]:
-    return _entries_under([op], cross_sessions)
-
-
-def _session_self_entries(node: Mapping[str, Any]) -> list[dict]:
-    return _entries_under([node], cross_sessions=False)
-
-
-def _all_entries(node: Mapping[str, Any]) -> list[dict]:
-    return _entries_under([node], cross_sessions=True)
 
 
 # --------------------------------------------------------------------------- op details
