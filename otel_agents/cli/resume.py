@@ -30,7 +30,7 @@ def _read_checkpoint(path: Path):
     An unreadable tree is load_artifacts' business (it falls back to the streams), but
     an unknown payload version must not be guessed at.
     """
-    from otel_agents.persistence.store import TREE_VERSION, StoreError, decode_payload
+    from otel_agents.persistence.store import READABLE_TREE_VERSIONS, StoreError, decode_payload
 
     try:
         data = path.read_bytes()
@@ -43,8 +43,10 @@ def _read_checkpoint(path: Path):
             version = orjson.loads(gzip.decompress(data)).get("version")
         except Exception:
             return None
-        if version != TREE_VERSION:
-            raise click.UsageError(f"{path} has tree version {version!r}; this otel-agents reads version {TREE_VERSION}") from None
+        if type(version) is not int or version not in READABLE_TREE_VERSIONS:
+            raise click.UsageError(
+                f"{path} has tree version {version!r}; this otel-agents reads versions 1 and 2"
+            ) from None
         return None
 
 

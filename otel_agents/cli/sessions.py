@@ -76,7 +76,7 @@ def show(session_id: str, as_json: bool, paths) -> None:
     Read-only: a session whose writer died is shown with its open spans interrupted.
     """
     from otel_agents.persistence.artifacts import SessionUnreadable, load_artifacts
-    from otel_agents.persistence.store import TREE_VERSION, effective_status, make_meta
+    from otel_agents.persistence.store import effective_status, make_meta, make_payload
 
     directory = session_dir_or_exit(paths, session_id)
     # The tree is all this shows: a current checkpoint's events.jsonl is not read.
@@ -90,7 +90,8 @@ def show(session_id: str, as_json: bool, paths) -> None:
     if meta is not None:
         meta = {**meta, "status": effective_status(meta, directory)}
     if as_json:
-        _json({"version": TREE_VERSION, "session": tree, "meta": meta or make_meta(tree, created_ns=0, updated_ns=0)})
+        # As tree.json.gz holds it: nested, or with runs as flat node lists when too deep for JSON.
+        _json(make_payload(tree, meta or make_meta(tree, created_ns=0, updated_ns=0)))
         return
     click.echo("\n".join(render_session(tree, meta)))
 
@@ -238,30 +239,41 @@ def _status(node: Mapping[str, Any]) -> str:
     return str(node.get("status") or "?")
 
 
+# Past this many levels lines stop moving right (the path label still says where a line is):
+# a chain of a thousand sub-agents would otherwise print megabytes of spaces.
+MAX_INDENT = 40
+
+
 def _session_lines(node: Mapping[str, Any], indent: int) -> list[str]:
+    """The lines of a session's turns and operations, sub-agents' sessions nested, with a
+    stack instead of recursion (a chain of sub-agents can be thousands deep)."""
     lines: list[str] = []
-    pad = "  " * indent
-
-    def op_lines(op: Mapping[str, Any], depth: int) -> None:
-        label = op.get("path") or "?"
-        line = f"{pad}{'  ' * depth}{label:<14} {_status(op):<11} {_duration(op):>8}  {_op_detail(op)}"
-        if op.get("error") and op["status"] != "ok":
-            line += f"  — {op['error']}"
-        lines.append(line)
-        for child in op.get("ops", []):
-            op_lines(child, depth + 1)
-        if op.get("session") is not None:
-            lines.extend(_session_lines(op["session"], indent + depth + 1))
-
-    for op in node.get("ops", []):
-        op_lines(op, 0)
-    for turn in node.get("turns", []):
-        lines.append(
-            f"{pad}{turn.get('path') or '?':<14} {_status(turn):<11} {_duration(turn):>8}  "
-            f"turn {turn.get('index')}  {_tokens(turn['totals']['inclusive'])}"
-        )
-        for op in turn.get("ops", []):
-            op_lines(op, 1)
+    # ("op", op, indent) or ("session", node, indent), in the order they are printed
+    work: list[tuple[str, Mapping[str, Any], int]] = [("session", node, indent)]
+    while work:
+        what, item, level = work.pop()
+        pad = "  " * min(level, MAX_INDENT)
+        if what == "op":
+            label = item.get("path") or "?"
+            line = f"{pad}{label:<14} {_status(item):<11} {_duration(item):>8}  {_op_detail(item)}"
+            if item.get("error") and item["status"] != "ok":
+                line += f"  — {item['error']}"
+            lines.append(line)
+            if item.get("session") is not None:
+                work.append(("session", item["session"], level + 1))
+            work.extend(("op", child, level + 1) for child in reversed(item.get("ops", [])))
+            continue
+        if what == "turn":
+            lines.append(
+                f"{pad}{item.get('path') or '?':<14} {_status(item):<11} {_duration(item):>8}  "
+                f"turn {item.get('index')}  {_tokens(item['totals']['inclusive'])}"
+            )
+            continue
+        pending: list[tuple[str, Mapping[str, Any], int]] = [("op", op, level) for op in item.get("ops", [])]
+        for turn in item.get("turns", []):
+            pending.append(("turn", turn, level))
+            pending.extend(("op", op, level + 1) for op in turn.get("ops", []))
+        work.extend(reversed(pending))
     return lines
 
 

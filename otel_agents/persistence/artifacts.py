@@ -37,6 +37,7 @@ from otel_agents.persistence.store import (
 from otel_agents.persistence.ownership import owner_of
 from otel_agents.persistence.timestamps import iso_ts
 from otel_agents.persistence.tree import STATUS_IN_PROGRESS, build_tree, iter_nodes, iter_records, records_of
+from otel_agents.persistence.tree_flat import trees_equal
 from otel_agents.tracing import semconv as sc
 from otel_agents.tracing.spandata import SpanData
 
@@ -234,7 +235,7 @@ def _repair(store: SessionStore, artifacts: SessionArtifacts, lines: list[EventL
         except StoreError as exc:
             warn(f"{exc}; using the tree rebuilt from spans.jsonl and events.jsonl (the damaged file is left as is)")
             return
-    differs = saved != tree  # once: at 100k entries an equal pair takes a walk of both trees
+    differs = not trees_equal(saved, tree)  # once: at 100k entries an equal pair takes a walk of both trees
     if saved is not None and differs:
         problem = checkpoint_contradiction(saved, tree, lines)
         if problem is not None:
@@ -284,17 +285,40 @@ def checkpoint_contradiction(saved: Mapping[str, Any], rebuilt: Mapping[str, Any
             return f"record {mid} of tree.json.gz contradicts events.jsonl"
     # A sub-agent's operation node and its session node share the span id: keyed apart.
     nodes = {(node["span_id"], "session" in node): node for _, node in iter_nodes(rebuilt)}
+    # Whether a saved node equals its rebuilt one, subtree included: children are met first,
+    # so a node is compared alone and its children by their answers (no deep ``==``).
+    same: dict[int, bool] = {}
     for _, node in reversed(list(iter_nodes(saved))):  # innermost first: the message names the span itself
         mine = nodes.get((node["span_id"], "session" in node))
         what = f"span {node['span_id']} ({node.get('name')}) of tree.json.gz"
         if mine is None:
             return f"{what} is not in spans.jsonl"
+        same[id(node)] = _same_node(node, mine, same, nodes)
         if node.get("ended_ns") is not None:
-            if mine != node:
+            if not same[id(node)]:
                 return f"{what} differs from spans.jsonl"
         elif (mine.get("started_ns"), mine.get("name")) != (node.get("started_ns"), node.get("name")):
             return f"{what} started otherwise in spans.jsonl"
     return None
+
+
+def _same_node(saved: Mapping[str, Any], mine: Mapping[str, Any], same: dict[int, bool], nodes: Mapping) -> bool:
+    """``saved == mine``, given ``same`` for each of saved's children and ``nodes`` matching them to mine's."""
+    if saved.keys() != mine.keys():
+        return False
+    for key, value in saved.items():
+        other = mine[key]
+        if key in ("ops", "turns", "session") and value is not None:
+            children = value if key != "session" else [value]
+            theirs = other if key != "session" else [other]
+            if not isinstance(children, list) or not isinstance(theirs, list) or len(children) != len(theirs):
+                return False
+            for child, their in zip(children, theirs):
+                if not same.get(id(child)) or nodes.get((child["span_id"], "session" in child)) is not their:
+                    return False
+        elif value != other:
+            return False
+    return True
 
 
 def load_session_artifacts(session_dir: Path, warn: Warn = stderr_warning) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:

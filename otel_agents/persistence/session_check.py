@@ -21,6 +21,7 @@ from otel_agents.persistence.events_file import EventLine, EventsFileError, read
 from otel_agents.persistence.notices import Warn
 from otel_agents.persistence.ownership import describe_busy, owner_of
 from otel_agents.persistence.store import SessionStore, StoreError, checkpoint_is_current
+from otel_agents.persistence.tree_flat import trees_equal
 from otel_agents.persistence import verify
 
 
@@ -62,7 +63,7 @@ def check_session(directory: Path, ledger: list[dict[str, Any]] | None, warn: Wa
             out.problems.append(str(exc))
         else:
             rebuilt = artifacts.tree
-            if artifacts.source == SOURCE_JOURNAL and rebuilt is not None and rebuilt != tree:
+            if artifacts.source == SOURCE_JOURNAL and rebuilt is not None and (tree is None or not trees_equal(rebuilt, tree)):
                 # Merely behind: the journal's whole is checked. Otherwise the checkpoint is, and the
                 # comparisons below name where the streams contradict it.
                 if tree is None or checkpoint_contradiction(tree, rebuilt, lines) is None:

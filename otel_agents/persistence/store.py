@@ -1,6 +1,8 @@
 """One session directory (seed 003): ``events.jsonl``, ``spans.jsonl``, ``tree.json.gz``, ``meta.json``.
 
-``tree.json.gz`` holds the versioned payload ``{"version": 1, "session": ..., "meta": ...}``;
+``tree.json.gz`` holds the versioned payload ``{"version": 1, "session": ..., "meta": ...}``,
+or, for a tree too deep to nest in JSON, version 2 with each run stored as a flat list of
+its nodes (tree_flat.py: no depth limit);
 ``meta.json`` is a small summary for fast listing. Both are replaced atomically,
 so a crash leaves the previous version readable. Reading reports damage as a
 :class:`StoreError` with a one-line message naming the file and the problem,
@@ -29,12 +31,18 @@ from otel_agents.persistence.ownership import owner_of
 from otel_agents.persistence.paths import InvalidSessionId, Paths
 from otel_agents.persistence.timestamps import iso_ts, parse_iso_ts
 from otel_agents.persistence.tree_encoding import TreeEncoder, encode_payload
+from otel_agents.persistence.tree_flat import FlatError, deeper_than, flat_session, unflatten_session
 from otel_agents.persistence.tree_shape import ShapeError, check_session_shape
 from otel_agents.tracing import semconv as sc
 
 TREE_FILE = "tree.json.gz"
 META_FILE = "meta.json"
-TREE_VERSION = 1
+TREE_VERSION = 1  # every node nested in its parent: what trees of ordinary depth are written as
+FLAT_TREE_VERSION = 2  # runs as flat node lists: trees nested deeper than NESTED_LEVELS
+READABLE_TREE_VERSIONS = (TREE_VERSION, FLAT_TREE_VERSION)
+# Tree levels written nested: each is two JSON levels (a list and an object), and orjson
+# refuses more than 255; the rest is for what a node holds (records, attributes).
+NESTED_LEVELS = 60
 TITLE_LIMIT = 80
 
 
@@ -57,18 +65,24 @@ def decode_payload(data: bytes, where: str, encoder: TreeEncoder | None = None) 
     if not isinstance(payload, dict):
         raise StoreError(f"{where} does not hold a tree payload object")
     version = payload.get("version")
-    if version != TREE_VERSION:
-        raise StoreError(f"{where} has tree version {version!r}; this otel-agents reads version {TREE_VERSION}")
+    if type(version) is not int or version not in READABLE_TREE_VERSIONS:
+        raise StoreError(f"{where} has tree version {version!r}; this otel-agents reads versions 1 and 2")
     if not isinstance(payload.get("session"), dict):
         raise StoreError(f"{where} has no session node")
     try:
+        if version == FLAT_TREE_VERSION:
+            unflatten_session(payload["session"], "session")
         check_session_shape(payload["session"])
-    except ShapeError as exc:
+    except (ShapeError, FlatError) as exc:
         raise StoreError(f"{where} is damaged: {exc}") from None
     return payload
 
 
 def make_payload(tree: Mapping[str, Any], meta: Mapping[str, Any]) -> dict[str, Any]:
+    """What tree.json.gz holds: the session as it is, or, nested deeper than JSON allows,
+    with its runs as flat node lists (version 2)."""
+    if deeper_than(tree, NESTED_LEVELS):
+        return {"version": FLAT_TREE_VERSION, "session": flat_session(tree), "meta": meta}
     return {"version": TREE_VERSION, "session": tree, "meta": meta}
 
 
@@ -297,7 +311,7 @@ def checkpoint_is_current(store: "SessionStore", meta: Mapping[str, Any] | None)
     if not meta or meta.get("status") == "running" or meta.get("id") != store.session_id:
         return False  # written live, or found under another name: the careful path says what is wrong
     mark = meta.get("checkpoint")
-    if not isinstance(mark, dict) or mark.get("tree_version") != TREE_VERSION:
+    if not isinstance(mark, dict) or mark.get("tree_version") not in READABLE_TREE_VERSIONS:
         return False
     return mark.get("files") == checkpoint_mark(store)["files"]
 

@@ -24,9 +24,9 @@ session of a ``session`` operation: ``1-4-1.2-1``. :func:`label_of` and
 
 from __future__ import annotations
 
-import copy
 import re
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any, Iterable, Iterator, Mapping
 
 from otel_agents.tracing import semconv as sc
@@ -72,23 +72,27 @@ def position_of(label: str) -> Position:
     """Inverse of :func:`label_of`; raises ValueError for anything that is not a label."""
     if not isinstance(label, str) or not _LABEL.fullmatch(label):
         raise ValueError(f"not a path label: {label!r}")
-    position = tuple(tuple(int(n) for n in segment.split("-")) for segment in label.split("."))
+    position = tuple(tuple(map(int, segment.split("-"))) for segment in label.split("."))
     _check_position(position)
     return position
+
+
+_INT_ONLY = {int}  # a bool is not a position number: its type is bool
 
 
 def _check_position(position: Position) -> None:
     if not position:
         raise ValueError("a position has at least one segment")
-    for i, segment in enumerate(position):
-        if not segment or any((not isinstance(n, int)) or isinstance(n, bool) for n in segment):
+    last = len(position) - 1
+    for i, segment in enumerate(position):  # map and min: a position can be thousands of segments deep
+        if not segment or set(map(type, segment)) != _INT_ONLY:
             raise ValueError(f"malformed position segment {segment!r}")
-        turn, ops = segment[0], segment[1:]
-        if turn < 0 or any(n < 1 for n in ops):
+        turn, deeper = segment[0], len(segment) > 1
+        if turn < 0 or (deeper and min(segment[1:]) < 1):
             raise ValueError(f"turns count from 0 (outside any turn) and operations from 1: {segment!r}")
-        if turn == 0 and not ops:
+        if turn == 0 and not deeper:
             raise ValueError("turn 0 is not a node: it only holds operations outside any turn")
-        if i < len(position) - 1 and not ops:
+        if i < last and not deeper:
             raise ValueError("only an operation's child session can be descended into")
 
 
@@ -135,28 +139,35 @@ class OpRef:
 
 
 def iter_ops(tree: Mapping[str, Any]) -> Iterator[OpRef]:
-    """Every operation of the session, depth first in tree order."""
-    for run in tree.get("runs", []):
-        yield from _iter_session_ops(run, run, ())
+    """Every operation of the session, depth first in tree order.
+
+    Walks with a stack of its own (no recursion: a chain of sub-agents may be thousands
+    deep); labels are built from the parent's label, never from a whole position.
+    """
     pseudo = {"ops": tree.get("ops", []), "turns": []}
-    for k, op in enumerate(tree.get("ops", []), start=1):
-        yield from _iter_op(None, pseudo, None, op, (0, k), ())
+    # ("s", run, session node, label prefix) or ("o", run, session, turn, op, label)
+    work: list[tuple] = [("s", run, run, "") for run in tree.get("runs", [])]
+    work += [("o", None, pseudo, None, op, f"0-{k}") for k, op in enumerate(tree.get("ops", []), start=1)]
+    work.reverse()
+    while work:
+        item = work.pop()
+        if item[0] == "s":
+            _, run, node, prefix = item
+            work.extend(reversed(_session_op_items(run, node, prefix)))
+            continue
+        _, run, session, turn, op, label = item
+        yield OpRef(run, session, turn, op, label)
+        pending = [("o", run, session, turn, child, f"{label}-{k}") for k, child in enumerate(op.get("ops", []), start=1)]
+        if op.get("session") is not None:
+            pending.append(("s", run, op["session"], label + "."))
+        work.extend(reversed(pending))
 
 
-def _iter_session_ops(run: dict, node: dict, prefix: Position) -> Iterator[OpRef]:
-    for k, op in enumerate(node.get("ops", []), start=1):
-        yield from _iter_op(run, node, None, op, (0, k), prefix)
+def _session_op_items(run: dict, node: dict, prefix: str) -> list[tuple]:
+    items = [("o", run, node, None, op, f"{prefix}0-{k}") for k, op in enumerate(node.get("ops", []), start=1)]
     for t, turn in enumerate(node.get("turns", []), start=1):
-        for k, op in enumerate(turn.get("ops", []), start=1):
-            yield from _iter_op(run, node, turn, op, (t, k), prefix)
-
-
-def _iter_op(run, session, turn, op, segment: tuple[int, ...], prefix: Position) -> Iterator[OpRef]:
-    yield OpRef(run, session, turn, op, label_of(prefix + (segment,)))
-    for k, child in enumerate(op.get("ops", []), start=1):
-        yield from _iter_op(run, session, turn, child, segment + (k,), prefix)
-    if op.get("session") is not None:
-        yield from _iter_session_ops(run, op["session"], prefix + (segment,))
+        items += [("o", run, node, turn, op, f"{prefix}{t}-{k}") for k, op in enumerate(turn.get("ops", []), start=1)]
+    return items
 
 
 def iter_sessions(tree: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
@@ -167,10 +178,14 @@ def iter_sessions(tree: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
 
 
 def _child_sessions(node: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
-    for op in _ops_of_session(node):
-        if op.get("session") is not None:
+    work = [_ops_of_session(node)]
+    while work:
+        op = next(work[-1], None)
+        if op is None:
+            work.pop()
+        elif op.get("session") is not None:
             yield op["session"]
-            yield from _child_sessions(op["session"])
+            work.append(_ops_of_session(op["session"]))
 
 
 def _ops_of_session(node: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
@@ -192,26 +207,21 @@ def iter_nodes(tree: Mapping[str, Any]) -> Iterator[tuple[dict[str, Any], dict[s
         for node in _walk(run):
             yield run, node
     for op in tree.get("ops", []):
-        for node in _walk_op(op):
+        for node in _walk(op):
             yield op, node
 
 
-def _walk(session: dict) -> Iterator[dict]:
-    yield session
-    for op in session.get("ops", []):
-        yield from _walk_op(op)
-    for turn in session.get("turns", []):
-        yield turn
-        for op in turn.get("ops", []):
-            yield from _walk_op(op)
-
-
-def _walk_op(op: dict) -> Iterator[dict]:
-    yield op
-    for child in op.get("ops", []):
-        yield from _walk_op(child)
-    if op.get("session") is not None:
-        yield from _walk(op["session"])
+def _walk(top: dict) -> Iterator[dict]:
+    """``top`` and every node under it in tree order (a node's ops, then its turns, then its
+    child session), with a stack of its own: no recursion, whatever the depth."""
+    stack = [top]
+    while stack:
+        node = stack.pop()
+        yield node
+        if node.get("session") is not None:
+            stack.append(node["session"])
+        stack.extend(reversed(node.get("turns", [])))
+        stack.extend(reversed(node.get("ops", [])))
 
 
 @dataclass(frozen=True)
@@ -318,15 +328,13 @@ def assemble_session(session_id: str | None, runs: list[dict], ops: list[dict]) 
         run["index"] = int(declared) if isinstance(declared, int) and not isinstance(declared, bool) else ordinal
         numbered.append(run)
     numbered.sort(key=lambda r: (r["index"], r["started_ns"], r["span_id"]))
-    ops = copy.deepcopy(sorted(ops, key=lambda o: (o["started_ns"], o["span_id"])))  # paths are set below
-    for k, op in enumerate(ops, start=1):
-        _assign_op_paths(op, (), (0, k))
+    ops = [_copy_nodes(op) for op in sorted(ops, key=lambda o: (o["started_ns"], o["span_id"]))]  # paths set below
+    _assign_paths([(op, f"0-{k}", False) for k, op in enumerate(ops, start=1)])
     first = numbered[0] if numbered else None
     status = session_status([r["status"] for r in numbered])
     errors = [r["error"] for r in numbered if r.get("error")]
     entries = session_entries(numbered, ops)
-    self_entries = [e for run in numbered for e in _session_self_entries(run)]
-    self_entries += [e for op in ops for e in _op_entries(op, cross_sessions=False)]
+    self_entries = _entries_under(numbered + ops, cross_sessions=False)
     trace_ids: list[str] = []
     for node in numbered + ops:
         trace_id = node.get("trace_id")
@@ -358,28 +366,151 @@ def _ingress(attributes: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _assign_op_paths(op: dict, prefix: Position, segment: tuple[int, ...]) -> None:
-    op["path"] = label_of(prefix + (segment,))
-    for k, child in enumerate(op["ops"], start=1):
-        _assign_op_paths(child, prefix, segment + (k,))
-    if op.get("session") is not None:
-        _assign_session_paths(op["session"], prefix + (segment,))
+def _copy_nodes(top: dict) -> dict:
+    """A copy of ``top`` and of every node under it (their other values shared), made without recursion."""
+    copied = dict(top)
+    stack = [copied]
+    while stack:
+        node = stack.pop()
+        for key in ("ops", "turns"):
+            if node.get(key):
+                node[key] = [dict(child) for child in node[key]]
+                stack.extend(node[key])
+        if node.get("session") is not None:
+            node["session"] = dict(node["session"])
+            stack.append(node["session"])
+    return copied
 
 
-def _assign_session_paths(node: dict, prefix: Position) -> None:
-    for k, op in enumerate(node["ops"], start=1):
-        _assign_op_paths(op, prefix, (0, k))
-    for t, turn in enumerate(node["turns"], start=1):
-        turn["path"] = label_of(prefix + ((t,),))
-        for k, op in enumerate(turn["ops"], start=1):
-            _assign_op_paths(op, prefix, (t, k))
+def _assign_paths(work: list[tuple[dict, str, bool]]) -> None:
+    """Set ``path`` on every turn and operation under the given nodes, without recursion.
+
+    ``work``: (operation, its label, False) or (session node, the prefix of its labels, True),
+    the prefix being "" for a run and ``"<label>."`` for a sub-agent's session. Labels grow
+    from the parent's label, which is what :func:`label_of` of the position gives.
+    """
+    while work:
+        node, label, is_session = work.pop()
+        if is_session:
+            work.extend((op, f"{label}0-{k}", False) for k, op in enumerate(node["ops"], start=1))
+            for t, turn in enumerate(node["turns"], start=1):
+                turn["path"] = f"{label}{t}"
+                work.extend((op, f"{label}{t}-{k}", False) for k, op in enumerate(turn["ops"], start=1))
+            continue
+        node["path"] = label
+        work.extend((child, f"{label}-{k}", False) for k, child in enumerate(node["ops"], start=1))
+        if node.get("session") is not None:
+            work.append((node["session"], label + ".", True))
+
+
+class _Sums:
+    """What a subtree's accounting entries fold to, kept so that a parent adds up its children's
+    instead of folding every entry below it again (at depth thousands that was quadratic):
+    the counts, which do not depend on the order, and the priced LLM entries' (completion
+    time, cost) in tree order, whose rounded cost is folded in completion order as
+    :func:`fold_totals` folds it, so the totals are exactly that function's."""
+
+    __slots__ = ("counts", "priced")
+
+    def __init__(self, entries: Iterable[Mapping[str, Any]] = ()):
+        self.counts = [0] * len(_COUNT_KEYS)
+        self.priced: list[tuple[int, float]] = []
+        for entry in entries:
+            if entry["type"] == KIND_TOOL:
+                self.counts[_TOOL_CALLS] += 1
+                continue
+            tokens = entry["tokens"]
+            for position, token_key in _TOKEN_POSITIONS:
+                self.counts[position] += tokens[token_key]
+            self.counts[_LLM_CALLS] += 1
+            if entry["cost_usd"] is None:
+                self.counts[_UNPRICED] += entry["status"] == "ok"
+            else:
+                self.priced.append((_completion(entry), entry["cost_usd"]))
+
+    def add(self, other: "_Sums") -> None:
+        self.counts = [a + b for a, b in zip(self.counts, other.counts)]
+        self.priced += other.priced
+
+    def totals(self) -> dict[str, int | float]:
+        totals = empty_totals()
+        totals.update(zip(_COUNT_KEYS, self.counts))
+        cost = 0.0
+        for _, value in sorted(self.priced, key=_first):  # stable: ties stay in tree order, as fold_totals
+            cost = round(cost + value, COST_DECIMALS)
+        totals["cost_usd"] = cost
+        return totals
+
+
+_COUNT_KEYS = tuple(key for key in sc.TOTAL_KEYS if key != "cost_usd")
+_TOOL_CALLS = _COUNT_KEYS.index("tool_calls")
+_LLM_CALLS = _COUNT_KEYS.index("llm_calls")
+_UNPRICED = _COUNT_KEYS.index("unpriced_calls")
+_TOKEN_POSITIONS = tuple(
+    (_COUNT_KEYS.index(total_key), token_key)
+    for total_key, token_key in (
+        ("input_tokens", "input"), ("output_tokens", "output"), ("cache_read_tokens", "cache_read"),
+        ("cache_write_tokens", "cache_write"), ("reasoning_tokens", "reasoning"),
+    )
+)
+_first = itemgetter(0)
 
 
 class _Builder:
-    """Span -> node conversion; holds only the children index of one build_tree call."""
+    """Span -> node conversion; holds the children index of one build_tree call.
+
+    Builds children before parents with a stack of its own, so no depth of nesting
+    reaches Python's recursion limit. Each node's accounting entries (all of them, and
+    those of its own session level) are kept until its parent has taken them, so the
+    totals cost one pass instead of a walk of every subtree.
+    """
 
     def __init__(self, children: dict[str, list[SpanData]]):
         self.children = children
+        self._all: dict[int, _Sums] = {}  # id(node) -> its entries and those under it, sub-agents included
+        self._own: dict[int, _Sums] = {}  # id(node) -> the same, sub-agents left out
+
+    def session_node(self, span: SpanData) -> dict[str, Any]:
+        return self._build(span, KIND_SESSION)
+
+    def op_node(self, span: SpanData) -> dict[str, Any]:
+        return self._build(span, "op")
+
+    def _build(self, top: SpanData, role: str) -> dict[str, Any]:
+        """The node of ``top`` in ``role`` (session, turn or op), children first, no recursion."""
+        done: dict[str, dict[str, Any]] = {}
+        stack: list[tuple[SpanData, str, bool]] = [(top, role, False)]
+        while stack:
+            span, role, ready = stack.pop()
+            kids = self.children.get(span.span_id, [])
+            if not ready:
+                stack.append((span, role, True))
+                # A session's turns are its turn children; a sub-agent's span (an op) holds its session.
+                holds_turns = role == KIND_SESSION or (role == "op" and span_operation(span) == sc.OP_INVOKE_AGENT)
+                stack.extend(
+                    (child, KIND_TURN if holds_turns and span_operation(child) == sc.OP_TURN else "op", False)
+                    for child in reversed(kids)
+                )
+                continue
+            nodes = [done.pop(child.span_id) for child in kids]
+            if role == KIND_SESSION:
+                done[span.span_id] = self._session(span, nodes)
+            elif role == KIND_TURN:
+                done[span.span_id] = self._turn(span, nodes)
+            else:
+                done[span.span_id] = self._op(span, nodes)
+        node = done.pop(top.span_id)
+        self._all.pop(id(node), None)
+        self._own.pop(id(node), None)
+        return node
+
+    def _entries(self, nodes: list[dict], entries: list[dict] = ()) -> tuple["_Sums", "_Sums"]:
+        """(all, own) sums of ``entries`` and of these children's, in tree order; a child's are not asked for again."""
+        every, own = _Sums(entries), _Sums(entries)
+        for node in nodes:
+            every.add(self._all.pop(id(node)))
+            own.add(self._own.pop(id(node)))
+        return every, own
 
     def _common(self, span: SpanData) -> dict[str, Any]:
         events, logs, others = split_events(span)
@@ -401,15 +532,11 @@ class _Builder:
             },
         }
 
-    def session_node(self, span: SpanData) -> dict[str, Any]:
+    def _session(self, span: SpanData, children: list[dict]) -> dict[str, Any]:
         node = self._common(span)
         attrs = span.attributes
-        turns, ops = [], []
-        for child in self.children.get(span.span_id, []):
-            if span_operation(child) == sc.OP_TURN:
-                turns.append(self.turn_node(child))
-            else:
-                ops.append(self.op_node(child))
+        turns = [child for child in children if child["kind"] == KIND_TURN]
+        ops = [child for child in children if child["kind"] != KIND_TURN]
         status, error = _own_status(span)
         status = _propagate(status, turns + ops)
         run_index = attrs.get(sc.RUN_INDEX)
@@ -428,17 +555,15 @@ class _Builder:
                 "ops": ops,
             }
         )
-        node["totals"] = {
-            "self": fold_totals(_session_self_entries(node)),
-            "inclusive": fold_totals(_all_entries(node)),
-        }
+        every, own = self._entries(ops + turns)  # ops first, then turns: the tree's order
+        node["totals"] = {"self": own.totals(), "inclusive": every.totals()}
+        self._all[id(node)], self._own[id(node)] = every, own
         if span.parent_span_id is None:
-            _assign_session_paths(node, ())
+            _assign_paths([(node, "", True)])
         return node
 
-    def turn_node(self, span: SpanData) -> dict[str, Any]:
+    def _turn(self, span: SpanData, ops: list[dict]) -> dict[str, Any]:
         node = self._common(span)
-        ops = [self.op_node(child) for child in self.children.get(span.span_id, [])]
         status, error = _own_status(span)
         node.update(
             {
@@ -449,12 +574,12 @@ class _Builder:
                 "ops": ops,
             }
         )
-        self_entries = [e for op in ops for e in _op_entries(op, cross_sessions=False)]
-        all_entries = [e for op in ops for e in _op_entries(op, cross_sessions=True)]
-        node["totals"] = {"self": fold_totals(self_entries), "inclusive": fold_totals(all_entries)}
+        every, own = self._entries(ops)
+        node["totals"] = {"self": own.totals(), "inclusive": every.totals()}
+        self._all[id(node)], self._own[id(node)] = every, own
         return node
 
-    def op_node(self, span: SpanData) -> dict[str, Any]:
+    def _op(self, span: SpanData, children: list[dict]) -> dict[str, Any]:
         operation = span_operation(span)
         kind = {
             sc.OP_CHAT: KIND_LLM,
@@ -463,8 +588,8 @@ class _Builder:
             sc.OP_INVOKE_AGENT: KIND_SESSION,
         }.get(operation, KIND_SPAN)
         if kind == KIND_SESSION:
-            child = self.session_node(span)
-            return {
+            child = self._session(span, children)
+            wrapper = {
                 "kind": KIND_SESSION,
                 "span_id": span.span_id,
                 "name": span.name,
@@ -485,8 +610,12 @@ class _Builder:
                 "ops": [],
                 "session": child,
             }
+            # The wrapper holds no entries of its own: all are the child session's, none at this level.
+            self._all[id(wrapper)], self._own[id(wrapper)] = self._all.pop(id(child)), _Sums()
+            self._own.pop(id(child))
+            return wrapper
         node = self._common(span)
-        ops = [self.op_node(child) for child in self.children.get(span.span_id, [])]
+        ops = children
         status, error = _op_status(kind, span)
         status = _propagate(status, ops)
         node.update(
@@ -502,6 +631,7 @@ class _Builder:
                 "session": None,
             }
         )
+        self._all[id(node)], self._own[id(node)] = self._entries(ops, node["accounting"])
         return node
 
 
@@ -648,9 +778,7 @@ def session_status(run_statuses: Iterable[str]) -> str:
 
 def session_entries(runs: Iterable[Mapping[str, Any]], ops: Iterable[Mapping[str, Any]]) -> list[dict]:
     """Every accounting entry of a session's runs and operations, sub-agents included (its inclusive totals)."""
-    entries = [e for run in runs for e in _all_entries(run)]
-    entries += [e for op in ops for e in _op_entries(op, cross_sessions=True)]
-    return entries
+    return _entries_under([*runs, *ops], cross_sessions=True)
 
 
 def fold_totals(
@@ -662,42 +790,47 @@ def fold_totals(
     them is the same fold as over all the entries at once).
     """
     totals = dict(start) if start is not None else empty_totals()
-    for entry in sorted(entries, key=lambda e: e.get("ts") or 0):
-        if entry["type"] == KIND_TOOL:
-            totals["tool_calls"] += 1
-            continue
-        tokens = entry["tokens"]
-        totals["input_tokens"] += tokens["input"]
-        totals["output_tokens"] += tokens["output"]
-        totals["cache_read_tokens"] += tokens["cache_read"]
-        totals["cache_write_tokens"] += tokens["cache_write"]
-        totals["reasoning_tokens"] += tokens["reasoning"]
-        totals["llm_calls"] += 1
-        if entry["cost_usd"] is None:
-            if entry["status"] == "ok":
-                totals["unpriced_calls"] += 1
-        else:
-            totals["cost_usd"] = round(totals["cost_usd"] + entry["cost_usd"], COST_DECIMALS)
+    ordered = sorted(entries, key=_completion)
+    # Counts and token sums do not depend on the order (integers): summed in C. Only the
+    # rounded cost is a fold, as the runtime's. (Deep trees fold long lists many times.)
+    llm = [entry for entry in ordered if entry["type"] != KIND_TOOL]
+    totals["tool_calls"] += len(ordered) - len(llm)
+    tokens = [entry["tokens"] for entry in llm]
+    for total_key, token_key in _TOKEN_TOTALS:
+        totals[total_key] += sum([t[token_key] for t in tokens])
+    totals["llm_calls"] += len(llm)
+    totals["unpriced_calls"] += sum([1 for entry in llm if entry["cost_usd"] is None and entry["status"] == "ok"])
+    cost = totals["cost_usd"]
+    for entry in llm:
+        if entry["cost_usd"] is not None:
+            cost = round(cost + entry["cost_usd"], COST_DECIMALS)
+    totals["cost_usd"] = cost
     return totals
 
 
-def _op_entries(op: Mapping[str, Any], cross_sessions: bool) -> list[dict]:
-    out = list(op.get("accounting", []))
-    for child in op.get("ops", []):
-        out.extend(_op_entries(child, cross_sessions))
-    if cross_sessions and op.get("session") is not None:
-        out.extend(_all_entries(op["session"]))
-    return out
+_TOKEN_TOTALS = (
+    ("input_tokens", "input"), ("output_tokens", "output"), ("cache_read_tokens", "cache_read"),
+    ("cache_write_tokens", "cache_write"), ("reasoning_tokens", "reasoning"),
+)
 
 
-def _session_self_entries(node: Mapping[str, Any]) -> list[dict]:
-    return [e for op in _ops_of_session(node) for e in op.get("accounting", [])]
+def _completion(entry: Mapping[str, Any]) -> int:
+    return entry.get("ts") or 0
 
 
-def _all_entries(node: Mapping[str, Any]) -> list[dict]:
-    out = [e for op in node.get("ops", []) for e in _op_entries(op, True)]
-    for turn in node.get("turns", []):
-        out.extend(e for op in turn.get("ops", []) for e in _op_entries(op, True))
+def _entries_under(nodes: Iterable[Mapping[str, Any]], cross_sessions: bool) -> list[dict]:
+    """Accounting entries of these nodes and of every node under them, in tree order
+    (a node's own, its ops', its turns', then its sub-agent's session's if ``cross_sessions``)."""
+    out: list[dict] = []
+    stack = list(nodes)
+    stack.reverse()
+    while stack:
+        node = stack.pop()
+        out += node.get("accounting") or ()
+        if cross_sessions and node.get("session") is not None:
+            stack.append(node["session"])
+        stack.extend(reversed(node.get("turns", [])))
+        stack.extend(reversed(node.get("ops", [])))
     return out
 
 
@@ -786,23 +919,52 @@ def _agents(runs: list[dict], ops: list[dict]) -> dict[str, dict[str, Any]]:
     return agents
 
 
+def _session_entry_lists(tree: Mapping[str, Any]) -> dict[int, tuple[list[dict], list[dict]]]:
+    """id(session-like node) -> (its own level's entries, all entries under it), in tree order,
+    for every run and sub-agent session. Sessions are done innermost first, so each takes its
+    sub-agents' lists whole instead of walking them again (no recursion, and no rewalk per level)."""
+    sessions = [node for run in tree.get("runs", []) for node in (run, *_child_sessions(run))]
+    out: dict[int, tuple[list[dict], list[dict]]] = {}
+    for node in reversed(sessions):  # every sub-agent session comes after its caller's
+        own: list[dict] = []
+        every: list[dict] = []
+        stack: list[Any] = list(node.get("ops", []))
+        for turn in node.get("turns", []):
+            stack.extend(turn.get("ops", []))
+        stack.reverse()
+        while stack:
+            op = stack.pop()
+            if type(op) is tuple:  # (sub-agent session,): its entries, once its caller's nested ops are in
+                every += out[id(op[0])][1]
+                continue
+            accounting = op.get("accounting") or ()
+            own += accounting
+            every += accounting
+            if op.get("session") is not None:
+                stack.append((op["session"],))
+            stack.extend(reversed(op.get("ops", [])))
+        out[id(node)] = (own, every)
+    return out
+
+
 def agent_totals(tree: Mapping[str, Any]) -> dict[str, dict[str, dict[str, int | float]]]:
     """Per agent id: ``self`` (its own LLM attempts and tool calls) and ``inclusive``
     (plus everything its invocations caused), each attempt counted once per agent."""
     per_self: dict[str, list] = {}
     per_all: dict[str, list] = {}
 
-    def visit(node: Mapping[str, Any], open_agents: frozenset[str]) -> None:
+    lists = _session_entry_lists(tree)
+    # (session node, the agents whose invocations enclose it), depth first in tree order
+    work = [(run, frozenset()) for run in reversed(tree.get("runs", []))]
+    while work:
+        node, open_agents = work.pop()
         agent = node.get("agent_id") or "?"
-        per_self.setdefault(agent, []).extend(_session_self_entries(node))
+        own, every = lists[id(node)]
+        per_self.setdefault(agent, []).extend(own)
         if agent not in open_agents:  # an agent nested in itself is not counted twice
-            per_all.setdefault(agent, []).extend(_all_entries(node))
-        for op in _ops_of_session(node):
-            if op.get("session") is not None:
-                visit(op["session"], open_agents | {agent})
-
-    for run in tree.get("runs", []):
-        visit(run, frozenset())
+            per_all.setdefault(agent, []).extend(every)
+        inner = open_agents if agent in open_agents else open_agents | {agent}
+        work.extend((op["session"], inner) for op in reversed(list(_ops_of_session(node))) if op.get("session") is not None)
     return {
         agent: {"self": fold_totals(per_self.get(agent, [])), "inclusive": fold_totals(per_all.get(agent, []))}
         for agent in per_self

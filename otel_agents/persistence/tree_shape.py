@@ -55,7 +55,7 @@ def _list(node: Any, key: str, where: str) -> list:
 def _totals(node: dict, where: str) -> None:
     totals = _dict(node, "totals", where)
     for scope in ("self", "inclusive"):
-        values = _dict(totals, scope, f"{where}.totals")
+        values = _dict(totals, scope, _Where(where, ".totals"))
         for key in sc.TOTAL_KEYS:
             value = values.get(key)
             if not (type(value) is int or type(value) is float or _number(value)):
@@ -102,20 +102,42 @@ def _span_part(node: dict, where: str) -> None:
                 raise ShapeError(f"{where}.{key}[{i}]: expected an object")
 
 
-def _session(node: Any, where: str) -> None:
+def _session(node: Any, where: str, work: list) -> None:
     _need(isinstance(node, dict), where, "expected a session node object")
-    _need(node.get("kind") == "session", f"{where}.kind", "expected \"session\"")
+    _need(node.get("kind") == "session", _Where(where, ".kind"), "expected \"session\"")
     _span_part(node, where)
     _totals(node, where)
-    for i, op in enumerate(_list(node, "ops", where)):
-        _op(op, f"{where}.ops[{i}]")
+    _queue(work, _list(node, "ops", where), where, "ops")
     for t, turn in enumerate(_list(node, "turns", where)):
-        here = f"{where}.turns[{t}]"
+        here = _Where(where, f".turns[{t}]")
         _need(isinstance(turn, dict) and turn.get("kind") == "turn", here, "expected a turn node")
         _span_part(turn, here)
         _totals(turn, here)
-        for i, op in enumerate(_list(turn, "ops", here)):
-            _op(op, f"{here}.ops[{i}]")
+        _queue(work, _list(turn, "ops", here), here, "ops")
+
+
+class _Where:
+    """A place in the tree, put into words only when a check fails: at depth thousands,
+    writing out every node's place would cost more than checking it."""
+
+    __slots__ = ("parent", "step")
+
+    def __init__(self, parent: "_Where | str", step: str):
+        self.parent, self.step = parent, step
+
+    def __str__(self) -> str:
+        steps, place = [], self
+        while isinstance(place, _Where):
+            steps.append(place.step)
+            place = place.parent
+        return place + "".join(reversed(steps))
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self), spec)
+
+
+def _queue(work: list, ops: list, where: Any, key: str) -> None:
+    work.extend(("op", op, _Where(where, f".{key}[{i}]")) for i, op in reversed(list(enumerate(ops))))
 
 
 # What tree.py writes in each accounting entry, and ledger_records.py reads back.
@@ -128,13 +150,13 @@ _ENTRY_KEYS = {
 TOKEN_KEYS = ("input", "output", "cache_read", "cache_write", "reasoning", "total")
 
 
-def _op(op: Any, where: str) -> None:
+def _op(op: Any, where: Any, work: list) -> None:
     _need(isinstance(op, dict), where, "expected an operation object")
     kind = op.get("kind")
-    _need(isinstance(kind, str) and kind in OP_KINDS, f"{where}.kind", f"expected one of {sorted(OP_KINDS)}, got {kind!r}")
+    if not (isinstance(kind, str) and kind in OP_KINDS):
+        raise ShapeError(f"{where}.kind: expected one of {sorted(OP_KINDS)}, got {kind!r}")
     _span_part(op, where)
-    for i, child in enumerate(_list(op, "ops", where)):
-        _op(child, f"{where}.ops[{i}]")
+    children = _list(op, "ops", where)
     for i, entry in enumerate(_list(op, "accounting", where)):
         if not (isinstance(entry, dict) and entry.get("type") in ("llm", "tool")):
             raise ShapeError(f"{where}.accounting[{i}]: expected an llm or tool entry")
@@ -144,7 +166,7 @@ def _op(op: Any, where: str) -> None:
             if key not in entry:
                 raise ShapeError(f"{where}.accounting[{i}].{key}: missing")
         if entry["type"] == "llm":
-            tokens = _dict(entry, "tokens", f"{where}.accounting[{i}]")
+            tokens = _dict(entry, "tokens", _Where(where, f".accounting[{i}]"))
             for key in TOKEN_KEYS:
                 if not _int(tokens.get(key)):
                     raise ShapeError(f"{where}.accounting[{i}].tokens.{key}: expected an integer")
@@ -152,9 +174,22 @@ def _op(op: Any, where: str) -> None:
             if cost is not None and not _number(cost):
                 raise ShapeError(f"{where}.accounting[{i}].cost_usd: expected a number or null")
     if kind == "session":
-        _session(op.get("session"), f"{where}.session")
+        work.append(("session", op.get("session"), _Where(where, ".session")))
     elif op.get("session") is not None:
         raise ShapeError(f"{where}.session: only a session operation has a child session")
+    _queue(work, children, where, "ops")  # checked before the child session: the tree's order
+
+
+def _check_all(work: list) -> None:
+    """Check the queued nodes and everything under them, with a stack instead of recursion."""
+    while work:
+        what, node, where = work.pop()
+        if what == "op":
+            _op(node, where, work)
+        else:
+            _session(node, where, work)
+
+
 
 
 def check_session_shape(session: Any) -> None:
@@ -177,8 +212,10 @@ def check_session_shape(session: Any) -> None:
             _need(isinstance(agent, dict), f"session.agents.{agent_id}", "expected an object")
     for i, run in enumerate(runs):
         here = f"session.runs[{i}]"
-        _session(run, here)
+        work: list = [("session", run, here)]
+        _check_all(work)
         _need(_int(run.get("index")), f"{here}.index", "expected an integer")
         _need(isinstance(run.get("trace_id"), str), f"{here}.trace_id", "expected a string")
-    for i, op in enumerate(ops):
-        _op(op, f"session.ops[{i}]")
+    work = []
+    _queue(work, ops, "session", "ops")
+    _check_all(work)

@@ -128,6 +128,7 @@ def compare_ledger(
 def check_tree(tree: Mapping[str, Any]) -> list[str]:
     problems: list[str] = []
     seen: set[tuple[Any, str]] = set()
+    found: dict[tuple[int, str], Any] = {}  # (id of the run, label) -> the node that label led to
     for ref in iter_ops(tree):
         key = (ref.run["index"] if ref.run else None, ref.label)
         if key in seen:
@@ -135,7 +136,7 @@ def check_tree(tree: Mapping[str, Any]) -> list[str]:
         seen.add(key)
         if ref.op.get("path") != ref.label:
             problems.append(f"tree: operation {ref.op['span_id']} is labelled {ref.op.get('path')} at {ref.label}")
-        if ref.run is not None and node_at(ref.run, position_of(ref.label)) is not ref.op:
+        if ref.run is not None and _follow(ref.run, ref.label, found) is not ref.op:
             problems.append(f"tree: label {ref.label} does not lead back to operation {ref.op['span_id']}")
     for run in tree.get("runs", []):
         for t, turn in enumerate(run.get("turns", []), start=1):
@@ -146,6 +147,27 @@ def check_tree(tree: Mapping[str, Any]) -> list[str]:
         for turn in node.get("turns", []):
             problems += _check_totals(turn, f"turn {turn.get('path')} of {node['name']} ({turn['span_id']})")
     return problems
+
+
+def _follow(run: Mapping[str, Any], label: str, found: dict[tuple[int, str], Any]) -> Any:
+    """``node_at(run, position_of(label))``, taking the last step from where the label's parent
+    led (labels come parents first): each step once, however deep the tree (None: leads nowhere)."""
+    last = label.rpartition(".")[2]
+    try:
+        if last.count("-") >= 2:  # an operation nested in an operation
+            parent, _, k = label.rpartition("-")
+            ops = found.get((id(run), parent))["ops"]
+            index = int(k)
+            node = ops[index - 1] if 1 <= index <= len(ops) else None
+        elif len(last) < len(label):  # an operation of a sub-agent's session
+            parent = found.get((id(run), label[: len(label) - len(last) - 1]))
+            node = node_at(parent["session"], position_of(last))
+        else:
+            node = node_at(run, position_of(label))
+    except (KeyError, ValueError, TypeError):
+        node = None
+    found[(id(run), label)] = node
+    return node
 
 
 def _check_totals(node: Mapping[str, Any], where: str) -> list[str]:
