@@ -38,7 +38,7 @@ def filter_options(func):
 
 
 def _filters(since: date | None, until: date | None, session_id: str | None):
-    from otel_agents.persistence.ledger import Filters
+    from otel_agents.persistence.ledger_summary import Filters
 
     if since and until and since > until:
         raise click.UsageError(f"--since {since} is after --until {until}")
@@ -89,7 +89,7 @@ def _table_row(row) -> list[str]:
 @ledger_errors_are_data_errors
 def summary(by: str, since: date | None, until: date | None, session_id: str | None, as_json: bool, paths) -> None:
     """Calls, tokens and cost from the ledger, grouped; a null cost counts as unpriced, never as 0."""
-    from otel_agents.persistence.ledger import summarize_file, total
+    from otel_agents.persistence.ledger_summary import summarize_file, total
 
     filters = _filters(since, until, session_id)
     rows = summarize_file(paths.billing_file, by, filters, warn=_warn)
@@ -133,7 +133,8 @@ def summary(by: str, since: date | None, until: date | None, session_id: str | N
 @ledger_errors_are_data_errors
 def export(fmt: str, since: date | None, until: date | None, session_id: str | None, output: Path | None, paths) -> None:
     """The ledger's records (filtered) as CSV or JSON lines."""
-    from otel_agents.persistence.ledger import export_csv, export_jsonl, iter_records
+    from otel_agents.persistence.ledger_summary import export_csv, export_jsonl
+    from otel_agents.persistence.ledger_read import iter_records
 
     filters = _filters(since, until, session_id)
     if output is not None and output.resolve() == paths.billing_file.resolve():

@@ -16,7 +16,7 @@ from otel_agents.persistence.artifacts import load_artifacts
 from otel_agents.persistence.events_file import read_event_lines
 from otel_agents.persistence.import_sessions import session_id_for
 from otel_agents.persistence.journal import read_journal, spans_from_journal
-from otel_agents.persistence.ledger import read_records
+from otel_agents.persistence.ledger_read import read_records
 from otel_agents.persistence.store import SessionStore
 from otel_agents.persistence.tree import iter_ops
 
