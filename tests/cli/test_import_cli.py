@@ -384,7 +384,7 @@ def test_the_line_is_the_value_s_own_in_a_pretty_printed_file(env, tmp_path):
 
 
 def test_spans_too_deep_with_the_saved_ones_are_refused(env, tmp_path):
-    from otel_agents.persistence.import_checks import MAX_SPAN_DEPTH
+    from otel_agents.tracing.import_checks import MAX_SPAN_DEPTH
 
     def span(i):
         return {"traceId": "4" * 32, "spanId": f"{i:016x}", "name": "op", "startTimeUnixNano": str(i),

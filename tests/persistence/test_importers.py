@@ -1,4 +1,4 @@
-"""Trace file decoders: real Jaeger/OTLP fixtures, our own OTLP/JSON round trip, malformed input."""
+"""Trace files read for import and decoded (tracing/trace_text.py and the decoders): real Jaeger/OTLP fixtures, our own OTLP/JSON round trip, malformed input."""
 
 from __future__ import annotations
 
@@ -8,15 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from otel_agents.persistence.importers import (
-    ORIGINAL_SPAN_ID,
-    ORIGINAL_TRACE_ID,
-    ImportFormatError,
-    decode_jaeger_json,
-    decode_otlp_json,
-    decode_trace_text,
-    read_trace_file,
-)
+from otel_agents.persistence.importers import read_trace_file
+from otel_agents.tracing.decoding import ORIGINAL_SPAN_ID, ORIGINAL_TRACE_ID, ImportFormatError
+from otel_agents.tracing.jaeger_decode import decode_jaeger_json
+from otel_agents.tracing.otlp_decode import decode_otlp_json
+from otel_agents.tracing.trace_text import decode_trace_text
 from otel_agents.tracing.otlp_json import OtlpJsonFileExporter, encode_resource_spans
 from otel_agents.tracing.redaction import MARKER
 from otel_agents.tracing.spandata import from_readable
@@ -411,7 +407,8 @@ def test_files_that_are_not_traces(tmp_path):
 
 def test_a_key_with_a_line_break_is_quoted_in_the_one_line_error():
     """Found by the fuzz suite: a process id holding a newline broke the error over two lines."""
-    from otel_agents.persistence.importers import ImportFormatError, decode_trace_text
+    from otel_agents.tracing.decoding import ImportFormatError
+    from otel_agents.tracing.trace_text import decode_trace_text
 
     doc = {"data": [{"traceID": "ab" * 16, "spans": [], "processes": {"p\n1": None}}]}
     with pytest.raises(ImportFormatError) as info:
@@ -499,7 +496,7 @@ def test_jaeger_values_are_checked_too():
 
 
 def test_spans_nested_too_deep_are_refused_at_the_first_too_deep():
-    from otel_agents.persistence.import_checks import MAX_SPAN_DEPTH
+    from otel_agents.tracing.import_checks import MAX_SPAN_DEPTH
 
     spans = [otlp_span(f"{i:016x}", parent=f"{i - 1:016x}" if i > 1 else None) for i in range(1, MAX_SPAN_DEPTH + 2)]
     assert len(decode_otlp_json(otlp_doc(*spans[:-1]))) == MAX_SPAN_DEPTH
