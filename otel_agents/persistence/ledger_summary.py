@@ -278,7 +278,6 @@ def total(rows: Iterable[SummaryRow]) -> SummaryRow:
     return out
 
 
-
 def export_jsonl(records: Iterable[dict], out: IO[bytes]) -> int:
     count = 0
     for record in records:

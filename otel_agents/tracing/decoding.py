@@ -60,7 +60,6 @@ class Where:
         return ImportFormatError(f"{self.source}:{self.line}:{inside} {message}", self, message)
 
 
-
 @functools.lru_cache(maxsize=64)
 def _snake(camel: str) -> str:
     return re.sub(r"(?<!^)([A-Z])", r"_\1", camel).lower()
@@ -133,7 +132,6 @@ def as_bool(value: Any, where: Where) -> bool:
     if isinstance(value, str) and value.lower() in {"true", "false"}:
         return value.lower() == "true"
     raise where.error(f"expected a boolean, got {value!r}")
-
 
 
 def derived_id(text: str, nbytes: int) -> str:

@@ -43,7 +43,6 @@ def _jaeger_id(value: Any, nbytes: int, where: Where) -> tuple[str, bool]:
     return derived_id(text, nbytes), True
 
 
-
 def _jaeger_value(tag: dict[str, Any], where: Where) -> Any:
     kind = str(tag.get("type") or "string").lower()
     value = tag.get("value")
