@@ -70,6 +70,17 @@ def reprice(records: Iterable[dict[str, Any]], prices: Any) -> tuple[int, list[P
     return priced, changes
 
 
+def reprice_plan(plan: Any, prices: Any) -> None:
+    """Price a ``billing rebuild`` plan's records again, noting on it how many and which changed."""
+    from otel_agents.llm.scripted_provider import PROVIDER, register_demo_price
+
+    # The offline model's demo price exists only once a run registers it.
+    for model in {str(r.get("model")) for r in plan.records if r.get("type") == "llm"}:
+        if model.startswith(f"{PROVIDER}/"):
+            register_demo_price(model)
+    plan.repriced, plan.price_changes = reprice(plan.records, prices)
+
+
 def usd(cost: float | Decimal | None) -> str:
     """Exact decimal text of a cost (12 decimals at most, trailing zeros dropped); ``unpriced`` for None."""
     if cost is None:

@@ -1,18 +1,16 @@
 """``otel-agents billing``: summary, export, rebuild.
 
 Reads the ledger in one streaming pass; ``rebuild`` re-derives it from the saved
-session trees and says what differed, keeping the costs recorded at call time
+session trees (persistence/ledger_rebuild.py) and says what differed, keeping the costs recorded at call time
 unless ``--reprice`` asks for the current prices. Dates are UTC days, both ends inclusive.
 """
 
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
 from datetime import date, datetime
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
 
 import click
 
@@ -38,7 +36,7 @@ def filter_options(func):
 
 
 def _filters(since: date | None, until: date | None, session_id: str | None):
-    from otel_agents.persistence.ledger import Filters
+    from otel_agents.persistence.ledger_summary import Filters
 
     if since and until and since > until:
         raise click.UsageError(f"--since {since} is after --until {until}")
@@ -89,7 +87,7 @@ def _table_row(row) -> list[str]:
 @ledger_errors_are_data_errors
 def summary(by: str, since: date | None, until: date | None, session_id: str | None, as_json: bool, paths) -> None:
     """Calls, tokens and cost from the ledger, grouped; a null cost counts as unpriced, never as 0."""
-    from otel_agents.persistence.ledger import summarize_file, total
+    from otel_agents.persistence.ledger_summary import summarize_file, total
 
     filters = _filters(since, until, session_id)
     rows = summarize_file(paths.billing_file, by, filters, warn=_warn)
@@ -133,7 +131,8 @@ def summary(by: str, since: date | None, until: date | None, session_id: str | N
 @ledger_errors_are_data_errors
 def export(fmt: str, since: date | None, until: date | None, session_id: str | None, output: Path | None, paths) -> None:
     """The ledger's records (filtered) as CSV or JSON lines."""
-    from otel_agents.persistence.ledger import export_csv, export_jsonl, iter_records
+    from otel_agents.persistence.ledger_summary import export_csv, export_jsonl
+    from otel_agents.persistence.ledger_read import iter_records
 
     filters = _filters(since, until, session_id)
     if output is not None and output.resolve() == paths.billing_file.resolve():
@@ -168,99 +167,6 @@ def export(fmt: str, since: date | None, until: date | None, session_id: str | N
 # --- rebuild -----------------------------------------------------------------------------
 
 
-def derived_records(sessions_dir: Path, warn) -> tuple[dict[str, list[dict[str, Any]]], int]:
-    """Ledger records of every saved session tree, by session id; and how many trees were unreadable."""
-    from otel_agents.persistence.ledger_records import ledger_records
-    from otel_agents.persistence.paths import InvalidSessionId, Paths
-    from otel_agents.persistence.store import SessionStore, StoreError
-
-    out: dict[str, list[dict[str, Any]]] = {}
-    unreadable = 0
-    if not sessions_dir.is_dir():
-        return out, unreadable
-    checker = Paths(sessions_dir, Path("/dev/null"))
-    for entry in sorted(sessions_dir.iterdir()):
-        if not entry.is_dir():
-            continue
-        try:
-            checker.session_dir(entry.name)
-        except InvalidSessionId:
-            continue
-        store = SessionStore(entry)
-        if not store.tree_path.exists():
-            continue
-        try:
-            tree = store.load_tree()
-        except StoreError as exc:
-            warn(f"{exc}; its ledger records are kept as they are")
-            unreadable += 1
-            continue
-        out[tree.get("id") or entry.name] = ledger_records(tree)
-    return out, unreadable
-
-
-@dataclass
-class RebuildPlan:
-    """What a rebuild changes, record ids by kind of difference."""
-
-    records: list[dict] = field(default_factory=list)  # the new ledger, in order
-    derived: int = 0
-    added: list[str] = field(default_factory=list)
-    changed: list[tuple[str, list[str]]] = field(default_factory=list)
-    removed: list[str] = field(default_factory=list)
-    kept: int = 0
-    duplicates: int = 0
-    repriced: int = 0  # LLM records priced again (--reprice)
-    price_changes: list = field(default_factory=list)  # repricing.PriceChange, those priced differently
-
-    @property
-    def differs(self) -> bool:
-        return bool(self.added or self.changed or self.removed or self.duplicates or self.price_changes)
-
-
-def plan_rebuild(old: list[dict], by_session: dict[str, list[dict[str, Any]]]) -> RebuildPlan:
-    """Pure: the ledger the saved sessions imply, compared with the one on disk.
-
-    Records of sessions with no readable saved tree are kept as they are.
-    """
-    import orjson
-
-    from otel_agents.persistence.ledger_records import carry_repricing
-    from otel_agents.tracing.redaction import redact
-
-    plan = RebuildPlan()
-    old_by_id: dict[str, dict] = {}
-    for record in old:
-        if record["record_id"] in old_by_id:
-            plan.duplicates += 1
-        old_by_id.setdefault(record["record_id"], record)
-    new_records = []
-    for records in by_session.values():
-        for record in records:
-            record = orjson.loads(orjson.dumps(redact(record)))  # exactly what a ledger line holds
-            previous = old_by_id.get(record["record_id"])
-            record = carry_repricing(previous, record)  # a re-price stays until the span's cost changes
-            new_records.append(record)
-            if previous is None:
-                plan.added.append(record["record_id"])
-            elif previous != record:
-                fields = sorted(k for k in set(previous) | set(record) if previous.get(k) != record.get(k))
-                plan.changed.append((record["record_id"], fields))
-    plan.derived = len(new_records)
-    new_ids = {r["record_id"] for r in new_records}
-    kept = []
-    for rid, record in old_by_id.items():
-        if rid in new_ids:
-            continue
-        if record.get("session_id") in by_session:
-            plan.removed.append(rid)
-        else:
-            kept.append(record)
-    plan.kept = len(kept)
-    plan.records = sorted(kept + new_records, key=lambda r: (str(r.get("ts") or ""), r["record_id"]))
-    return plan
-
-
 @billing.command()
 @click.option("--dry-run", is_flag=True, help="Only report the differences; leave the ledger as it is.")
 @click.option("--reprice", is_flag=True,
@@ -277,29 +183,17 @@ def rebuild(dry_run: bool, reprice: bool, paths) -> None:
     money spent stays on the books. Costs are the ones computed at call time
     (recorded on each attempt's span); --reprice replaces them with today's prices.
     """
-    from otel_agents.persistence.ledger import rewrite_records
+    from otel_agents.persistence.ledger_rebuild import rebuild_ledger
 
-    prices = _current_prices() if reprice else None
-    by_session, unreadable = derived_records(paths.sessions_dir, _warn)
-    plans: list[RebuildPlan] = []
+    adjust = None
+    if reprice:
+        from functools import partial
 
-    def rewrite(old: list[dict]) -> list[dict] | None:
-        plan = plan_rebuild(old, by_session)
-        if prices is not None:
-            from otel_agents.llm.scripted_provider import PROVIDER, register_demo_price
-            from otel_agents.repricing import reprice as reprice_records
+        from otel_agents.repricing import reprice_plan
 
-            # The offline model's demo price exists only once a run registers it.
-            for model in {str(r.get("model")) for r in plan.records if r.get("type") == "llm"}:
-                if model.startswith(f"{PROVIDER}/"):
-                    register_demo_price(model)
-            plan.repriced, plan.price_changes = reprice_records(plan.records, prices)
-        plans.append(plan)
-        return plan.records if plan.differs and not dry_run else None
-
-    # The comparison runs under the ledger's lock, so no concurrent append is lost.
-    written = rewrite_records(paths.billing_file, rewrite, _warn)
-    plan = plans[0]
+        adjust = partial(reprice_plan, prices=_current_prices())
+    done = rebuild_ledger(paths.billing_file, paths.sessions_dir, _warn, dry_run=dry_run, adjust=adjust)
+    plan, written, unreadable = done.plan, done.written, done.unreadable
     for rid in plan.added:
         click.echo(f"+ {rid}")
     for rid, fields in plan.changed:
@@ -307,12 +201,12 @@ def rebuild(dry_run: bool, reprice: bool, paths) -> None:
     for rid in plan.removed:
         click.echo(f"- {rid}")
     click.echo(
-        f"rebuild: {len(by_session)} sessions, {plan.derived} records derived; "
+        f"rebuild: {done.sessions} sessions, {plan.derived} records derived; "
         f"{len(plan.added)} added, {len(plan.changed)} changed, {len(plan.removed)} removed, "
         f"{plan.duplicates} duplicate lines dropped, {plan.kept} kept from sessions without a readable saved tree"
         + (f" ({unreadable} unreadable)" if unreadable else "")
     )
-    if prices is not None:
+    if reprice:
         _report_prices(plan)
     if not plan.differs:
         click.echo("the ledger already matches the saved sessions" + (" and the current prices" if reprice else ""))
@@ -331,7 +225,7 @@ def _current_prices():
         raise click.UsageError(str(exc)) from None
 
 
-def _report_prices(plan: RebuildPlan) -> None:
+def _report_prices(plan) -> None:
     """One line per record priced differently, then the totals (exact decimals, USD)."""
     from otel_agents.repricing import total, usd
 

@@ -216,7 +216,7 @@ def start_recording(tracing, paths: Paths, session_id: str, ownership=None, **re
 
 def attach_console(tracing, verbose: bool, trace_llm: bool, trace_tools: bool) -> None:
     """Console lines come from spans; the labeler must see a span start before the renderer."""
-    from otel_agents.persistence.live_labels import LivePathLabels
+    from otel_agents.cli.live_labels import LivePathLabels
 
     labels = LivePathLabels()
     renderer = ConsoleRenderer(labels.label_of, ConsoleOptions(verbose, trace_llm, trace_tools))

@@ -36,7 +36,8 @@ def import_traces(files: tuple[str, ...], as_json: bool, paths) -> None:
     from otel_agents.persistence.import_sessions import (
         ImportConflict, Source, apply_import, plan_import, sessions_of_traces,
     )
-    from otel_agents.persistence.importers import ImportFormatError, read_trace_file
+    from otel_agents.persistence.importers import read_trace_file
+    from otel_agents.tracing.decoding import ImportFormatError
     from otel_agents.persistence.ownership import SessionBusy
     from otel_agents.persistence.paths import InvalidSessionId
     from otel_agents.persistence.store import StoreError

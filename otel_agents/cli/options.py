@@ -60,7 +60,7 @@ def ledger_errors_are_data_errors(func):
 
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
-        from otel_agents.persistence.ledger import LedgerError
+        from otel_agents.persistence.ledger_read import LedgerError
 
         try:
             return func(*args, **kwargs)

@@ -107,7 +107,7 @@ def verify(session_id: str, paths) -> None:
     A session whose writer died is reported as interrupted and recoverable (exit 0 when
     its files agree otherwise). Read-only.
     """
-    from otel_agents.persistence.ledger import read_records
+    from otel_agents.persistence.ledger_read import read_records
     from otel_agents.persistence.session_check import check_session
 
     directory = session_dir_or_exit(paths, session_id)

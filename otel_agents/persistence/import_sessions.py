@@ -44,7 +44,6 @@ from otel_agents.persistence.journal import (
     span_lines,
     spans_from_journal,
 )
-from otel_agents.persistence.import_checks import MAX_SPAN_DEPTH, too_deep
 from otel_agents.persistence.ledger_records import ledger_records
 from otel_agents.persistence.notices import stderr_warning
 from otel_agents.persistence.private import open_private_append
@@ -58,10 +57,11 @@ from otel_agents.persistence.store import (
 )
 from otel_agents.persistence.timestamps import iso_ts
 from otel_agents.persistence.tree import build_tree, group_by_session
+from otel_agents.tracing.decoding import ORIGINAL_SPAN_ID
+from otel_agents.tracing.import_checks import MAX_SPAN_DEPTH, too_deep
 from otel_agents.tracing.records import from_span_event, message_id_number
 from otel_agents.tracing.spandata import SpanData
 
-ORIGINAL_SPAN_ID = "otel_agents.import.original_span_id"  # as importers.py names it
 
 
 class ImportConflict(ValueError):

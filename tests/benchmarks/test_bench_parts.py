@@ -46,7 +46,7 @@ def test_alternation_puts_each_side_first_equally_often(bench):
 
 
 def test_synthetic_ledger_counts_what_it_wrote(bench, tmp_path):
-    from otel_agents.persistence.ledger import summarize_file
+    from otel_agents.persistence.ledger_summary import summarize_file
 
     billing = bench["bench_billing"]
     ledger = billing.write_ledger(tmp_path / "billing.jsonl", 3_000)

@@ -16,7 +16,7 @@ from otel_agents.persistence.artifacts import load_artifacts
 from otel_agents.persistence.events_file import read_event_lines
 from otel_agents.persistence.import_sessions import session_id_for
 from otel_agents.persistence.journal import read_journal, spans_from_journal
-from otel_agents.persistence.ledger import read_records
+from otel_agents.persistence.ledger_read import read_records
 from otel_agents.persistence.store import SessionStore
 from otel_agents.persistence.tree import iter_ops
 
@@ -384,7 +384,7 @@ def test_the_line_is_the_value_s_own_in_a_pretty_printed_file(env, tmp_path):
 
 
 def test_spans_too_deep_with_the_saved_ones_are_refused(env, tmp_path):
-    from otel_agents.persistence.import_checks import MAX_SPAN_DEPTH
+    from otel_agents.tracing.import_checks import MAX_SPAN_DEPTH
 
     def span(i):
         return {"traceId": "4" * 32, "spanId": f"{i:016x}", "name": "op", "startTimeUnixNano": str(i),

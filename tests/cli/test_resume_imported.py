@@ -13,7 +13,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from otel_agents.persistence.importers import decode_otlp_json
+from otel_agents.tracing.otlp_decode import decode_otlp_json
 from test_resume_cli import events, invoke, ledger, session_id_of, transcripts
 
 PROMPTS = ["Create Jack and Jill for a cafe discussion", "What did Jill say?"]

@@ -107,10 +107,10 @@ def test_commands_that_decode_whole_sessions_pause_the_collector(env, monkeypatc
     import gc
     import importlib
 
+    import otel_agents.persistence.ledger_rebuild as ledger_rebuild
     import otel_agents.persistence.verify as verify
 
     # The modules, not the click groups of the same names that otel_agents.cli exports.
-    billing_cli = importlib.import_module("otel_agents.cli.billing")
     sessions_cli = importlib.import_module("otel_agents.cli.sessions")
 
     session_id = run_demo()
@@ -124,7 +124,7 @@ def test_commands_that_decode_whole_sessions_pause_the_collector(env, monkeypatc
 
     monkeypatch.setattr(sessions_cli, "render_session", noting("show", sessions_cli.render_session))
     monkeypatch.setattr(verify, "verify_session", noting("verify", verify.verify_session))
-    monkeypatch.setattr(billing_cli, "derived_records", noting("rebuild", billing_cli.derived_records))
+    monkeypatch.setattr(ledger_rebuild, "derived_records", noting("rebuild", ledger_rebuild.derived_records))
     assert invoke("sessions", "show", session_id).exit_code == 0
     assert invoke("sessions", "verify", session_id).exit_code == 0
     assert invoke("billing", "rebuild", "--dry-run").exit_code == 0

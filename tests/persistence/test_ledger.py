@@ -1,63 +1,21 @@
-"""The billing ledger: locked appends, dedup by record id, torn lines, summaries, export."""
+"""The billing ledger's appends: locked, dedup by record id, torn lines cut, atomic rewrite, the appender."""
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 import os
 import subprocess
 import sys
 import time
-from datetime import date
-from decimal import Decimal
 from pathlib import Path
 
 import orjson
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from ledger_samples import llm, tool
 
-from otel_agents.persistence.ledger import (
-    CSV_COLUMNS,
-    Filters,
-    LedgerAppender,
-    LedgerError,
-    append_records,
-    export_csv,
-    export_jsonl,
-    filter_records,
-    iter_records,
-    read_records,
-    record_day,
-    rewrite_records,
-    summarize,
-    summarize_file,
-    total,
-)
-
-
-def llm(n: int, *, session="s1", agent="main", model="openai/gpt-4o", cost=0.001, status="ok", ts=None,
-        tokens=(100, 20, 10, 0, 5)):
-    inp, out, cr, cw, reasoning = tokens
-    return {
-        "record_id": f"{n:032x}:{n:016x}", "ts": ts or "2025-03-04T10:00:00.000000001Z", "session_id": session,
-        "trace_id": f"{n:032x}", "span_id": f"{n:016x}", "run": 1, "path": "1.1", "agent_id": "agent_001",
-        "agent_name": agent, "call_path": agent, "type": "llm", "status": status, "latency_ms": 12.5,
-        "error": None if status == "ok" else "RateLimitError: slow down", "provider": "openai", "model": model,
-        "response_model": model, "attempt": 1,
-        "tokens": {"input": inp, "output": out, "cache_read": cr, "cache_write": cw, "reasoning": reasoning, "total": inp + out},
-        "cost_usd": cost, "price_source": "litellm" if cost is not None else "unpriced",
-    }
-
-
-def tool(n: int, *, session="s1", agent="main", status="ok", ts=None):
-    return {
-        "record_id": f"{n:032x}:{n:016x}", "ts": ts or "2025-03-04T10:00:01.000000001Z", "session_id": session,
-        "trace_id": f"{n:032x}", "span_id": f"{n:016x}", "run": 1, "path": "1.2", "agent_id": "agent_001",
-        "agent_name": agent, "call_path": agent, "type": "tool", "status": status, "latency_ms": 3.0,
-        "error": None, "tool": "task", "chars_in": 40, "chars_out": 400,
-    }
+from otel_agents.persistence.ledger import LedgerAppender, append_records, rewrite_records
+from otel_agents.persistence.ledger_read import CSV_COLUMNS, LedgerError, iter_records, read_records
 
 
 # --- appending ----------------------------------------------------------------------------
@@ -152,16 +110,12 @@ def test_a_torn_last_line_is_skipped_with_a_warning_and_cut_by_the_next_append(t
     assert len(ledger.read_bytes().splitlines()) == 3
 
 
-def test_reading_a_missing_ledger_gives_nothing(tmp_path):
-    assert read_records(tmp_path / "none.jsonl") == []
-    assert summarize_file(tmp_path / "none.jsonl") == []
-
 
 WRITER = r"""
 import sys, time
 from pathlib import Path
 sys.path.insert(0, sys.argv[4])
-from test_ledger import llm, tool
+from ledger_samples import llm, tool
 from otel_agents.persistence.ledger import append_records
 ledger, worker, go = Path(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3])
 while not go.exists():
@@ -212,7 +166,7 @@ REWRITER = r"""
 import sys
 from pathlib import Path
 sys.path.insert(0, sys.argv[3])
-from test_ledger import llm
+from ledger_samples import llm
 from otel_agents.persistence.ledger import append_records
 ledger, worker = Path(sys.argv[1]), int(sys.argv[2])
 for n in range(60):
@@ -324,7 +278,7 @@ FAILING_APPENDER = r"""
 import errno, resource, signal, sys
 from pathlib import Path
 sys.path.insert(0, sys.argv[2])
-from test_ledger import llm
+from ledger_samples import llm
 from otel_agents.persistence.ledger import LedgerAppender
 ledger = Path(sys.argv[1])
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG instead
@@ -352,165 +306,3 @@ def test_a_batch_that_failed_is_offered_again_whole(tmp_path):
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "10"  # none of the failed batch was taken for written
     assert _ids(ledger) == [llm(n)["record_id"] for n in range(1, 12)]
-
-
-# --- days and filters ---------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("ts", "day"),
-    [
-        ("2025-03-04T23:59:59.999999999Z", "2025-03-04"),
-        ("2025-03-04T23:30:00-02:00", "2025-03-05"),  # an offset moves it to the next UTC day
-        ("2025-03-04T00:30:00+01:00", "2025-03-03"),
-        ("2025-03-04", "2025-03-04"),
-        (1741132800, "2025-03-05"),  # epoch seconds
-        (1741132800123, "2025-03-05"),  # epoch milliseconds
-        (1741132800123456789, "2025-03-05"),  # epoch nanoseconds
-        ("garbage", ""),
-        (None, ""),
-    ],
-)
-def test_record_day_is_the_utc_day(ts, day):
-    assert record_day({"ts": ts}) == day
-
-
-def test_filters_are_inclusive_and_by_session():
-    records = [llm(1, ts="2025-03-01T00:00:00Z"), llm(2, ts="2025-03-02T12:00:00Z", session="s2"),
-               llm(3, ts="2025-03-03T23:59:59.999999999Z"), tool(4, ts="2025-03-04T00:00:00Z")]
-    ids = lambda rs: [int(r["span_id"], 16) for r in rs]  # noqa: E731
-    assert ids(filter_records(records, since=date(2025, 3, 2), until=date(2025, 3, 3))) == [2, 3]
-    assert ids(filter_records(records, since=date(2025, 3, 3))) == [3, 4]
-    assert ids(filter_records(records, until=date(2025, 3, 1))) == [1]
-    assert ids(filter_records(records, session="s2")) == [2]
-    assert ids(Filters(session="s1", since=date(2025, 3, 3)).apply(records)) == [3, 4]
-
-
-# --- summary ------------------------------------------------------------------------------
-
-
-def sample():
-    return [
-        llm(1, session="s1", agent="main", cost=0.1, ts="2025-03-01T10:00:00Z"),
-        llm(2, session="s1", agent="Jack", cost=0.2, ts="2025-03-01T11:00:00Z"),
-        llm(3, session="s1", agent="Jack", cost=None, ts="2025-03-02T11:00:00Z"),  # unpriced
-        llm(4, session="s2", agent="main", model="anthropic/claude", cost=None, status="failed",
-            tokens=(0, 0, 0, 0, 0), ts="2025-03-02T12:00:00Z"),  # failed, no cost: not "unpriced"
-        tool(5, session="s2", agent="main", status="failed", ts="2025-03-02T12:00:01Z"),
-        tool(6, session="s1", agent="Jack", ts="2025-03-01T11:00:01Z"),
-    ]
-
-
-def test_summary_by_session():
-    rows = {r.key: r for r in summarize(sample(), "session")}
-    s1, s2 = rows["s1"], rows["s2"]
-    assert (s1.calls, s1.llm_calls, s1.tool_calls, s1.failed_calls, s1.unpriced_calls) == (4, 3, 1, 0, 1)
-    assert s1.cost_usd == Decimal("0.3")  # exact: 0.1 + 0.2 as floats would not be
-    assert s1.tokens == {"input": 300, "output": 60, "cache_read": 30, "cache_write": 0, "reasoning": 15, "total": 360}
-    assert (s2.calls, s2.failed_calls, s2.unpriced_calls) == (2, 2, 0)
-    assert s2.cost_usd == Decimal(0)
-    assert list(rows) == ["s1", "s2"]
-
-
-def test_summary_by_agent_model_day_and_the_total():
-    agents = {r.key: r for r in summarize(sample(), "agent")}
-    assert {k: (r.calls, r.cost_usd, len(r.sessions)) for k, r in agents.items()} == {
-        "Jack": (3, Decimal("0.2"), 1), "main": (3, Decimal("0.1"), 2)}
-    models = {r.key: r for r in summarize(sample(), "model")}
-    assert {k: r.calls for k, r in models.items()} == {"(tools)": 2, "anthropic/claude": 1, "openai/gpt-4o": 3}
-    # A group with calls but none priced has no cost, not a zero cost.
-    only_unpriced = summarize([llm(9, cost=None)], "model")[0]
-    assert only_unpriced.cost_usd is None and only_unpriced.as_dict()["cost_usd"] is None
-    days = {r.key: r.calls for r in summarize(sample(), "day")}
-    assert days == {"2025-03-01": 3, "2025-03-02": 3}
-    grand = total(summarize(sample(), "day"))
-    assert (grand.calls, grand.unpriced_calls, grand.failed_calls, grand.cost_usd) == (6, 1, 2, Decimal("0.3"))
-    assert summarize(sample(), None)[0].as_dict() == grand.as_dict() | {"key": "total"}
-    with pytest.raises(ValueError, match="cannot group by 'colour'"):
-        summarize(sample(), "colour")
-
-
-def test_cost_sums_are_exact_over_many_records():
-    records = [llm(n, cost=0.000123456789) for n in range(100_000)]
-    (row,) = summarize(records, None)
-    assert row.cost_usd == Decimal("12.3456789")
-    assert float(sum(r["cost_usd"] for r in records)) != 12.3456789  # what naive float sums give
-
-
-def test_parallel_summary_equals_one_pass(tmp_path):
-    ledger = tmp_path / "billing.jsonl"
-    records = [
-        (llm if n % 3 else tool)(n, session=f"s{n % 7}", agent=["main", "Jack", "Jill"][n % 3],
-                                 ts=f"2025-03-{1 + n % 20:02d}T10:00:00Z")
-        for n in range(3000)
-    ]
-    append_records(ledger, records)
-    with open(ledger, "ab") as fh:
-        fh.write(b"not json\n")
-    append_records(ledger, [llm(5000, cost=None)])
-    for by in ("session", "agent", "model", "day", None):
-        warn_one, warn_many = [], []
-        one = summarize_file(ledger, by, warn=warn_one.append, workers=1)
-        many = summarize_file(ledger, by, warn=warn_many.append, workers=2)
-        assert [r.as_dict() for r in many] == [r.as_dict() for r in one]
-        assert warn_one == warn_many == [f"{ledger}:3001: skipped a unreadable line"]
-    filtered = summarize_file(ledger, "session", Filters(session="s3", until=date(2025, 3, 5)), warn=[].append, workers=2)
-    assert [r.calls for r in filtered] == [sum(1 for r in records if r["session_id"] == "s3" and r["ts"] <= "2025-03-05T99")]
-
-
-def test_slices_cut_at_line_boundaries_and_merge_to_one_pass(tmp_path):
-    """The parallel path's parts, run here in one process (fork is skipped when threads exist)."""
-    from otel_agents.persistence.ledger import _merge, _rows, _slices, _summarize_slice
-
-    ledger = tmp_path / "billing.jsonl"
-    append_records(ledger, [(llm if n % 4 else tool)(n, session=f"s{n % 5}") for n in range(997)])
-    size = ledger.stat().st_size
-    for count in (2, 3, 7, 50):
-        bounds = _slices(ledger, size, count)
-        assert bounds[0][0] == 0 and bounds[-1][1] == size
-        assert all(a < b for a, b in bounds) and all(b == c for (_, b), (c, _) in zip(bounds, bounds[1:]))
-        with open(ledger, "rb") as fh:
-            for start, _ in bounds[1:]:
-                fh.seek(start - 1)
-                assert fh.read(1) == b"\n"
-        groups = {}
-        for start, end in bounds:
-            part, messages = _summarize_slice(ledger, "session", Filters(), start, end)
-            assert messages == []
-            _merge(groups, part)
-        assert [r.as_dict() for r in _rows(groups)] == [r.as_dict() for r in summarize(read_records(ledger), "session")]
-
-
-def test_summary_of_a_large_ledger_is_one_fast_pass(tmp_path):
-    """The benchmark is 1,000,000 records in <= 5 s; 100,000 here must take well under a second."""
-    ledger = tmp_path / "billing.jsonl"
-    with open(ledger, "wb") as fh:
-        for n in range(100_000):
-            record = (llm if n % 3 else tool)(n, session=f"s{n % 500}")
-            fh.write(orjson.dumps(record) + b"\n")
-    start = time.perf_counter()
-    rows = summarize_file(ledger, "session", workers=1)
-    elapsed = time.perf_counter() - start
-    assert sum(r.calls for r in rows) == 100_000 and len(rows) == 500
-    assert elapsed < 3.0, f"summary of 100,000 records took {elapsed:.2f} s"  # ~0.4 s when idle
-    start = time.perf_counter()
-    assert append_records(ledger, [llm(100_001)]) == 1
-    assert time.perf_counter() - start < 2.0  # ~0.2 s when idle: one scan of the ids
-
-
-# --- export -------------------------------------------------------------------------------
-
-
-def test_export_jsonl_and_csv():
-    records = sample()
-    out = io.BytesIO()
-    assert export_jsonl(records, out) == 6
-    assert [json.loads(line) for line in out.getvalue().splitlines()] == records
-    text = io.StringIO()
-    assert export_csv(records, text) == 6
-    rows = list(csv.DictReader(io.StringIO(text.getvalue())))
-    assert list(rows[0]) == list(CSV_COLUMNS)
-    assert rows[0]["tokens_input"] == "100" and rows[0]["cost_usd"] == "0.1" and rows[0]["tool"] == ""
-    assert rows[2]["cost_usd"] == ""  # unpriced: empty, not 0
-    assert rows[4]["tool"] == "task" and rows[4]["tokens_input"] == "" and rows[4]["status"] == "failed"
-    assert rows[3]["error"] == "RateLimitError: slow down"

@@ -13,7 +13,7 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 
 from otel_agents.persistence.journal import read_journal
-from otel_agents.persistence.ledger import read_records
+from otel_agents.persistence.ledger_read import read_records
 from otel_agents.persistence.recorder import CheckpointPolicy, SessionRecorder
 from otel_agents.persistence.recorder_process import RecorderModeError, fork_recorder, recorder_mode
 from otel_agents.persistence.ownership import owner_of, take

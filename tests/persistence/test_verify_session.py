@@ -7,7 +7,7 @@ import json
 import pytest
 
 from otel_agents.persistence.events_file import read_event_lines
-from otel_agents.persistence.ledger import read_records
+from otel_agents.persistence.ledger_read import read_records
 from otel_agents.persistence.verify import check_tree, compare_ledger, compare_records, verify_session
 
 

@@ -26,7 +26,8 @@ from hypothesis.control import currently_in_test_context
 
 from otel_agents.llm.scripts import Script, ScriptError, load_script, parse_script
 from otel_agents.persistence.events_file import EventsFileError, EventsWriter, read_event_lines, repair_torn_tail
-from otel_agents.persistence.importers import ImportFormatError, decode_trace_text
+from otel_agents.tracing.decoding import ImportFormatError
+from otel_agents.tracing.trace_text import decode_trace_text
 from otel_agents.persistence.store import SessionStore, StoreError, decode_payload
 from otel_agents.tracing.spandata import SpanData
 from reliability_helpers import invoke, session_id_of, snapshot

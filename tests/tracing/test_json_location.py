@@ -7,7 +7,7 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from otel_agents.persistence.json_location import Keyed, line_of, render_path
+from otel_agents.tracing.json_location import Keyed, line_of, render_path
 
 DOC = {"resourceSpans": [{"scopeSpans": [{"spans": [
     {"name": "a", "attributes": [{"key": "x", "value": {"intValue": "1"}}]},

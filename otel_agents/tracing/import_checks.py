@@ -1,6 +1,6 @@
 """What the tree and the ledger read from an imported span, checked before anything is saved.
 
-The decoders (importers.py) prove a file is well-formed OTLP/JSON or Jaeger JSON;
+The decoders (otlp_decode.py, jaeger_decode.py) prove a file is well-formed OTLP/JSON or Jaeger JSON;
 these checks prove its spans say nothing our own spans could not: token counts
 are non-negative integers, costs and latencies finite non-negative numbers,
 message ids ``msg_<digits>``, records well-formed seed-001 records, times in

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from otel_agents.persistence.import_checks import MAX_SPAN_DEPTH, span_problem, too_deep
+from otel_agents.tracing.import_checks import MAX_SPAN_DEPTH, span_problem, too_deep
 from otel_agents.persistence.importers import read_trace_file
 from otel_agents.tracing import semconv as sc
 from otel_agents.tracing.records import make_record, to_span_attributes

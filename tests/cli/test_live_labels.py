@@ -11,7 +11,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from otel_agents.llm.scripts import load_script
-from otel_agents.persistence.live_labels import RUN_LABEL, LivePathLabels
+from otel_agents.cli.live_labels import RUN_LABEL, LivePathLabels
 from otel_agents.persistence.tree import build_tree, iter_nodes, position_of
 from otel_agents.runtime.scenario import build_session
 from otel_agents.tracing.spandata import from_readable

@@ -1,0 +1,134 @@
+"""Reading the billing ledger: streaming its records, and picking records by session and day.
+
+Reading is one streaming pass with orjson. A torn last line (a writer killed mid-write)
+is skipped with a warning; the next append (``ledger.py``) terminates it first so it never
+swallows a good record.
+"""
+
+from __future__ import annotations
+
+import warnings
+from datetime import date, datetime, timezone
+from pathlib import Path
+from typing import IO, Callable, Iterable, Iterator, Mapping
+
+import orjson
+
+from otel_agents.persistence.tree_shape import TOKEN_KEYS
+
+# The fields of a ledger record, in CSV export's column order (tokens flattened as tokens_<key>).
+CSV_COLUMNS = (
+    "record_id", "ts", "session_id", "trace_id", "span_id", "run", "path", "agent_id", "agent_name",
+    "call_path", "type", "status", "latency_ms", "error",
+    "provider", "model", "response_model", "attempt",
+    *(f"tokens_{k}" for k in TOKEN_KEYS),
+    "cost_usd", "price_source", "tool", "chars_in", "chars_out",
+)
+
+Warn = Callable[[str], None]
+
+
+class LedgerError(ValueError):
+    """A record that cannot go into the ledger, or a ledger that cannot be opened (one line)."""
+
+
+def unopenable(billing_file: Path, exc: OSError) -> LedgerError:
+    return LedgerError(f"cannot open the billing ledger {billing_file}: {exc.strerror or exc}")
+
+
+def default_warn(message: str) -> None:
+    warnings.warn(message, stacklevel=3)
+
+
+def iter_records(
+    billing_file: Path, warn: Warn | None = None, start: int = 0, end: int | None = None
+) -> Iterator[dict]:
+    """Stream the ledger's records; unreadable lines are skipped with a warning naming them.
+
+    ``start``/``end`` (byte offsets on line boundaries) read one slice of the file.
+    """
+    warn = warn or default_warn
+    billing_file = Path(billing_file)
+    try:
+        fh = open(billing_file, "rb")
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise unopenable(billing_file, exc) from None
+    with fh:
+        number = _lines_before(fh, start) if start else 0
+        fh.seek(start)
+        position = start
+        loads = orjson.loads
+        for number, line in enumerate(fh, number + 1):
+            if end is not None:
+                if position >= end:
+                    return
+                position += len(line)
+            try:
+                record = loads(line)
+            except orjson.JSONDecodeError:
+                if not line.strip():
+                    continue
+                torn = "torn last line" if not line.endswith(b"\n") else "unreadable line"
+                warn(f"{billing_file}:{number}: skipped a {torn}")
+                continue
+            if type(record) is not dict or "record_id" not in record:
+                warn(f"{billing_file}:{number}: skipped a line that is not a ledger record")
+                continue
+            yield record
+
+
+def _lines_before(fh: IO[bytes], offset: int) -> int:
+    fh.seek(0)
+    count, remaining = 0, offset
+    while remaining > 0:
+        chunk = fh.read(min(remaining, 1 << 22))
+        if not chunk:
+            break
+        count += chunk.count(b"\n")
+        remaining -= len(chunk)
+    return count
+
+
+def read_records(billing_file: Path, warn: Warn | None = None) -> list[dict]:
+    return list(iter_records(billing_file, warn))
+
+
+def record_day(record: Mapping) -> str:
+    """The UTC day (YYYY-MM-DD) of a record's ``ts`` (ISO 8601 text, or epoch s/ms/ns)."""
+    ts = record.get("ts")
+    if isinstance(ts, str):
+        if len(ts) == 10 or ts.endswith("Z") or ts.endswith("+00:00"):
+            return ts[:10]  # the common case, without parsing
+        try:
+            parsed = datetime.fromisoformat(ts.replace("Z", "+00:00"))
+        except ValueError:
+            return ""
+        if parsed.tzinfo is not None:
+            parsed = parsed.astimezone(timezone.utc)
+        return parsed.date().isoformat()
+    if isinstance(ts, (int, float)) and not isinstance(ts, bool):
+        seconds = ts / 1e9 if ts > 1e14 else ts / 1e3 if ts > 1e11 else ts
+        return datetime.fromtimestamp(seconds, timezone.utc).date().isoformat()
+    return ""
+
+
+def filter_records(
+    records: Iterable[dict],
+    since: date | None = None,
+    until: date | None = None,
+    session: str | None = None,
+) -> Iterator[dict]:
+    """Records of one session and/or between two UTC days, both inclusive."""
+    lo = since.isoformat() if since else None
+    hi = until.isoformat() if until else None
+    for record in records:
+        if session is not None and record.get("session_id") != session:
+            continue
+        if lo is not None or hi is not None:
+            day = record_day(record)
+            if (lo is not None and day < lo) or (hi is not None and day > hi):
+                continue
+        yield record
+

@@ -1,0 +1,48 @@
+"""Reading the billing ledger: a missing file, UTC days, filters by day and session."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+from ledger_samples import llm, tool
+
+from otel_agents.persistence.ledger_read import filter_records, read_records, record_day
+from otel_agents.persistence.ledger_summary import Filters, summarize_file
+
+
+def test_reading_a_missing_ledger_gives_nothing(tmp_path):
+    assert read_records(tmp_path / "none.jsonl") == []
+    assert summarize_file(tmp_path / "none.jsonl") == []
+
+
+# --- days and filters ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("ts", "day"),
+    [
+        ("2025-03-04T23:59:59.999999999Z", "2025-03-04"),
+        ("2025-03-04T23:30:00-02:00", "2025-03-05"),  # an offset moves it to the next UTC day
+        ("2025-03-04T00:30:00+01:00", "2025-03-03"),
+        ("2025-03-04", "2025-03-04"),
+        (1741132800, "2025-03-05"),  # epoch seconds
+        (1741132800123, "2025-03-05"),  # epoch milliseconds
+        (1741132800123456789, "2025-03-05"),  # epoch nanoseconds
+        ("garbage", ""),
+        (None, ""),
+    ],
+)
+def test_record_day_is_the_utc_day(ts, day):
+    assert record_day({"ts": ts}) == day
+
+
+def test_filters_are_inclusive_and_by_session():
+    records = [llm(1, ts="2025-03-01T00:00:00Z"), llm(2, ts="2025-03-02T12:00:00Z", session="s2"),
+               llm(3, ts="2025-03-03T23:59:59.999999999Z"), tool(4, ts="2025-03-04T00:00:00Z")]
+    ids = lambda rs: [int(r["span_id"], 16) for r in rs]  # noqa: E731
+    assert ids(filter_records(records, since=date(2025, 3, 2), until=date(2025, 3, 3))) == [2, 3]
+    assert ids(filter_records(records, since=date(2025, 3, 3))) == [3, 4]
+    assert ids(filter_records(records, until=date(2025, 3, 1))) == [1]
+    assert ids(filter_records(records, session="s2")) == [2]
+    assert ids(Filters(session="s1", since=date(2025, 3, 3)).apply(records)) == [3, 4]

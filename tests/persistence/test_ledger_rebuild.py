@@ -1,0 +1,70 @@
+"""The ledger the saved sessions imply: the pure comparison, and a rebuild over real recorded sessions."""
+
+from __future__ import annotations
+
+from otel_agents.persistence.ledger import append_records
+from otel_agents.persistence.ledger_read import read_records
+from otel_agents.persistence.ledger_rebuild import derived_records, plan_rebuild, rebuild_ledger
+
+
+def rec(n: int, session: str = "s1", ts: str | None = None, **extra) -> dict:
+    return {"record_id": f"{n:032x}:{n:016x}", "ts": ts or f"2025-03-04T10:00:{n:02d}Z", "session_id": session,
+            "type": "llm", "cost_usd": 0.001, **extra}
+
+
+def test_a_plan_names_what_was_added_changed_removed_and_kept():
+    old = [rec(1), rec(1), rec(2, cost_usd=0.5), rec(3), rec(4, session="gone")]
+    derived = {"s1": [rec(1), rec(2), rec(5)]}
+    plan = plan_rebuild(old, derived)
+    assert plan.added == [rec(5)["record_id"]]
+    assert plan.changed == [(rec(2)["record_id"], ["cost_usd"])]
+    assert plan.removed == [rec(3)["record_id"]]  # its session was derived again without it
+    assert (plan.kept, plan.duplicates, plan.derived) == (1, 1, 3)  # session "gone" has no saved tree
+    assert [r["record_id"] for r in plan.records] == [rec(n)["record_id"] for n in (1, 2, 4, 5)]  # by time
+    assert plan.differs
+
+
+def test_a_ledger_equal_to_the_sessions_does_not_differ():
+    records = [rec(1), rec(2)]
+    plan = plan_rebuild(records, {"s1": [dict(r) for r in records]})
+    assert not plan.differs and plan.records == records
+
+
+def test_derived_records_are_the_ledger_a_run_wrote(record):
+    recorded = record("jack-and-jill", ["Go"])
+    by_session, unreadable = derived_records(recorded.store.directory.parent, warn=[].append)
+    assert unreadable == 0
+    assert list(by_session) == [recorded.session.id]
+    written = read_records(recorded.billing_file)
+    assert [r["record_id"] for r in by_session[recorded.session.id]] == [r["record_id"] for r in written]
+
+
+def test_rebuild_restores_a_lost_ledger_and_a_dry_run_writes_nothing(record, tmp_path):
+    recorded = record("jack-and-jill", ["Go"])
+    sessions_dir = recorded.store.directory.parent
+    expected = read_records(recorded.billing_file)
+    billing = tmp_path / "other" / "billing.jsonl"
+    append_records(billing, [rec(7, session="elsewhere")])  # a session with no saved tree: kept
+    before = billing.read_bytes()
+
+    dry = rebuild_ledger(billing, sessions_dir, warn=[].append, dry_run=True)
+    assert dry.written is None and billing.read_bytes() == before
+    assert sorted(dry.plan.added) == sorted(r["record_id"] for r in expected)
+    assert (dry.sessions, dry.unreadable, dry.plan.kept) == (1, 0, 1)
+
+    done = rebuild_ledger(billing, sessions_dir, warn=[].append)
+    assert done.written == len(expected) + 1
+    assert {r["record_id"] for r in read_records(billing)} == {r["record_id"] for r in expected} | {rec(7)["record_id"]}
+    assert not rebuild_ledger(billing, sessions_dir, warn=[].append).plan.differs
+
+
+def test_an_unreadable_tree_keeps_its_records_and_the_adjustment_sees_the_plan(record):
+    recorded = record("jack-and-jill", ["Go"])
+    before = recorded.billing_file.read_bytes()
+    recorded.store.tree_path.write_bytes(b"not gzip")
+    warnings: list[str] = []
+    seen = []
+    done = rebuild_ledger(recorded.billing_file, recorded.store.directory.parent, warnings.append, adjust=seen.append)
+    assert done.unreadable == 1 and done.sessions == 0 and len(warnings) == 1
+    assert seen == [done.plan] and done.plan.kept == len(read_records(recorded.billing_file))
+    assert done.written is None and recorded.billing_file.read_bytes() == before
