@@ -58,7 +58,6 @@ from otel_agents.persistence.store import (
 from otel_agents.persistence.timestamps import iso_ts
 from otel_agents.persistence.tree import build_tree, group_by_session
 from otel_agents.tracing.decoding import ORIGINAL_SPAN_ID
-from otel_agents.tracing.import_checks import MAX_SPAN_DEPTH, too_deep
 from otel_agents.tracing.records import from_span_event, message_id_number
 from otel_agents.tracing.spandata import SpanData
 
@@ -320,10 +319,6 @@ def plan_import(sources: Iterable[Source], sessions_dir: Path) -> list[SessionIm
         plan = state.plan
         plan.new_spans.sort(key=lambda s: (s.start_ns, s.span_id))
         plan.new_records.sort(key=lambda l: message_id_number(l.record["message_id"]))
-        deep = too_deep(state.spans.values())  # each file was checked alone; here with the saved spans
-        if deep is not None:
-            raise ImportConflict(f"session {plan.session_id}: span {deep.span_id} of trace {deep.trace_id} would be "
-                                 f"nested deeper than {MAX_SPAN_DEPTH} spans (parent links)")
         try:
             plan.tree = build_tree(list(state.spans.values()), plan.session_id)
         except (ValueError, TypeError, LookupError, AttributeError) as exc:

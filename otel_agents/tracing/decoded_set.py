@@ -9,7 +9,7 @@ import dataclasses
 from typing import Any
 
 from otel_agents.tracing.decoding import ORIGINAL_SPAN_ID, Where, derived_id
-from otel_agents.tracing.import_checks import MAX_SPAN_DEPTH, span_problem, too_deep
+from otel_agents.tracing.import_checks import span_problem
 from otel_agents.tracing.json_location import Keyed
 from otel_agents.tracing.redaction import redact, redact_attributes
 from otel_agents.tracing.spandata import EventData, LinkData, SpanData
@@ -17,7 +17,7 @@ from otel_agents.tracing.spandata import EventData, LinkData, SpanData
 
 def finish_spans(spans: list[SpanData], wheres: list[Where]) -> list[SpanData]:
     """Redact, check what the tree reads, drop exact duplicates, re-id conflicting duplicates,
-    refuse parent cycles and nesting too deep."""
+    refuse parent cycles."""
     spans = [_redacted(s) for s in spans]
     for span, where in zip(spans, wheres):
         problem = span_problem(span)
@@ -25,10 +25,6 @@ def finish_spans(spans: list[SpanData], wheres: list[Where]) -> list[SpanData]:
             raise _problem_where(problem, where).error(problem.message)
     spans, wheres = _dedupe(spans, wheres)
     _check_cycles(spans, wheres)
-    deep = too_deep(spans)
-    if deep is not None:
-        where = wheres[next(i for i, s in enumerate(spans) if s is deep)]
-        raise where.error(f"spans nested deeper than {MAX_SPAN_DEPTH} (parent links)")
     return spans
 
 

@@ -4,7 +4,7 @@ The decoders (otlp_decode.py, jaeger_decode.py) prove a file is well-formed OTLP
 these checks prove its spans say nothing our own spans could not: token counts
 are non-negative integers, costs and latencies finite non-negative numbers,
 message ids ``msg_<digits>``, records well-formed seed-001 records, times in
-order, and spans nested no deeper than :data:`MAX_SPAN_DEPTH`. The attribute
+order (how deep spans nest is not limited: trees are built without recursion). The attribute
 rules are one declarative pydantic schema keyed by attribute name; a key absent
 from a span is not checked (other software's spans carry few of them).
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Annotated, Any, Iterable, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, StrictBool, StrictStr, TypeAdapter, ValidationError
 from typing_extensions import TypedDict
@@ -21,10 +21,6 @@ from typing_extensions import TypedDict
 from otel_agents.tracing import semconv as sc
 from otel_agents.tracing.records import RecordError, from_span_event, validate_record
 from otel_agents.tracing.spandata import SpanData
-
-# Deeper span nesting breaks the tree file (its encoder stops at 254 levels, and each span
-# level costs two or three), so it is refused: our own sessions nest about 3 per sub-agent.
-MAX_SPAN_DEPTH = 64
 
 Count = Annotated[int, Field(strict=True, ge=0, description="a non-negative integer")]
 Ordinal = Annotated[int, Field(strict=True, ge=1, description="a positive integer")]
@@ -125,28 +121,3 @@ def _shown(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
-
-def too_deep(spans: Iterable[SpanData], limit: int = MAX_SPAN_DEPTH) -> SpanData | None:
-    """The first span (in the given order) nested more than ``limit`` deep under its parents, or None.
-
-    A cycle ends a chain where it closes (the importers refuse cycles on their own).
-    """
-    spans = list(spans)
-    parent_of = {(s.trace_id, s.span_id): s.parent_span_id for s in spans}
-    depth: dict[tuple[str, str], int] = {}
-    for span in spans:
-        chain: list[tuple[str, str]] = []
-        on_chain: set[tuple[str, str]] = set()
-        node: tuple[str, str] | None = (span.trace_id, span.span_id)
-        while node is not None and node in parent_of and node not in depth and node not in on_chain:
-            chain.append(node)
-            on_chain.add(node)
-            parent = parent_of[node]
-            node = (node[0], parent) if parent else None
-        base = depth.get(node, 0) if node is not None else 0
-        for key in reversed(chain):
-            base += 1
-            depth[key] = base
-        if depth[(span.trace_id, span.span_id)] > limit:
-            return span
-    return None

@@ -383,22 +383,20 @@ def test_the_line_is_the_value_s_own_in_a_pretty_printed_file(env, tmp_path):
     assert snapshot(env) == {}
 
 
-def test_spans_too_deep_with_the_saved_ones_are_refused(env, tmp_path):
-    from otel_agents.tracing.import_checks import MAX_SPAN_DEPTH
-
+def test_a_chain_continued_across_imports_merges_at_any_depth(env, tmp_path):
+    """Nesting is not limited: a 200-deep chain imported in two halves is one session that verifies."""
     def span(i):
         return {"traceId": "4" * 32, "spanId": f"{i:016x}", "name": "op", "startTimeUnixNano": str(i),
                 "endTimeUnixNano": str(10**9), **({"parentSpanId": f"{i - 1:016x}"} if i > 1 else {})}
 
     first, second = tmp_path / "first.json", tmp_path / "second.json"
-    first.write_text(_otlp([span(i) for i in range(1, MAX_SPAN_DEPTH)]))
-    second.write_text(_otlp([span(i) for i in range(MAX_SPAN_DEPTH, MAX_SPAN_DEPTH + 3)]))
+    first.write_text(_otlp([span(i) for i in range(1, 100)]))
+    second.write_text(_otlp([span(i) for i in range(100, 201)]))
     assert invoke("import", first, *storage(env)).exit_code == 0
-    before = snapshot(env)
     result = invoke("import", second, *storage(env))
-    assert result.exit_code == 2 and len(result.stderr.strip().splitlines()) == 1
-    assert f"would be nested deeper than {MAX_SPAN_DEPTH} spans" in result.stderr
-    assert snapshot(env) == before
+    assert result.exit_code == 0 and "merged: 101 new span(s)" in result.stdout, result.stderr
+    (session,) = (env / "sessions").iterdir()
+    assert invoke("sessions", "verify", session.name, *storage(env)).exit_code == 0
 
 
 def test_a_real_process_refuses_deep_nesting_with_one_line(tmp_path):

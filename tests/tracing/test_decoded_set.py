@@ -107,12 +107,3 @@ def test_values_the_tree_reads_are_checked_and_named_by_line(change, place, expe
     else:
         assert text_lines[line - 1].strip().startswith(f'"{first_key}"')
 
-
-def test_spans_nested_too_deep_are_refused_at_the_first_too_deep():
-    from otel_agents.tracing.import_checks import MAX_SPAN_DEPTH
-
-    spans = [otlp_span(f"{i:016x}", parent=f"{i - 1:016x}" if i > 1 else None) for i in range(1, MAX_SPAN_DEPTH + 2)]
-    assert len(decode_otlp_json(otlp_doc(*spans[:-1]))) == MAX_SPAN_DEPTH
-    message = error_of(json.dumps(otlp_doc(*reversed(spans))), "deep.json")
-    assert message == f"deep.json:1: resourceSpans[0].scopeSpans[0].spans[0]: spans nested deeper than {MAX_SPAN_DEPTH} (parent links)"
-

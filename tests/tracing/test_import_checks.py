@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from otel_agents.tracing.import_checks import MAX_SPAN_DEPTH, span_problem, too_deep
+from otel_agents.tracing.import_checks import span_problem
 from otel_agents.persistence.importers import read_trace_file
 from otel_agents.tracing import semconv as sc
 from otel_agents.tracing.records import make_record, to_span_attributes
@@ -86,18 +86,3 @@ def test_times_must_be_in_order():
     assert problem.part == "end" and "ends (9) before it starts (10)" in problem.message
     assert span_problem(dataclasses.replace(chat(), end_ns=None)) is None  # unfinished is fine
 
-
-def chain(length: int, trace: str = "1" * 32) -> list[SpanData]:
-    return [SpanData(trace_id=trace, span_id=f"{i:016x}", parent_span_id=f"{i - 1:016x}" if i > 1 else None,
-                     name="op", kind="INTERNAL", start_ns=i, end_ns=10**6) for i in range(1, length + 1)]
-
-
-def test_span_nesting_depth():
-    assert too_deep(chain(MAX_SPAN_DEPTH)) is None
-    spans = chain(MAX_SPAN_DEPTH + 1)
-    assert too_deep(spans) is spans[-1]
-    assert too_deep(list(reversed(spans))) is spans[-1]  # whatever the order
-    assert too_deep(chain(MAX_SPAN_DEPTH) + chain(MAX_SPAN_DEPTH, "2" * 32)) is None  # per trace
-    looped = chain(3)
-    looped[0] = dataclasses.replace(looped[0], parent_span_id=looped[-1].span_id)
-    assert too_deep(looped, 5) is None  # a cycle ends (the decoders refuse it on their own)
