@@ -23,7 +23,7 @@ from typing import Any, Iterable, Mapping
 from opentelemetry import trace
 from opentelemetry.trace import SpanContext, TraceFlags
 
-from otel_agents.persistence.collector import collector_paused
+from otel_agents.persistence.gc_pause import collector_paused
 from otel_agents.runtime.agent import Agent
 from otel_agents.runtime.session import Session
 from otel_agents.runtime.tools import Tool

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from otel_agents.persistence.collector import collector_paused
+from otel_agents.persistence.gc_pause import collector_paused
 from otel_agents.persistence.paths import InvalidSessionId, Paths
 
 

@@ -55,9 +55,9 @@ def load_saved(session_dir: Path, session_id: str):
 
     Returns ``(saved, tree, meta)``; ``tree`` is None when no run needs billing (or there is none).
     """
-    from otel_agents.persistence.collector import collector_paused
+    from otel_agents.persistence.gc_pause import collector_paused
 
-    with collector_paused():  # a large session is many small acyclic objects (see persistence/collector.py)
+    with collector_paused():  # a large session is many small acyclic objects (see persistence/gc_pause.py)
         return _load_saved(session_dir, session_id)
 
 

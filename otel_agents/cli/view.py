@@ -87,7 +87,7 @@ def view(ctx: click.Context, session: str, paths: Paths) -> None:
       otel-agents view SESSION trace msg_000017
       otel-agents view SESSION context 5f1c0e2a9b7d4c33
     """
-    from otel_agents.persistence.collector import collector_paused
+    from otel_agents.persistence.gc_pause import collector_paused
 
     # A view builds large acyclic data (the records and what is derived from them): the cyclic
     # collector would only rescan it again and again. Paused until the command is done.

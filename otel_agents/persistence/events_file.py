@@ -19,7 +19,7 @@ import orjson
 
 from otel_agents.tracing.records import RecordError, validate_record
 
-from otel_agents.persistence.collector import collector_paused
+from otel_agents.persistence.gc_pause import collector_paused
 from otel_agents.persistence.notices import Warn, stderr_warning
 from otel_agents.persistence.private import open_private_append
 from otel_agents.persistence.timestamps import iso_ts, parse_iso_ts

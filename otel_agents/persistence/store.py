@@ -24,7 +24,7 @@ import orjson
 
 from otel_agents.persistence.atomic import atomic_write, remove_stale_temps
 from otel_agents.persistence.private import make_private_dir
-from otel_agents.persistence.collector import collector_paused
+from otel_agents.persistence.gc_pause import collector_paused
 from otel_agents.persistence.events_file import EVENTS_FILE
 from otel_agents.persistence.journal import JOURNAL_FILE
 from otel_agents.persistence.ownership import owner_of
@@ -58,7 +58,7 @@ def decode_payload(data: bytes, where: str, encoder: TreeEncoder | None = None) 
     except (OSError, EOFError, zlib.error) as exc:
         raise StoreError(f"{where} is truncated or corrupt ({type(exc).__name__}: {exc})") from None
     try:
-        with collector_paused():  # a large tree is millions of acyclic objects (collector.py)
+        with collector_paused():  # a large tree is millions of acyclic objects (gc_pause.py)
             payload = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         raise StoreError(f"{where} does not hold valid JSON ({exc})") from None

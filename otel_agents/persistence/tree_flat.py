@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from otel_agents.persistence.collector import collector_paused
+from otel_agents.persistence.gc_pause import collector_paused
 
 # The keys that hold child nodes; every other value of a node is data of bounded depth.
 _LIST_KEYS = ("ops", "turns")

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from itertools import chain
 from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
 
-from otel_agents.persistence.collector import collector_paused
+from otel_agents.persistence.gc_pause import collector_paused
 from otel_agents.tracing import semconv as sc
 from otel_agents.tracing.records import message_id_number
 from otel_agents.views.model import CauseLink, ToolCallView

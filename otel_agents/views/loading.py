@@ -17,7 +17,7 @@ import orjson
 
 from otel_agents.persistence.notices import Warn, stderr_warning
 from otel_agents.views.errors import SessionDataError
-from otel_agents.persistence.collector import collector_paused
+from otel_agents.persistence.gc_pause import collector_paused
 
 __all__ = [
     "JOURNAL_FILE", "TREE_FILE", "find_span", "read_events", "read_event_file", "read_tree", "records_from_tree",
@@ -50,7 +50,7 @@ def read_event_file(path: Path, warn: Warn = stderr_warning) -> tuple[list[dict[
     if lines and not lines[-1]:
         lines.pop()
     try:
-        with collector_paused():  # 100k fresh dicts: see persistence/collector.py
+        with collector_paused():  # 100k fresh dicts: see persistence/gc_pause.py
             records = list(map(orjson.loads, lines))
         if _plain_records(records):
             return records, lines
