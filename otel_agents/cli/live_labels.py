@@ -2,7 +2,7 @@
 
 Console lines need the tree position of a span the moment it starts, and
 rebuilding the tree per line would be quadratic. This processor applies the
-tree's own numbering rules (see :mod:`otel_agents.persistence.tree`) in start
+tree's own numbering rules (see :mod:`otel_agents.persistence.tree_paths`) in start
 order: turns of a session by order, operations of a turn ``t-k``, operations
 outside any turn ``0-k``, nested operations ``…-k``, and ``.`` into the child
 session of a sub-agent invocation. Tests check it against ``build_tree``.
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
-from otel_agents.persistence.tree import Position, label_of
+from otel_agents.persistence.tree_paths import Position, label_of
 from otel_agents.tracing import semconv as sc
 
 RUN_LABEL = "run"  # a run's root: the whole trace, not an operation inside it

@@ -66,7 +66,7 @@ def _load_saved(session_dir: Path, session_id: str):
     if quick is not None:
         return quick
     from otel_agents.persistence.artifacts import SessionUnreadable, load_artifacts
-    from otel_agents.persistence.tree import records_of
+    from otel_agents.persistence.tree_walk import records_of
     from otel_agents.resume import ResumeError, SavedSession, merge_records, saved_runs
 
     # Read before load_artifacts, which may rewrite a checkpoint that is merely behind.

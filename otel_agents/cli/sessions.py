@@ -279,7 +279,7 @@ def _session_lines(node: Mapping[str, Any], indent: int) -> list[str]:
 
 def render_session(tree: Mapping[str, Any], meta: Mapping[str, Any] | None) -> list[str]:
     """``meta``: with its status as the reader sees it (``store.effective_status``)."""
-    from otel_agents.persistence.tree import agent_totals
+    from otel_agents.persistence.tree_totals import agent_totals
 
     status = meta.get("status") if meta else tree.get("status")
     title = (meta or {}).get("title")

@@ -36,7 +36,9 @@ from otel_agents.persistence.store import (
 )
 from otel_agents.persistence.ownership import owner_of
 from otel_agents.persistence.timestamps import iso_ts
-from otel_agents.persistence.tree import STATUS_IN_PROGRESS, build_tree, iter_nodes, iter_records, records_of
+from otel_agents.persistence.tree import build_tree
+from otel_agents.persistence.tree_kinds import STATUS_IN_PROGRESS
+from otel_agents.persistence.tree_walk import iter_nodes, iter_records, records_of
 from otel_agents.persistence.tree_flat import trees_equal
 from otel_agents.tracing import semconv as sc
 from otel_agents.tracing.spandata import SpanData

@@ -17,10 +17,9 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping
 
 from otel_agents.persistence.timestamps import iso_ts
-from otel_agents.persistence.tree import (
-    KIND_LLM, KIND_TOOL, STATUS_CANCELLED, STATUS_IN_PROGRESS, STATUS_INTERRUPTED, OpRef, iter_ops,
-)
+from otel_agents.persistence.tree_kinds import KIND_LLM, KIND_TOOL, STATUS_CANCELLED, STATUS_IN_PROGRESS, STATUS_INTERRUPTED
 from otel_agents.persistence.tree_shape import TOKEN_KEYS
+from otel_agents.persistence.tree_walk import OpRef, iter_ops
 from otel_agents.tracing import semconv as sc
 
 UNFINISHED_ERRORS = {

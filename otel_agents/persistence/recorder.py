@@ -55,7 +55,8 @@ from otel_agents.persistence.store import (
     this_writer,
 )
 from otel_agents.persistence.timestamps import iso_ts, parse_iso_ts
-from otel_agents.persistence.tree import assemble_session, build_tree, merge_trees, span_operation
+from otel_agents.persistence.tree import assemble_session, build_tree, merge_trees
+from otel_agents.persistence.tree_span_fields import span_operation
 from otel_agents.persistence.tree_encoding import TreeEncoder
 from otel_agents.tracing import semconv as sc
 from otel_agents.tracing.redaction import redact

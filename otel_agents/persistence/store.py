@@ -256,7 +256,8 @@ def meta_after_run(settled: Mapping[str, Any], run_tree: Mapping[str, Any]) -> d
         or not isinstance(settled.get("agents"), int) or run.get("ended_ns") is None
     ):
         return None
-    from otel_agents.persistence.tree import fold_totals, session_entries, session_status
+    from otel_agents.persistence.tree_kinds import session_status
+    from otel_agents.persistence.tree_totals import fold_totals, session_entries
 
     meta = dict(settled)
     meta.pop("checkpoint", None)

@@ -20,15 +20,9 @@ from otel_agents.persistence.events_file import EventLine
 from otel_agents.persistence.ledger_records import as_recorded
 from otel_agents.persistence.ledger_records import ledger_records
 from otel_agents.persistence.timestamps import iso_ts
-from otel_agents.persistence.tree import (
-    STATUS_IN_PROGRESS,
-    iter_ops,
-    iter_records,
-    iter_sessions,
-    label_of,
-    node_at,
-    position_of,
-)
+from otel_agents.persistence.tree_kinds import STATUS_IN_PROGRESS
+from otel_agents.persistence.tree_paths import label_of, node_at, position_of
+from otel_agents.persistence.tree_walk import iter_ops, iter_records, iter_sessions
 from otel_agents.tracing import semconv as sc
 from otel_agents.tracing.redaction import redact
 

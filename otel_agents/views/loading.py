@@ -3,7 +3,7 @@
 Only the parts the views need are assumed: events are one JSON record per line,
 and chat spans are dicts with ``span_id`` and ``attributes`` somewhere in the
 tree document, whatever the exact nesting. Without events.jsonl the records are
-taken from the tree's span events (persistence.tree.iter_records). One chat span
+taken from the tree's span events (persistence.tree_walk.iter_records). One chat span
 is looked up in the span journal first (:func:`span_from_journal`), which reads
 only its lines, rather than decoding the whole tree.
 """
@@ -128,7 +128,7 @@ def span_nodes(document: Any) -> Iterator[dict[str, Any]]:
     It follows the tree's shape rather than every dict in it (attributes, records,
     accounting): at 100k entries that walk took as long as decoding the file.
     """
-    from otel_agents.persistence.tree import iter_nodes
+    from otel_agents.persistence.tree_walk import iter_nodes
 
     if not isinstance(document, Mapping):
         return
@@ -155,7 +155,7 @@ def records_from_tree(document: Mapping[str, Any]) -> list[dict[str, Any]]:
     Spans are the state: every record is also a span event on the span it concerns.
     """
     from otel_agents.persistence.timestamps import iso_ts
-    from otel_agents.persistence.tree import iter_records
+    from otel_agents.persistence.tree_walk import iter_records
 
     session = document.get("session", document)
     return [

@@ -29,7 +29,7 @@ def run(*flags):
 
 def op_counts(home, sid):
     """(LLM attempts, failed attempts, tool calls) according to the saved tree."""
-    from otel_agents.persistence.tree import iter_ops
+    from otel_agents.persistence.tree_walk import iter_ops
 
     tree = json.loads(gzip.decompress((home / "sessions" / sid / "tree.json.gz").read_bytes()))["session"]
     ops = [ref.op for ref in iter_ops(tree)]

@@ -18,7 +18,7 @@ from otel_agents.persistence.import_sessions import session_id_for
 from otel_agents.persistence.journal import read_journal, spans_from_journal
 from otel_agents.persistence.ledger_read import read_records
 from otel_agents.persistence.store import SessionStore
-from otel_agents.persistence.tree import iter_ops
+from otel_agents.persistence.tree_walk import iter_ops
 
 FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures"
 ALL_FIXTURES = sorted(str(p) for p in FIXTURES.rglob("*.json"))

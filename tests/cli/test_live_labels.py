@@ -12,7 +12,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from otel_agents.llm.scripts import load_script
 from otel_agents.cli.live_labels import RUN_LABEL, LivePathLabels
-from otel_agents.persistence.tree import build_tree, iter_nodes, position_of
+from otel_agents.persistence.tree import build_tree
+from otel_agents.persistence.tree_paths import position_of
+from otel_agents.persistence.tree_walk import iter_nodes
 from otel_agents.runtime.scenario import build_session
 from otel_agents.tracing.spandata import from_readable
 from otel_agents.tracing.telemetry import Telemetry

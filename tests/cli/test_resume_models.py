@@ -44,7 +44,7 @@ def last_run(home: Path, sid: str) -> dict:
 
 def llm_models(home: Path, sid: str) -> list[set[str]]:
     """The models the LLM calls of each run asked for."""
-    from otel_agents.persistence.tree import iter_ops
+    from otel_agents.persistence.tree_walk import iter_ops
 
     tree = json.loads(gzip.decompress((home / "sessions" / sid / "tree.json.gz").read_bytes()))["session"]
     runs: dict[int, set[str]] = {}

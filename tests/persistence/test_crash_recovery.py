@@ -31,7 +31,8 @@ from otel_agents.persistence.journal import read_journal, spans_from_journal
 from otel_agents.persistence.ledger_read import read_records
 from otel_agents.persistence.ownership import take
 from otel_agents.persistence.store import SessionStore, effective_status, make_meta, make_payload
-from otel_agents.persistence.tree import build_tree, iter_nodes, iter_ops, iter_records
+from otel_agents.persistence.tree import build_tree
+from otel_agents.persistence.tree_walk import iter_nodes, iter_ops, iter_records
 from otel_agents.persistence.verify import compare_ledger, compare_records, verify_session
 
 KILLER = Path(__file__).with_name("kill_after_spans.py")

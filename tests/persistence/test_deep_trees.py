@@ -19,7 +19,9 @@ from hypothesis import strategies as st
 
 from otel_agents.cli.sessions import MAX_INDENT
 from otel_agents.persistence.store import NESTED_LEVELS, SessionStore, StoreError, decode_payload, make_payload
-from otel_agents.persistence.tree import build_tree, iter_nodes, iter_ops, node_at, position_of
+from otel_agents.persistence.tree import build_tree
+from otel_agents.persistence.tree_paths import node_at, position_of
+from otel_agents.persistence.tree_walk import iter_nodes, iter_ops
 from otel_agents.persistence.tree_encoding import encode_payload
 from otel_agents.persistence.tree_flat import flatten, trees_equal, unflatten
 from otel_agents.persistence.verify import check_tree

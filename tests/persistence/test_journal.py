@@ -20,7 +20,8 @@ from otel_agents.persistence.journal import (
     start_line,
 )
 from otel_agents.persistence.timestamps import iso_ts
-from otel_agents.persistence.tree import build_tree, iter_ops, iter_records
+from otel_agents.persistence.tree import build_tree
+from otel_agents.persistence.tree_walk import iter_ops, iter_records
 from otel_agents.tracing.records import make_record, to_span_attributes
 from otel_agents.tracing.spandata import EventData, LinkData, SpanData
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from otel_agents.persistence.ledger_records import ledger_records
 from otel_agents.persistence.timestamps import iso_ts, parse_iso_ts
-from otel_agents.persistence.tree import build_tree, iter_ops
+from otel_agents.persistence.tree import build_tree
+from otel_agents.persistence.tree_walk import iter_ops
 from otel_agents.tracing import semconv as sc
 from otel_agents.tracing.spandata import SpanData
 

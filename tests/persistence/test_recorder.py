@@ -11,7 +11,8 @@ from otel_agents.persistence.events_file import read_event_lines
 from otel_agents.persistence.journal import read_journal, spans_from_journal
 from otel_agents.persistence.ledger_read import read_records
 from otel_agents.persistence.recorder import CheckpointPolicy
-from otel_agents.persistence.tree import build_tree, iter_ops
+from otel_agents.persistence.tree import build_tree
+from otel_agents.persistence.tree_walk import iter_ops
 from otel_agents.persistence.verify import verify_session
 from otel_agents.runtime.tools import make_tool
 

@@ -10,19 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from otel_agents.persistence.tree import (
-    assemble_session,
-    build_tree,
-    group_by_session,
-    iter_ops,
-    iter_records,
-    iter_sessions,
-    label_of,
-    merge_trees,
-    node_at,
-    position_of,
-    records_of,
-)
+from otel_agents.persistence.tree import assemble_session, build_tree, group_by_session, merge_trees
+from otel_agents.persistence.tree_paths import label_of, node_at, position_of
+from otel_agents.persistence.tree_walk import iter_ops, iter_records, iter_sessions, records_of
 from otel_agents.tracing import semconv as sc
 from otel_agents.tracing.spandata import SpanData
 

@@ -42,7 +42,7 @@ def _first_op(tree):
 
 
 def _first_tool(tree):
-    from otel_agents.persistence.tree import iter_ops
+    from otel_agents.persistence.tree_walk import iter_ops
 
     return next(ref.op for ref in iter_ops(tree) if ref.op["kind"] == "tool" and ref.op["accounting"])
 
