@@ -1,4 +1,4 @@
-"""The session tree: shape from real runs, path labels, purity, unfinished and cancelled work."""
+"""Building the session tree: shape from real runs, purity, unfinished and cancelled work, grouping and merging."""
 
 from __future__ import annotations
 
@@ -7,53 +7,12 @@ import json
 import random
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 from otel_agents.persistence.tree import assemble_session, build_tree, group_by_session, merge_trees
-from otel_agents.persistence.tree_paths import label_of, node_at, position_of
-from otel_agents.persistence.tree_walk import iter_ops, iter_records, iter_sessions, records_of
+from otel_agents.persistence.tree_paths import node_at, position_of
+from otel_agents.persistence.tree_walk import iter_ops, iter_records, iter_sessions
 from otel_agents.tracing import semconv as sc
 from otel_agents.tracing.spandata import SpanData
-
-# --------------------------------------------------------------------------- labels
-
-segments = st.tuples(st.integers(0, 40), st.lists(st.integers(1, 40), min_size=1, max_size=4)).map(
-    lambda t: (t[0], *t[1])
-)
-positions = st.builds(
-    lambda inner, last: tuple(inner) + (last,),
-    st.lists(segments, max_size=4),
-    st.one_of(segments, st.integers(1, 40).map(lambda t: (t,))),
-)
-
-
-@given(positions)
-def test_label_and_position_are_inverse(position):
-    label = label_of(position)
-    assert position_of(label) == position
-    assert label_of(position_of(label)) == label
-
-
-@pytest.mark.parametrize(
-    "label",
-    ["", "0", "1.", ".1", "1--2", "01-1", "1-0", "1.2-1", "a-1", "1-2.0", "1-2\n", " 1-2", "-1-2", "1-2.3-01"],
-)
-def test_malformed_labels_are_rejected(label):
-    with pytest.raises(ValueError):
-        position_of(label)
-
-
-def test_labels_are_distinct_for_distinct_positions():
-    seen = {}
-    for turn in range(0, 4):
-        for a in range(1, 4):
-            for b in range(0, 4):
-                for c in range(0, 3):
-                    position = ((turn, a) + ((b,) if b else ()),) + (((c, 1),) if c and b else ())
-                    label = label_of(position)
-                    assert seen.setdefault(label, position) == position
-
 
 # --------------------------------------------------------------------------- real runs
 
@@ -135,47 +94,6 @@ def test_build_tree_is_pure_and_order_independent(record):
     random.Random(7).shuffle(shuffled)
     assert build_tree(shuffled) == first
     assert build_tree(spans) == first  # the input was not consumed or changed
-
-
-def test_records_in_tree_rebuild_every_transcript(record):
-    recorded = record()
-    tree = recorded.recorder.tree()
-    records = records_of(tree)
-    assert [r["message_id"] for r in records] == sorted(r["message_id"] for r in records)
-    transcripts: dict[str, list] = {}
-    from otel_agents.tracing.records import message_from_record
-
-    for record_ in records:
-        if record_["event_type"] == sc.EVENT_TRANSCRIPT_ENTRY:
-            transcripts.setdefault(record_["agent_id"], []).append(message_from_record(record_))
-        elif record_["event_type"] == sc.EVENT_TRANSCRIPT_TRUNCATED:
-            del transcripts[record_["agent_id"]][record_["keep"]:]
-    for agent in recorded.session.agents.values():
-        assert transcripts[agent.agent_id] == agent.transcript, agent.name
-
-
-def test_three_level_labels_are_bijective_with_positions(record, scripts):
-    recorded = record(scripts.three_levels())
-    assert recorded.utterances == ["All three levels answered."]
-    tree = recorded.recorder.tree()
-    (run,) = tree["runs"]
-    labels = [ref.label for ref in iter_ops(tree)]
-    assert len(labels) == len(set(labels))
-    for ref in iter_ops(tree):
-        assert ref.op["path"] == ref.label
-        assert node_at(run, position_of(ref.label)) is ref.op
-    deepest = node_at(run, position_of("1-2-2.1-2-2.1-2-2.1-1"))
-    assert deepest["kind"] == "llm"
-    assert deepest["attributes"][sc.GEN_AI_AGENT_NAME] == "C"
-    chain = [node_at(run, position_of(label))["session"]["call_path"] for label in
-             ("1-2-2", "1-2-2.1-2-2", "1-2-2.1-2-2.1-2-2")]
-    assert chain == ["main/A", "main/A/B", "main/A/B/C"]
-    for turn_label in ("1", "1-2-2.1", "1-2-2.1-2-2.2"):
-        assert node_at(run, position_of(turn_label))["kind"] == "turn"
-    with pytest.raises(KeyError):
-        node_at(run, position_of("1-9"))
-    with pytest.raises(KeyError):
-        node_at(run, position_of("1-1.1-1"))  # an llm op has no child session
 
 
 # --------------------------------------------------------------------------- unfinished work
@@ -293,18 +211,6 @@ def test_merge_trees_keeps_earlier_runs(record):
     assert merged["totals"]["inclusive"]["llm_calls"] == sum(r["totals"]["inclusive"]["llm_calls"] for r in full["runs"])
 
 
-def test_records_are_located_on_their_spans(record):
-    recorded = record()
-    tree = recorded.recorder.tree()
-    by_span = {s.span_id: s for s in recorded.spans()}
-    refs = list(iter_records(tree))
-    assert len(refs) == 39
-    for ref in refs:
-        span = by_span[ref.span_id]
-        assert ref.trace_id == span.trace_id
-        assert any(e.time_ns == ref.ts_ns and e.name == ref.record["event_type"] for e in span.events)
-
-
 def test_assemble_session_without_runs():
     tree = assemble_session("empty", [], [])
     assert tree["runs"] == [] and tree["success"] is False and tree["totals"]["inclusive"]["llm_calls"] == 0
@@ -326,21 +232,3 @@ def test_spans_outside_any_run_are_kept_as_session_ops(memory_tracing):
     assert all(r.trace_id == spans[0].trace_id and r.span_id == op["span_id"] for r in refs)
     assert tree["agents"][agent.agent_id]["name"] == "Loose"
     assert [ref.label for ref in iter_ops(tree)] == ["0-1"] and next(iter_ops(tree)).run is None
-
-
-def test_child_sessions_are_found_in_tree_order_through_nested_operations():
-    """iter_sessions walks each session level's operations depth first, in the order they sit."""
-
-    def session(name, *ops, turns=()):
-        return {"span_id": name, "ops": list(ops), "turns": [{"ops": list(t)} for t in turns]}
-
-    def op(*children, child=None):
-        return {"ops": list(children), "session": child}
-
-    run = session(
-        "run",
-        op(op(child=session("a", op(child=session("a1")))), op(child=session("b"))),
-        turns=[[op(child=session("c"), ), op(op(op(child=session("d"))), child=session("e"))]],
-    )
-    names = [node["span_id"] for node in iter_sessions({"runs": [run]})]
-    assert names == ["run", "a", "a1", "b", "c", "e", "d"]
