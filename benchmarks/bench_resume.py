@@ -53,7 +53,7 @@ def _maxrss_mb() -> float:
 
 def child(session_dir: Path) -> dict:
     """Runs in the child: imports first (not timed), then load and restore."""
-    from otel_agents.cli.resume import load_saved
+    from otel_agents.saved_session import load_saved
     from otel_agents.resume import restore_session
 
     before = _maxrss_mb()

@@ -263,28 +263,6 @@ def test_a_redacted_save_keeps_no_contents_and_cannot_be_resumed(home):
     assert snapshot(directory) == before
 
 
-def test_the_quick_load_of_a_closed_session_equals_the_careful_one(home):
-    """A cleanly closed session resumes from events.jsonl and meta.json alone; the careful path
-    (journal, tree, contradiction checks) gives the same saved session."""
-    from otel_agents.cli.resume import _load_current, load_saved
-
-    first = invoke(["run", "--script", DEEP, "Start.", "Go deep."])
-    assert first.exit_code == 0, first.stderr
-    sid = session_id_of(first)
-    directory = home / "sessions" / sid
-    quick, quick_tree, quick_meta = load_saved(directory, sid)
-    assert _load_current(directory, sid) is not None and quick_tree is None  # billed: the tree is not even read
-    meta = json.loads((directory / "meta.json").read_text())
-    (directory / "meta.json").write_text(json.dumps({k: v for k, v in meta.items() if k != "checkpoint"}))
-    assert _load_current(directory, sid) is None
-    careful, careful_tree, _ = load_saved(directory, sid)
-    assert careful_tree is not None
-    assert (quick.records, quick.runs, quick.last_run, quick.redacted) == (
-        careful.records, careful.runs, careful.last_run, careful.redacted)
-    assert quick.runs == 2 and quick.last_run.script == DEEP
-    assert quick.last_run.span_id == careful_tree["runs"][-1]["span_id"]
-
-
 def test_an_unbilled_closed_session_is_billed_once_then_marked(home):
     sid = session_id_of(invoke(["run", "Create Jack and Jill for a cafe discussion"]))
     directory = home / "sessions" / sid

@@ -1,0 +1,41 @@
+"""The saved session resume starts from: the quick load of a closed session equals the careful one."""
+
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+
+from otel_agents.cli import cli
+from otel_agents.saved_session import _load_current, load_saved
+
+DEEP = str(__import__("pathlib").Path(__file__).parent / "data" / "deep-hooks.json")
+
+
+def invoke(args):
+    return CliRunner().invoke(cli, args)
+
+
+def session_id_of(result) -> str:
+    (line,) = [l for l in result.stderr.splitlines() if l.startswith("session: ")]
+    return line.split(": ", 1)[1]
+
+
+def test_the_quick_load_of_a_closed_session_equals_the_careful_one(home):
+    """A cleanly closed session resumes from events.jsonl and meta.json alone; the careful path
+    (journal, tree, contradiction checks) gives the same saved session."""
+    first = invoke(["run", "--script", DEEP, "Start.", "Go deep."])
+    assert first.exit_code == 0, first.stderr
+    sid = session_id_of(first)
+    directory = home / "sessions" / sid
+    quick, quick_tree, quick_meta = load_saved(directory, sid)
+    assert _load_current(directory, sid) is not None and quick_tree is None  # billed: the tree is not even read
+    meta = json.loads((directory / "meta.json").read_text())
+    (directory / "meta.json").write_text(json.dumps({k: v for k, v in meta.items() if k != "checkpoint"}))
+    assert _load_current(directory, sid) is None
+    careful, careful_tree, _ = load_saved(directory, sid)
+    assert careful_tree is not None
+    assert (quick.records, quick.runs, quick.last_run, quick.redacted) == (
+        careful.records, careful.runs, careful.last_run, careful.redacted)
+    assert quick.runs == 2 and quick.last_run.script == DEEP
+    assert quick.last_run.span_id == careful_tree["runs"][-1]["span_id"]
