@@ -23,7 +23,14 @@ make a receiver reject a whole batch:
    ``dropped_events_count``.
 5. Batch budget: an export is split into requests of at most ``batch_bytes``
    encoded bytes (default 3 MiB), below the 4 MiB default gRPC message limit of
-   collectors, measured with the OTLP exporters' own protobuf encoder.
+   collectors.
+
+Cost: the export thread pays for each span one pass over its attributes and
+events (content switch, redaction, count and cap together) that also sums an
+upper bound of its encoded size (``export_size``); the OTLP encoder measures a
+span only when that bound exceeds the span budget, and requests are cut by the
+bounds. A span the rules leave unchanged (most: no secret, nothing over a cap)
+is handed to the exporter as it is, not copied.
 
 A failing endpoint costs one warning line on stderr for the whole process, and
 at most one exporter timeout at a time: after a failed export, exports in the
@@ -48,7 +55,9 @@ from opentelemetry.sdk.util import BoundedList
 from opentelemetry.trace import Status
 
 from otel_agents.tracing import semconv as sc
-from otel_agents.tracing.redaction import redact_attributes, redact_text
+from otel_agents.tracing.credentials import MARKER
+from otel_agents.tracing.export_size import EVENT_FIXED, FIELD, EnvelopeSizes, attribute_bound, span_bound, text_bytes
+from otel_agents.tracing.redaction import is_secret_key, known_safe_key, redact, redact_text
 
 TRUNCATION_MARKER = "…[truncated {dropped} bytes by otel-agents; full value in the local session]"
 DEFAULT_VALUE_CAP = 64 * 1024
@@ -60,6 +69,10 @@ MAX_BATCH_BYTES = 3 * 1024 * 1024  # leaves room under the collectors' 4 MiB def
 MIN_SHARED_CAP = 512
 PAUSE_AFTER_FAILURE_S = 15.0
 
+_SCALARS = frozenset({int, float, bool, type(None)})
+# attribute_bound of a string or scalar attribute, less its key's and text's bytes.
+_STRING_ATTRIBUTE = attribute_bound("", "")
+_SCALAR_ATTRIBUTE = attribute_bound("", 0)
 _CONTENT_EVENT_KEYS = frozenset(sc.EVENT_FIELD_PREFIX + f for f in sc.CONTENT_EVENT_FIELDS) | sc.CONTENT_ATTRIBUTES
 
 
@@ -154,26 +167,6 @@ def _bounded(attributes: Mapping[str, Any], dropped: int) -> BoundedAttributes:
     return bounded
 
 
-def filter_attributes(
-    attributes: Mapping[str, Any] | None,
-    limits: ExportLimits,
-    export_content: bool,
-    content_keys: frozenset[str],
-    already_dropped: int = 0,
-) -> BoundedAttributes:
-    """Content filtered, values capped, at most ``max_attributes`` kept (first set first)."""
-    out: dict[str, Any] = {}
-    dropped = already_dropped
-    for key, value in (attributes or {}).items():
-        if not export_content and key in content_keys:
-            continue
-        if len(out) >= limits.max_attributes:
-            dropped += 1
-            continue
-        out[key] = cap_value(value, limits.value_cap)
-    return _bounded(out, dropped)
-
-
 def _dropped(attributes: Any) -> int:
     return getattr(attributes, "dropped", 0) or 0
 
@@ -265,39 +258,125 @@ def _fit_span(span: ReadableSpan, limits: ExportLimits) -> ReadableSpan:
     return _rebuild(span, shrunk.attributes, kept, dropped_events=len(events) - len(kept))
 
 
+def _export_attributes(
+    attributes: Mapping[str, Any] | None,
+    limits: ExportLimits,
+    export_content: bool,
+    content_keys: frozenset[str],
+    already_dropped: int,
+) -> tuple[dict[str, Any], int, bool, int]:
+    """One pass over a span's or event's attributes: content switch, redaction, count, cap.
+
+    Returns (attributes, dropped, changed, size bound): ``changed`` is False when the
+    result would encode exactly as the original, so the original can be sent as is.
+    """
+    out: dict[str, Any] = {}
+    dropped = already_dropped
+    changed = False
+    size = 0
+    cap = limits.value_cap
+    most = limits.max_attributes
+    for key, value in (attributes or {}).items():
+        if not export_content and key in content_keys:
+            changed = True
+            continue
+        if len(out) >= most:
+            dropped += 1
+            changed = True
+            continue
+        if not known_safe_key(key) and is_secret_key(key):
+            new: Any = MARKER
+        elif type(value) is str:
+            new = redact_text(value)
+            length = len(new) if new.isascii() else text_bytes(new)  # isascii: O(1), no copy
+            if length > cap:
+                new = cap_value(new, cap)
+                length = text_bytes(new)
+                changed = True
+            elif new is not value and new != value:
+                changed = True
+            out[key] = new
+            # attribute_bound, inlined: this loop runs for every attribute of every exported span
+            size += _STRING_ATTRIBUTE + length + (len(key) if key.isascii() else text_bytes(key))
+            continue
+        elif type(value) in _SCALARS:
+            out[key] = value
+            size += _SCALAR_ATTRIBUTE + (len(key) if key.isascii() else text_bytes(key))
+            continue
+        else:
+            new = cap_value(redact(value), cap)
+            if isinstance(value, tuple) and isinstance(new, list) and new == list(value):
+                new = value
+        if new is not value and new != value:
+            changed = True
+        out[key] = new
+        size += attribute_bound(key, new)
+    return out, dropped, changed, size
+
+
+def _attributes_with_count(attributes: dict[str, Any], dropped: int) -> Any:
+    # Only a BoundedAttributes carries a dropped count to the encoder; building one
+    # validates every value again, so a plain dict goes when nothing was dropped.
+    return _bounded(attributes, dropped) if dropped else attributes
+
+
 def filter_span(span: ReadableSpan, limits: ExportLimits | int = ExportLimits(), export_content: bool = True) -> ReadableSpan:
     """The network copy of one span (see the module docstring for the rules)."""
-    if isinstance(limits, int):
-        limits = ExportLimits(value_cap=limits)
-    events = [
-        Event(
-            redact_text(e.name),
-            filter_attributes(redact_attributes(e.attributes or {}), limits, export_content, _CONTENT_EVENT_KEYS, _dropped(e.attributes)),
-            e.timestamp,
+    return _filter_span(span, limits if isinstance(limits, ExportLimits) else ExportLimits(value_cap=limits),
+                        export_content, EnvelopeSizes())[0]
+
+
+def _filter_span(
+    span: ReadableSpan, limits: ExportLimits, export_content: bool, envelope: EnvelopeSizes
+) -> tuple[ReadableSpan, int]:
+    """The network copy of one span and a bound of its encoded request size.
+
+    The span itself when the copy would encode the same: most spans carry no secret
+    and nothing over the caps, and copying them is most of what the filter would cost.
+    """
+    changed = False
+    events: list[Event] = []
+    event_sizes: list[int] = []
+    for e in span.events:
+        name = redact_text(e.name)
+        attributes, dropped, event_changed, size = _export_attributes(
+            e.attributes, limits, export_content, _CONTENT_EVENT_KEYS, _dropped(e.attributes)
         )
-        for e in span.events
-    ]
-    attributes = filter_attributes(
-        redact_attributes(span.attributes or {}), limits, export_content, sc.CONTENT_ATTRIBUTES, span.dropped_attributes
+        changed = changed or event_changed or name != e.name
+        events.append(Event(name, _attributes_with_count(attributes, dropped), e.timestamp))
+        event_sizes.append(EVENT_FIXED + FIELD + text_bytes(name) + size)
+    attributes, dropped, attributes_changed, size = _export_attributes(
+        span.attributes, limits, export_content, sc.CONTENT_ATTRIBUTES, span.dropped_attributes
     )
     status = span.status
     if status.description:  # set_status and SDK exception text never went through Telemetry
         status = Status(status.status_code, redact_text(status.description))
-    if status.description and value_bytes(status.description) > limits.value_cap:
-        status = Status(status.status_code, cap_value(status.description, limits.value_cap))
-    return _fit_span(_rebuild(span, attributes, events, status=status, name=redact_text(span.name)), limits)
+        if value_bytes(status.description) > limits.value_cap:
+            status = Status(status.status_code, cap_value(status.description, limits.value_cap))
+        changed = changed or status.description != span.status.description
+    name = redact_text(span.name)
+    if changed or attributes_changed or name != span.name:
+        span = _rebuild(span, _attributes_with_count(attributes, dropped), events, status=status, name=name)
+    bound = envelope(span) + span_bound(span, size, event_sizes)
+    if bound <= limits.span_bytes:
+        return span, bound
+    fitted = _fit_span(span, limits)
+    return fitted, encoded_size([fitted])
 
 
-def chunk_by_size(spans: Sequence[ReadableSpan], limit: int = MAX_BATCH_BYTES) -> list[list[ReadableSpan]]:
+def chunk_by_size(
+    spans: Sequence[ReadableSpan], limit: int = MAX_BATCH_BYTES, sizes: Sequence[int] | None = None
+) -> list[list[ReadableSpan]]:
     """Consecutive groups whose encoded requests each stay within ``limit`` bytes.
 
     Each span is measured as a request of its own, so a group's true size (which
     shares the resource and scope) is never larger than the sum used here.
+    ``sizes``: an upper bound of each span's request size, known already (else each is encoded).
     """
     chunks: list[list[ReadableSpan]] = []
     used = 0
-    for span in spans:
-        size = encoded_size([span])
+    for number, span in enumerate(spans):
+        size = encoded_size([span]) if sizes is None else sizes[number]
         if chunks and used + size <= limit:
             chunks[-1].append(span)
             used += size
@@ -333,6 +412,7 @@ class NetworkExportFilter(SpanExporter):
         self._warn = warn or (lambda msg: print(msg, file=sys.stderr, flush=True))
         self._warned = False
         self._lock = threading.Lock()
+        self._envelope = EnvelopeSizes()
 
     @property
     def value_cap(self) -> int:
@@ -366,8 +446,8 @@ class NetworkExportFilter(SpanExporter):
 
     def _export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         try:
-            filtered = [filter_span(s, self.limits, self.export_content) for s in spans]
-            chunks = chunk_by_size(filtered, self.limits.batch_bytes)
+            filtered = [_filter_span(s, self.limits, self.export_content, self._envelope) for s in spans]
+            chunks = chunk_by_size([f for f, _ in filtered], self.limits.batch_bytes, [size for _, size in filtered])
         except Exception as exc:  # a filtering bug must not break the run either
             self._warn_once(f"{type(exc).__name__}: {exc}")
             return SpanExportResult.FAILURE
