@@ -48,25 +48,31 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
-from opentelemetry.attributes import BoundedAttributes
 from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
-from opentelemetry.sdk.util import BoundedList
 from opentelemetry.trace import Status
 
 from otel_agents.tracing import semconv as sc
 from otel_agents.tracing.credentials import MARKER
+from otel_agents.tracing.export_caps import (  # noqa: F401 - TRUNCATION_MARKER and MIN_SHARED_CAP are part of this API
+    MIN_SHARED_CAP,
+    TRUNCATION_MARKER,
+    bounded_attributes,
+    dropped_count,
+    rebuild_span,
+    cap_value,
+    encoded_size,
+    fit_span,
+    value_bytes,
+)
 from otel_agents.tracing.export_size import EVENT_FIXED, FIELD, EnvelopeSizes, attribute_bound, span_bound, text_bytes
 from otel_agents.tracing.redaction import is_secret_key, known_safe_key, redact, redact_text
 
-TRUNCATION_MARKER = "…[truncated {dropped} bytes by otel-agents; full value in the local session]"
 DEFAULT_VALUE_CAP = 64 * 1024
 MIN_VALUE_CAP = 256  # below this the marker itself would not fit
 MAX_ATTRIBUTES = 128
 MAX_SPAN_BYTES = 1024 * 1024
 MAX_BATCH_BYTES = 3 * 1024 * 1024  # leaves room under the collectors' 4 MiB default
-# A span over budget never has its strings cut below this many bytes.
-MIN_SHARED_CAP = 512
 PAUSE_AFTER_FAILURE_S = 15.0
 
 _SCALARS = frozenset({int, float, bool, type(None)})
@@ -92,170 +98,6 @@ class ExportLimits:
             raise ValueError("max_attributes must be at least 1")
         if self.span_bytes < 4 * MIN_SHARED_CAP or self.batch_bytes < self.span_bytes:
             raise ValueError("need span_bytes >= 2048 and batch_bytes >= span_bytes")
-
-
-# --- values ---
-
-
-def _marker_room(total: int) -> int:
-    # The marker for ``total`` dropped bytes is never shorter than for fewer.
-    return len(TRUNCATION_MARKER.format(dropped=total).encode("utf-8"))
-
-
-def _head(raw: bytes, room: int) -> str:
-    return raw[: max(0, room)].decode("utf-8", "ignore")  # never split a character
-
-
-def value_bytes(value: Any) -> int:
-    """Bytes a value's payload takes (strings as UTF-8; arrays summed)."""
-    if isinstance(value, str):
-        return len(value.encode("utf-8"))
-    if isinstance(value, bytes):
-        return len(value)
-    if isinstance(value, (list, tuple)):
-        return sum(value_bytes(v) for v in value)
-    return 8
-
-
-def cap_value(value: Any, cap: int) -> Any:
-    """``value`` with at most ``cap`` bytes of string payload, marker included.
-
-    A string array is capped as a whole: elements are kept while they fit, the
-    element that crosses the cap is cut, and its marker counts every byte left
-    out (of it and of the elements after it).
-    """
-    if isinstance(value, str):
-        raw = value.encode("utf-8")
-        if len(raw) <= cap:
-            return value
-        head = _head(raw, cap - _marker_room(len(raw)))
-        return head + TRUNCATION_MARKER.format(dropped=len(raw) - len(head.encode("utf-8")))
-    if isinstance(value, bytes):
-        return value[:cap]
-    if isinstance(value, (list, tuple)) and value and all(isinstance(v, str) for v in value):
-        total = value_bytes(value)
-        if total <= cap:
-            return list(value)
-        room = _marker_room(total)
-        out: list[str] = []
-        used = 0
-        for item in value:
-            size = value_bytes(item)
-            if used + size + room <= cap:
-                out.append(item)
-                used += size
-                continue
-            head = _head(item.encode("utf-8"), cap - used - room)
-            out.append(head + TRUNCATION_MARKER.format(dropped=total - used - value_bytes(head)))
-            break
-        return out
-    return list(value) if isinstance(value, tuple) else value
-
-
-def _is_text(value: Any) -> bool:
-    return isinstance(value, str) or (
-        isinstance(value, (list, tuple)) and bool(value) and all(isinstance(v, str) for v in value)
-    )
-
-
-# --- attributes ---
-
-
-def _bounded(attributes: Mapping[str, Any], dropped: int) -> BoundedAttributes:
-    bounded = BoundedAttributes(maxlen=None, attributes=dict(attributes), immutable=True)
-    bounded.dropped = dropped  # read by the OTLP encoder as dropped_attributes_count
-    return bounded
-
-
-def _dropped(attributes: Any) -> int:
-    return getattr(attributes, "dropped", 0) or 0
-
-
-# --- size ---
-
-
-def encoded_size(spans: Sequence[ReadableSpan]) -> int:
-    """Bytes of the OTLP ``ExportTraceServiceRequest`` the exporters would send."""
-    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
-
-    return encode_spans(list(spans)).ByteSize()
-
-
-def _rebuild(
-    span: ReadableSpan, attributes: Any, events: Sequence[Event], dropped_events: int = 0, status: Status | None = None,
-    name: str | None = None,
-) -> ReadableSpan:
-    bounded_events = BoundedList(None)
-    bounded_events.extend(events)
-    bounded_events.dropped = span.dropped_events + dropped_events  # OTLP dropped_events_count
-    return ReadableSpan(
-        name=span.name if name is None else name,
-        context=span.context,
-        parent=span.parent,
-        resource=span.resource,
-        attributes=attributes,
-        events=bounded_events,
-        links=span.links,
-        kind=span.kind,
-        status=status or span.status,
-        start_time=span.start_time,
-        end_time=span.end_time,
-        instrumentation_scope=span.instrumentation_scope,
-    )
-
-
-def _recap(attributes: BoundedAttributes, cap: int) -> BoundedAttributes:
-    return _bounded({k: cap_value(v, cap) for k, v in attributes.items()}, _dropped(attributes))
-
-
-def _longest_strings(span: ReadableSpan) -> list[int]:
-    sizes = [value_bytes(v) for v in (span.attributes or {}).values() if _is_text(v)]
-    for event in span.events:
-        sizes += [value_bytes(v) for v in (event.attributes or {}).values() if _is_text(v)]
-    return sizes
-
-
-def _fit_span(span: ReadableSpan, limits: ExportLimits) -> ReadableSpan:
-    """Shrink the longest strings of an over-budget span to one shared cap."""
-    size = encoded_size([span])
-    if size <= limits.span_bytes:
-        return span
-    sizes = _longest_strings(span)
-    excess = size - limits.span_bytes
-
-    def saved(cap: int) -> int:
-        # Bytes saved by capping every string at ``cap`` (the marker is inside the cap).
-        return sum(s - cap for s in sizes if s > cap)
-
-    low, high = MIN_SHARED_CAP, limits.value_cap
-    if saved(low) >= excess:
-        while high - low > 64:
-            mid = (low + high) // 2
-            if saved(mid) >= excess:
-                low = mid
-            else:
-                high = mid
-        cap = low
-    else:
-        cap = MIN_SHARED_CAP
-    shrunk = _rebuild(
-        span,
-        _recap(span.attributes, cap),
-        [Event(e.name, _recap(e.attributes, cap), e.timestamp) for e in span.events],
-    )
-    if encoded_size([shrunk]) <= limits.span_bytes:
-        return shrunk
-    # Too many events even at the floor: keep the earliest that fit, count the rest.
-    events = list(shrunk.events)
-    empty = encoded_size([_rebuild(shrunk, {}, [])])
-    used = encoded_size([_rebuild(shrunk, shrunk.attributes, [])])
-    kept: list[Event] = []
-    for event in events:
-        used += encoded_size([_rebuild(shrunk, {}, [event])]) - empty
-        if used > limits.span_bytes:
-            break
-        kept.append(event)
-    return _rebuild(span, shrunk.attributes, kept, dropped_events=len(events) - len(kept))
 
 
 def _export_attributes(
@@ -317,7 +159,7 @@ def _export_attributes(
 def _attributes_with_count(attributes: dict[str, Any], dropped: int) -> Any:
     # Only a BoundedAttributes carries a dropped count to the encoder; building one
     # validates every value again, so a plain dict goes when nothing was dropped.
-    return _bounded(attributes, dropped) if dropped else attributes
+    return bounded_attributes(attributes, dropped) if dropped else attributes
 
 
 def filter_span(span: ReadableSpan, limits: ExportLimits | int = ExportLimits(), export_content: bool = True) -> ReadableSpan:
@@ -340,7 +182,7 @@ def _filter_span(
     for e in span.events:
         name = redact_text(e.name)
         attributes, dropped, event_changed, size = _export_attributes(
-            e.attributes, limits, export_content, _CONTENT_EVENT_KEYS, _dropped(e.attributes)
+            e.attributes, limits, export_content, _CONTENT_EVENT_KEYS, dropped_count(e.attributes)
         )
         changed = changed or event_changed or name != e.name
         events.append(Event(name, _attributes_with_count(attributes, dropped), e.timestamp))
@@ -356,11 +198,11 @@ def _filter_span(
         changed = changed or status.description != span.status.description
     name = redact_text(span.name)
     if changed or attributes_changed or name != span.name:
-        span = _rebuild(span, _attributes_with_count(attributes, dropped), events, status=status, name=name)
+        span = rebuild_span(span, _attributes_with_count(attributes, dropped), events, status=status, name=name)
     bound = envelope(span) + span_bound(span, size, event_sizes)
     if bound <= limits.span_bytes:
         return span, bound
-    fitted = _fit_span(span, limits)
+    fitted = fit_span(span, limits.span_bytes, limits.value_cap)
     return fitted, encoded_size([fitted])
 
 
