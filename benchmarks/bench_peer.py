@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,6 +58,8 @@ def _otel_callback() -> tuple[Any, Any]:
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
     exporter = InMemorySpanExporter()
+    # It warns on every construction that litellm's proxy server is not installed; nothing here needs it.
+    logging.getLogger("LiteLLM").setLevel(logging.ERROR)
     return OpenTelemetry(config=OpenTelemetryConfig(exporter=exporter, skip_set_global=True)), exporter
 
 
