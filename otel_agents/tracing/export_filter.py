@@ -177,7 +177,7 @@ def _filter_span(
     and nothing over the caps, and copying them is most of what the filter would cost.
     """
     changed = False
-    events: list[Event] = []
+    events: list[tuple[str, dict[str, Any], int, int | None]] = []  # made Events only for a copy
     event_sizes: list[int] = []
     for e in span.events:
         name = redact_text(e.name)
@@ -185,7 +185,7 @@ def _filter_span(
             e.attributes, limits, export_content, _CONTENT_EVENT_KEYS, dropped_count(e.attributes)
         )
         changed = changed or event_changed or name != e.name
-        events.append(Event(name, _attributes_with_count(attributes, dropped), e.timestamp))
+        events.append((name, attributes, dropped, e.timestamp))
         event_sizes.append(EVENT_FIXED + FIELD + text_bytes(name) + size)
     attributes, dropped, attributes_changed, size = _export_attributes(
         span.attributes, limits, export_content, sc.CONTENT_ATTRIBUTES, span.dropped_attributes
@@ -198,7 +198,8 @@ def _filter_span(
         changed = changed or status.description != span.status.description
     name = redact_text(span.name)
     if changed or attributes_changed or name != span.name:
-        span = rebuild_span(span, _attributes_with_count(attributes, dropped), events, status=status, name=name)
+        copied = [Event(n, _attributes_with_count(a, d), t) for n, a, d, t in events]
+        span = rebuild_span(span, _attributes_with_count(attributes, dropped), copied, status=status, name=name)
     bound = envelope(span) + span_bound(span, size, event_sizes)
     if bound <= limits.span_bytes:
         return span, bound
