@@ -28,9 +28,8 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # never fetch the
 
 import bench_billing  # noqa: E402
 import bench_cli  # noqa: E402
-import bench_export  # noqa: E402
+import bench_cpu  # noqa: E402
 import bench_instrumentation  # noqa: E402
-import bench_peer  # noqa: E402
 import bench_recorded  # noqa: E402
 import bench_resume  # noqa: E402
 import bench_session  # noqa: E402
@@ -163,7 +162,8 @@ def session_benchmarks(sizes: Sizes, tmp: Path, results: Results, measure: bool 
     # The same with the recorder in the run's process (OTEL_AGENTS_RECORDER=inline, the only mode off Linux).
     with bench_session.recorder_mode("inline"):
         overhead("overhead_ratio_inline")
-    cpu_figures(plan, script, traced, disabled, sizes, tmp, results, home)
+    bench_cpu.cpu_figures(plan, script, traced, disabled, home, results.add,
+                          export_pairs=sizes.overhead_pairs, peer_pairs=sizes.instrumentation_pairs)
 
     capture = bench_instrumentation.capture_session(script, plan.prompts, home())
     turns = bench_instrumentation.turns_of(capture)
@@ -201,70 +201,6 @@ def session_benchmarks(sizes: Sizes, tmp: Path, results: Results, measure: bool 
     results.add("bytes_growth", growth, short_calls=sizes.bytes_short_calls, short_bytes=short, long_bytes=long,
                 per_file_growth={k: long[k] / (8 * short[k]) for k in short if short[k]})
     return directories[8 * sizes.bytes_short_calls], many_capture
-
-
-def _total_cpu(run: Any) -> float:
-    return run.cpu_seconds + run.child_cpu_seconds
-
-
-def cpu_figures(plan: Any, script: Path, traced: list, disabled: list, sizes: Sizes, tmp: Path, results: Results,
-                home: Callable[[], Path]) -> None:
-    """cpu_us_per_call (from the overhead pairs), otlp_export_cpu_us_per_call, the litellm peer, their ratio."""
-    per_call = [(_total_cpu(t) - _total_cpu(d)) / plan.llm_calls * 1e6 for t, d in zip(traced, disabled)]
-    ours = statistics.median(per_call)
-
-    # The same traced session with and without an OTLP/HTTP exporter to a loopback receiver (its own process).
-    with bench_export.receiver() as receiver:
-        plain: list = []
-        exported: list = []
-        received: list[int] = []
-
-        def side(export: bool, runs: list) -> Callable[[], float]:
-            def run() -> float:
-                before = receiver.spans_received() if export else 0
-                if export:
-                    with bench_export.exporting(receiver.url):
-                        done = bench_session.run_session(script, plan.prompts, home(), traced=True)
-                    received.append(receiver.spans_received() - before)
-                else:
-                    done = bench_session.run_session(script, plan.prompts, home(), traced=True)
-                runs.append(done)
-                return done.seconds
-            return run
-
-        alternate(side(True, exported), side(False, plain), sizes.overhead_pairs)
-    if not all(received):
-        raise AssertionError(f"the loopback receiver got no spans in some runs: {received}")
-    export_per_call = [(_total_cpu(e) - _total_cpu(p)) / plan.llm_calls * 1e6 for e, p in zip(exported, plain)]
-    results.add("otlp_export_cpu_us_per_call", statistics.median(export_per_call), runs_us=export_per_call,
-                pairs=sizes.overhead_pairs, spans_received_per_run=received, llm_calls=plan.llm_calls,
-                exporting_process_cpu_s=[e.cpu_seconds for e in exported], plain_process_cpu_s=[p.cpu_seconds for p in plain])
-
-    # The peer: the same litellm requests replayed with litellm's own OpenTelemetry callback, and without.
-    requests = bench_peer.capture_requests(script, plan.prompts, home())
-    with_callback: list = []
-    without: list = []
-
-    def replay(callback: bool, runs: list) -> Callable[[], float]:
-        def run() -> float:
-            done = bench_peer.replay(requests, callback=callback)
-            runs.append(done)
-            return done.cpu_seconds
-        return run
-
-    alternate(replay(True, with_callback), replay(False, without), sizes.instrumentation_pairs)
-    peer_per_call = [(w.cpu_seconds - b.cpu_seconds) / w.calls * 1e6 for w, b in zip(with_callback, without)]
-    peer = statistics.median(peer_per_call)
-    results.add("peer_litellm_otel_cpu_us_per_call", peer, runs_us=peer_per_call, calls=len(requests),
-                pairs=sizes.instrumentation_pairs,
-                total_cpu_us_per_call=statistics.median(w.cpu_seconds / w.calls * 1e6 for w in with_callback),
-                bare_litellm_cpu_us_per_call=statistics.median(b.cpu_seconds / b.calls * 1e6 for b in without),
-                spans_per_call=with_callback[0].spans / len(requests),
-                attribute_bytes_per_call=with_callback[0].span_bytes / len(requests))
-    results.add("cpu_us_per_call", ours, target=0.35 * peer, runs_us=per_call, llm_calls=plan.llm_calls,
-                recorder_cpu_us_per_call=statistics.median(t.child_cpu_seconds for t in traced) / plan.llm_calls * 1e6,
-                note="traced session (process + recorder process) minus disabled session, total CPU, per LLM call")
-    results.add("cpu_vs_peer_litellm_otel", ours / peer if peer > 0 else float("inf"))
 
 
 # --------------------------------------------------------------------------- large saved sessions
