@@ -73,6 +73,27 @@ def test_quick_run_measures_what_it_says(quick_run, harness):
     assert document["figures"]["cli_start_imports_litellm"] == 0
 
 
+def test_quick_run_reports_the_cpu_figures_against_the_peer(quick_run, harness):
+    _, document, _ = quick_run
+    figures, details, targets = document["figures"], document["details"], document["targets"]
+    # Ours from the overhead pairs: every pair, recorder process included.
+    assert len(details["cpu_us_per_call"]["runs_us"]) == harness.QUICK.overhead_pairs
+    assert details["cpu_us_per_call"]["recorder_cpu_us_per_call"] > 0
+    assert targets["cpu_us_per_call"] == pytest.approx(0.35 * figures["peer_litellm_otel_cpu_us_per_call"])
+    assert figures["cpu_vs_peer_litellm_otel"] == pytest.approx(
+        figures["cpu_us_per_call"] / figures["peer_litellm_otel_cpu_us_per_call"])
+    # The peer replayed every request of the session, and litellm's callback really recorded spans.
+    peer = details["peer_litellm_otel_cpu_us_per_call"]
+    assert peer["calls"] == harness.QUICK.overhead_calls
+    assert peer["spans_per_call"] >= 1 and peer["attribute_bytes_per_call"] > 1000
+    assert peer["total_cpu_us_per_call"] > 0 and peer["bare_litellm_cpu_us_per_call"] > 0
+    # The export really reached the loopback receiver in every exporting run.
+    export = details["otlp_export_cpu_us_per_call"]
+    assert len(export["spans_received_per_run"]) == harness.QUICK.overhead_pairs
+    assert all(n >= 3 * harness.QUICK.overhead_calls for n in export["spans_received_per_run"])
+    assert targets["otlp_export_cpu_us_per_call"] == 400 and targets["instrumentation_vs_sdk_same_data"] == 1.5
+
+
 def test_quick_run_leaves_nothing_in_the_working_directory(quick_run):
     workdir, _, _ = quick_run
     assert sorted(p.name for p in workdir.iterdir()) == ["out.json"]

@@ -200,6 +200,72 @@ def test_chunks_stay_under_the_limit_and_keep_every_span_in_order():
         assert encode_spans(chunk).ByteSize() <= limit
 
 
+def test_spans_with_nothing_to_change_are_sent_as_they_are_and_the_others_as_copies():
+    key = "sk-" + "A1b2C3d4" * 4
+
+    def build(tracer):
+        with tracer.start_as_current_span("plain", attributes={sc.GEN_AI_OPERATION_NAME: "chat"}) as span:
+            span.add_event(sc.EVENT_LOG, {sc.LOG_LEVEL: "INF", sc.EVENT_FIELD_PREFIX + "message_id": "msg_000001"})
+        with tracer.start_as_current_span("secret") as span:
+            span.add_event("transcript_entry", {sc.EVENT_FIELD_PREFIX + "content": f"my key is {key}"})
+        with tracer.start_as_current_span("big", attributes={"blob": "b" * 100_000}):
+            pass
+        with tracer.start_as_current_span("private", attributes={sc.GEN_AI_INPUT_MESSAGES: "hello"}):
+            pass
+
+    spans = _finished(build)
+    plain, secret, big, private = spans
+    for export_content in (True, False):
+        sent: list = []
+        exporter = NetworkExportFilter(_Collecting(sent), export_content=export_content)
+        assert exporter.export(spans) is SpanExportResult.SUCCESS
+        out_plain, out_secret, out_big, out_private = sent
+        assert out_plain is plain  # no copy of a span the network copy would equal
+        assert out_secret is not secret and key not in str(dict(out_secret.events[0].attributes))
+        assert out_big is not big and value_bytes(out_big.attributes["blob"]) <= ExportLimits().value_cap
+        assert (out_private is private) is export_content
+        for original, out in zip(spans, sent):
+            assert encode_spans([out]) == encode_spans([filter_span(original, export_content=export_content)])
+    assert key in secret.events[0].attributes[sc.EVENT_FIELD_PREFIX + "content"]  # the local span keeps it
+    assert private.attributes[sc.GEN_AI_INPUT_MESSAGES] == "hello"
+
+
+def test_export_requests_stay_under_the_batch_budget_without_encoding_each_span_first():
+    def build(tracer):
+        for i in range(60):
+            with tracer.start_as_current_span(f"s{i}", attributes={"n": i, "tags": ("a", "b")}) as span:
+                span.set_attribute("blob", "é" * (20_000 + 500 * i))
+                span.add_event(sc.EVENT_LOG, {sc.LOG_LEVEL: "INF", sc.LOG_MESSAGE: "x" * 1000})
+
+    spans = _finished(build)
+    requests: list[list] = []
+    limits = ExportLimits(span_bytes=128 * 1024, batch_bytes=256 * 1024)
+    exporter = NetworkExportFilter(_Collecting(requests, whole=True), limits=limits)
+    assert exporter.export(spans) is SpanExportResult.SUCCESS
+    assert len(requests) > 1
+    for request in requests:
+        assert encode_spans(request).ByteSize() <= limits.batch_bytes
+    assert [s.name for r in requests for s in r] == [s.name for s in spans]
+    # The bound is not wasteful: requests are at least half full (but the last).
+    assert all(encode_spans(r).ByteSize() > limits.batch_bytes / 2 for r in requests[:-1])
+
+
+class _Collecting(SpanExporter):
+    def __init__(self, sent: list, whole: bool = False):
+        self.sent = sent
+        self.whole = whole
+
+    def export(self, spans):
+        if self.whole:
+            self.sent.append(list(spans))
+        else:
+            self.sent.extend(spans)
+        return SpanExportResult.SUCCESS
+
+    def shutdown(self):
+        pass
+
+
 # --- the exporter wrapper ---
 
 
