@@ -54,9 +54,8 @@ from opentelemetry.trace import Status
 
 from otel_agents.tracing import semconv as sc
 from otel_agents.tracing.credentials import MARKER
-from otel_agents.tracing.export_caps import (  # noqa: F401 - TRUNCATION_MARKER and MIN_SHARED_CAP are part of this API
+from otel_agents.tracing.export_caps import (
     MIN_SHARED_CAP,
-    TRUNCATION_MARKER,
     bounded_attributes,
     dropped_count,
     rebuild_span,

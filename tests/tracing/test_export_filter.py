@@ -24,15 +24,13 @@ from opentelemetry.trace import Status, StatusCode
 
 from otel_agents.runtime.tools import ToolContext, make_tool
 from otel_agents.tracing import semconv as sc
+from otel_agents.tracing.export_caps import cap_value, encoded_size, value_bytes
 from otel_agents.tracing.export_filter import (
     MAX_ATTRIBUTES,
     ExportLimits,
     NetworkExportFilter,
-    cap_value,
     chunk_by_size,
-    encoded_size,
     filter_span,
-    value_bytes,
 )
 from otel_agents.tracing.setup import TracingOptions, configure_tracing
 from support.otlp_receivers import GrpcTraceReceiver, HttpTraceReceiver
