@@ -43,8 +43,8 @@ class NoSuchSession(RecordingError):
 
 
 class _Detachable(SpanProcessor):
-    """Our processors on an application's provider, which cannot remove processors:
-    once detached they see nothing more, so a closed recorder never hears the app's later spans."""
+    """Processors on a provider that cannot remove them (the SDK's cannot): once detached they see
+    nothing more, so a closed recorder never hears later spans (the app's, or another session's)."""
 
     def __init__(self) -> None:
         self.processors: list[SpanProcessor] = []
@@ -66,12 +66,13 @@ class _Detachable(SpanProcessor):
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         return all(p.force_flush(timeout_millis) for p in self.processors) if self.attached else True
 
-    def detach(self) -> None:
+    def detach(self, shutdown: bool = True) -> None:
         if self.attached:
             self.force_flush()
             self.attached = False
-            for processor in self.processors:
-                processor.shutdown()
+            if shutdown:
+                for processor in self.processors:
+                    processor.shutdown()
 
 
 @dataclass
@@ -141,9 +142,19 @@ class Recording:
 
     recorder: Any
     ownership: Any
+    gate: _Detachable | None = None
+    telemetry: Any = None
 
     def close(self) -> bool:
-        """Write everything, then give the lock up; False when something could not be saved."""
+        """Write everything, then give the lock up; False when something could not be saved.
+
+        The recorder leaves the provider and the listeners first: spans that end later (the
+        application's, or another session's in the same process) never reach a closed recorder.
+        """
+        if self.gate is not None:
+            self.gate.detach(shutdown=False)
+        if self.telemetry is not None and self.recorder in self.telemetry.listeners:
+            self.telemetry.listeners.remove(self.recorder)
         try:
             self.recorder.close()
         finally:
@@ -197,6 +208,8 @@ def start_recording(tracing: Tracing, paths: Paths, session_id: str, ownership=N
     if mode == "process":
         recorder = fork_recorder(recorder)  # the recorder's work moves to the other core; it holds the lock too
         ownership.name_recorder(recorder.pid)
-    tracing.add_processor(recorder)
+    gate = _Detachable()
+    gate.processors.append(recorder)
+    tracing.add_processor(gate)
     tracing.add_listener(recorder)
-    return Recording(recorder, ownership)
+    return Recording(recorder, ownership, gate, tracing.telemetry)
