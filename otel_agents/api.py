@@ -23,6 +23,7 @@ from otel_agents.runtime.session import DEFAULT_MAX_TURNS, AgentSpec, RunContext
 from otel_agents.runtime.session import Session as RuntimeSession
 from otel_agents.runtime.tools import Tool, make_tool
 from otel_agents.session_recording import Recording, application_provider, configure, start_recording
+from otel_agents.tracing.telemetry import noop_telemetry
 
 Hook = Union[ApprovalHook, ReviewHook, TransformHook]
 
@@ -203,11 +204,11 @@ class Session:
             raise ValueError(f"agent {agent.name!r} has no model: give it one, or give the session a model or a script")
         rec = active_recording()
         tracing = rec.tracing if rec else None
-        telemetry = tracing.telemetry if tracing else None
+        telemetry = tracing.telemetry if tracing else noop_telemetry()  # unrecorded: spans go nowhere
         runtime = RuntimeSession(
             session_id,
             telemetry=telemetry,
-            llm=_make_llm(telemetry, tracing, max_attempts, timeout, api_base) if telemetry else None,
+            llm=_make_llm(telemetry, tracing, max_attempts, timeout, api_base),
             root=AgentSpec(agent.name, chosen, agent.system_prompt, agent.tool_list(), agent.max_turns),
             max_turns=max_turns,
         )

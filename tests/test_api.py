@@ -172,3 +172,32 @@ def test_a_recorded_session_cannot_be_resumed_while_it_is_open(tmp_path, script,
     with otel_agents.recording(home=tmp_path):
         with otel_agents.resume(session.id, script=script) as again:
             assert again.run_sync("More?") == "I have nothing further to add."
+
+
+def test_two_sessions_in_one_recording_are_each_saved_whole(tmp_path, script, monkeypatch):
+    import otel_agents
+    from otel_agents import Agent, Session
+
+    monkeypatch.setenv("OTEL_AGENTS_RECORDER", "inline")
+    with otel_agents.recording(home=tmp_path) as rec:
+        with Session(Agent("researcher"), script=script) as first:
+            first.run_sync("How big is Paris?")
+        with Session(Agent("researcher"), script=script) as second:
+            second.run_sync("And Rome?")
+    assert rec.saved_everything
+    for session in (first, second):
+        assert [e["content"] for e in events(tmp_path, session.id) if e.get("role") == "user"][:1] == \
+            ["How big is Paris?" if session is first else "And Rome?"]
+        assert len(ledger(tmp_path, session.id)) == 4
+        assert python("-m", "otel_agents", "sessions", "verify", session.id, home=tmp_path).returncode == 0
+
+
+def test_a_bad_tracing_setting_is_one_line_and_nothing_is_created(tmp_path, monkeypatch):
+    import otel_agents
+
+    monkeypatch.setenv("OTEL_TRACES_EXPORTER", "carrier-pigeon")
+    with pytest.raises(otel_agents.RecordingError) as caught:
+        with otel_agents.recording(home=tmp_path / "home"):
+            pass
+    assert "OTEL_TRACES_EXPORTER" in str(caught.value) and "\n" not in str(caught.value)
+    assert not (tmp_path / "home").exists()
