@@ -1,8 +1,88 @@
 """otel-agents: a multi-agent LLM runtime in which everything that happens is an OpenTelemetry span.
 
-Importing this package is cheap: litellm is imported only where an LLM is called.
+Importing this package is cheap: the public names below load on first use, and litellm is
+imported only where an LLM is called. docs/python-api.md describes each of them.
 """
+
+from __future__ import annotations
+
+import importlib
+import sys
+import types
+from typing import TYPE_CHECKING, Any
 
 from otel_agents.version import __version__
 
-__all__ = ["__version__"]
+if TYPE_CHECKING:
+    from otel_agents.api import Agent, Session, recording, resume
+    from otel_agents.resume import ResumeError
+    from otel_agents.runtime.hooks import (
+        ApprovalHook,
+        Decision,
+        ReviewHook,
+        ToolRequest,
+        TransformHook,
+        agent_approval_hook,
+        approval,
+        reset,
+        review,
+        transform,
+    )
+    from otel_agents.runtime.tools import Tool, ToolContext, tool
+    from otel_agents.session_recording import RecordingError
+
+# public name -> the module that defines it (loaded by __getattr__ on first use)
+_HOMES = {
+    "recording": "otel_agents.api",
+    "Session": "otel_agents.api",
+    "Agent": "otel_agents.api",
+    "resume": "otel_agents.api",
+    "tool": "otel_agents.runtime.tools",
+    "Tool": "otel_agents.runtime.tools",
+    "ToolContext": "otel_agents.runtime.tools",
+    "approval": "otel_agents.runtime.hooks",
+    "review": "otel_agents.runtime.hooks",
+    "transform": "otel_agents.runtime.hooks",
+    "reset": "otel_agents.runtime.hooks",
+    "agent_approval_hook": "otel_agents.runtime.hooks",
+    "ApprovalHook": "otel_agents.runtime.hooks",
+    "ReviewHook": "otel_agents.runtime.hooks",
+    "TransformHook": "otel_agents.runtime.hooks",
+    "Decision": "otel_agents.runtime.hooks",
+    "ToolRequest": "otel_agents.runtime.hooks",
+    "RecordingError": "otel_agents.session_recording",
+    "ResumeError": "otel_agents.resume",
+}
+
+__all__ = ["__version__", *_HOMES]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'otel_agents' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value  # once loaded, a plain attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
+
+class _Package(types.ModuleType):
+    """``otel_agents.resume`` is both a submodule and the public function: importing the
+    submodule would rebind the package's attribute to it, so the function always wins."""
+
+    @property
+    def resume(self) -> Any:
+        from otel_agents.api import resume
+
+        return resume
+
+    @resume.setter
+    def resume(self, value: Any) -> None:
+        pass  # the import system's binding of the submodule; it stays in sys.modules
+
+
+sys.modules[__name__].__class__ = _Package

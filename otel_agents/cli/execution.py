@@ -98,11 +98,11 @@ def output_options(func: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def configure(otlp_file: Path | None):
-    from otel_agents.tracing.setup import ConfigError, TracingOptions, configure_tracing
+    from otel_agents.session_recording import RecordingConfigError, configure as configure_recording
 
     try:
-        return configure_tracing(TracingOptions(otlp_file=otlp_file))
-    except ConfigError as exc:
+        return configure_recording(otlp_file)
+    except RecordingConfigError as exc:
         raise click.UsageError(str(exc)) from None
 
 
@@ -138,80 +138,36 @@ class SessionBusyError(click.ClickException):
     exit_code = EXIT_USAGE
 
 
+def _as_click(exc) -> click.ClickException:
+    """A recording set-up error as the click exception of its exit code (always 2, one line)."""
+    from otel_agents.session_recording import SessionBusyError as Busy, StorageUnwritable as Unwritable
+
+    if isinstance(exc, Busy):
+        return SessionBusyError(str(exc))
+    if isinstance(exc, Unwritable):
+        return StorageUnwritable(str(exc))
+    return click.UsageError(str(exc))
+
+
 def own_session(directory: Path, *, create: bool = False):
     """Take the session's single-writer lock (persistence/ownership.py), or exit 2 naming its owner."""
-    from otel_agents.persistence.ownership import SessionBusy, take
+    from otel_agents.session_recording import RecordingError, own_session as own
 
     try:
-        # Named in the lock file only once it writes (start_recording): a refused command changes nothing.
-        return take(directory, create=create, announce=False)
-    except SessionBusy as exc:
-        raise SessionBusyError(str(exc)) from None
-    except FileNotFoundError:
-        raise click.UsageError(f"no session {directory.name!r} in {directory.parent}") from None
-    except OSError as exc:
-        raise StorageUnwritable(f"cannot lock session directory {directory}: {exc.strerror or exc}") from None
+        return own(directory, create=create)
+    except RecordingError as exc:
+        raise _as_click(exc) from None
 
 
-@dataclass
-class Recording:
-    """The recorder attached to the provider and the session lock it writes under."""
-
-    recorder: Any
-    ownership: Any
-
-    def close(self) -> bool:
-        """Write everything, then give the lock up; False when something could not be saved."""
-        try:
-            self.recorder.close()
-        finally:
-            self.ownership.release()
-        return self.recorder.saved_everything
-
-
-def start_recording(tracing, paths: Paths, session_id: str, ownership=None, **recorder_kwargs: Any) -> Recording:
-    """Create (or reopen) the session directory and attach the recorder to the provider.
-
-    Runs before the first LLM call, so an unwritable home costs nothing but the message.
-    ``ownership``: the session's lock when the caller took it already (resume takes it
-    before loading); otherwise it is taken here, for a new session.
-    """
-    from otel_agents.persistence.recorder import SessionRecorder
-    from otel_agents.persistence.recorder_process import RecorderModeError, fork_recorder, recorder_mode
-    from otel_agents.persistence.store import SessionStore, StoreError, check_file_writable
+def start_recording(tracing, paths: Paths, session_id: str, ownership=None, **recorder_kwargs: Any):
+    """``session_recording.start_recording``, its errors as exit-2 click exceptions."""
+    from otel_agents.session_recording import RecordingError, start_recording as start
 
     try:
-        mode = recorder_mode()
-    except RecorderModeError as exc:
-        tracing.shutdown()
-        raise click.UsageError(str(exc)) from None
-    try:
-        check_file_writable(paths.billing_file)
-        store = SessionStore.create(paths.sessions_dir, session_id)
-    except StoreError as exc:
-        tracing.shutdown()
-        raise StorageUnwritable(str(exc)) from None
-    if ownership is None:
-        try:
-            ownership = own_session(store.directory, create=True)
-        except click.ClickException:
-            tracing.shutdown()
-            raise
-    try:
-        recorder = SessionRecorder(store, session_id, billing_file=paths.billing_file, **recorder_kwargs)
-    except BaseException:
-        ownership.release()
-        tracing.shutdown()
-        raise
-    if not tracing.enabled:
-        click.echo("warning: OTEL_SDK_DISABLED is set: only events.jsonl is saved (no tree, no billing)", err=True)
-    ownership.announce()
-    if mode == "process":
-        recorder = fork_recorder(recorder)  # the recorder's work moves to the other core; it holds the lock too
-        ownership.name_recorder(recorder.pid)
-    tracing.add_processor(recorder)
-    tracing.add_listener(recorder)
-    return Recording(recorder, ownership)
+        return start(tracing, paths, session_id, ownership, warn=lambda text: click.echo(text, err=True),
+                     **recorder_kwargs)
+    except RecordingError as exc:
+        raise _as_click(exc) from None
 
 
 def attach_console(tracing, verbose: bool, trace_llm: bool, trace_tools: bool) -> None:
@@ -231,7 +187,7 @@ def _as_ctrl_c(signum, frame):
     signal.raise_signal(signal.SIGINT)
 
 
-def execute(session, prompts: list[str], context, tracing, recording: Recording) -> int:
+def execute(session, prompts: list[str], context, tracing, recording) -> int:
     """Run each prompt as its own trace; print utterances; always close the recording.
 
     A session that could not be saved whole ends the command with exit 1, whatever the run did.

@@ -9,7 +9,9 @@
 - Transform hooks rewrite a delivery (e.g. redaction); the result keeps the
   original's substance, so the intervention is visible by comparing the two.
 
-Every decision is a span event ``otel_agents.hook`` on the span it concerns.
+Every decision is a span event ``otel_agents.hook`` on the span it concerns. The
+decorators ``approval``, ``review`` and ``transform`` and the ``reset`` factory build them
+for the public API (docs/python-api.md).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from __future__ import annotations
 import inspect
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Union
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable, Union
 
 from otel_agents.tracing import semconv as sc
 
@@ -131,3 +133,49 @@ class TransformHook:
 
 def hook_event(kind: str, name: str, decision: str, reason: str = "") -> dict[str, Any]:
     return {sc.HOOK_KIND: kind, sc.HOOK_NAME: name, sc.HOOK_DECISION: decision, sc.HOOK_REASON: reason}
+
+
+def _names(values: Iterable[str] | None) -> frozenset[str] | None:
+    return frozenset(values) if values is not None else None
+
+
+def approval(func: Callable[[ToolRequest], MaybeAwaitable] | None = None, *, name: str | None = None,
+             tools: Iterable[str] | None = None, agents: Iterable[str] | None = None):
+    """Decorator: ``@approval`` or ``@approval(tools=[...], agents=[...])`` makes an :class:`ApprovalHook`
+    of a function that takes a :class:`ToolRequest` and returns a :class:`Decision` or a bool."""
+
+    def make(f: Callable[[ToolRequest], MaybeAwaitable]) -> ApprovalHook:
+        return ApprovalHook(name or f.__name__, f, _names(tools), _names(agents))
+
+    return make if func is None else make(func)
+
+
+def review(func: Callable[["Agent", str], MaybeAwaitable] | None = None, *, name: str | None = None,
+           agents: Iterable[str] | None = None):
+    """Decorator: a :class:`ReviewHook` of ``(agent, utterance) -> Decision | bool``; a rejection's
+    reason goes back to the agent, which tries again."""
+
+    def make(f: Callable[["Agent", str], MaybeAwaitable]) -> ReviewHook:
+        return ReviewHook(name or f.__name__, f, _names(agents))
+
+    return make if func is None else make(func)
+
+
+def transform(func: Callable[["Agent", "Agent", str], str] | None = None, *, name: str | None = None):
+    """Decorator: a :class:`TransformHook` of ``(sender, recipient, text) -> text``."""
+
+    def make(f: Callable[["Agent", "Agent", str], str]) -> TransformHook:
+        return TransformHook(name or f.__name__, f)
+
+    return make if func is None else make(func)
+
+
+def reset(max_entries: int, keep: int = 1, *, name: str = "reset", agents: Iterable[str] | None = None) -> ReviewHook:
+    """Working-memory reset: after an utterance, a transcript past ``max_entries`` keeps its first ``keep``."""
+
+    def check(agent: "Agent", utterance: str) -> Decision:
+        if len(agent.transcript) > max_entries:
+            agent.truncate(keep, cause=getattr(utterance, "message_id", None))
+        return Decision(True)
+
+    return ReviewHook(name, check, _names(agents))

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from otel_agents.llm.scripts import HookSpec, Script
-from otel_agents.runtime.hooks import ApprovalHook, Decision, ReviewHook, TransformHook, agent_approval_hook
+from otel_agents.runtime.hooks import ApprovalHook, Decision, ReviewHook, TransformHook, agent_approval_hook, reset
 from otel_agents.runtime.session import AgentSpec, Session
 from otel_agents.runtime.tools import Tool
 
@@ -52,15 +52,7 @@ def _transform(spec: HookSpec) -> TransformHook:
 
 
 def _reset(spec: HookSpec) -> ReviewHook:
-    """Working-memory reset: after an utterance, a transcript past ``max_entries`` keeps its first ``keep``."""
-    limit, keep = spec.max_entries or 0, spec.keep
-
-    def review(agent, utterance) -> Decision:
-        if len(agent.transcript) > limit:
-            agent.truncate(keep, cause=getattr(utterance, "message_id", None))
-        return Decision(True)
-
-    return ReviewHook(spec.name, review, _names(spec.agents))
+    return reset(spec.max_entries or 0, spec.keep, name=spec.name, agents=spec.agents)
 
 
 def install_hooks(session: Session, specs: Iterable[HookSpec]) -> None:

@@ -1,4 +1,4 @@
-"""Hooks: verdict parsing, the approval prompt, agent hooks, scripted hook specs."""
+"""Hooks: verdict parsing, the approval prompt, agent hooks, scripted hook specs, the public decorators."""
 
 from __future__ import annotations
 
@@ -86,3 +86,46 @@ def test_install_hooks_sorts_kinds():
     assert [h.name for h in session.approval_hooks] == ["a"]
     assert [h.name for h in session.review_hooks] == ["r"]
     assert [h.name for h in session.transform_hooks] == ["t"]
+
+
+async def test_hook_decorators_judge_rewrite_and_reset_as_the_scripted_kinds_do(scripted):
+    from otel_agents.runtime.hooks import approval, reset, review, transform
+    from otel_agents.runtime.tools import tool
+
+    @tool
+    def shout(text: str) -> str:
+        """Say it loudly."""
+        return text.upper()
+
+    @approval(tools=["shout"])
+    async def quiet_please(request: ToolRequest) -> bool:  # async, and a bool is a Decision
+        return request.arguments["text"] != "forbidden"
+
+    @review
+    def no_bangs(agent, utterance: str) -> Decision:
+        return Decision("!" not in utterance, "no exclamation marks")
+
+    @transform(name="polite")
+    def polite(sender, recipient, text: str) -> str:
+        return text.replace("stupid", "unusual")
+
+    data = {"agents": {"main": [
+        {"tool_calls": [{"name": "shout", "arguments": {"text": "forbidden"}},
+                        {"name": "shout", "arguments": {"text": "fine"}}]},
+        "Done!", "Done."]}}
+    session = scripted(data, tools=[shout])
+    session.approval_hooks.append(quiet_please)
+    session.review_hooks.append(no_bangs)
+    session.transform_hooks.append(polite)
+    assert (quiet_please.name, no_bangs.name, polite.name) == ("quiet_please", "no_bangs", "polite")
+    assert await session.run("go") == "Done."
+    contents = [m["content"] for m in session.root.transcript]
+    assert "Error: Action blocked by hook 'quiet_please': " in contents and "FINE" in contents
+    assert "Your answer was rejected by hook 'no_bangs': no exclamation marks" in contents
+    other = session.create_agent("other", session.root.model)
+    session.root.inform(other, "a stupid idea")
+    assert other.transcript[-1]["content"] == "a unusual idea"
+
+    session.review_hooks[:] = [reset(2, keep=1, name="forget")]
+    await session.run("again")
+    assert len(session.root.transcript) == 1  # the reset kept the first entry only

@@ -1,0 +1,357 @@
+"""The public Python API: ``recording``, ``Session`` of ``Agent``\\ s with tools and hooks, and ``resume``.
+
+Async-first (``await session.run(prompt)``) with a sync convenience (``session.run_sync``).
+A session opened inside ``with otel_agents.recording(...)`` is recorded exactly as a CLI
+run is (session directory, ledger, lock, crash-safe recorder); outside one it runs
+unrecorded. docs/python-api.md is the reference.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from contextvars import ContextVar, Token
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence, Union
+
+from opentelemetry.sdk.trace import TracerProvider
+
+from otel_agents.persistence.paths import Paths
+from otel_agents.runtime.hooks import ApprovalHook, ReviewHook, TransformHook
+from otel_agents.runtime.session import DEFAULT_MAX_TURNS, AgentSpec, RunContext
+from otel_agents.runtime.session import Session as RuntimeSession
+from otel_agents.runtime.tools import Tool, make_tool
+from otel_agents.session_recording import Recording, application_provider, configure, start_recording
+from otel_agents.tracing.telemetry import noop_telemetry
+
+Hook = Union[ApprovalHook, ReviewHook, TransformHook]
+
+_active: ContextVar["recording | None"] = ContextVar("otel_agents_recording", default=None)
+
+
+class recording:
+    """Record every session opened inside: ``with otel_agents.recording(home=...):`` (or ``async with``).
+
+    Sets up what ``otel-agents run`` sets up: tracing from the standard ``OTEL_*`` variables
+    (OTLP export included), ``<home>/sessions/<id>/`` with its single-writer lock, the
+    crash-safe recorder process, and the billing ledger. When the application has set an SDK
+    ``TracerProvider`` globally (or passes ``tracer_provider``), the recorder joins that
+    provider instead: the application's processors and exporters keep every span they had.
+    """
+
+    def __init__(
+        self,
+        home: str | os.PathLike[str] | None = None,
+        sessions_dir: str | os.PathLike[str] | None = None,
+        billing_file: str | os.PathLike[str] | None = None,
+        *,
+        otlp_file: str | os.PathLike[str] | None = None,
+        redacted_save: bool = False,
+        tracer_provider: TracerProvider | None = None,
+    ) -> None:
+        home_path = Path(home).expanduser() if home is not None else None
+        self.paths = Paths.resolve(
+            Path(sessions_dir) if sessions_dir else (home_path / "sessions" if home_path else None),
+            Path(billing_file) if billing_file else (home_path / "billing.jsonl" if home_path else None),
+        )
+        self.otlp_file = Path(otlp_file) if otlp_file is not None else None
+        self.redacted_save = redacted_save
+        self.tracer_provider = tracer_provider
+        self.tracing: Any = None
+        self.sessions: list[Session] = []
+        self.saved_everything = True  # False once a session could not be saved whole
+        self._token: Token | None = None
+
+    def __enter__(self) -> "recording":
+        if self.tracing is not None:
+            raise RuntimeError("this recording is already active")
+        self.tracing = configure(self.otlp_file, adopt=self.tracer_provider or application_provider())
+        self._token = _active.set(self)
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        try:
+            for session in list(self.sessions):
+                session.close()
+        finally:
+            if self._token is not None:
+                _active.reset(self._token)
+                self._token = None
+            self.tracing.shutdown()
+
+    async def __aenter__(self) -> "recording":
+        return self.__enter__()
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        for session in list(self.sessions):
+            await session.aclose()
+        self.__exit__(*exc_info)
+
+    def _start(self, session: "Session", ownership: Any = None, resume: bool = False) -> Recording:
+        extra = {"resume": True} if resume else {"redact_contents": self.redacted_save}
+        # The tracing stays up for the block's other sessions: a failed start must not shut it down.
+        keep = _KeepTracing(self.tracing)
+        handle = start_recording(keep, self.paths, session.id, ownership, **extra)
+        self.sessions.append(session)
+        return handle
+
+    def _finished(self, session: "Session", saved: bool) -> None:
+        self.saved_everything = self.saved_everything and saved
+        if session in self.sessions:
+            self.sessions.remove(session)
+
+
+class _KeepTracing:
+    """The recording's tracing as ``start_recording`` sees it: its shutdown on failure is the block's job."""
+
+    def __init__(self, tracing: Any) -> None:
+        self._tracing = tracing
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._tracing, name)
+
+    def shutdown(self, *args: Any) -> bool:
+        return True
+
+
+def active_recording() -> recording | None:
+    """The innermost ``recording`` block this code runs in, if any."""
+    return _active.get()
+
+
+@dataclass
+class Agent:
+    """The root agent of a session: name, model, system prompt and tools.
+
+    Sub-agents are created by the model through the built-in ``task`` tool and inherit
+    the tools. ``model`` is any litellm model string; left out, the session's ``model`` or
+    its script's offline model is used. Request parameters (temperature and the like) are
+    not supported by the runtime yet.
+    """
+
+    name: str
+    system_prompt: str | None = None
+    model: str | None = None
+    tools: Sequence[Tool | Callable[..., Any]] = ()
+    max_turns: int | None = None
+
+    def tool_list(self) -> tuple[Tool, ...]:
+        return tuple(t if isinstance(t, Tool) else make_tool(t) for t in self.tools)
+
+
+def _make_llm(telemetry: Any, tracing: Any, max_attempts: int, timeout: float, api_base: str | None) -> Any:
+    from otel_agents.llm.client import LLMClient
+    from otel_agents.llm.pricing import PriceTable
+    from otel_agents.llm.retry import RetryPolicy
+
+    return LLMClient(
+        telemetry,
+        retry=RetryPolicy(max_attempts=max_attempts),
+        prices=PriceTable.from_env(),
+        timeout_s=timeout,
+        api_base=api_base,
+        capture_input_messages=bool(tracing and tracing.options.capture_input_messages),
+    )
+
+
+def _load_script(script: str | os.PathLike[str] | None) -> Any:
+    if script is None:
+        return None
+    from otel_agents.llm.scripts import load_script
+
+    return load_script(os.fspath(script))
+
+
+def _install(runtime: RuntimeSession, hooks: Iterable[Hook]) -> None:
+    for hook in hooks:
+        if isinstance(hook, ApprovalHook):
+            runtime.approval_hooks.append(hook)
+        elif isinstance(hook, ReviewHook):
+            runtime.review_hooks.append(hook)
+        elif isinstance(hook, TransformHook):
+            runtime.transform_hooks.append(hook)
+        else:
+            raise TypeError(f"not a hook: {hook!r} (use approval, review, transform or reset)")
+
+
+class Session:
+    """A multi-agent session rooted at ``agent``: ``await session.run(prompt)`` or ``session.run_sync(prompt)``.
+
+    ``script``: a script file or built-in name (docs/scripts.md) answering the offline
+    ``scripted`` model, which agents without a model use; its hooks are installed too.
+    ``model`` overrides every agent's model. Close the session (``with``/``async with``,
+    or ``close()``) to write everything and release its lock; the enclosing ``recording``
+    closes any session still open.
+    """
+
+    def __init__(
+        self,
+        agent: Agent,
+        *,
+        hooks: Iterable[Hook] = (),
+        script: str | os.PathLike[str] | None = None,
+        model: str | None = None,
+        session_id: str | None = None,
+        max_turns: int = DEFAULT_MAX_TURNS,
+        max_attempts: int = 4,
+        timeout: float = 120.0,
+        api_base: str | None = None,
+    ) -> None:
+        loaded = _load_script(script)
+        chosen = model or agent.model or (loaded.model if loaded else None)
+        if chosen is None:
+            raise ValueError(f"agent {agent.name!r} has no model: give it one, or give the session a model or a script")
+        rec = active_recording()
+        tracing = rec.tracing if rec else None
+        telemetry = tracing.telemetry if tracing else noop_telemetry()  # unrecorded: spans go nowhere
+        runtime = RuntimeSession(
+            session_id,
+            telemetry=telemetry,
+            llm=_make_llm(telemetry, tracing, max_attempts, timeout, api_base),
+            root=AgentSpec(agent.name, chosen, agent.system_prompt, agent.tool_list(), agent.max_turns),
+            max_turns=max_turns,
+        )
+        self._setup(runtime, loaded, model, hooks, rec, source="api")
+
+    def _setup(self, runtime: RuntimeSession, script: Any, model: str | None, hooks: Iterable[Hook],
+               rec: recording | None, source: str, ownership: Any = None) -> None:
+        from otel_agents.runtime.scenario import install_hooks
+
+        self.runtime = runtime
+        if script is not None:
+            runtime.llm.use_script(script)
+            install_hooks(runtime, script.hooks)
+        _install(runtime, hooks)
+        extra = {}
+        if rec is not None and rec.redacted_save and source != "resume":
+            from otel_agents.tracing import semconv as sc
+
+            extra[sc.RUN_REDACTED_SAVE] = True
+        self._context = RunContext(source=source, script=script.source if script else None, model_override=model,
+                                   extra=extra)
+        self._runner: asyncio.Runner | None = None
+        self._recording_owner = rec
+        self._recording = rec._start(self, ownership, resume=source == "resume") if rec else None
+
+    @property
+    def id(self) -> str:
+        """The session id (the name of its directory)."""
+        return self.runtime.id
+
+    @property
+    def recorded(self) -> bool:
+        return self._recording is not None
+
+    def agent(self, name_or_id: str) -> Any:
+        """A live agent by id, else the latest of that name (runtime ``Agent``), or None."""
+        return self.runtime.find_agent(name_or_id)
+
+    def _target(self, agent: str | None) -> Any:
+        if agent is None:
+            return None
+        found = self.runtime.find_agent(agent)
+        if found is None:
+            raise ValueError(f"no agent {agent!r} in session {self.id}")
+        return found
+
+    async def run(self, prompt: str, *, agent: str | None = None) -> str:
+        """One prompt, one trace: the agent (default the root) answers; returns its utterance."""
+        if self.runtime is None:
+            raise RuntimeError(f"session {self.id} is closed")
+        return await self.runtime.run(prompt, agent=self._target(agent), context=self._context)
+
+    def run_sync(self, prompt: str, *, agent: str | None = None) -> str:
+        """``run`` on this session's own event loop (one loop for all its prompts); not inside a running loop."""
+        if self._runner is None:
+            self._runner = asyncio.Runner()
+        return self._runner.run(self.run(prompt, agent=agent))
+
+    def external(self, text: str, *, agent: str | None = None) -> str:
+        """An outside event the agent (default the root) hears without answering yet; returns its message id."""
+        target = self._target(agent) or self.runtime.ensure_root()
+        return self.runtime.external(target, text)
+
+    def close(self) -> bool:
+        """Write everything and release the session's lock; False when something could not be saved."""
+        if self._runner is not None:
+            self._runner.close()
+            self._runner = None
+        handle, self._recording = self._recording, None
+        if handle is None:
+            return True
+        saved = handle.close()
+        self._recording_owner._finished(self, saved)
+        return saved
+
+    async def aclose(self) -> bool:
+        return await asyncio.to_thread(self.close)
+
+    def __enter__(self) -> "Session":
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
+
+    async def __aenter__(self) -> "Session":
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        await self.aclose()
+
+
+def resume(
+    session_id: str,
+    *,
+    tools: Sequence[Tool | Callable[..., Any]] = (),
+    hooks: Iterable[Hook] = (),
+    script: str | os.PathLike[str] | None = None,
+    model: str | None = None,
+    max_turns: int = DEFAULT_MAX_TURNS,
+    max_attempts: int = 4,
+    timeout: float = 120.0,
+    api_base: str | None = None,
+) -> Session:
+    """Rebuild every agent of a saved session, inside a ``recording`` block, and return it to run on.
+
+    Tools and hooks are not saved: pass the ones the session had (every agent gets ``tools``).
+    The script defaults to the one the session last ran with. Raises ``ResumeError`` (one
+    line) when the session cannot be resumed; nothing is run or billed then.
+    """
+    from otel_agents.persistence.artifacts import flush_unbilled, mark_billed
+    from otel_agents.persistence.store import check_file_writable
+    from otel_agents.resume import restore_session
+    from otel_agents.saved_session import load_saved
+    from otel_agents.session_recording import StorageUnwritable, own_session
+
+    rec = active_recording()
+    if rec is None:
+        raise RuntimeError("resume needs an active otel_agents.recording() block (it writes the session)")
+    session_dir = rec.paths.session_dir(session_id)
+    ownership = own_session(session_dir)
+    try:
+        saved, tree, meta = load_saved(session_dir, session_id)
+        last = saved.last_run
+        loaded = _load_script(script if script is not None else (last.script if last else None))
+        runtime = restore_session(
+            saved,
+            tools=Agent("", tools=tools).tool_list(),
+            model_override=model,
+            script_model=loaded.model if loaded else None,
+            telemetry=rec.tracing.telemetry,
+            llm=_make_llm(rec.tracing.telemetry, rec.tracing, max_attempts, timeout, api_base),
+            max_turns=max_turns,
+        )
+        try:
+            check_file_writable(rec.paths.billing_file)
+        except ValueError as exc:
+            raise StorageUnwritable(str(exc)) from None
+        if tree is not None:
+            flush_unbilled(tree, rec.paths.billing_file)  # a crashed run is billed once, before new runs
+            mark_billed(session_dir, meta)
+        session = Session.__new__(Session)
+        session._setup(runtime, loaded, model, hooks, rec, source="resume", ownership=ownership)
+        return session
+    except BaseException:
+        ownership.release()  # idempotent: a started recording owns it from here
+        raise

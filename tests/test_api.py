@@ -1,0 +1,203 @@
+"""The public API end to end: programs built on it run as real processes, are recorded, verify and resume."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PROGRAMS = Path(__file__).resolve().parent / "data" / "api_programs"
+
+SCRIPT = {
+    "name": "cities",
+    "agents": {
+        "researcher": [
+            {"tool_calls": [{"name": "population", "arguments": {"city": "Paris"}},
+                            {"name": "delete_notes", "arguments": {}}]},
+            "Paris is large.",
+        ]
+    },
+}
+
+
+def python(*args: str, home: Path, check: bool = True) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    env.update(OTEL_AGENTS_HOME=str(home), PYTHONPATH=str(ROOT), LITELLM_LOCAL_MODEL_COST_MAP="True")
+    done = subprocess.run([sys.executable, *args], env=env, capture_output=True, text=True, timeout=120)
+    if check:
+        assert done.returncode == 0, done.stderr
+    return done
+
+
+@pytest.fixture
+def script(tmp_path) -> Path:
+    path = tmp_path / "cities.json"
+    path.write_text(json.dumps(SCRIPT))
+    return path
+
+
+def events(home: Path, session_id: str) -> list[dict]:
+    return [orjson.loads(line) for line in (home / "sessions" / session_id / "events.jsonl").read_bytes().splitlines()]
+
+
+def ledger(home: Path, session_id: str) -> list[dict]:
+    rows = [orjson.loads(line) for line in (home / "billing.jsonl").read_bytes().splitlines()]
+    return [row for row in rows if row["session_id"] == session_id]
+
+
+def run_researcher(home: Path, script: Path, prompt: str = "How big is Paris?") -> tuple[str, str]:
+    done = python(str(PROGRAMS / "researcher.py"), str(home), str(script), prompt, home=home)
+    *answer, last = done.stdout.splitlines()
+    return "\n".join(answer), json.loads(last)["session"]
+
+
+def test_a_program_with_a_custom_tool_and_a_hook_is_recorded_and_verifies(tmp_path, script):
+    home = tmp_path / "home"
+    answer, session_id = run_researcher(home, script)
+    assert answer == "Paris is large."
+    contents = [e.get("content") for e in events(home, session_id)]
+    # The custom tool ran with its context; the hook stopped the other call before it ran.
+    assert "Paris has 5 million people (asked by researcher)" in contents
+    assert "Error: Action blocked by hook 'keep_notes': notes are kept" in contents
+    rows = ledger(home, session_id)
+    assert sorted(row["type"] for row in rows) == ["llm", "llm", "tool", "tool"]
+    verify = python("-m", "otel_agents", "sessions", "verify", session_id, home=home, check=False)
+    assert verify.returncode == 0, verify.stdout + verify.stderr
+
+
+def test_the_cli_resumes_a_session_the_api_recorded(tmp_path, script):
+    """The script is recorded on the runs, so `otel-agents resume` finds it; the custom tools
+    are not needed as long as the model does not call them again (re-importing them is `--app`)."""
+    home = tmp_path / "home"
+    _, session_id = run_researcher(home, script)
+    before = len(ledger(home, session_id))
+    done = python("-m", "otel_agents", "resume", session_id, "And Rome?", home=home)
+    assert done.stdout.strip() == "I have nothing further to add."  # the script's turns are used up
+    assert len(ledger(home, session_id)) == before + 1
+    assert python("-m", "otel_agents", "sessions", "verify", session_id, home=home, check=False).returncode == 0
+
+
+def test_python_resume_continues_with_the_custom_tools(tmp_path, script):
+    home = tmp_path / "home"
+    _, session_id = run_researcher(home, script)
+    more = dict(SCRIPT)
+    more["agents"] = {"researcher": [*SCRIPT["agents"]["researcher"],
+                                     {"tool_calls": [{"name": "population", "arguments": {"city": "Rome"}}]},
+                                     "Rome is smaller."]}
+    script.write_text(json.dumps(more))
+    program = tmp_path / "resume_it.py"
+    program.write_text(
+        "import sys, otel_agents\n"
+        "from otel_agents import tool\n"
+        "@tool\n"
+        "def population(city: str) -> str:\n"
+        "    '''People in a city.'''\n"
+        "    return f'{city}: resumed tool'\n"
+        "with otel_agents.recording(home=sys.argv[1]):\n"
+        "    with otel_agents.resume(sys.argv[2], tools=[population], script=sys.argv[3]) as session:\n"
+        "        print(session.run_sync('And Rome?'))\n"
+    )
+    done = python(str(program), str(home), session_id, str(script), home=home)
+    assert done.stdout.strip() == "Rome is smaller."
+    contents = [e.get("content") for e in events(home, session_id)]
+    assert "Rome: resumed tool" in contents and "How big is Paris?" in contents
+    assert python("-m", "otel_agents", "sessions", "verify", session_id, home=home, check=False).returncode == 0
+
+
+def test_the_applications_own_provider_keeps_its_spans_and_the_session_is_saved(tmp_path, script):
+    home = tmp_path / "home"
+    done = python(str(PROGRAMS / "own_provider.py"), str(home), str(script), home=home)
+    out = json.loads(done.stdout.splitlines()[-1])
+    names = out["spans"]
+    # The app's spans before, during and after the recording reached its exporter, and so did ours.
+    assert {"app: before", "app: during", "app: after", "invoke_agent researcher"} <= set(names)
+    assert "warning" not in done.stderr  # no closed recorder was handed a later span
+    session_id = out["session"]
+    assert (home / "sessions" / session_id / "tree.json.gz").is_file()
+    assert len(ledger(home, session_id)) >= 2
+    assert python("-m", "otel_agents", "sessions", "verify", session_id, home=home, check=False).returncode == 0
+
+
+def test_outside_a_recording_a_session_runs_and_saves_nothing(tmp_path, script, monkeypatch):
+    from otel_agents import Agent, Session
+
+    monkeypatch.setenv("OTEL_AGENTS_HOME", str(tmp_path / "home"))
+    with Session(Agent("researcher"), script=script) as session:
+        session.external("A note from outside.")
+        assert not session.recorded
+        assert session.run_sync("How big is Paris?") == "Paris is large."
+        transcript = session.agent("researcher").transcript
+    assert transcript[:2] == [{"role": "user", "content": "A note from outside."},
+                              {"role": "user", "content": "How big is Paris?"}]
+    assert not (tmp_path / "home").exists()
+
+
+def test_an_agent_without_any_model_is_refused():
+    from otel_agents import Agent, Session
+
+    with pytest.raises(ValueError, match="has no model"):
+        Session(Agent("lost"))
+
+
+def test_resume_needs_a_recording_and_an_existing_session(tmp_path, monkeypatch):
+    import otel_agents
+
+    monkeypatch.setenv("OTEL_AGENTS_RECORDER", "inline")
+    with pytest.raises(RuntimeError, match="recording"):
+        otel_agents.resume("20260101-000000-abcdef")
+    with otel_agents.recording(home=tmp_path):
+        with pytest.raises(otel_agents.RecordingError, match="no session"):
+            otel_agents.resume("20260101-000000-abcdef")
+    assert not (tmp_path / "sessions" / "20260101-000000-abcdef").exists()
+
+
+def test_a_recorded_session_cannot_be_resumed_while_it_is_open(tmp_path, script, monkeypatch):
+    import otel_agents
+    from otel_agents import Agent, Session
+
+    monkeypatch.setenv("OTEL_AGENTS_RECORDER", "inline")
+    with otel_agents.recording(home=tmp_path) as rec:
+        session = Session(Agent("researcher"), script=script)
+        session.run_sync("How big is Paris?")
+        with pytest.raises(otel_agents.RecordingError, match="session"):
+            otel_agents.resume(session.id)
+    # The block closed the session it left open: saved whole, lock released.
+    assert rec.saved_everything and not session.recorded
+    with otel_agents.recording(home=tmp_path):
+        with otel_agents.resume(session.id, script=script) as again:
+            assert again.run_sync("More?") == "I have nothing further to add."
+
+
+def test_two_sessions_in_one_recording_are_each_saved_whole(tmp_path, script, monkeypatch):
+    import otel_agents
+    from otel_agents import Agent, Session
+
+    monkeypatch.setenv("OTEL_AGENTS_RECORDER", "inline")
+    with otel_agents.recording(home=tmp_path) as rec:
+        with Session(Agent("researcher"), script=script) as first:
+            first.run_sync("How big is Paris?")
+        with Session(Agent("researcher"), script=script) as second:
+            second.run_sync("And Rome?")
+    assert rec.saved_everything
+    for session in (first, second):
+        assert [e["content"] for e in events(tmp_path, session.id) if e.get("role") == "user"][:1] == \
+            ["How big is Paris?" if session is first else "And Rome?"]
+        assert len(ledger(tmp_path, session.id)) == 4
+        assert python("-m", "otel_agents", "sessions", "verify", session.id, home=tmp_path).returncode == 0
+
+
+def test_a_bad_tracing_setting_is_one_line_and_nothing_is_created(tmp_path, monkeypatch):
+    import otel_agents
+
+    monkeypatch.setenv("OTEL_TRACES_EXPORTER", "carrier-pigeon")
+    with pytest.raises(otel_agents.RecordingError) as caught:
+        with otel_agents.recording(home=tmp_path / "home"):
+            pass
+    assert "OTEL_TRACES_EXPORTER" in str(caught.value) and "\n" not in str(caught.value)
+    assert not (tmp_path / "home").exists()
