@@ -6,7 +6,7 @@ agents, task/discuss rounds, truncations) saved as ``events.jsonl`` +
 ``spans.jsonl`` journal, from which the tree is rebuilt on load). The child
 process loads it exactly as ``otel-agents resume`` does (``cli/resume.py:
 load_saved``: ``load_artifacts`` + ``merge_records``), rebuilds every agent with
-``otel_agents.resume.restore_session`` and reports its seconds and peak memory
+``otel_agents.restore.restore_session`` and reports its seconds and peak memory
 (``VmHWM``, after the imports and after the resume) as one JSON line.
 
     python benchmarks/bench_resume.py --child SESSION_DIR
@@ -54,7 +54,7 @@ def _maxrss_mb() -> float:
 def child(session_dir: Path) -> dict:
     """Runs in the child: imports first (not timed), then load and restore."""
     from otel_agents.saved_session import load_saved
-    from otel_agents.resume import restore_session
+    from otel_agents.restore import restore_session
 
     before = _maxrss_mb()
     started = time.perf_counter()

@@ -7,15 +7,13 @@ imported only where an LLM is called. docs/python-api.md describes each of them.
 from __future__ import annotations
 
 import importlib
-import sys
-import types
 from typing import TYPE_CHECKING, Any
 
 from otel_agents.version import __version__
 
 if TYPE_CHECKING:
     from otel_agents.api import Agent, Session, recording, resume
-    from otel_agents.resume import ResumeError
+    from otel_agents.restore import ResumeError
     from otel_agents.runtime.hooks import (
         ApprovalHook,
         Decision,
@@ -51,7 +49,7 @@ _HOMES = {
     "Decision": "otel_agents.runtime.hooks",
     "ToolRequest": "otel_agents.runtime.hooks",
     "RecordingError": "otel_agents.session_recording",
-    "ResumeError": "otel_agents.resume",
+    "ResumeError": "otel_agents.restore",
 }
 
 __all__ = ["__version__", *_HOMES]
@@ -68,21 +66,3 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted(__all__)
-
-
-class _Package(types.ModuleType):
-    """``otel_agents.resume`` is both a submodule and the public function: importing the
-    submodule would rebind the package's attribute to it, so the function always wins."""
-
-    @property
-    def resume(self) -> Any:
-        from otel_agents.api import resume
-
-        return resume
-
-    @resume.setter
-    def resume(self, value: Any) -> None:
-        pass  # the import system's binding of the submodule; it stays in sys.modules
-
-
-sys.modules[__name__].__class__ = _Package

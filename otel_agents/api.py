@@ -320,7 +320,7 @@ def resume(
     """
     from otel_agents.persistence.artifacts import flush_unbilled, mark_billed
     from otel_agents.persistence.store import check_file_writable
-    from otel_agents.resume import restore_session
+    from otel_agents.restore import restore_session
     from otel_agents.saved_session import load_saved
     from otel_agents.session_recording import StorageUnwritable, own_session
 

@@ -4,7 +4,7 @@ The quick path takes a cleanly closed session from events.jsonl and meta.json (i
 checkpoint mark holds); otherwise the owner's careful load (``load_artifacts`` with
 ``repair``) records what a dead writer left open and rebuilds from the journal. A
 file that exists but cannot be read whole, or records that contradict the checkpoint,
-are a :class:`~otel_agents.resume.ResumeError`: no model is called and nothing billed.
+are a :class:`~otel_agents.restore.ResumeError`: no model is called and nothing billed.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from otel_agents.persistence.artifacts import SessionUnreadable, current_checkpo
 from otel_agents.persistence.gc_pause import collector_paused
 from otel_agents.persistence.store import READABLE_TREE_VERSIONS, SessionStore, StoreError, decode_payload
 from otel_agents.persistence.tree_walk import records_of
-from otel_agents.resume import ResumeError, SavedSession, merge_records, runs_from_meta, saved_runs
+from otel_agents.restore import ResumeError, SavedSession, merge_records, runs_from_meta, saved_runs
 from otel_agents.tracing import semconv as sc
 
 

@@ -38,7 +38,7 @@ def resume_session_command(session_id, prompts, script_name, model_opts, otlp_fi
 def _resume_owned(session_dir, session_id, prompts, script_name, model_opts, otlp_file, verbose, trace_llm,
                   trace_tools, paths, ownership) -> int:
     from otel_agents.llm.scripts import ScriptError, load_script
-    from otel_agents.resume import ResumeError, restore_session
+    from otel_agents.restore import ResumeError, restore_session
     from otel_agents.saved_session import load_saved
 
     try:  # everything is read and checked before any model is called or anything billed

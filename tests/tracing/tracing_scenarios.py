@@ -241,7 +241,7 @@ def run_resumed_with_another_script(directory: Path) -> ScenarioRun:
     """A session resumed with another script: its agents move to that script's model (a recorded change)."""
     from otel_agents.llm.client import LLMClient
     from otel_agents.llm.scripts import load_script
-    from otel_agents.resume import SavedSession, restore_session
+    from otel_agents.restore import SavedSession, restore_session
     from otel_agents.runtime.scenario import build_session
     from otel_agents.runtime.session import RunContext
 

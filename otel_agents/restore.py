@@ -1,4 +1,4 @@
-"""Resume a saved session: rebuild every agent exactly as it was and carry on (issue 4).
+"""Restoring a saved session: every agent rebuilt exactly as it was, so a resume carries on (issue 4).
 
 The saved seed-001 records are the state: replaying them in message-id order
 gives every agent (id, name, model, parent), every transcript (truncations

@@ -1,4 +1,4 @@
-"""otel_agents.resume: rebuilding sessions from records, refusing contradictions, repairing crashes."""
+"""otel_agents.restore: rebuilding sessions from records, refusing contradictions, repairing crashes."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from otel_agents.llm.scripts import parse_script
-from otel_agents.resume import (
+from otel_agents.restore import (
     INTERRUPTED_RESULT,
     ResumeError,
     SavedRun,
@@ -140,7 +140,7 @@ def test_a_redacted_save_cannot_be_resumed():
 @pytest.mark.parametrize("field", ["script", "model"])
 def test_a_damaged_script_or_model_name_is_refused_not_guessed(field):
     """A name that is not text must not crash the loader, nor be swapped for the default script."""
-    from otel_agents.resume import ResumeError, runs_from_meta, saved_runs
+    from otel_agents.restore import ResumeError, runs_from_meta, saved_runs
     from otel_agents.tracing import semconv as sc
 
     attribute = sc.RUN_SCRIPT if field == "script" else sc.RUN_MODEL
@@ -155,7 +155,7 @@ def test_a_damaged_script_or_model_name_is_refused_not_guessed(field):
 
 
 def test_a_last_run_with_ids_that_are_not_hex_is_refused():
-    from otel_agents.resume import ResumeError, saved_runs
+    from otel_agents.restore import ResumeError, saved_runs
 
     tree = {"runs": [{"index": 1, "trace_id": "g" * 32, "span_id": "b" * 16, "attributes": {}}]}
     with pytest.raises(ResumeError, match="not hex"):
