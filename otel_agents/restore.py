@@ -44,6 +44,7 @@ class SavedRun:
     span_id: str
     script: str | None = None
     model_override: str | None = None
+    app: str | None = None  # `run --app` reference the resume re-imports
 
 
 @dataclass
@@ -63,17 +64,18 @@ def saved_runs(tree: Mapping[str, Any] | None) -> tuple[int, SavedRun | None]:
     last = runs[-1]
     attributes = last.get("attributes") or {}
     run = _last_run(int(last.get("index") or len(runs)), last.get("trace_id"), last.get("span_id"),
-                    attributes.get(sc.RUN_SCRIPT), attributes.get(sc.RUN_MODEL))
+                    attributes.get(sc.RUN_SCRIPT), attributes.get(sc.RUN_MODEL), attributes.get(sc.RUN_APP))
     return max(len(runs), run.index), run
 
 
-def _last_run(index: int, trace_id: Any, span_id: Any, script: Any, model: Any) -> SavedRun:
+def _last_run(index: int, trace_id: Any, span_id: Any, script: Any, model: Any, app: Any = None) -> SavedRun:
     """The run the next one links to, checked: hex ids, and names that are names."""
     try:
         int(trace_id, 16), int(span_id, 16)
     except (TypeError, ValueError):
         raise ResumeError("the last run's trace and span ids are not hex") from None
-    return SavedRun(index, trace_id, span_id, _name_or_none(script, "script"), _name_or_none(model, "model"))
+    return SavedRun(index, trace_id, span_id, _name_or_none(script, "script"), _name_or_none(model, "model"),
+                    _name_or_none(app, "app"))
 
 
 def _name_or_none(value: Any, what: str) -> str | None:
@@ -93,7 +95,7 @@ def runs_from_meta(meta: Mapping[str, Any]) -> tuple[int, SavedRun | None]:
         return count, None
     try:
         run = _last_run(int(last["index"]), str(last["trace_id"]), str(last["span_id"]), last.get("script"),
-                        last.get("model"))
+                        last.get("model"), last.get("app"))
     except (KeyError, TypeError, ValueError, AttributeError, ResumeError):
         raise ResumeError("meta.json has a damaged last_run") from None
     return max(count, run.index), run

@@ -15,7 +15,9 @@ from otel_agents.cli.execution import (
     read_prompts,
     start_recording,
 )
+from otel_agents.cli.app_session import install_app_hooks, load_app_or_exit
 from otel_agents.cli.options import ledger_errors_are_data_errors, session_dir_or_exit, storage_options
+from otel_agents.tracing import semconv as sc
 
 FALLBACK_SCRIPT = "jack-and-jill"
 
@@ -46,8 +48,10 @@ def _resume_owned(session_dir, session_id, prompts, script_name, model_opts, otl
     except ResumeError as exc:
         raise click.UsageError(str(exc)) from None
     last = saved.last_run
-    try:
-        script = load_script(script_name or (last.script if last and last.script else FALLBACK_SCRIPT))
+    app = load_app_or_exit(last.app) if last and last.app else None  # its tools and hooks, before any call
+    saved_script = last.script if last and last.script else (None if app else FALLBACK_SCRIPT)
+    try:  # an app session run on a real model had no script, and resumes without one
+        script = load_script(script_name or saved_script) if script_name or saved_script else None
     except ScriptError as exc:
         raise click.UsageError(f"cannot load the session's script: {exc} (pass --script)") from None
     prompt_list = read_prompts(prompts, ())
@@ -60,13 +64,18 @@ def _resume_owned(session_dir, session_id, prompts, script_name, model_opts, otl
 
     tracing = configure(otlp_file)
     llm = make_llm(tracing, model_opts)
-    llm.use_script(script)  # the scripted model the saved agents name, if they use it
-    resolved = resolve_model(script, model)
+    if script is not None:
+        llm.use_script(script)  # the scripted model the saved agents name, if they use it
+        resolved = resolve_model(script, model)
+        override = None if resolved == script.model else resolved
+    else:
+        override = model
     try:
         session = restore_session(
             saved,
-            model_override=None if resolved == script.model else resolved,
-            script_model=script.model,  # agents on another script's scripted model move to this one's
+            tools=app.agent.tool_list() if app else (),
+            model_override=override,
+            script_model=script.model if script else None,  # agents on another script's scripted model move to this one's
             telemetry=tracing.telemetry,
             llm=llm,
             max_turns=model_opts.max_turns,
@@ -74,7 +83,10 @@ def _resume_owned(session_dir, session_id, prompts, script_name, model_opts, otl
     except ResumeError as exc:
         tracing.shutdown()
         raise click.UsageError(str(exc)) from None
-    install_hooks(session, script.hooks)
+    if script is not None:
+        install_hooks(session, script.hooks)
+    if app is not None:
+        install_app_hooks(session, app)
 
     from otel_agents.persistence.artifacts import flush_unbilled, mark_billed
 
@@ -91,7 +103,9 @@ def _resume_owned(session_dir, session_id, prompts, script_name, model_opts, otl
         mark_billed(session_dir, meta)
     recording = start_recording(tracing, paths, session_id, ownership=ownership, resume=True)
     attach_console(tracing, verbose, trace_llm, trace_tools)
-    context = RunContext(source="resume", script=script.source, model_override=model)
+    extra = {sc.RUN_APP: app.reference} if app else {}  # the next resume imports the same app
+    context = RunContext(source="resume", script=script.source if script else None, model_override=model,
+                         extra=extra)
     return execute(session, prompt_list, context, tracing, recording)
 
 

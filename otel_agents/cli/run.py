@@ -16,6 +16,7 @@ from otel_agents.cli.execution import (
     start_recording,
 )
 from otel_agents.cli.options import storage_options
+from otel_agents.cli.app_session import build_app_session, load_app_or_exit
 
 DEFAULT_SCRIPT = "jack-and-jill"
 
@@ -24,11 +25,13 @@ DEFAULT_SCRIPT = "jack-and-jill"
 @click.argument("prompts", nargs=-1)
 @click.option("--script", "script_name", default=None,
               help=f"Built-in script name or path to a script JSON file (docs/scripts.md) [default: {DEFAULT_SCRIPT}].")
+@click.option("--app", "app_reference", metavar="MODULE:FACTORY",
+              help="Run a Python app: the factory returns the root otel_agents.Agent (or (agent, hooks)).")
 @click.option("--resume", "resume_id", metavar="SESSION_ID", help="Continue a saved session (same as `resume`).")
 @model_options
 @output_options
 @storage_options
-def run(prompts, script_name, resume_id, model_opts, otlp_file, redacted_save, verbose, trace_llm, trace_tools, paths):
+def run(prompts, script_name, app_reference, resume_id, model_opts, otlp_file, redacted_save, verbose, trace_llm, trace_tools, paths):
     """Run PROMPTS (arguments, else stdin lines, else interactive) in a new session.
 
     stdout carries the root agent's utterances only; the session id goes to stderr.
@@ -36,17 +39,20 @@ def run(prompts, script_name, resume_id, model_opts, otlp_file, redacted_save, v
     if resume_id is not None:
         from otel_agents.cli.resume import resume_session_command
 
+        if app_reference is not None:
+            raise click.UsageError("--app applies to new sessions (a resumed session re-imports its own app)")
         if redacted_save:
             raise click.UsageError("--redacted-save applies to new sessions only")
         finish(resume_session_command(resume_id, prompts, script_name, model_opts, otlp_file,
                                       verbose, trace_llm, trace_tools, paths))
     from otel_agents.llm.scripts import ScriptError, load_script
 
-    try:
-        script = load_script(script_name or DEFAULT_SCRIPT)
+    app = load_app_or_exit(app_reference) if app_reference is not None else None
+    try:  # an app needs a script only when one is named: its agents may be on a real model
+        script = load_script(script_name or DEFAULT_SCRIPT) if app is None or script_name else None
     except ScriptError as exc:
         raise click.UsageError(str(exc)) from None
-    prompt_list = read_prompts(prompts, script.prompts)
+    prompt_list = read_prompts(prompts, script.prompts if script is not None else ())
     if not prompt_list:
         raise click.UsageError("no prompt given (as arguments, on stdin, or in the script's 'prompts')")
     tracing = configure(otlp_file)
@@ -55,12 +61,23 @@ def run(prompts, script_name, resume_id, model_opts, otlp_file, redacted_save, v
     from otel_agents.runtime.session import RunContext
 
     llm = make_llm(tracing, model_opts)
-    session = build_session(script, model=model_opts.model, telemetry=tracing.telemetry, llm=llm,
-                            max_turns=model_opts.max_turns)
+    if app is None:
+        session = build_session(script, model=model_opts.model, telemetry=tracing.telemetry, llm=llm,
+                                max_turns=model_opts.max_turns)
+    else:
+        try:
+            session = build_app_session(app, script, model_opts.model, telemetry=tracing.telemetry, llm=llm,
+                                        max_turns=model_opts.max_turns)
+        except click.UsageError:
+            tracing.shutdown()
+            raise
     recording = start_recording(tracing, paths, session.id, redact_contents=redacted_save)
     attach_console(tracing, verbose, trace_llm, trace_tools)
     from otel_agents.tracing import semconv as sc
 
     extra = {sc.RUN_REDACTED_SAVE: True} if redacted_save else {}
-    context = RunContext(source="cli", script=script.source, model_override=model_opts.model, extra=extra)
+    if app is not None:
+        extra[sc.RUN_APP] = app.reference  # resume re-imports it for the tools and hooks
+    context = RunContext(source="cli", script=script.source if script is not None else None,
+                         model_override=model_opts.model, extra=extra)
     finish(execute(session, prompt_list, context, tracing, recording))

@@ -282,15 +282,18 @@ def this_writer() -> dict[str, Any]:
 
 
 def run_summary(run: Mapping[str, Any], position: int) -> dict[str, Any]:
-    """A run's root span as resume needs it: ids to link to, index to count on from, script and model."""
+    """A run's root span as resume needs it: ids to link to, index to count on from, script, model and app."""
     attributes = run.get("attributes") or {}
-    return {
+    summary = {
         "index": int(run.get("index") or position),
         "trace_id": run["trace_id"],
         "span_id": run["span_id"],
         "script": attributes.get(sc.RUN_SCRIPT),
         "model": attributes.get(sc.RUN_MODEL),
     }
+    if attributes.get(sc.RUN_APP) is not None:  # only app runs carry it: other sessions' meta.json is unchanged
+        summary["app"] = attributes[sc.RUN_APP]
+    return summary
 
 
 def checkpoint_mark(store: "SessionStore") -> dict[str, Any]:

@@ -56,6 +56,7 @@ RUN_INDEX = "otel_agents.run.index"
 RUN_SOURCE = "otel_agents.run.source"  # ingress metadata: cli | api | resume | import
 RUN_SCRIPT = "otel_agents.run.script"  # scripted scenario name or path, for resume
 RUN_MODEL = "otel_agents.run.model"  # model override given on the command line
+RUN_APP = "otel_agents.run.app"  # `run --app` reference (module:factory), re-imported by resume
 RUN_MODEL_CHANGES = "otel_agents.run.model_changes"  # resume: "<old> -> <new> for N agents", one per change
 RUN_REDACTED_SAVE = "otel_agents.run.redacted_save"  # message contents were not saved (--redacted-save)
 RESUMED_FROM = "otel_agents.resumed_from"  # "<trace_id>:<span_id>" of the previous run root

@@ -224,7 +224,8 @@ def run_every_scenario(directory: Path) -> list[ScenarioRun]:
     runs.append(
         run_session(write_script(directory, "watcher", WATCHER_SCRIPT), ["watch"],
                     after=lambda session: session.external(session.root, "File changed: data.json"),
-                    extra={"otel_agents.run.redacted_save": True})[0]
+                    extra={"otel_agents.run.redacted_save": True,
+                           "otel_agents.run.app": "watcher_app:make"})[0]
     )
     runs.append(run_resumed_with_another_script(directory))
     with OpenAIServer() as server:

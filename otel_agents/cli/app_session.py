@@ -1,0 +1,51 @@
+"""What ``run --app`` and ``resume`` of an app session share: importing the app, exit 2 if it cannot be."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from otel_agents.apps import App, AppError, load_app
+
+
+def load_app_or_exit(reference: str) -> App:
+    """The app, or a one-line usage error (exit 2) naming the reference."""
+    try:
+        return load_app(reference)
+    except AppError as exc:
+        raise click.UsageError(str(exc)) from None
+
+
+def build_app_session(app: App, script: Any, model: str | None, **session_kwargs: Any) -> Any:
+    """A new runtime session rooted at the app's agent; the script answers agents left on its scripted model.
+
+    The model is ``--model``, else the agent's own, else the script's offline model; the
+    script (optional: an app on a real model needs none) has its hooks installed before the app's.
+    """
+    from otel_agents.runtime.scenario import install_hooks, resolve_model
+    from otel_agents.runtime.session import AgentSpec, Session
+
+    agent = app.agent
+    if model and script is not None:
+        chosen = resolve_model(script, model)
+    else:
+        chosen = model or agent.model or (script.model if script is not None else None)
+    if chosen is None:
+        raise click.UsageError(f"app {app.reference!r}: agent {agent.name!r} has no model (pass --model or --script)")
+    root = AgentSpec(agent.name, chosen, agent.system_prompt, agent.tool_list(), agent.max_turns)
+    session = Session(root=root, **session_kwargs)
+    if script is not None:
+        session.llm.use_script(script)  # registered at the first scripted call only: none with a real model
+        install_hooks(session, script.hooks)
+    install_app_hooks(session, app)
+    return session
+
+
+def install_app_hooks(session: Any, app: App) -> None:
+    from otel_agents.api import _install
+
+    try:
+        _install(session, app.hooks)
+    except TypeError as exc:
+        raise click.UsageError(f"app {app.reference!r}: {exc}") from None

@@ -1,0 +1,107 @@
+"""`otel-agents run --app module:factory`: a Python app run from the CLI, recorded, verified, resumed with its tools."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+APPS = Path(__file__).resolve().parents[1] / "data" / "apps"
+
+SCRIPT = {
+    "name": "cities",
+    "agents": {
+        "researcher": [
+            {"tool_calls": [{"name": "population", "arguments": {"city": "Paris"}},
+                            {"name": "delete_notes", "arguments": {}}]},
+            "Paris is large.",
+            {"tool_calls": [{"name": "population", "arguments": {"city": "Rome"}},
+                            {"name": "delete_notes", "arguments": {}}]},
+            "Rome is smaller.",
+        ]
+    },
+}
+
+
+def cli(*args: str, home: Path, extra_env: dict | None = None, check: bool = True) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    env.update(OTEL_AGENTS_HOME=str(home), PYTHONPATH=os.pathsep.join([str(ROOT), str(APPS)]),
+               LITELLM_LOCAL_MODEL_COST_MAP="True", **(extra_env or {}))
+    done = subprocess.run([sys.executable, "-m", "otel_agents", *args], env=env, capture_output=True, text=True,
+                          timeout=120)
+    if check:
+        assert done.returncode == 0, done.stderr
+    return done
+
+
+def session_of(done: subprocess.CompletedProcess) -> str:
+    return [line for line in done.stderr.splitlines() if line.startswith("session: ")][-1].split(": ", 1)[1]
+
+
+def contents(home: Path, session_id: str) -> list:
+    path = home / "sessions" / session_id / "events.jsonl"
+    return [orjson.loads(line).get("content") for line in path.read_bytes().splitlines()]
+
+
+@pytest.fixture
+def script(tmp_path) -> Path:
+    path = tmp_path / "cities.json"
+    path.write_text(json.dumps(SCRIPT))
+    return path
+
+
+def test_an_app_runs_records_its_reference_verifies_and_resumes_with_its_tools(tmp_path, script):
+    home = tmp_path / "home"
+    done = cli("run", "--app", "city_app:make", "--script", str(script), "How big is Paris?", home=home)
+    assert done.stdout.strip() == "Paris is large."
+    session_id = session_of(done)
+    said = contents(home, session_id)
+    assert "Paris has 5 million people" in said  # the app's own tool ran
+    assert "Error: Action blocked by hook 'keep_notes': notes are kept" in said  # and its hook stopped the other
+    meta = json.loads((home / "sessions" / session_id / "meta.json").read_text())
+    assert meta["last_run"]["app"] == "city_app:make"
+    assert cli("sessions", "verify", session_id, home=home, check=False).returncode == 0
+
+    resumed = cli("resume", session_id, "And Rome?", home=home)
+    assert resumed.stdout.strip() == "Rome is smaller."
+    said = contents(home, session_id)
+    assert "Rome has 4 million people" in said  # re-imported, not "Error: unknown tool"
+    assert not [c for c in said if isinstance(c, str) and "unknown tool" in c]
+    assert said.count("Error: Action blocked by hook 'keep_notes': notes are kept") == 2  # the hook came back too
+    assert cli("sessions", "verify", session_id, home=home, check=False).returncode == 0
+
+
+@pytest.mark.parametrize("reference, says", [
+    ("no_such_app:make", "cannot import app 'no_such_app:make'"),
+    ("city_app:missing", "app 'city_app:missing': city_app has no callable 'missing'"),
+    ("city_app:broken", "app 'city_app:broken': its factory raised RuntimeError: no configuration"),
+    ("city_app:population", "app 'city_app:population'"),
+    ("city_app", "app 'city_app' is not of the form package.module:factory"),
+])
+def test_an_app_that_cannot_be_loaded_is_one_line_and_exit_2(tmp_path, script, reference, says):
+    home = tmp_path / "home"
+    done = cli("run", "--app", reference, "--script", str(script), "Hi", home=home, check=False)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert says in lines[-1] and "Traceback" not in done.stderr
+    assert not (home / "sessions").exists() or not any((home / "sessions").iterdir())
+
+
+def test_resume_exits_2_naming_the_app_when_it_cannot_be_imported_and_changes_nothing(tmp_path, script):
+    home = tmp_path / "home"
+    session_id = session_of(cli("run", "--app", "city_app:make", "--script", str(script), "Paris?", home=home))
+    before = (home / "sessions" / session_id / "events.jsonl").read_bytes()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    env.update(OTEL_AGENTS_HOME=str(home), PYTHONPATH=str(ROOT), LITELLM_LOCAL_MODEL_COST_MAP="True")
+    done = subprocess.run([sys.executable, "-m", "otel_agents", "resume", session_id, "Rome?"], env=env,
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)  # the app is not on the path
+    assert done.returncode == 2
+    assert "cannot import app 'city_app:make'" in done.stderr.strip().splitlines()[-1]
+    assert "Traceback" not in done.stderr
+    assert (home / "sessions" / session_id / "events.jsonl").read_bytes() == before
