@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -105,3 +106,36 @@ def test_resume_exits_2_naming_the_app_when_it_cannot_be_imported_and_changes_no
     assert "cannot import app 'city_app:make'" in done.stderr.strip().splitlines()[-1]
     assert "Traceback" not in done.stderr
     assert (home / "sessions" / session_id / "events.jsonl").read_bytes() == before
+
+
+CRASH_SCRIPT = {
+    "name": "census",
+    "agents": {
+        "researcher": [
+            {"tool_calls": [{"name": "population", "arguments": {"city": "Oslo"}}]},
+            {"tool_calls": [{"name": "census", "arguments": {"city": "Oslo"}}]},  # killed here on the first run
+            {"tool_calls": [{"name": "population", "arguments": {"city": "Lima"}}]},
+            "Lima counted.",
+        ]
+    },
+}
+
+
+def test_an_app_killed_mid_run_resumes_from_the_cli_with_its_custom_tools(tmp_path):
+    home = tmp_path / "home"
+    script = tmp_path / "census.json"
+    script.write_text(json.dumps(CRASH_SCRIPT))
+    killed = cli("run", "--app", "city_app:make", "--script", str(script), "Count Oslo", home=home,
+                 extra_env={"CITY_APP_KILL": "1"}, check=False)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    (session_dir,) = (home / "sessions").iterdir()
+    said = contents(home, session_dir.name)
+    assert "Oslo has 4 million people" in said and "census of Oslo: done" not in said
+
+    resumed = cli("resume", session_dir.name, "Now Lima", home=home)
+    assert resumed.stdout.strip() == "Lima counted."
+    said = contents(home, session_dir.name)
+    assert "Lima has 4 million people" in said  # the app's tool again, after the crash
+    assert not [c for c in said if isinstance(c, str) and "unknown tool" in c]
+    assert any(isinstance(c, str) and c.startswith("Error: the run was interrupted") for c in said)
+    assert cli("sessions", "verify", session_dir.name, home=home, check=False).returncode == 0

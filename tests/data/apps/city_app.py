@@ -1,7 +1,7 @@
-"""A Python app for `otel-agents run --app city_app:make`: a custom tool, an approval hook, and a slow tool for crash tests."""
+"""A Python app for `otel-agents run --app city_app:make`: a custom tool, an approval hook, and a tool that can crash."""
 
 import os
-import time
+import signal
 
 from otel_agents import Agent, Decision, ToolRequest, approval, tool
 
@@ -16,12 +16,10 @@ def population(city: str) -> str:
 
 
 @tool
-def slow_census(city: str) -> str:
-    """A census that takes a while (the crash test kills the process during it)."""
-    marker = os.environ.get("CITY_APP_MARKER")
-    if marker:
-        open(marker, "w").close()  # tells the test the run is in the middle of this tool
-    time.sleep(float(os.environ.get("CITY_APP_SLEEP", "0")))
+def census(city: str) -> str:
+    """Count a city's people; with CITY_APP_KILL set the process dies mid-call, as a crash would."""
+    if os.environ.get("CITY_APP_KILL"):
+        os.kill(os.getpid(), signal.SIGKILL)
     return f"census of {city}: done"
 
 
@@ -38,7 +36,7 @@ def delete_notes() -> str:
 
 def make():
     return Agent("researcher", "You answer questions about cities.",
-                 tools=[population, slow_census, delete_notes]), [keep_notes]
+                 tools=[population, census, delete_notes]), [keep_notes]
 
 
 def broken():
