@@ -180,7 +180,8 @@ class Session:
 
     ``script``: a script file or built-in name (docs/scripts.md) answering the offline
     ``scripted`` model, which agents without a model use; its hooks are installed too.
-    ``model`` overrides every agent's model. Close the session (``with``/``async with``,
+    ``model`` overrides every agent's model. ``app``: the ``module:factory`` that builds ``agent``
+    (docs/python-api.md), recorded so ``otel-agents resume`` re-imports its tools and hooks. Close the session (``with``/``async with``,
     or ``close()``) to write everything and release its lock; the enclosing ``recording``
     closes any session still open.
     """
@@ -197,6 +198,7 @@ class Session:
         max_attempts: int = 4,
         timeout: float = 120.0,
         api_base: str | None = None,
+        app: str | None = None,
     ) -> None:
         loaded = _load_script(script)
         chosen = model or agent.model or (loaded.model if loaded else None)
@@ -212,10 +214,10 @@ class Session:
             root=AgentSpec(agent.name, chosen, agent.system_prompt, agent.tool_list(), agent.max_turns),
             max_turns=max_turns,
         )
-        self._setup(runtime, loaded, model, hooks, rec, source="api")
+        self._setup(runtime, loaded, model, hooks, rec, source="api", app=app)
 
     def _setup(self, runtime: RuntimeSession, script: Any, model: str | None, hooks: Iterable[Hook],
-               rec: recording | None, source: str, ownership: Any = None) -> None:
+               rec: recording | None, source: str, ownership: Any = None, app: str | None = None) -> None:
         from otel_agents.runtime.scenario import install_hooks
 
         self.runtime = runtime
@@ -223,10 +225,10 @@ class Session:
             runtime.llm.use_script(script)
             install_hooks(runtime, script.hooks)
         _install(runtime, hooks)
-        extra = {}
-        if rec is not None and rec.redacted_save and source != "resume":
-            from otel_agents.tracing import semconv as sc
+        from otel_agents.tracing import semconv as sc
 
+        extra: dict[str, Any] = {sc.RUN_APP: app} if app else {}
+        if rec is not None and rec.redacted_save and source != "resume":
             extra[sc.RUN_REDACTED_SAVE] = True
         self._context = RunContext(source=source, script=script.source if script else None, model_override=model,
                                    extra=extra)

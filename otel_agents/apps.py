@@ -1,7 +1,7 @@
 """Python apps for the CLI: ``package.module:factory`` imported into a root agent and its hooks.
 
 The factory takes no arguments and returns the session's root ``otel_agents.Agent``, or a
-pair ``(agent, hooks)``. ``run --app`` records the reference on each run's root span
+pair ``(agent, hooks)``; the module is looked up on ``sys.path`` and in the current directory. ``run --app`` records the reference on each run's root span
 (``otel_agents.run.app``) so ``resume`` imports the same app and gives the restored agents
 its tools and hooks again.
 """
@@ -9,6 +9,8 @@ its tools and hooks again.
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +33,8 @@ def load_app(reference: str) -> App:
     module_name, sep, attribute = reference.partition(":")
     if not sep or not module_name or not attribute:
         raise AppError(f"app {reference!r} is not of the form package.module:factory")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())  # as uvicorn does: an app in the current directory imports (console script too)
     try:
         module = importlib.import_module(module_name)
     except Exception as exc:  # an app's import can fail any way; name the app and the cause
