@@ -1,9 +1,9 @@
 """Python apps for the CLI: ``package.module:factory`` imported into a root agent and its hooks.
 
 The factory takes no arguments and returns the session's root ``otel_agents.Agent``, or a
-pair ``(agent, hooks)``; the module is looked up on ``sys.path`` and in the current directory. ``run --app`` records the reference on each run's root span
-(``otel_agents.run.app``) so ``resume`` imports the same app and gives the restored agents
-its tools and hooks again.
+pair ``(agent, hooks)``; the module is looked up on ``sys.path`` and in the current directory.
+``run --app`` records the reference on each run's root span (``otel_agents.run.app``) so
+``resume`` imports the same app and gives the restored agents its tools and hooks again.
 """
 
 from __future__ import annotations

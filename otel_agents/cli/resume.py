@@ -75,7 +75,8 @@ def _resume_owned(session_dir, session_id, prompts, script_name, model_opts, otl
             saved,
             tools=app.agent.tool_list() if app else (),
             model_override=override,
-            script_model=script.model if script else None,  # agents on another script's scripted model move to this one's
+            # agents on another script's scripted model move to this one's
+            script_model=script.model if script else None,
             telemetry=tracing.telemetry,
             llm=llm,
             max_turns=model_opts.max_turns,
