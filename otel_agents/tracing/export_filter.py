@@ -32,12 +32,17 @@ span only when that bound exceeds the span budget, and requests are cut by the
 bounds. A span the rules leave unchanged (most: no secret, nothing over a cap)
 is handed to the exporter as it is, not copied.
 
-A failing endpoint costs one warning line on stderr for the whole process, and
-at most one exporter timeout at a time: after a failed export, exports in the
-next ``pause_after_failure_s`` seconds are given up at once instead of each
-waiting for the endpoint again (the local artifacts have every span anyway).
-So a session whose collector is down or hangs pays the timeout once, not once
-per batch, and its final flush at exit is immediate if it follows a failure.
+An endpoint that fails or answers late loses nothing it could still take: spans
+of a failed request are held (up to ``max_held_bytes``) and sent again with the
+next request, so a slow first answer (a cold backend) delays later batches
+instead of dropping them. After a failure the endpoint is not asked again for
+``pause_after_failure_s``; batches in between are held, not tried, so a
+collector that is down or hangs costs at most one exporter timeout at a time.
+At exit (``begin_exit``) the held spans get one more attempt, and only one: a
+failure then holds the rest without asking again. Nothing is said during the
+run: ``delivered`` counts the spans the endpoint accepted (at the exporter's
+result), and the exit report (``network_export.py``) gives the number not
+delivered, only when there is one.
 """
 
 from __future__ import annotations
@@ -72,7 +77,8 @@ MIN_VALUE_CAP = 256  # below this the marker itself would not fit
 MAX_ATTRIBUTES = 128
 MAX_SPAN_BYTES = 1024 * 1024
 MAX_BATCH_BYTES = 3 * 1024 * 1024  # leaves room under the collectors' 4 MiB default
-PAUSE_AFTER_FAILURE_S = 15.0
+PAUSE_AFTER_FAILURE_S = 5.0
+MAX_HELD_BYTES = 64 * 1024 * 1024  # encoded bound of spans kept for a retry
 
 _SCALARS = frozenset({int, float, bool, type(None)})
 # attribute_bound of a string or scalar attribute, less its key's and text's bytes.
@@ -229,7 +235,7 @@ def chunk_by_size(
 
 
 class NetworkExportFilter(SpanExporter):
-    """Wraps an OTLP exporter: filters, caps, chunks, and warns once on failure."""
+    """Wraps an OTLP exporter: filters, caps, chunks, holds what failed for a retry, counts deliveries."""
 
     def __init__(
         self,
@@ -241,19 +247,28 @@ class NetworkExportFilter(SpanExporter):
         limits: ExportLimits | None = None,
         pause_after_failure_s: float = PAUSE_AFTER_FAILURE_S,
         clock: Callable[[], float] = time.monotonic,
+        max_held_bytes: int = MAX_HELD_BYTES,
     ):
         self.inner = inner
         self.pause_after_failure_s = pause_after_failure_s
+        self.max_held_bytes = max_held_bytes
         self._clock = clock
         self._failed_at: float | None = None
-        self.skipped_spans = 0  # given up without trying, during a pause
+        self.failure: str | None = None  # why the last failed attempt failed
+        self.delivered = 0  # spans the endpoint accepted
+        self.discarded = 0  # spans given up for good (filter error, held-bytes bound)
+        self.skipped_spans = 0  # held without trying, during a pause
+        self._held: list[tuple[ReadableSpan, int]] = []  # filtered copies with their size bounds
+        self._held_bytes = 0
+        self._exiting = False
+        self._failed_at_exit = False
         self._in_flight = 0
         self.limits = limits or ExportLimits(value_cap=value_cap)
         self.export_content = export_content
         self.describe = describe
         self._warn = warn or (lambda msg: print(msg, file=sys.stderr, flush=True))
-        self._warned = False
         self._lock = threading.Lock()
+        self._send_lock = threading.Lock()  # the batch worker and a force_flush may export at once
         self._envelope = EnvelopeSizes()
 
     @property
@@ -261,61 +276,94 @@ class NetworkExportFilter(SpanExporter):
         return self.limits.value_cap
 
     @property
-    def warned(self) -> bool:
-        return self._warned
+    def held(self) -> int:
+        """Spans waiting for a retry."""
+        return len(self._held)
+
+    @property
+    def busy(self) -> bool:
+        """An export is under way (at exit: the endpoint has not answered yet)."""
+        with self._lock:
+            return self._in_flight > 0
+
+    def warn(self, message: str) -> None:
+        self._warn(message)
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        if self._failed_at is not None and self._clock() - self._failed_at < self.pause_after_failure_s:
-            self.skipped_spans += len(spans)
+        try:
+            filtered = [_filter_span(s, self.limits, self.export_content, self._envelope) for s in spans]
+        except Exception as exc:  # a filtering bug must not break the run either
+            self.failure = f"{type(exc).__name__}: {exc}"
+            self.discarded += len(spans)
             return SpanExportResult.FAILURE
+        with self._send_lock:
+            self._hold(filtered)
+            if self._pausing():
+                self.skipped_spans += len(spans)
+                return SpanExportResult.FAILURE
+            return self._send_held()
+
+    def begin_exit(self) -> None:
+        """The final flush starts: the held spans get one more attempt whatever the pause."""
+        self._exiting = True
+
+    def _pausing(self) -> bool:
+        if self._failed_at is None:
+            return False
+        if self._exiting:
+            return self._failed_at_exit  # one attempt at exit, not one timeout per batch
+        return self._clock() - self._failed_at < self.pause_after_failure_s
+
+    def _hold(self, filtered: Sequence[tuple[ReadableSpan, int]]) -> None:
+        self._held.extend(filtered)
+        self._held_bytes += sum(size for _, size in filtered)
+        dropped = 0
+        while self._held_bytes > self.max_held_bytes and len(self._held) > dropped + 1:
+            self._held_bytes -= self._held[dropped][1]  # the oldest go first: the newest matter most live
+            dropped += 1
+        if dropped:
+            del self._held[:dropped]
+            self.discarded += dropped
+
+    def _send_held(self) -> SpanExportResult:
         with self._lock:
             self._in_flight += 1
         try:
-            result = self._export(spans)
+            sent = self._send([span for span, _ in self._held], [size for _, size in self._held])
         finally:
             with self._lock:
                 self._in_flight -= 1
-        self._failed_at = self._clock() if result is SpanExportResult.FAILURE else None
-        return result
-
-    def abandon(self, waited_s: float) -> bool:
-        """Called when shutdown stops waiting: warns (once) if an export is still under way."""
-        with self._lock:
-            busy = self._in_flight > 0
-        if busy:
-            self._warn_once(f"no answer within {waited_s:g} s at exit")
-        return busy
-
-    def _export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        try:
-            filtered = [_filter_span(s, self.limits, self.export_content, self._envelope) for s in spans]
-            chunks = chunk_by_size([f for f, _ in filtered], self.limits.batch_bytes, [size for _, size in filtered])
-        except Exception as exc:  # a filtering bug must not break the run either
-            self._warn_once(f"{type(exc).__name__}: {exc}")
+        self.delivered += sent
+        self._held_bytes -= sum(size for _, size in self._held[:sent])
+        del self._held[:sent]
+        if self._held:
+            self._failed_at = self._clock()
+            self._failed_at_exit = self._exiting
             return SpanExportResult.FAILURE
-        for chunk in chunks:
+        self._failed_at = None
+        return SpanExportResult.SUCCESS
+
+    def _send(self, spans: list[ReadableSpan], sizes: list[int]) -> int:
+        """How many of ``spans``, from the first, the endpoint accepted."""
+        sent = 0
+        for chunk in chunk_by_size(spans, self.limits.batch_bytes, sizes):
             try:
                 outcome = self.inner.export(chunk)
             except Exception as exc:  # an exporter must never break the run
-                self._warn_once(f"{type(exc).__name__}: {exc}")
-                return SpanExportResult.FAILURE
+                self.failure = f"{type(exc).__name__}: {exc}"
+                return sent
             if outcome is not SpanExportResult.SUCCESS:
                 # The endpoint is failing: the rest of this batch would only add delay.
-                self._warn_once("refused, unreachable or no answer in time")
-                return SpanExportResult.FAILURE
-        return SpanExportResult.SUCCESS
-
-    def _warn_once(self, why: str) -> None:
-        with self._lock:
-            if self._warned:
-                return
-            self._warned = True
-        self._warn(
-            f"warning: could not send spans to the {self.describe} ({why}); "
-            "the local session artifacts are complete"
-        )
+                self.failure = "refused, unreachable or no answer in time"
+                return sent
+            sent += len(chunk)
+        return sent
 
     def shutdown(self) -> None:
+        with self._send_lock:
+            if self._held and not (self._exiting and self._failed_at_exit):
+                self._exiting = True  # the last chance of spans held since a failure during the run
+                self._send_held()
         self.inner.shutdown()
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:

@@ -4,8 +4,10 @@ Honoured: OTEL_SDK_DISABLED, OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES,
 OTEL_TRACES_EXPORTER (otlp | console | none), OTEL_EXPORTER_OTLP_ENDPOINT,
 OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, OTEL_EXPORTER_OTLP_PROTOCOL /
 OTEL_EXPORTER_OTLP_TRACES_PROTOCOL (grpc | http/protobuf), OTEL_EXPORTER_OTLP_HEADERS,
-OTEL_EXPORTER_OTLP_TIMEOUT. With no endpoint configured nothing is sent and
-nothing warns. Project switches:
+OTEL_EXPORTER_OTLP_TIMEOUT / OTEL_EXPORTER_OTLP_TRACES_TIMEOUT (seconds, as the Python
+OTLP exporters read them), OTEL_TRACES_SAMPLER / OTEL_TRACES_SAMPLER_ARG (what is sent:
+the provider records every span, see sampling.py). With no endpoint configured nothing
+is sent and nothing warns. Project switches:
 
 - OTEL_AGENTS_EXPORT_CONTENT=false: message contents, tool arguments and results
   stay local (default true: this is a research tool where nothing is hidden).
@@ -15,11 +17,12 @@ nothing warns. Project switches:
 - OTEL_AGENTS_CAPTURE_INPUT_MESSAGES=true: full ``gen_ai.input.messages`` on chat
   spans (off by default: it repeats the history on every call, quadratic growth).
 
-A receiver that is down, refuses or hangs costs one warning line and a bounded
-delay: each export attempt gives up after DEFAULT_EXPORT_TIMEOUT_S (unless
-OTEL_EXPORTER_OTLP[_TRACES]_TIMEOUT says otherwise), and ``Tracing.shutdown``
-waits at most SHUTDOWN_BOUND_S for the final flush. Local artifacts are written
-by their own synchronous processors and never wait for the network.
+A receiver that is down, refuses or hangs costs one warning line at exit, giving the
+number of spans not delivered, and a bounded delay: each export attempt gives up
+after the export timeout (OTEL_EXPORTER_OTLP_TRACES_TIMEOUT, else
+OTEL_EXPORTER_OTLP_TIMEOUT, else DEFAULT_EXPORT_TIMEOUT_S), and ``Tracing.shutdown``
+waits at most that timeout plus SHUTDOWN_GRACE_S for the final flush. Local
+artifacts are written by their own synchronous processors and never wait for the network.
 """
 
 from __future__ import annotations
@@ -30,24 +33,29 @@ import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlparse
 
 from opentelemetry import trace
 from opentelemetry.sdk.resources import OTELResourceDetector, Resource
 from opentelemetry.sdk.trace import SpanLimits, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter
+from opentelemetry.sdk.trace.sampling import ALWAYS_ON
 
 from otel_agents.version import __version__
 from otel_agents.tracing.export_filter import DEFAULT_VALUE_CAP, MIN_VALUE_CAP, ExportLimits, NetworkExportFilter
+from otel_agents.tracing.network_export import NetworkExportProcessor
 from otel_agents.tracing.otlp_json import OtlpJsonFileExporter
+from otel_agents.tracing.sampling import SamplerConfigError, TraceSampling, sampler_from_env
 from otel_agents.tracing.telemetry import EventListener, Telemetry
 
 TRACER_NAME = "otel_agents"
 DEFAULT_SERVICE_NAME = "otel-agents"
-# A receiver that is down or hangs may cost at most about this much at shutdown.
+# A receiver that is down or hangs may cost at most the export timeout plus the grace at exit.
 DEFAULT_EXPORT_TIMEOUT_S = 3.0
 SHUTDOWN_GRACE_S = 1.0
-SHUTDOWN_BOUND_S = DEFAULT_EXPORT_TIMEOUT_S + SHUTDOWN_GRACE_S
+SHUTDOWN_BOUND_S = DEFAULT_EXPORT_TIMEOUT_S + SHUTDOWN_GRACE_S  # with the default timeout
+TIMEOUT_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT")
 PROTOCOLS = ("grpc", "http/protobuf")
 
 
@@ -76,6 +84,27 @@ def env_value_cap() -> int:
     return cap
 
 
+def export_timeout_s() -> float:
+    """Seconds an OTLP export may take, retries included: the traces variable, else the general one."""
+    for name in TIMEOUT_VARIABLES:
+        raw = (os.environ.get(name) or "").strip()
+        if not raw:
+            continue
+        try:
+            seconds = float(raw)
+        except ValueError:
+            seconds = -1.0
+        if not 0 < seconds < float("inf"):  # NaN fails too
+            raise ConfigError(f"{name} must be a positive number of seconds, not {raw!r}")
+        return seconds
+    return DEFAULT_EXPORT_TIMEOUT_S
+
+
+def shutdown_bound_s() -> float:
+    """The longest ``Tracing.shutdown`` waits for the network: the export timeout plus the grace."""
+    return export_timeout_s() + SHUTDOWN_GRACE_S
+
+
 @dataclass
 class TracingOptions:
     otlp_file: Path | None = None
@@ -96,6 +125,8 @@ class Tracing:
     telemetry: Telemetry
     options: TracingOptions
     network_exporters: list[SpanExporter] = field(default_factory=list)
+    network_processors: list[NetworkExportProcessor] = field(default_factory=list)
+    export_timeout_s: float = DEFAULT_EXPORT_TIMEOUT_S
 
     @property
     def enabled(self) -> bool:
@@ -108,37 +139,41 @@ class Tracing:
     def add_listener(self, listener: EventListener) -> None:
         self.telemetry.listeners.append(listener)
 
-    def shutdown(self, bound_s: float = SHUTDOWN_BOUND_S) -> bool:
+    def shutdown(self, bound_s: float | None = None) -> bool:
         """Flush and stop, bounded: a hanging receiver never holds the process.
 
-        Returns False when the bound was reached (the flush goes on in a daemon
-        thread that dies with the process; only network copies can be lost).
+        ``bound_s`` defaults to the export timeout plus SHUTDOWN_GRACE_S. Returns False
+        when the bound was reached (the flush goes on in a daemon thread that dies with
+        the process; only network copies can be lost). One warning per endpoint that
+        did not get every span says how many it missed.
         """
         if self.provider is None:
             return True
+        if bound_s is None:
+            bound_s = self.export_timeout_s + SHUTDOWN_GRACE_S
+        for processor in self.network_processors:
+            processor.begin_exit()
         worker = threading.Thread(target=self.provider.shutdown, name="otel-agents-shutdown", daemon=True)
         worker.start()
         worker.join(bound_s)
-        if not worker.is_alive():
-            return True
-        for exporter in self.network_exporters:
-            if isinstance(exporter, NetworkExportFilter):
-                exporter.abandon(bound_s)  # the one warning, if the endpoint never answered
-        return False
+        finished = not worker.is_alive()
+        for processor in self.network_processors:
+            report = processor.exit_report(finished, bound_s)
+            if report is not None:
+                processor.exporter.warn(report)
+        return finished
 
 
-def _otlp_exporter(protocol: str) -> SpanExporter:
-    timeout_set = any(
-        os.environ.get(v) for v in ("OTEL_EXPORTER_OTLP_TIMEOUT", "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT")
-    )
-    kwargs = {} if timeout_set else {"timeout": DEFAULT_EXPORT_TIMEOUT_S}
+def otlp_exporter(protocol: str, timeout_s: float, **kwargs: Any) -> SpanExporter:
+    """The stock exporter of ``protocol``, its timeout always given (the gRPC one reads only
+    the general variable, and both default to 10 s): one timeout governs send and exit."""
     if protocol == "grpc":
         from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcExporter
 
-        return GrpcExporter(**kwargs)
+        return GrpcExporter(timeout=timeout_s, **kwargs)
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpExporter
 
-    return HttpExporter(**kwargs)
+    return HttpExporter(timeout=timeout_s, **kwargs)
 
 
 def configure_tracing(options: TracingOptions | None = None) -> Tracing:
@@ -146,7 +181,15 @@ def configure_tracing(options: TracingOptions | None = None) -> Tracing:
     if env_flag("OTEL_SDK_DISABLED", False):
         return Tracing(None, Telemetry(trace.NoOpTracer()), options)
 
+    try:
+        sampler = sampler_from_env()
+    except SamplerConfigError as exc:
+        raise ConfigError(str(exc)) from None
+    timeout_s = export_timeout_s()
     provider = TracerProvider(
+        # Every span is recorded whatever OTEL_TRACES_SAMPLER says (the SDK's default would
+        # read it): the sampler only chooses what is sent, in NetworkExportProcessor.
+        sampler=ALWAYS_ON,
         resource=make_resource(),
         # Nothing may be dropped locally: events carry the conversation. The
         # network copies are bounded by NetworkExportFilter instead.
@@ -159,7 +202,8 @@ def configure_tracing(options: TracingOptions | None = None) -> Tracing:
             max_span_attributes=SpanLimits.UNSET,  # max_attributes alone leaves spans at 128
         ),
     )
-    tracing = Tracing(provider, Telemetry(provider.get_tracer(TRACER_NAME, __version__)), options)
+    tracing = Tracing(provider, Telemetry(provider.get_tracer(TRACER_NAME, __version__)), options,
+                      export_timeout_s=timeout_s)
 
     exporters = [e.strip().lower() for e in (os.environ.get("OTEL_TRACES_EXPORTER") or "otlp").split(",")]
     endpoint = os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
@@ -182,7 +226,7 @@ def configure_tracing(options: TracingOptions | None = None) -> Tracing:
             check_endpoint(endpoint, protocol)
             _quiet_exporter_loggers()
             exporter = NetworkExportFilter(
-                _otlp_exporter(protocol),
+                otlp_exporter(protocol, timeout_s),
                 export_content=options.export_content,
                 describe=f"OTLP endpoint {endpoint} ({protocol})",
                 limits=ExportLimits(value_cap=options.value_cap),
@@ -191,11 +235,13 @@ def configure_tracing(options: TracingOptions | None = None) -> Tracing:
             raise ConfigError(f"unsupported OTEL_TRACES_EXPORTER {name!r} (use otlp, console or none)")
         tracing.network_exporters.append(exporter)
         processor = (
-            BatchSpanProcessor(exporter, export_timeout_millis=int(DEFAULT_EXPORT_TIMEOUT_S * 1000))
+            BatchSpanProcessor(exporter, export_timeout_millis=int(timeout_s * 1000))
             if options.batch
             else SimpleSpanProcessor(exporter)
         )
-        provider.add_span_processor(processor)
+        network = NetworkExportProcessor(processor, exporter, TraceSampling(sampler) if sampler else None)
+        tracing.network_processors.append(network)
+        provider.add_span_processor(network)
 
     if options.otlp_file is not None:
         provider.add_span_processor(SimpleSpanProcessor(OtlpJsonFileExporter(options.otlp_file)))

@@ -275,32 +275,76 @@ class _Raising(SpanExporter):
         pass
 
 
-def test_a_failing_endpoint_warns_once_pauses_and_never_raises():
+def _named(prefix: str, count: int = 3) -> list:
+    return _finished(lambda tracer: [tracer.start_span(f"{prefix}{i}").end() for i in range(count)])
+
+
+def _http_filter(receiver, now: list[float], warnings: list[str]) -> NetworkExportFilter:
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpSpanExporter
+
+    return NetworkExportFilter(
+        HttpSpanExporter(endpoint=receiver.traces_url, timeout=2), warn=warnings.append, clock=lambda: now[0]
+    )
+
+
+# Changed by issue 19: a failure no longer drops the batches of the next seconds; they are
+# held and sent with the next attempt, and nothing is said during the run (the exit report counts).
+def test_a_failing_endpoint_holds_spans_pauses_and_never_raises():
     warnings: list[str] = []
     now = [100.0]
-    spans = _finished(lambda tracer: [tracer.start_span(f"s{i}").end() for i in range(3)])
     with HttpTraceReceiver("refuse", refuse_status=403) as receiver:
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpSpanExporter
-
-        wrapper = NetworkExportFilter(
-            HttpSpanExporter(endpoint=receiver.traces_url, timeout=2), warn=warnings.append, clock=lambda: now[0]
-        )
-        assert wrapper.export(spans) is SpanExportResult.FAILURE
-        now[0] += 5  # within the pause: given up without asking the endpoint again
-        assert wrapper.export(spans) is SpanExportResult.FAILURE
-        assert len(receiver.calls) == 1 and wrapper.skipped_spans == 3
-        now[0] += wrapper.pause_after_failure_s  # after it: tried again
-        assert wrapper.export(spans) is SpanExportResult.FAILURE
-        assert len(receiver.calls) == 2
+        wrapper = _http_filter(receiver, now, warnings)
+        assert wrapper.export(_named("a")) is SpanExportResult.FAILURE
+        now[0] += wrapper.pause_after_failure_s / 2  # within the pause: held without asking again
+        assert wrapper.export(_named("b")) is SpanExportResult.FAILURE
+        assert len(receiver.calls) == 1 and wrapper.skipped_spans == 3 and wrapper.held == 6
+        now[0] += wrapper.pause_after_failure_s  # after it: tried again, with what was held
+        assert wrapper.export(_named("c")) is SpanExportResult.FAILURE
+        assert len(receiver.calls) == 2 and wrapper.held == 9 and wrapper.delivered == 0
         receiver.set_mode("ok")
         now[0] += wrapper.pause_after_failure_s
-        assert wrapper.export(spans) is SpanExportResult.SUCCESS
-        assert wrapper.export(spans) is SpanExportResult.SUCCESS  # no pause after a success
-        assert len(receiver.spans()) == 6
+        assert wrapper.export(_named("d")) is SpanExportResult.SUCCESS
+        assert wrapper.export(_named("e")) is SpanExportResult.SUCCESS  # no pause after a success
+        names = sorted(span.name for span in receiver.spans())
+        assert names == sorted(f"{p}{i}" for p in "abcde" for i in range(3))  # each once, none lost
+        assert wrapper.delivered == 15 and wrapper.held == 0
     raising = NetworkExportFilter(_Raising(), warn=warnings.append)
-    assert raising.export(spans) is SpanExportResult.FAILURE
-    assert len(warnings) == 2  # one per endpoint, whatever the number of failures
-    assert "ConnectionError: socket exploded" in warnings[1] and "local session artifacts are complete" in warnings[1]
+    assert raising.export(_named("f")) is SpanExportResult.FAILURE
+    assert raising.failure == "ConnectionError: socket exploded" and raising.delivered == 0
+    assert warnings == []  # said once at exit, by the processor's report, and only if spans were lost
+
+
+def test_exit_gives_held_spans_one_more_attempt_and_only_one():
+    warnings: list[str] = []
+    now = [100.0]
+    with HttpTraceReceiver("refuse", refuse_status=403) as receiver:
+        wrapper = _http_filter(receiver, now, warnings)
+        wrapper.export(_named("a"))
+        wrapper.begin_exit()  # within the pause, but the final flush tries at once
+        assert wrapper.export(_named("b")) is SpanExportResult.FAILURE and len(receiver.calls) == 2
+        assert wrapper.export(_named("c")) is SpanExportResult.FAILURE and len(receiver.calls) == 2
+        wrapper.shutdown()  # failed at exit already: not one more timeout
+        assert len(receiver.calls) == 2 and wrapper.held == 9
+    with HttpTraceReceiver("refuse", refuse_status=403) as receiver:
+        wrapper = _http_filter(receiver, now, warnings)
+        wrapper.export(_named("a"))
+        receiver.set_mode("ok")  # the backend is back; nothing new is queued at exit
+        wrapper.begin_exit()
+        wrapper.shutdown()
+        assert sorted(s.name for s in receiver.spans()) == ["a0", "a1", "a2"] and wrapper.delivered == 3
+
+
+def test_held_spans_are_bounded_oldest_first():
+    with HttpTraceReceiver("refuse", refuse_status=403) as receiver:
+        wrapper = _http_filter(receiver, [0.0], [])
+        wrapper.max_held_bytes = 4 * encoded_size(_named("x", 1))  # room for a few small spans, not ten
+        wrapper.export(_named("a", 10))
+        assert 1 <= wrapper.held < 10 and wrapper.discarded == 10 - wrapper.held
+        receiver.set_mode("ok")
+        wrapper.begin_exit()
+        wrapper.shutdown()
+        kept = [s.name for s in receiver.spans()]
+        assert kept == [f"a{i}" for i in range(10 - len(kept), 10)]  # the newest were kept
 
 
 def test_the_test_receiver_enforces_the_collector_default_message_limit():
