@@ -224,7 +224,7 @@ def configure_tracing(options: TracingOptions | None = None) -> Tracing:
                 continue  # nothing configured: nothing sent, nothing said
             protocol = otlp_protocol()
             check_endpoint(endpoint, protocol)
-            _quiet_exporter_loggers()
+            quiet_exporter_loggers()
             exporter = NetworkExportFilter(
                 otlp_exporter(protocol, timeout_s),
                 export_content=options.export_content,
@@ -282,7 +282,7 @@ def check_endpoint(endpoint: str, protocol: str) -> None:
         raise ConfigError(f"invalid OTLP endpoint {endpoint!r} for {protocol} (expected e.g. {hint})")
 
 
-def _quiet_exporter_loggers() -> None:
+def quiet_exporter_loggers() -> None:
     # The OTLP exporters log a warning per retry and a traceback per failure;
     # NetworkExportFilter reports a failed endpoint once instead.
     for name in ("opentelemetry.exporter.otlp", "opentelemetry.sdk.trace.export"):

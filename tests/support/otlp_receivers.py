@@ -30,6 +30,10 @@ at any time with ``set_mode``:
     up (gRPC deadline / HTTP connection closed) or the receiver stops, so a
     hanging receiver never blocks :meth:`stop` or interpreter exit.
 
+``HttpTraceReceiver(first_answer_delay=S)`` is a cold backend: in ``"ok"`` mode
+its first request is stored and answered only after ``S`` seconds, even if the
+client gave up meanwhile (as a cold MLflow server did); later ones at once.
+
 Only calls answered successfully in ``"ok"`` mode count as received data
 (``requests`` / ``spans()``); every call, whatever its outcome, is recorded
 in ``calls`` with its headers, so retries can be counted.
@@ -545,6 +549,9 @@ class _TraceHandler(http.server.BaseHTTPRequestHandler):
 
         mode = receiver.mode
         if mode == "ok":
+            delay = receiver._first_delay()
+            if delay:
+                receiver._stopping.wait(delay)
             receiver._record(ReceivedCall(request=request, headers=headers, outcome="ok"))
             self._reply(200, ExportTraceServiceResponse().SerializeToString())
             return
@@ -582,8 +589,11 @@ class HttpTraceReceiver(_ReceiverBase):
         refuse_status: int = 503,
         hang_seconds: float = 30.0,
         retry_after: float | None = None,
+        first_answer_delay: float = 0.0,
     ) -> None:
         self.refuse_status = refuse_status
+        self.first_answer_delay = first_answer_delay
+        self._delayed_once = False
         super().__init__(mode, hang_seconds, retry_after)
         self._server: _HttpServer | None = None
         self._thread: threading.Thread | None = None
@@ -592,6 +602,13 @@ class HttpTraceReceiver(_ReceiverBase):
         if refuse_status is not None:
             self.refuse_status = refuse_status
         super().set_mode(mode, **kwargs)
+
+    def _first_delay(self) -> float:
+        with self._cond:
+            if self._delayed_once:
+                return 0.0
+            self._delayed_once = True
+            return self.first_answer_delay
 
     @property
     def traces_url(self) -> str:

@@ -258,6 +258,22 @@ def test_http_roundtrip_env_base_endpoint(monkeypatch: pytest.MonkeyPatch, compr
         assert headers.get("content-encoding") == (None if compression == "none" else "gzip")
 
 
+def test_http_first_answer_delay_is_a_cold_backend() -> None:
+    with HttpTraceReceiver(first_answer_delay=1.0) as receiver:
+        exporter = RecordingExporter(HttpSpanExporter(endpoint=receiver.traces_url, timeout=0.5))
+        provider = _provider(exporter)
+        provider.get_tracer(SCOPE).start_span("first").end()
+        started = time.monotonic()
+        provider.force_flush()  # the client gives up after 0.5 s...
+        assert time.monotonic() - started < 0.95 and exporter.results == [SpanExportResult.FAILURE]
+        assert [s.name for s in receiver.wait_for_spans(1, timeout=3)] == ["first"]  # ...and it is stored late
+        provider.get_tracer(SCOPE).start_span("second").end()
+        provider.force_flush()  # later requests are answered at once
+        provider.shutdown()
+        assert exporter.results[-1] == SpanExportResult.SUCCESS
+        assert [s.name for s in receiver.spans()] == ["first", "second"]
+
+
 def test_http_constructor_endpoint_needs_full_path() -> None:
     with HttpTraceReceiver() as receiver:
         exporter = HttpSpanExporter(endpoint=receiver.traces_url, timeout=TIMEOUT_S)
