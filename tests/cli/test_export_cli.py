@@ -1,0 +1,131 @@
+"""``otel-agents export``: bad input is exit 2 with one line, a refusing endpoint exit 1 with the count,
+and the session is only read, also while another process owns it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+from click.testing import CliRunner
+
+from otel_agents.cli import cli
+from otel_agents.persistence.ownership import take
+from support.otlp_receivers import HttpTraceReceiver
+
+PROMPT = "Create Jack and Jill for a cafe discussion"
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory) -> tuple[Path, str]:
+    """One demo session, recorded by a real run with no endpoint."""
+    home = tmp_path_factory.mktemp("export") / "home"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    env["OTEL_AGENTS_HOME"] = str(home)
+    result = subprocess.run([sys.executable, "-m", "otel_agents", "run", PROMPT], env=env,
+                            capture_output=True, text=True, timeout=120, cwd=home.parent)
+    assert result.returncode == 0, result.stderr
+    return home, result.stderr.strip().splitlines()[-1].split("session: ", 1)[1]
+
+
+@pytest.fixture
+def env(saved, monkeypatch):
+    for var in list(os.environ):
+        if var.startswith("OTEL_"):
+            monkeypatch.delenv(var)
+    monkeypatch.setenv("OTEL_AGENTS_HOME", str(saved[0]))
+    return monkeypatch
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(cli, ["export", *args], catch_exceptions=False)
+
+
+def _journal(directory: Path) -> list[dict]:
+    return [orjson.loads(line) for line in (directory / "spans.jsonl").read_bytes().splitlines()]
+
+
+def _files(directory: Path) -> dict[str, tuple[bytes, int]]:
+    return {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in sorted(directory.iterdir())}
+
+
+@pytest.mark.parametrize(
+    "args, variables, message",
+    [
+        ((), {}, "Error: no OTLP endpoint: give --endpoint URL or set OTEL_EXPORTER_OTLP_ENDPOINT"),
+        (("--endpoint", "localhost:4318"), {}, "Error: invalid OTLP endpoint 'localhost:4318' for http/protobuf"),
+        (("--endpoint", "http://127.0.0.1:4318", "--headers", "garbage"), {},
+         "Error: --headers must be key=value pairs separated by commas, not 'garbage'"),
+        (("--endpoint", "http://127.0.0.1:4318"), {"OTEL_EXPORTER_OTLP_TIMEOUT": "soon"},
+         "Error: OTEL_EXPORTER_OTLP_TIMEOUT must be a positive number of seconds, not 'soon'"),
+        (("--endpoint", "http://127.0.0.1:4318"), {"OTEL_EXPORTER_OTLP_PROTOCOL": "thrift"},
+         "Error: unsupported OTEL_EXPORTER_OTLP_PROTOCOL 'thrift'"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(saved, env, args, variables, message):
+    for name, value in variables.items():
+        env.setenv(name, value)
+    result = invoke(saved[1], *args)
+    assert result.exit_code == 2
+    assert result.stderr.startswith(message)
+    assert len(result.stderr.strip().splitlines()) == 1 and result.stdout == ""
+
+
+def test_unknown_sessions_and_sessions_without_a_journal_are_refused(saved, env, tmp_path):
+    result = invoke("20990101-000000-abcdef", "--endpoint", "http://127.0.0.1:4318")
+    assert result.exit_code == 2 and "no session '20990101-000000-abcdef'" in result.stderr
+    sessions = tmp_path / "sessions"
+    shutil.copytree(saved[0] / "sessions" / saved[1], sessions / saved[1])
+    (sessions / saved[1] / "spans.jsonl").unlink()
+    result = invoke(saved[1], "--endpoint", "http://127.0.0.1:4318", "--sessions-dir", str(sessions))
+    assert result.exit_code == 2
+    assert result.stderr.strip() == f"Error: session {saved[1]} has no span journal ({sessions / saved[1] / 'spans.jsonl'})"
+
+
+def test_an_endpoint_that_refuses_is_exit_1_with_the_count(saved, env):
+    spans = sum(1 for line in _journal(saved[0] / "sessions" / saved[1]) if "end" in line)
+    with HttpTraceReceiver("refuse", refuse_status=403) as receiver:  # not retried: refused at once
+        result = invoke(saved[1], "--endpoint", receiver.endpoint, "--headers", "authorization=Bearer%20t")
+        assert [h["authorization"] for h in receiver.headers] == ["Bearer t"]
+    assert result.exit_code == 1
+    assert result.stdout.strip() == f"0 of {spans} spans of session {saved[1]} sent to {receiver.traces_url}"
+    assert result.stderr.strip() == (
+        f"error: {spans} of {spans} spans not delivered to {receiver.traces_url} "
+        "(refused, unreachable or no answer in time)"
+    )
+
+
+def test_export_only_reads_and_leaves_out_what_a_live_writer_has_not_ended(saved, env, tmp_path):
+    sessions = tmp_path / "sessions"
+    directory = sessions / saved[1]
+    shutil.copytree(saved[0] / "sessions" / saved[1], directory)
+    lines = (directory / "spans.jsonl").read_bytes().splitlines(keepends=True)
+    root = next(orjson.loads(l)["start"] for l in lines if b'"start"' in l and b'"parent"' not in l)
+    # The root never ended: as a run still going (or a dead writer) leaves it.
+    (directory / "spans.jsonl").write_bytes(b"".join(l for l in lines if orjson.loads(l).get("end") != root))
+    ended = {line["end"] for line in _journal(directory) if "end" in line}
+    command = [sys.executable, "-m", "otel_agents", "export", saved[1], "--sessions-dir", str(sessions), "--json"]
+    with HttpTraceReceiver() as receiver:
+        # No writer: the open root goes as interrupted, as every reader shows it.
+        dead = CliRunner().invoke(cli, ["export", saved[1], "--endpoint", receiver.endpoint, "--sessions-dir", str(sessions)])
+        assert dead.exit_code == 0, dead.stderr
+        assert {s.span_id for s in receiver.spans()} == ended | {root}
+        (sent_root,) = [s for s in receiver.spans() if s.span_id == root]
+        assert sent_root.end_time_unix_nano > 0
+        receiver.clear()
+        owner = take(directory)  # another process writes the session: reading is allowed
+        try:
+            before = _files(directory)
+            live = subprocess.run(command + ["--endpoint", receiver.endpoint], capture_output=True, text=True,
+                                  timeout=60, env={**os.environ, "PYTHONPATH": os.environ.get("PYTHONPATH", "")})
+            assert _files(directory) == before  # nothing written, not even the lock file
+        finally:
+            owner.release()
+        assert live.returncode == 0, live.stderr
+        summary = orjson.loads(live.stdout)
+        assert summary["still_open"] == 1 and summary["spans"] == summary["delivered"] == len(ended)
+        assert {s.span_id for s in receiver.spans()} == ended
