@@ -54,7 +54,6 @@ DEFAULT_SERVICE_NAME = "otel-agents"
 # A receiver that is down or hangs may cost at most the export timeout plus the grace at exit.
 DEFAULT_EXPORT_TIMEOUT_S = 3.0
 SHUTDOWN_GRACE_S = 1.0
-SHUTDOWN_BOUND_S = DEFAULT_EXPORT_TIMEOUT_S + SHUTDOWN_GRACE_S  # with the default timeout
 TIMEOUT_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT")
 PROTOCOLS = ("grpc", "http/protobuf")
 
