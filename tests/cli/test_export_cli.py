@@ -129,3 +129,16 @@ def test_export_only_reads_and_leaves_out_what_a_live_writer_has_not_ended(saved
         summary = orjson.loads(live.stdout)
         assert summary["still_open"] == 1 and summary["spans"] == summary["delivered"] == len(ended)
         assert {s.span_id for s in receiver.spans()} == ended
+
+
+def test_the_protocol_variable_picks_grpc(saved, env):
+    from support.otlp_receivers import GrpcTraceReceiver
+
+    ended = {line["end"] for line in _journal(saved[0] / "sessions" / saved[1]) if "end" in line}
+    env.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
+    with GrpcTraceReceiver() as receiver:
+        result = invoke(saved[1], "--endpoint", receiver.endpoint, "--json")
+        received = {s.span_id for s in receiver.spans()}
+    assert result.exit_code == 0, result.stderr
+    assert orjson.loads(result.stdout)["endpoint"] == receiver.endpoint  # gRPC takes host:port, no path
+    assert received == ended
