@@ -34,7 +34,6 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -43,8 +42,8 @@ from otel_agents.persistence.journal import JournalError, JournalWriter, read_jo
 from otel_agents.persistence.ledger_records import ledger_records
 from otel_agents.persistence.notices import Warn, stderr_warning
 from otel_agents.persistence.sink_ledger import RunBilling, failure_reason
-from otel_agents.persistence.sink_meta import MetaKeeper
-from otel_agents.persistence.store import SessionStore, StoreError, checkpoint_is_current, checkpoint_mark, make_payload
+from otel_agents.persistence.sink_derived import CheckpointPolicy, DerivedFiles, RecorderStats
+from otel_agents.persistence.store import SessionStore, StoreError, checkpoint_is_current
 from otel_agents.persistence.timestamps import parse_iso_ts
 from otel_agents.persistence.tree import assemble_session, build_tree, merge_trees
 from otel_agents.persistence.tree_encoding import TreeEncoder
@@ -54,48 +53,12 @@ from otel_agents.tracing.spandata import SpanData
 
 _MESSAGE_ID = sc.EVENT_FIELD_PREFIX + "message_id"
 
-@dataclass(frozen=True)
-class CheckpointPolicy:
-    """When a sub-agent invocation or a run ends, write the tree only if it grew enough.
-
-    Rewriting the whole tree at every sub-agent or run end costs O(n^2) bytes
-    over a session. Writing only once the tree has grown by ``growth`` times its
-    size at the last write (measured from at least ``min_bytes``) makes the sizes
-    of successive writes a geometric series: all checkpoints together cost at
-    most ``(1 + growth) / growth`` times the final tree, plus the final write of
-    ``close()``. The journal makes every finished span durable in between. Sizes
-    are the bytes of spans.jsonl and events.jsonl, which grow as the tree does.
-    """
-
-    growth: float = 1.0
-    min_bytes: int = 16_384
-
-    def due(self, pending: int, written: int) -> bool:
-        return pending >= self.growth * max(written, self.min_bytes)
-
-
-@dataclass
-class RecorderStats:
-    checkpoints: int = 0  # tree.json.gz writes
-    tree_bytes_written: int = 0  # compressed bytes, all writes together
-    last_tree_bytes: int = 0
-    meta_writes: int = 0
-    meta_bytes_written: int = 0
-    event_lines: int = 0
-    journal_lines: int = 0
-    journal_bytes_written: int = 0
-    ledger_records_written: int = 0
-    ledger_bytes_read: int = 0  # of the ledger, for the ids already in it (all sessions' records)
-    base_spans: int = 0  # spans of earlier runs loaded from the journal (resume)
-    tree_json_compressed: int = 0  # JSON bytes gzipped for tree writes (unchanged runs are copied, not gzipped again)
-
-
 def _start_of(span: SpanData) -> SpanData:
     """A span as its start line gives it back (an end that came without its start)."""
     return dataclasses.replace(span, end_ns=None, events=(), status="UNSET", status_message=None)
 
 
-class SessionSink(MetaKeeper):
+class SessionSink(DerivedFiles):
     """Writes one session directory (and its runs' ledger records) from plain span data.
 
     ``resume=True`` continues a saved session, so checkpoints and the final tree hold
@@ -160,7 +123,7 @@ class SessionSink(MetaKeeper):
         self._run_end_due = False
         self._store_failed = False
         self._closed = False
-        MetaKeeper.__init__(self)
+        DerivedFiles.__init__(self)
         if resume:
             self._load_saved(from_journal)
         if self.created_ns is None:
@@ -348,36 +311,6 @@ class SessionSink(MetaKeeper):
             part = build_tree(spans, self.session_id)
             nodes = self._trace_nodes[trace_id] = (part["runs"], part["ops"])
         return nodes
-
-    def _checkpoint_due(self) -> bool:
-        return self.policy.due(self._appended() - self._appended_at_checkpoint,
-                               self._saved_bytes + self._appended_at_checkpoint)
-
-    def _appended(self) -> int:
-        return self._journal.bytes_written + self._events.bytes_written
-
-    def checkpoint(self, tree: dict[str, Any] | None = None) -> dict[str, Any] | None:
-        """Write tree.json.gz and meta.json now; returns the tree written (None if not written)."""
-        with self._lock:
-            if self._store_failed:
-                return None
-            try:
-                tree = tree if tree is not None else self.tree()
-                meta = self._meta(tree)
-                written = self.store.save_tree(make_payload(tree, meta), encoder=self._tree_encoder)
-                meta["checkpoint"] = checkpoint_mark(self.store)
-                self._save_meta(meta)
-                self._settle_tree(tree, meta)
-            except Exception as exc:
-                self._fail_store(exc)
-                return None
-            self.stats.checkpoints += 1
-            self.stats.tree_json_compressed = self._tree_encoder.compressed_bytes
-            self.stats.tree_bytes_written += written
-            self.stats.last_tree_bytes = written
-            self._appended_at_checkpoint = self._appended()
-            self._dirty = False
-            return tree
 
     def _run_ended(self, root: SpanData) -> None:
         # The journal already holds every span of the run, so the ledger need not wait

@@ -1,18 +1,57 @@
-"""meta.json as the session sink keeps it: at run starts and ends, from the settled runs rather than the whole tree."""
+"""The session sink's derived files: tree.json.gz checkpoints (when, how) and meta.json (from the settled runs)."""
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any, Mapping
 
-from otel_agents.persistence.store import closed_meta, created_ns_of, make_meta, meta_after_run, run_summary, this_writer
+from otel_agents.persistence.store import (
+    checkpoint_mark, closed_meta, created_ns_of, make_meta, make_payload, meta_after_run, run_summary, this_writer,
+)
 from otel_agents.persistence.timestamps import iso_ts, parse_iso_ts
 from otel_agents.tracing import semconv as sc
 from otel_agents.tracing.spandata import SpanData
 
 
-class MetaKeeper:
-    """The meta.json half of :class:`~otel_agents.persistence.session_sink.SessionSink` (a mixin of it).
+@dataclass(frozen=True)
+class CheckpointPolicy:
+    """When a sub-agent invocation or a run ends, write the tree only if it grew enough.
+
+    Rewriting the whole tree at every sub-agent or run end costs O(n^2) bytes
+    over a session. Writing only once the tree has grown by ``growth`` times its
+    size at the last write (measured from at least ``min_bytes``) makes the sizes
+    of successive writes a geometric series: all checkpoints together cost at
+    most ``(1 + growth) / growth`` times the final tree, plus the final write of
+    ``close()``. The journal makes every finished span durable in between. Sizes
+    are the bytes of spans.jsonl and events.jsonl, which grow as the tree does.
+    """
+
+    growth: float = 1.0
+    min_bytes: int = 16_384
+
+    def due(self, pending: int, written: int) -> bool:
+        return pending >= self.growth * max(written, self.min_bytes)
+
+
+@dataclass
+class RecorderStats:
+    checkpoints: int = 0  # tree.json.gz writes
+    tree_bytes_written: int = 0  # compressed bytes, all writes together
+    last_tree_bytes: int = 0
+    meta_writes: int = 0
+    meta_bytes_written: int = 0
+    event_lines: int = 0
+    journal_lines: int = 0
+    journal_bytes_written: int = 0
+    ledger_records_written: int = 0
+    ledger_bytes_read: int = 0  # of the ledger, for the ids already in it (all sessions' records)
+    base_spans: int = 0  # spans of earlier runs loaded from the journal (resume)
+    tree_json_compressed: int = 0  # JSON bytes gzipped for tree writes (unchanged runs are copied, not gzipped again)
+
+
+class DerivedFiles:
+    """The derived-files half of :class:`~otel_agents.persistence.session_sink.SessionSink` (a mixin of it).
 
     A run's end costs its own run, not the session: meta.json comes from the runs
     before it (settled) and this run. Building the whole tree at each run's end made a
@@ -36,6 +75,36 @@ class MetaKeeper:
             self._settle(meta, parse_iso_ts(meta["updated"]))
         except (KeyError, TypeError, ValueError):
             pass
+
+    def _checkpoint_due(self) -> bool:
+        return self.policy.due(self._appended() - self._appended_at_checkpoint,
+                               self._saved_bytes + self._appended_at_checkpoint)
+
+    def _appended(self) -> int:
+        return self._journal.bytes_written + self._events.bytes_written
+
+    def checkpoint(self, tree: dict[str, Any] | None = None) -> dict[str, Any] | None:
+        """Write tree.json.gz and meta.json now; returns the tree written (None if not written)."""
+        with self._lock:
+            if self._store_failed:
+                return None
+            try:
+                tree = tree if tree is not None else self.tree()
+                meta = self._meta(tree)
+                written = self.store.save_tree(make_payload(tree, meta), encoder=self._tree_encoder)
+                meta["checkpoint"] = checkpoint_mark(self.store)
+                self._save_meta(meta)
+                self._settle_tree(tree, meta)
+            except Exception as exc:
+                self._fail_store(exc)
+                return None
+            self.stats.checkpoints += 1
+            self.stats.tree_json_compressed = self._tree_encoder.compressed_bytes
+            self.stats.tree_bytes_written += written
+            self.stats.last_tree_bytes = written
+            self._appended_at_checkpoint = self._appended()
+            self._dirty = False
+            return tree
 
     def _run_started(self, root: SpanData) -> None:
         """meta.json says "running" from the last one written (building a tree here would cost a run's worth)."""
