@@ -8,10 +8,10 @@ Two steps, so that nothing is written unless everything is valid:
   there and ended here completes it, new runs are added, and a record (message
   id) that differs from the saved one, or sits on another span, is an
   :class:`ImportConflict`;
-- :func:`apply_import` appends the new records to ``events.jsonl`` and the new
-  spans to ``spans.jsonl``, writes ``tree.json.gz`` and ``meta.json`` (built from
-  exactly those files, as ``load_artifacts`` rebuilds them), and appends the
-  ledger records (ids dedupe).
+- :func:`apply_import` feeds the new records and spans to the session's
+  :class:`~otel_agents.persistence.session_sink.SessionSink`, the writer a live run
+  uses (events.jsonl, spans.jsonl, then ``tree.json.gz`` and ``meta.json`` once), and
+  appends the ledger records (ids dedupe).
 
 Traces without a session id (other software's) become sessions named after
 their trace id, ``trace-<first 16 hex digits>``. Two different spans with the
@@ -30,14 +30,12 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from otel_agents.persistence.artifacts import mark_billed
-from otel_agents.persistence.events_file import EventLine, EventsFileError, EventsWriter, read_event_lines
+from otel_agents.persistence.events_file import EventLine, EventsFileError, read_event_lines
 from otel_agents.persistence.journal import (
     JournalError,
-    JournalWriter,
     context_line,
     decode,
     encode,
-    end_line,
     is_record_event,
     read_journal,
     rebuild,
@@ -48,13 +46,7 @@ from otel_agents.persistence.ledger_records import ledger_records
 from otel_agents.persistence.notices import stderr_warning
 from otel_agents.persistence.private import open_private_append
 from otel_agents.persistence.paths import InvalidSessionId, Paths
-from otel_agents.persistence.store import (
-    SessionStore,
-    StoreError,
-    checkpoint_mark,
-    closed_meta,
-    created_ns_of,
-)
+from otel_agents.persistence.store import SessionStore, StoreError, created_ns_of
 from otel_agents.persistence.timestamps import iso_ts
 from otel_agents.persistence.tree import build_tree, group_by_session
 from otel_agents.tracing.decoding import ORIGINAL_SPAN_ID
@@ -365,38 +357,30 @@ def apply_import(plans: Sequence[SessionImport], sessions_dir: Path, billing_fil
 
 
 def _write_session(store: SessionStore, plan: SessionImport) -> None:
-    from otel_agents.persistence.store import make_payload
+    """The plan through the one session writer (session_sink.py), as a live run would have written it.
 
-    events = EventsWriter(store.events_path)
-    try:
-        for line in plan.new_records:
-            events.append(line.record, _ns(line.ts), line.trace_id, line.span_id)
-    finally:
-        events.close()
+    Records first (each is already on its span's events), then each new span's start and
+    end, then the ends of saved spans that were open; the tree and meta.json once, at the end.
+    """
+    from otel_agents.persistence.session_sink import SessionSink
+
+    warnings: list[str] = []
+    sink = SessionSink(store, plan.session_id, resume=plan.existed, from_journal=True, live=False,
+                       created_ns=plan.created_ns or time.time_ns(), warn=warnings.append)
+    for line in plan.new_records:
+        sink.record(line.record, _ns(line.ts), line.trace_id, line.span_id)
     open_private_append(store.events_path).close()  # a session of another software's trace has no records, but the file is part of it
-    lines: list[dict[str, Any]] = []
-    contexts: set[str] = set()
     for span in plan.new_spans:
-        context = context_line(span.resource, span.scope)
-        if context["ctx"] not in contexts:
-            contexts.add(context["ctx"])
-            lines.append(context)
-        lines.extend(span_lines(span))
-    for started, ended in plan.completed:
-        lines.append(end_line(ended, started))
-    journal = JournalWriter(store.journal_path)
-    try:
-        journal.write(lines)
-    finally:
-        journal.close()
-    # The tree as load_artifacts rebuilds it from the files just written.
-    spans = spans_from_journal(read_journal(store.journal_path), read_event_lines(store.events_path))
-    tree = build_tree(spans, plan.session_id)
+        sink.start(span)
+        if span.end_ns is not None:
+            sink.end(span)
+    for _, ended in plan.completed:
+        sink.end(ended)
+    tree = sink.checkpoint()
+    sink.close()
+    if not sink.saved_everything or tree is None:
+        raise StoreError(warnings[0] if warnings else f"cannot save session {plan.session_id}")
     plan.tree = tree
-    meta = closed_meta(tree, created_ns=plan.created_ns or time.time_ns(), updated_ns=time.time_ns())
-    store.save_tree(make_payload(tree, meta))
-    meta["checkpoint"] = checkpoint_mark(store)
-    store.write_meta(meta)
 
 
 def _ns(ts: str | None) -> int:

@@ -4,10 +4,11 @@ A :class:`SessionRecorder` does real work per span (a redacted copy, two journal
 lines, the tree's nodes, checkpoints): done in the run's thread it was most of the
 cost of tracing. :func:`fork_recorder` forks after the recorder is built (a resumed
 session's saved state included), and the child runs it on the other core. The run
-keeps a :class:`RecorderLink`, a span processor and Telemetry listener that only
-copies each span's fields and sends them down a pipe; the child rebuilds the span
-and hands it to the recorder, so everything written is exactly what the recorder
-would write in-process.
+keeps a :class:`~otel_agents.persistence.recorder_link.RecorderLink`, a span
+processor and Telemetry listener that only sends each span's SpanData fields down a
+pipe; the child builds the SpanData and feeds the recorder's sink through the same
+intake as in-process (``SessionRecorder.take_start`` ...), so everything written is
+exactly what the recorder would write in-process. This module is only transport.
 
 What this changes, and why it is safe:
 
@@ -41,36 +42,25 @@ import gc
 import os
 import pickle
 import select
-import signal
-import struct
 import sys
-import threading
 import time
 from typing import Any, Callable, Iterator, Mapping
 
-from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import Event, ReadableSpan, SpanProcessor
-from opentelemetry.sdk.util.instrumentation import InstrumentationScope
-from opentelemetry.trace import INVALID_SPAN, Link, NonRecordingSpan, SpanContext, SpanKind, TraceFlags
-from opentelemetry.trace.status import Status, StatusCode
-
 from otel_agents.persistence.notices import Warn, stderr_warning
+from otel_agents.persistence.recorder_link import CLOSE, CONTEXT, END, EXIT_NOT_SAVED, HEADER, RECORD, START, RecorderLink
 from otel_agents.persistence.store import this_writer
+from otel_agents.tracing.spandata import EventData, LinkData, SpanData
+
+__all__ = ["EXIT_NOT_SAVED", "RecorderLink", "RecorderModeError", "fork_recorder", "recorder_mode", "serve"]
 
 MODE_ENV = "OTEL_AGENTS_RECORDER"
 MODES = ("process", "inline")
 
-_HEADER = struct.Struct("<I")
-_ATOMIC_WRITE = 4096  # PIPE_BUF on Linux: a write this size or smaller is never split
 _PIPE_BYTES = 1 << 20  # room for bursts while the child writes a checkpoint
-_BLOCKED = {signal.SIGINT, signal.SIGTERM}
 _DEFAULT_PIPE_BYTES = 65536  # where the pipe's size cannot be asked
 # The child's pause while the pipe is empty: long, so that it reads many messages per
 # wake-up; shorter while what gathers in one pause would fill half the pipe.
 _PAUSE_MIN_S, _PAUSE_MAX_S = 0.002, 0.05
-
-# Message kinds (first item of each pickled tuple).
-_CONTEXT, _START, _END, _RECORD, _CLOSE = range(5)
 
 
 class RecorderModeError(ValueError):
@@ -171,29 +161,23 @@ def _notice_writer(fd: int) -> Warn:
     return relay
 
 
-# The child's status when something could not be saved (its warning says what).
-EXIT_NOT_SAVED = 3
-
-
 def serve(recorder: Any, read_fd: int, warn: Warn = stderr_warning, wake_fd: int | None = None) -> int:
-    """The child's loop: rebuild each message and hand it to the recorder; 0 once closed."""
-    resource, scope = Resource.get_empty(), None
+    """The child's loop: each message's SpanData (or record) into the recorder's sink; 0 once closed."""
+    resource: dict[str, Any] = {}
+    scope = None
     recorder.defer_run_end_writes = True
     for message in _messages(read_fd, recorder.idle, wake_fd):
         kind = message[0]
-        if kind == _START:
-            recorder.on_start(_started_span(message, resource, scope))
-        elif kind == _END:
-            recorder.on_end(_ended_span(message, resource, scope))
-        elif kind == _RECORD:
+        if kind == START:
+            recorder.take_start(_span_data(message[1], resource, scope))
+        elif kind == END:
+            recorder.take_end(_span_data(message[1], resource, scope))
+        elif kind == RECORD:
             _, trace_id, span_id, record, ts_ns = message
-            span = NonRecordingSpan(_context(trace_id, span_id)) if trace_id else INVALID_SPAN
-            recorder.on_record(span, record, ts_ns)
-        elif kind == _CONTEXT:
-            _, attributes, schema_url, scope_fields = message
-            resource = Resource(attributes, schema_url)
-            scope = InstrumentationScope(*scope_fields) if scope_fields is not None else None
-        elif kind == _CLOSE:
+            recorder.take_record(record, ts_ns, trace_id, span_id)
+        elif kind == CONTEXT:
+            _, resource, scope = message
+        elif kind == CLOSE:
             recorder.close()
             return 0 if recorder.saved_everything else EXIT_NOT_SAVED
         else:
@@ -201,6 +185,17 @@ def serve(recorder: Any, read_fd: int, warn: Warn = stderr_warning, wake_fd: int
             return 1
     recorder.idle()  # the run's process ended without closing (a crash): everything it sent is written
     return 0 if recorder.saved_everything else EXIT_NOT_SAVED
+
+
+def _span_data(fields: tuple, resource: dict[str, Any], scope: str | None) -> SpanData:
+    """The SpanData whose fields the run sent (``recorder_link.span_fields``), values as the SDK held them."""
+    (trace_id, span_id, parent_span_id, name, kind, start_ns, end_ns, attributes, events, links,
+     status, status_message) = fields
+    return SpanData(
+        trace_id, span_id, parent_span_id, name, kind, start_ns, end_ns, attributes,
+        tuple(EventData(*event) for event in events), tuple(LinkData(*link) for link in links),
+        status, status_message, resource, scope,
+    )
 
 
 def _messages(read_fd: int, on_idle: Callable[[], bool | None], wake_fd: int | None = None) -> Iterator[tuple]:
@@ -227,7 +222,7 @@ def _messages(read_fd: int, on_idle: Callable[[], bool | None], wake_fd: int | N
     gathered = 0  # bytes read since the last pause
     fresh = True  # messages arrived since on_idle was last called (at first: a resumed session's idle work)
     more = False  # on_idle has more to do
-    header = _HEADER.size
+    header = HEADER.size
     try:
         while True:
             try:
@@ -248,7 +243,7 @@ def _messages(read_fd: int, on_idle: Callable[[], bool | None], wake_fd: int | N
             buffer += chunk
             start = 0
             while len(buffer) - start >= header:
-                (size,) = _HEADER.unpack_from(buffer, start)
+                (size,) = HEADER.unpack_from(buffer, start)
                 end = start + header + size
                 if end > len(buffer):
                     break
@@ -302,232 +297,3 @@ def _pipe_capacity(fd: int) -> int:
         return fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ)
     except (OSError, AttributeError):
         return _DEFAULT_PIPE_BYTES
-
-
-class RecorderLink(SpanProcessor):
-    """The run's side: a span processor and Telemetry listener that sends everything to the child.
-
-    Its hot path only reads the span's fields, pickles them and writes one frame.
-    """
-
-    def __init__(self, write_fd: int, notice_fd: int, pid: int, session_id: str, warn: Warn = stderr_warning,
-                 wake_fd: int | None = None):
-        self.fd = write_fd
-        self.notice_fd = notice_fd  # the child's warnings, one per line (non-blocking)
-        self.wake_fd = wake_fd  # a byte here ends the child's pause between looks at the pipe
-        self._notices = b""
-        self.pid = pid
-        self.session_id = session_id
-        self.warn = warn
-        self._resource: Any = None  # the resource and scope the child was last told of
-        self._scope: Any = None
-        self._lost = False  # the child is gone: nothing more can be saved
-        self._closed = False
-        self.saved_everything = True  # False once the child is lost or ended saying it could not save
-        self._lock = threading.Lock()  # spans may end on other threads: frames must not interleave
-
-    # -------------------------------------------------------------- span processor
-    def on_start(self, span: Any, parent_context: Any = None) -> None:
-        if self._lost:
-            return
-        self._send((_START, *self._head(span), _attributes_of(span), _links_of(span)))
-
-    def on_end(self, span: ReadableSpan) -> None:
-        if self._lost:
-            return
-        status = span.status
-        self._send((
-            _END, *self._head(span), span.end_time, _attributes_of(span),
-            [(e.name, e.timestamp, _attributes_of(e)) for e in span.events],
-            _links_of(span),
-            status.status_code.value, status.description,
-        ))
-        if span.parent is None:  # a run's end: the child's warnings so far are said (the rest at close)
-            self._say_notices()
-
-    def _head(self, span: Any) -> tuple:
-        """What a span's start and end messages both begin with; the context first, if it is new."""
-        if span.resource is not self._resource or span.instrumentation_scope is not self._scope:
-            self._send_context(span)
-        context = span.get_span_context()
-        parent = span.parent
-        return (
-            context.trace_id, context.span_id, (parent.trace_id, parent.span_id) if parent is not None else None,
-            span.name, span.kind.value, span.start_time,
-        )
-
-    def shutdown(self) -> None:
-        self.close()
-
-    def force_flush(self, timeout_millis: int = 30000) -> bool:
-        return True  # every frame is in the kernel's pipe the moment it is sent
-
-    # -------------------------------------------------------------- listener
-    def on_record(self, span: Any, record: Mapping[str, Any], ts_ns: int) -> None:
-        if self._lost:
-            return
-        context = span.get_span_context()
-        record = record if type(record) is dict else dict(record)  # Telemetry's own copy: pickled at once
-        if context.is_valid:
-            self._send((_RECORD, context.trace_id, context.span_id, record, ts_ns))
-        else:
-            self._send((_RECORD, 0, 0, record, ts_ns))
-
-    def on_log(self, span: Any, level: str, message: str, ts_ns: int) -> None:
-        """Log lines are span events: they travel with their span's end."""
-
-    # -------------------------------------------------------------- closing
-    def close(self) -> None:
-        """Send the last message and wait until the child has written everything; idempotent."""
-        if self._closed:
-            return
-        self._closed = True
-        if not self._lost:
-            self._send((_CLOSE,))
-        try:
-            os.close(self.fd)
-        except OSError:
-            pass
-        if self.wake_fd is not None:
-            try:
-                os.write(self.wake_fd, b"\0")
-            except OSError:
-                pass  # the child is gone: nothing to wake
-            os.close(self.wake_fd)
-        code = _wait(self.pid)
-        self._say_notices(final=True)
-        os.close(self.notice_fd)
-        self.saved_everything = code == 0 and not self._lost
-        if code not in (0, None, EXIT_NOT_SAVED) and not self._lost:
-            self.warn(f"the session recorder of {self.session_id} ended with status {code}; "
-                      "resume reads what it saved")
-
-    # -------------------------------------------------------------- helpers
-    def _say_notices(self, final: bool = False) -> None:
-        """Say the child's warnings that have arrived (all of them once it has ended)."""
-        try:
-            chunk = os.read(self.notice_fd, 65536)
-            while chunk:
-                self._notices += chunk
-                if not final:
-                    break
-                chunk = os.read(self.notice_fd, 65536)
-        except BlockingIOError:
-            pass
-        except OSError:
-            return
-        *lines, self._notices = self._notices.split(b"\n")
-        if final and self._notices:
-            lines.append(self._notices)
-            self._notices = b""
-        for line in lines:
-            self.warn(line.decode("utf-8", "replace"))
-
-    def _send_context(self, span: Any) -> None:
-        # Every span of a tracer shares these two objects: sent once, not with each span.
-        self._resource, self._scope = resource, scope = span.resource, span.instrumentation_scope
-        self._send((
-            _CONTEXT, dict(resource.attributes) if resource is not None else {},
-            resource.schema_url if resource is not None else "",
-            (scope.name, scope.version, scope.schema_url) if scope is not None else None,
-        ))
-
-    def _send(self, message: tuple) -> None:
-        try:
-            payload = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-            frame = _HEADER.pack(len(payload)) + payload
-        except Exception as exc:  # a value that cannot be sent: never into the run
-            with self._lock:
-                if self._lost:
-                    return
-                self._lost = True
-            self.warn(f"the session recorder of {self.session_id} cannot be sent what the run recorded "
-                      f"({type(exc).__name__}: {exc}); the run goes on without saving it")
-            return
-        with self._lock:
-            if self._lost:
-                return
-            try:
-                if len(frame) <= _ATOMIC_WRITE:
-                    os.write(self.fd, frame)  # one write, whole or not at all
-                else:
-                    _write_whole(self.fd, frame)
-                return
-            except OSError as exc:  # BrokenPipeError: the child is gone
-                self._lost = True
-                reason = exc.strerror or exc
-        self.warn(f"the session recorder of {self.session_id} is gone ({reason}); the run goes on without saving it")
-
-
-def _attributes_of(holder: Any) -> Mapping[str, Any]:
-    """A span's or event's attributes, to be pickled at once (never kept).
-
-    The SDK keeps them in a ``BoundedAttributes`` over a plain dict; pickling that
-    dict directly saves a Python-level copy per span and event on the run's thread.
-    Anything else (another SDK version, a hand-made span) is copied the public way.
-    """
-    inner = getattr(holder, "_attributes", None)
-    inner = getattr(inner, "_dict", inner)
-    if isinstance(inner, dict):
-        return inner
-    return dict(holder.attributes or {})
-
-
-def _links_of(span: Any) -> list[tuple[int, int, dict[str, Any]]]:
-    return [(link.context.trace_id, link.context.span_id, dict(link.attributes or {})) for link in span.links]
-
-
-def _write_whole(fd: int, frame: bytes) -> None:
-    """A frame larger than the pipe's atomic size: Ctrl-C must not leave half of it in the pipe."""
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, _BLOCKED)
-    try:
-        view = memoryview(frame)
-        while view:
-            view = view[os.write(fd, view):]
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
-
-
-def _wait(pid: int) -> int | None:
-    try:
-        _, status = os.waitpid(pid, 0)
-    except ChildProcessError:
-        return None
-    return os.waitstatus_to_exitcode(status)
-
-
-# ------------------------------------------------------------------ the child's spans
-def _context(trace_id: int, span_id: int) -> SpanContext:
-    return SpanContext(trace_id, span_id, is_remote=False, trace_flags=TraceFlags(TraceFlags.SAMPLED))
-
-
-def _parent(value: tuple[int, int] | None) -> SpanContext | None:
-    return SpanContext(value[0], value[1], is_remote=False) if value is not None else None
-
-
-def _links(links: list[tuple[int, int, dict[str, Any]]]) -> list[Link]:
-    return [Link(_context(trace_id, span_id), attributes) for trace_id, span_id, attributes in links]
-
-
-def _started_span(message: tuple, resource: Resource, scope: InstrumentationScope | None) -> ReadableSpan:
-    _, trace_id, span_id, parent, name, kind, start_ns, attributes, links = message
-    return ReadableSpan(
-        name=name, context=_context(trace_id, span_id), parent=_parent(parent), resource=resource,
-        attributes=attributes, links=_links(links), kind=SpanKind(kind), start_time=start_ns,
-        instrumentation_scope=scope,
-    )
-
-
-def _ended_span(message: tuple, resource: Resource, scope: InstrumentationScope | None) -> ReadableSpan:
-    (_, trace_id, span_id, parent, name, kind, start_ns, end_ns, attributes, events, links,
-     status_code, status_description) = message
-    return ReadableSpan(
-        name=name, context=_context(trace_id, span_id), parent=_parent(parent), resource=resource,
-        attributes=attributes,
-        events=[Event(event_name, event_attributes, ts) for event_name, ts, event_attributes in events],
-        links=_links(links),
-        kind=SpanKind(kind),
-        status=Status(StatusCode(status_code), status_description),
-        start_time=start_ns, end_time=end_ns,
-        instrumentation_scope=scope,
-    )

@@ -116,6 +116,39 @@ class SpanReader:
             self._resource_plain = _redacted_plain(resource.attributes, None, self._how) if resource else {}
         return _plain_span(span, self._resource_plain, redacted_events, started, self._how)
 
+    def clean(
+        self, raw: SpanData, redacted_events: Container[tuple[str, int]] = (), started: SpanData | None = None,
+    ) -> SpanData:
+        """:meth:`read` of a span that arrived as raw SpanData fields (the recorder process's pipe).
+
+        ``raw`` holds the SDK's values as they were (ids already hex): the same redaction
+        applies, and a resource dict shared by many spans is redacted once.
+        """
+        if self._how is _REDACT:
+            redacted_events = ()
+        if raw.resource is not self._resource:
+            self._resource = raw.resource
+            self._resource_plain = _redacted_plain(raw.resource, None, self._how)
+        text = self._how[0]
+        return SpanData(
+            trace_id=raw.trace_id,
+            span_id=raw.span_id,
+            parent_span_id=raw.parent_span_id,
+            name=started.name if started is not None and raw.name == started.name else text(raw.name),
+            kind=raw.kind,
+            start_ns=raw.start_ns,
+            end_ns=raw.end_ns,
+            attributes=_redacted_plain(raw.attributes, started.attributes if started is not None else None, self._how),
+            events=tuple(_plain_event_of(e.name, e.time_ns, e.attributes, redacted_events, self._how)
+                         for e in raw.events),
+            links=tuple(LinkData(link.trace_id, link.span_id, _redacted_plain(link.attributes, None, self._how))
+                        for link in raw.links),
+            status=raw.status,
+            status_message=text(raw.status_message) if raw.status_message else raw.status_message,
+            resource=self._resource_plain,
+            scope=raw.scope,
+        )
+
 
 def _plain_span(
     span: ReadableSpan, resource: dict[str, Any], redacted_events: Container[tuple[str, int]],
@@ -149,15 +182,21 @@ def _plain_span(
 
 
 def _plain_event(event: Any, redacted_events: Container[tuple[str, int]], how: tuple = _REDACT) -> EventData:
-    attributes = event.attributes
+    return _plain_event_of(event.name, event.timestamp, event.attributes, redacted_events, how)
+
+
+def _plain_event_of(
+    name: str, time_ns: int, attributes: Mapping[str, Any], redacted_events: Container[tuple[str, int]],
+    how: tuple = _REDACT,
+) -> EventData:
     if (
         redacted_events
-        and event.name in sc.SESSION_EVENT_TYPES
-        and (attributes.get(_MESSAGE_ID_KEY), event.timestamp) in redacted_events
+        and name in sc.SESSION_EVENT_TYPES
+        and (attributes.get(_MESSAGE_ID_KEY), time_ns) in redacted_events
     ):
         plain = {k: list(v) if type(v) is tuple else v for k, v in attributes.items()}
-        return EventData(event.name, event.timestamp, plain)
-    return EventData(how[0](event.name), event.timestamp, _redacted_plain(attributes, None, how))
+        return EventData(name, time_ns, plain)
+    return EventData(how[0](name), time_ns, _redacted_plain(attributes, None, how))
 
 
 def _redacted_plain(attributes: Any, known: Mapping[str, Any] | None = None, how: tuple = _REDACT) -> dict[str, Any]:

@@ -133,10 +133,10 @@ def test_unwritable_billing_file_warns_once_and_the_session_is_saved(record, hom
 
 def test_the_ledger_is_read_while_idle_and_run_ends_read_only_what_was_appended_since(record, home, monkeypatch):
     """A ledger holds every session's history: a run's end must not read all of it each time."""
-    from otel_agents.persistence import recorder as recorder_module
+    from otel_agents.persistence import sink_ledger
     from otel_agents.persistence.ledger import append_records
 
-    monkeypatch.setattr(recorder_module, "LEDGER_READ_AHEAD_BYTES", 4096)
+    monkeypatch.setattr(sink_ledger, "LEDGER_READ_AHEAD_BYTES", 4096)
     billing = home / "billing.jsonl"
     history = [{"record_id": f"{n:032x}:{n:016x}", "session_id": "an-older-one", "type": "llm", "note": "x" * 300}
                for n in range(200)]
