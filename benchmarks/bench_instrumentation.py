@@ -74,7 +74,7 @@ class Capture(SpanProcessor):
         others = [
             (e.name, dict(e.attributes or {}), e.timestamp)
             for e in span.events
-            if e.name not in sc.SESSION_EVENT_TYPES and e.name != sc.EVENT_LOG
+            if e.name not in sc.SESSION_EVENT_NAMES and e.name != sc.EVENT_LOG
         ]
         status = (span.status.status_code, span.status.description)
         self.actions.append(("end", number, (changed, others, status), span.end_time or 0))

@@ -33,7 +33,7 @@ def redact_record_contents(record: Mapping[str, Any]) -> dict[str, Any]:
 
 def _event_contents(event: EventData) -> EventData:
     attributes = dict(event.attributes)
-    if event.name in sc.SESSION_EVENT_TYPES:
+    if event.name in sc.SESSION_EVENT_NAMES:
         for field in CONTENT_FIELDS:
             key = sc.EVENT_FIELD_PREFIX + field
             if attributes.get(key) is not None:

@@ -176,11 +176,12 @@ class Session:
         """Create, register and log an agent inside a ``create_agent {name}`` span."""
         from otel_agents.runtime.agent import Agent
 
-        from otel_agents.llm.client import provider_of
+        from otel_agents.llm.client import provider_of, request_model_of
 
         attrs = {
             sc.GEN_AI_OPERATION_NAME: sc.OP_CREATE_AGENT,
             sc.GEN_AI_PROVIDER_NAME: provider_of(model),
+            sc.GEN_AI_REQUEST_MODEL: request_model_of(model),
             sc.GEN_AI_AGENT_NAME: name,
             sc.GEN_AI_CONVERSATION_ID: self.id,
             sc.AGENT_MODEL: model,
@@ -204,6 +205,8 @@ class Session:
                 parent.subagents[name] = agent
             if system_prompt is not None:
                 agent.add_system(system_prompt)
+            if agent.description:
+                span.set_attribute(sc.GEN_AI_AGENT_DESCRIPTION, agent.description)
         return agent
 
     def ensure_root(self) -> "Agent":

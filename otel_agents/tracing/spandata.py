@@ -152,7 +152,7 @@ def _plain_event(event: Any, redacted_events: Container[tuple[str, int]], how: t
     attributes = event.attributes
     if (
         redacted_events
-        and event.name in sc.SESSION_EVENT_TYPES
+        and event.name in sc.SESSION_EVENT_NAMES
         and (attributes.get(_MESSAGE_ID_KEY), event.timestamp) in redacted_events
     ):
         plain = {k: list(v) if type(v) is tuple else v for k, v in attributes.items()}

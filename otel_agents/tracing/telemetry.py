@@ -42,7 +42,7 @@ class Telemetry:
         safe = scrub(dict(record))
         span = trace.get_current_span()
         ts = time.time_ns()
-        span.add_event(safe["event_type"], to_span_attributes(safe), timestamp=ts)
+        span.add_event(sc.record_event_name(safe["event_type"]), to_span_attributes(safe), timestamp=ts)
         for listener in self.listeners:
             listener.on_record(span, safe, ts)
         return safe
