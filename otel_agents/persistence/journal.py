@@ -388,7 +388,7 @@ class Rebuilt:
 
 def _record_event(line: EventLine) -> EventData:
     ts = parse_iso_ts(line.ts) if line.ts else 0
-    return EventData(line.record["event_type"], ts, to_span_attributes(line.record))
+    return EventData(sc.record_event_name(line.record["event_type"]), ts, to_span_attributes(line.record))
 
 
 def rebuild(journal_lines: Iterable[Mapping[str, Any]], event_lines: Iterable[EventLine]) -> Rebuilt:
