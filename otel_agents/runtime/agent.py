@@ -16,7 +16,7 @@ from otel_agents.runtime.logged_string import LoggedString, substance_of
 from otel_agents.runtime.tools import InvalidToolArguments, Tool, ToolContext
 from otel_agents.tracing import content_capture, semconv as sc
 from otel_agents.tracing.records import message_from_record
-from otel_agents.tracing.telemetry import marks_cancellation
+from otel_agents.tracing.telemetry import marks_cancellation, marks_error_type
 
 if TYPE_CHECKING:
     from otel_agents.runtime.session import Session
@@ -159,7 +159,7 @@ class Agent:
         tracer = self.session.telemetry.tracer
         with tracer.start_as_current_span(
             sc.span_name(sc.OP_INVOKE_AGENT, self.name), kind=SpanKind.INTERNAL, attributes=self.span_attributes()
-        ) as span, scope("agent", span):
+        ) as span, scope("agent", span), marks_error_type(span):
             return await self.respond_in_current_span()
 
     async def respond_in_current_span(self) -> LoggedString:

@@ -18,7 +18,7 @@ from otel_agents.runtime.logged_string import LoggedString
 from otel_agents.tracing import semconv as sc
 from otel_agents.tracing.records import make_record
 from otel_agents.tracing.session_ids import new_session_id, valid_session_id
-from otel_agents.tracing.telemetry import Telemetry, noop_telemetry
+from otel_agents.tracing.telemetry import Telemetry, marks_error_type, noop_telemetry
 
 if TYPE_CHECKING:
     from otel_agents.llm.client import LLMClient
@@ -309,7 +309,7 @@ class Session:
             kind=SpanKind.INTERNAL,
             attributes=attrs,
             links=links,
-        ) as span, scope("agent", span):
+        ) as span, scope("agent", span), marks_error_type(span):
             self.previous_run = span.get_span_context() if span.get_span_context().is_valid else self.previous_run
             target = agent or self.ensure_root()
             pending, self.before_next_run = self.before_next_run, []

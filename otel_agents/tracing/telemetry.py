@@ -89,5 +89,16 @@ def marks_cancellation(span: trace.Span) -> Iterator[None]:
         raise
 
 
+@contextmanager
+def marks_error_type(span: trace.Span) -> Iterator[None]:
+    """``error.type`` (the exception's class) on a span an error ends, as the registry requires;
+    an interruption is not an error of the operation."""
+    try:
+        yield
+    except Exception as exc:
+        span.set_attribute(sc.ERROR_TYPE, type(exc).__name__)
+        raise
+
+
 def noop_telemetry() -> Telemetry:
     return Telemetry(trace.NoOpTracer())
