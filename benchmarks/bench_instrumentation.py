@@ -74,7 +74,7 @@ class Capture(SpanProcessor):
         others = [
             (e.name, dict(e.attributes or {}), e.timestamp)
             for e in span.events
-            if e.name not in sc.SESSION_EVENT_TYPES and e.name != sc.EVENT_LOG
+            if e.name not in sc.SESSION_EVENT_NAMES and e.name != sc.EVENT_LOG
         ]
         status = (span.status.status_code, span.status.description)
         self.actions.append(("end", number, (changed, others, status), span.end_time or 0))
@@ -198,7 +198,7 @@ def replay_bare(capture: Capture, *, same_data: bool = False) -> float:
         elif same_data and kind == "record":
             from otel_agents.tracing.records import to_span_attributes
 
-            spans[number].add_event(payload["event_type"], to_span_attributes(payload))
+            spans[number].add_event(sc.record_event_name(payload["event_type"]), to_span_attributes(payload))
         elif same_data and kind == "log":
             level, message = payload
             spans[number].add_event(sc.EVENT_LOG, {sc.LOG_LEVEL: level, sc.LOG_MESSAGE: message})

@@ -59,7 +59,7 @@ def _one_line(text: str) -> str:
 def kind_and_id(name: str, attributes: Mapping[str, Any]) -> tuple[str, str]:
     operation = attributes.get(sc.GEN_AI_OPERATION_NAME) or name.split(" ", 1)[0]
     if operation == sc.OP_CHAT:
-        model = str(attributes.get(sc.GEN_AI_REQUEST_MODEL, "?"))
+        model = str(attributes.get(sc.LLM_MODEL) or attributes.get(sc.GEN_AI_REQUEST_MODEL, "?"))
         provider = attributes.get(sc.GEN_AI_PROVIDER_NAME)
         short = model.split("/", 1)[1] if "/" in model else model
         return "llm", f"{provider}:{short}" if provider else model

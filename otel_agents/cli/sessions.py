@@ -218,7 +218,7 @@ def _op_detail(op: Mapping[str, Any]) -> str:
         )
     if kind == "llm":
         entry = op["accounting"][0] if op["accounting"] else None
-        model = op["attributes"].get("gen_ai.request.model") or op["name"]
+        model = op["attributes"].get("otel_agents.llm.model") or op["attributes"].get("gen_ai.request.model") or op["name"]
         attempt = op["attributes"].get("otel_agents.llm.attempt")
         text = f"llm {model}" + (f" attempt {attempt}" if attempt else "")
         if entry is not None and entry["status"] == "ok":

@@ -48,6 +48,16 @@ class Totals:
     def as_attributes(self, scope: str) -> dict[str, int | float]:
         return {sc.total_attr(scope, key): getattr(self, key) for key in sc.TOTAL_KEYS}
 
+    def as_usage_attributes(self) -> dict[str, int]:
+        """The registry's usage attributes, for an agent invocation: everything it used, sub-agents included."""
+        return {
+            sc.GEN_AI_USAGE_INPUT_TOKENS: self.input_tokens,
+            sc.GEN_AI_USAGE_OUTPUT_TOKENS: self.output_tokens,
+            sc.GEN_AI_USAGE_CACHE_READ: self.cache_read_tokens,
+            sc.GEN_AI_USAGE_CACHE_CREATION: self.cache_write_tokens,
+            sc.GEN_AI_USAGE_REASONING: self.reasoning_tokens,
+        }
+
 
 @dataclass
 class Scope:
@@ -71,6 +81,8 @@ def scope(kind: str, span: trace.Span) -> Iterator[Scope]:
         _SCOPES.reset(token)
         span.set_attributes(current.own.as_attributes("self"))
         span.set_attributes(current.inclusive.as_attributes("inclusive"))
+        if kind == "agent":
+            span.set_attributes(current.inclusive.as_usage_attributes())
 
 
 def _innermost(chain: tuple[Scope, ...], kind: str) -> Scope | None:

@@ -21,7 +21,7 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 from otel_agents.llm.pricing import PriceTable, Usage
 from otel_agents.llm.retry import RetryPolicy, error_type, is_transient
 from otel_agents.llm.accounting import charge_llm
-from otel_agents.tracing import semconv as sc
+from otel_agents.tracing import content_capture, semconv as sc
 from otel_agents.tracing.credentials import add_credential
 from otel_agents.tracing.redaction import redact_text
 from otel_agents.tracing.telemetry import Telemetry, marks_cancellation
@@ -56,6 +56,12 @@ def provider_of(model: str) -> str:
     """Provider from the litellm model string, without importing litellm."""
     prefix = model.split("/", 1)[0] if "/" in model else "openai"
     return _PROVIDER_NAMES.get(prefix, prefix)
+
+
+def request_model_of(model: str) -> str:
+    """``gen_ai.request.model``: the model as the provider knows it, litellm's routing prefix removed
+    (``openai/gpt-4o-mini`` -> ``gpt-4o-mini``; ``openrouter/anthropic/claude-3`` -> ``anthropic/claude-3``)."""
+    return model.split("/", 1)[1] if "/" in model else model
 
 
 class LLMCallFailed(RuntimeError):
@@ -200,9 +206,12 @@ class LLMClient:
         attrs: dict[str, Any] = {
             sc.GEN_AI_OPERATION_NAME: sc.OP_CHAT,
             sc.GEN_AI_PROVIDER_NAME: provider_of(request.model),
-            sc.GEN_AI_REQUEST_MODEL: request.model,
+            sc.GEN_AI_REQUEST_MODEL: request_model_of(request.model),
+            sc.LLM_MODEL: request.model,
+            sc.GEN_AI_OUTPUT_TYPE: "text",
             sc.GEN_AI_CONVERSATION_ID: request.session_id,
             sc.GEN_AI_AGENT_NAME: request.agent_name,
+            sc.GEN_AI_AGENT_ID: request.agent_id,
             sc.AGENT_ID: request.agent_id,
             sc.LLM_ATTEMPT: attempt,
             sc.LLM_MAX_ATTEMPTS: self.retry.max_attempts,
@@ -221,11 +230,15 @@ class LLMClient:
             if parsed.port:
                 attrs[sc.SERVER_PORT] = parsed.port
         if self.capture_input_messages:
-            attrs[sc.GEN_AI_INPUT_MESSAGES] = json.dumps(request.messages, ensure_ascii=False)
+            instructions, history = content_capture.request_content(request.messages)
+            if instructions:
+                attrs[sc.GEN_AI_SYSTEM_INSTRUCTIONS] = content_capture.as_json(instructions)
+            attrs[sc.GEN_AI_INPUT_MESSAGES] = content_capture.as_json(history)
         return attrs
 
     def _tools_attributes(self, tools: list[dict[str, Any]]) -> dict[str, str]:
-        """The definitions' id on every chat span; the definitions themselves once per trace.
+        """The definitions' id and the tools' names (``gen_ai.tool.definitions``) on every chat span;
+        the definitions themselves (``otel_agents.request.tools``, which views read) once per trace.
 
         Agents send the same definitions on every call: repeating them made a quarter of
         the journal. Once per trace (not per session), so a trace fetched alone from
@@ -233,7 +246,8 @@ class LLMClient:
         """
         text = json.dumps(tools, separators=(",", ":"))
         definitions_id = tools_id(text)
-        attrs = {sc.REQUEST_TOOLS_ID: definitions_id}
+        definitions = content_capture.tool_definitions(tools, full=self.capture_input_messages)
+        attrs = {sc.REQUEST_TOOLS_ID: definitions_id, sc.GEN_AI_TOOL_DEFINITIONS: content_capture.as_json(definitions)}
         trace_id = trace.get_current_span().get_span_context().trace_id
         sent = self._tools_sent.get(trace_id)
         if sent is None:
@@ -271,7 +285,7 @@ class LLMClient:
         if self.api_key:
             kwargs["api_key"] = self.api_key
 
-        name = sc.span_name(sc.OP_CHAT, request.model)
+        name = sc.span_name(sc.OP_CHAT, request_model_of(request.model))
         tracer = self.telemetry.tracer
         with tracer.start_as_current_span(
             name, kind=SpanKind.CLIENT, attributes=self._start_attributes(request, attempt),
@@ -310,7 +324,7 @@ class LLMClient:
                     sc.GEN_AI_USAGE_INPUT_TOKENS: usage.input_tokens,
                     sc.GEN_AI_USAGE_OUTPUT_TOKENS: usage.output_tokens,
                     sc.GEN_AI_USAGE_CACHE_READ: usage.cache_read_tokens,
-                    sc.GEN_AI_USAGE_CACHE_WRITE: usage.cache_write_tokens,
+                    sc.GEN_AI_USAGE_CACHE_CREATION: usage.cache_write_tokens,
                     sc.GEN_AI_USAGE_REASONING: usage.reasoning_tokens,
                     sc.GEN_AI_USAGE_COST: cost,
                     sc.LLM_PRICE_SOURCE: price_source,
@@ -319,6 +333,10 @@ class LLMClient:
                     + sum(len(c["function"]["arguments"]) for c in message.get("tool_calls", [])),
                 },
             )
+            if self.capture_input_messages:
+                self.telemetry.set_attributes(
+                    span, {sc.GEN_AI_OUTPUT_MESSAGES: content_capture.as_json(content_capture.output_messages(message))}
+                )
             if message.get("reasoning_content"):
                 self.telemetry.log("THK", message["reasoning_content"], span=span)
             charge_llm(usage, cost, failed=False)

@@ -33,7 +33,7 @@ def redact_record_contents(record: Mapping[str, Any]) -> dict[str, Any]:
 
 def _event_contents(event: EventData) -> EventData:
     attributes = dict(event.attributes)
-    if event.name in sc.SESSION_EVENT_TYPES:
+    if event.name in sc.SESSION_EVENT_NAMES:
         for field in CONTENT_FIELDS:
             key = sc.EVENT_FIELD_PREFIX + field
             if attributes.get(key) is not None:
@@ -51,6 +51,8 @@ def _event_contents(event: EventData) -> EventData:
 
 def redact_span_contents(span: SpanData) -> SpanData:
     attributes = dict(span.attributes)
-    if sc.GEN_AI_INPUT_MESSAGES in attributes:
-        attributes[sc.GEN_AI_INPUT_MESSAGES] = MARKER
+    # The opt-in GenAI content, and the agent's description (its system prompt's first line).
+    for key in (*sorted(sc.GEN_AI_CONTENT_ATTRIBUTES), sc.GEN_AI_AGENT_DESCRIPTION):
+        if key in attributes:
+            attributes[key] = MARKER
     return dataclasses.replace(span, attributes=attributes, events=tuple(_event_contents(e) for e in span.events))

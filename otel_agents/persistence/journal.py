@@ -89,7 +89,7 @@ def start_line(span: SpanData) -> dict[str, Any]:
 
 def is_record_event(event: EventData) -> bool:
     """Span events that decode as seed-001 records go to events.jsonl, not to the journal."""
-    if event.name not in sc.SESSION_EVENT_TYPES:
+    if event.name not in sc.SESSION_EVENT_NAMES:
         return False
     try:
         return from_span_event(event.name, event.attributes) is not None
@@ -121,7 +121,7 @@ def end_line(
         if recorded is None:
             if is_record_event(event):
                 continue
-        elif event.name in sc.SESSION_EVENT_TYPES and event.attributes.get(_MESSAGE_ID) in recorded:
+        elif event.name in sc.SESSION_EVENT_NAMES and event.attributes.get(_MESSAGE_ID) in recorded:
             continue
         events.append([event.name, event.time_ns, dict(event.attributes)])
     if events:

@@ -8,6 +8,7 @@ from typing import Any, Iterable, Mapping
 
 from otel_agents.persistence.events_file import EventLine
 from otel_agents.persistence.timestamps import parse_iso_ts
+from otel_agents.tracing import semconv as sc
 from otel_agents.tracing.records import to_span_attributes
 from otel_agents.tracing.spandata import EventData, LinkData, SpanData
 
@@ -28,7 +29,7 @@ class Rebuilt:
 
 def _record_event(line: EventLine) -> EventData:
     ts = parse_iso_ts(line.ts) if line.ts else 0
-    return EventData(line.record["event_type"], ts, to_span_attributes(line.record))
+    return EventData(sc.record_event_name(line.record["event_type"]), ts, to_span_attributes(line.record))
 
 
 def rebuild(journal_lines: Iterable[Mapping[str, Any]], event_lines: Iterable[EventLine]) -> Rebuilt:

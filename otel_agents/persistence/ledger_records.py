@@ -109,7 +109,7 @@ def ledger_record(session_id: str | None, ref: OpRef) -> dict[str, Any]:
             record.update(
                 {
                     "provider": attrs.get(sc.GEN_AI_PROVIDER_NAME),
-                    "model": attrs.get(sc.GEN_AI_REQUEST_MODEL),
+                    "model": attrs.get(sc.LLM_MODEL) or attrs.get(sc.GEN_AI_REQUEST_MODEL),
                     "response_model": None,
                     "attempt": attrs.get(sc.LLM_ATTEMPT),
                     "tokens": dict.fromkeys(TOKEN_KEYS, 0),

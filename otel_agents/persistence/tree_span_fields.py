@@ -31,7 +31,7 @@ def split_events(span: SpanData) -> tuple[list[dict], list[dict], list[dict]]:
     records, logs, others = [], [], []
     for event in span.events:
         attrs = dict(event.attributes)
-        if event.name in sc.SESSION_EVENT_TYPES:
+        if event.name in sc.SESSION_EVENT_NAMES:
             try:
                 record = from_span_event(event.name, attrs)
             except (RecordError, ValueError, TypeError):
@@ -120,7 +120,8 @@ def accounting_entries(kind: str, span: SpanData, status: str, error: str | None
             "input": _num(attrs.get(sc.GEN_AI_USAGE_INPUT_TOKENS)),
             "output": _num(attrs.get(sc.GEN_AI_USAGE_OUTPUT_TOKENS)),
             "cache_read": _num(attrs.get(sc.GEN_AI_USAGE_CACHE_READ)),
-            "cache_write": _num(attrs.get(sc.GEN_AI_USAGE_CACHE_WRITE)),
+            # Traces written before the registry's name keep the old one.
+            "cache_write": _num(attrs.get(sc.GEN_AI_USAGE_CACHE_CREATION, attrs.get(sc.LEGACY_GEN_AI_USAGE_CACHE_WRITE))),
             "reasoning": _num(attrs.get(sc.GEN_AI_USAGE_REASONING)),
         }
         tokens["total"] = tokens["input"] + tokens["output"]
@@ -128,7 +129,8 @@ def accounting_entries(kind: str, span: SpanData, status: str, error: str | None
         entry.update(
             {
                 "provider": attrs.get(sc.GEN_AI_PROVIDER_NAME),
-                "model": attrs.get(sc.GEN_AI_REQUEST_MODEL) or subject_of(span.name),
+                # The litellm string (pricing and resume need it); older spans had it as gen_ai.request.model.
+                "model": attrs.get(sc.LLM_MODEL) or attrs.get(sc.GEN_AI_REQUEST_MODEL) or subject_of(span.name),
                 "response_model": attrs.get(sc.GEN_AI_RESPONSE_MODEL),
                 "attempt": attrs.get(sc.LLM_ATTEMPT),
                 "tokens": tokens,

@@ -9,14 +9,14 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from otel_agents.llm.client import ChatRequest, provider_of
+from otel_agents.llm.client import ChatRequest, provider_of, request_model_of
 from otel_agents.llm.accounting import charge_tool, scope
 from otel_agents.runtime.hooks import ToolRequest
 from otel_agents.runtime.logged_string import LoggedString, substance_of
 from otel_agents.runtime.tools import InvalidToolArguments, Tool, ToolContext
-from otel_agents.tracing import semconv as sc
+from otel_agents.tracing import content_capture, semconv as sc
 from otel_agents.tracing.records import message_from_record
-from otel_agents.tracing.telemetry import marks_cancellation
+from otel_agents.tracing.telemetry import marks_cancellation, marks_error_type
 
 if TYPE_CHECKING:
     from otel_agents.runtime.session import Session
@@ -24,6 +24,19 @@ if TYPE_CHECKING:
 
 class MaxTurnsExceeded(RuntimeError):
     pass
+
+
+_DESCRIPTION_CHARS = 200
+
+
+def description_of(system_prompt: Any) -> str | None:
+    """``gen_ai.agent.description``: the first line of the agent's system prompt, which the
+    application wrote to say what the agent is for (bounded: prompts can be long)."""
+    lines = [line.strip() for line in str(system_prompt or "").splitlines() if line.strip()]
+    if not lines:
+        return None
+    first = lines[0]
+    return first if len(first) <= _DESCRIPTION_CHARS else first[: _DESCRIPTION_CHARS - 1] + "…"
 
 
 class Agent:
@@ -52,6 +65,7 @@ class Agent:
         self.subagents: dict[str, Agent] = {}
         self.transcript: list[dict[str, Any]] = []  # messages exactly as sent to the model
         self.transcript_ids: list[str] = []  # message id of each transcript entry
+        self.description: str | None = None  # from the first system prompt, also when resumed
         session.register(self)
 
     def __repr__(self) -> str:
@@ -84,7 +98,7 @@ class Agent:
             sc.GEN_AI_AGENT_NAME: self.name,
             sc.GEN_AI_AGENT_ID: self.agent_id,
             sc.GEN_AI_CONVERSATION_ID: self.session.id,
-            sc.GEN_AI_REQUEST_MODEL: self.model,
+            sc.GEN_AI_REQUEST_MODEL: request_model_of(self.model),
             sc.AGENT_ID: self.agent_id,
             sc.AGENT_MODEL: self.model,
             sc.AGENT_TOOLS: sorted(self.tools),
@@ -92,10 +106,14 @@ class Agent:
         }
         if self.parent is not None:
             attrs[sc.AGENT_PARENT_ID] = self.parent.agent_id
+        if self.description:
+            attrs[sc.GEN_AI_AGENT_DESCRIPTION] = self.description
         return attrs
 
     # --- transcript ---
     def _append(self, record: dict[str, Any], message_id: str) -> None:
+        if self.description is None and record.get("role") == "system":
+            self.description = description_of(record.get("content"))
         self.transcript.append(message_from_record(record))
         self.transcript_ids.append(message_id)
 
@@ -141,7 +159,7 @@ class Agent:
         tracer = self.session.telemetry.tracer
         with tracer.start_as_current_span(
             sc.span_name(sc.OP_INVOKE_AGENT, self.name), kind=SpanKind.INTERNAL, attributes=self.span_attributes()
-        ) as span, scope("agent", span):
+        ) as span, scope("agent", span), marks_error_type(span):
             return await self.respond_in_current_span()
 
     async def respond_in_current_span(self) -> LoggedString:
@@ -188,12 +206,17 @@ class Agent:
             sc.GEN_AI_TOOL_NAME: name,
             sc.GEN_AI_TOOL_CALL_ID: call["id"],
             sc.GEN_AI_TOOL_TYPE: tool.tool_type if tool else "function",
+            sc.GEN_AI_TOOL_DESCRIPTION: tool.description if tool else None,
             sc.GEN_AI_AGENT_NAME: self.name,
             sc.GEN_AI_CONVERSATION_ID: self.session.id,
             sc.AGENT_ID: self.agent_id,
             sc.TOOL_CALL_MESSAGE_ID: call_message_id,
             sc.TOOL_CHARS_IN: len(raw_args),
         }
+        capture = self.session.llm.capture_input_messages
+        if capture:
+            attrs[sc.GEN_AI_TOOL_CALL_ARGUMENTS] = content_capture.as_json(content_capture.tool_call_arguments(raw_args))
+        attrs = {k: v for k, v in attrs.items() if v is not None}
         telemetry = self.session.telemetry
         with telemetry.tracer.start_as_current_span(
             sc.span_name(sc.OP_EXECUTE_TOOL, name), kind=SpanKind.INTERNAL, attributes=attrs,
@@ -235,6 +258,10 @@ class Agent:
                 out_chars = len(content)
                 result_id = self.harken_tool_result(call["id"], name, content)
                 span.set_attribute(sc.TOOL_RESULT_MESSAGE_ID, result_id)
+                if capture and status == "ok":  # the registry's result is a successful execution's
+                    telemetry.set_attributes(
+                        span, {sc.GEN_AI_TOOL_CALL_RESULT: content_capture.as_json(content_capture.tool_call_result(content))}
+                    )
             span.set_attributes(
                 {
                     sc.TOOL_STATUS: status,

@@ -18,7 +18,7 @@ from otel_agents.runtime.logged_string import LoggedString
 from otel_agents.tracing import semconv as sc
 from otel_agents.tracing.records import make_record
 from otel_agents.tracing.session_ids import new_session_id, valid_session_id
-from otel_agents.tracing.telemetry import Telemetry, noop_telemetry
+from otel_agents.tracing.telemetry import Telemetry, marks_error_type, noop_telemetry
 
 if TYPE_CHECKING:
     from otel_agents.llm.client import LLMClient
@@ -176,11 +176,12 @@ class Session:
         """Create, register and log an agent inside a ``create_agent {name}`` span."""
         from otel_agents.runtime.agent import Agent
 
-        from otel_agents.llm.client import provider_of
+        from otel_agents.llm.client import provider_of, request_model_of
 
         attrs = {
             sc.GEN_AI_OPERATION_NAME: sc.OP_CREATE_AGENT,
             sc.GEN_AI_PROVIDER_NAME: provider_of(model),
+            sc.GEN_AI_REQUEST_MODEL: request_model_of(model),
             sc.GEN_AI_AGENT_NAME: name,
             sc.GEN_AI_CONVERSATION_ID: self.id,
             sc.AGENT_MODEL: model,
@@ -204,6 +205,8 @@ class Session:
                 parent.subagents[name] = agent
             if system_prompt is not None:
                 agent.add_system(system_prompt)
+            if agent.description:
+                span.set_attribute(sc.GEN_AI_AGENT_DESCRIPTION, agent.description)
         return agent
 
     def ensure_root(self) -> "Agent":
@@ -306,7 +309,7 @@ class Session:
             kind=SpanKind.INTERNAL,
             attributes=attrs,
             links=links,
-        ) as span, scope("agent", span):
+        ) as span, scope("agent", span), marks_error_type(span):
             self.previous_run = span.get_span_context() if span.get_span_context().is_valid else self.previous_run
             target = agent or self.ensure_root()
             pending, self.before_next_run = self.before_next_run, []

@@ -7,7 +7,7 @@ make a receiver reject a whole batch:
 
 1. Content switch: with ``export_content=False`` message contents, tool
    arguments and results (``semconv.CONTENT_ATTRIBUTES`` on spans,
-   ``CONTENT_EVENT_FIELDS`` on events) are left out.
+   ``CONTENT_EVENT_FIELDS`` on events, a failed tool's status message) are left out.
 2. Value cap: no string value (and no string array, counted as a whole) is
    longer than ``value_cap`` UTF-8 bytes, the truncation marker included. The
    marker says how many bytes were dropped and that the full value is local.
@@ -196,6 +196,9 @@ def _filter_span(
         span.attributes, limits, export_content, sc.CONTENT_ATTRIBUTES, span.dropped_attributes
     )
     status = span.status
+    if status.description and not export_content and span.attributes.get(sc.GEN_AI_OPERATION_NAME) == sc.OP_EXECUTE_TOOL:
+        # A failed tool's status is its result as the model read it (a hook's reason, the tool's error): content.
+        status = Status(status.status_code, str(span.attributes.get(sc.ERROR_TYPE) or "error"))
     if status.description:  # set_status and SDK exception text never went through Telemetry
         status = Status(status.status_code, redact_text(status.description))
         if value_bytes(status.description) > limits.value_cap:

@@ -37,11 +37,11 @@ _TEXT_KEYS = (
     sc.GEN_AI_RESPONSE_ID, sc.GEN_AI_CONVERSATION_ID, sc.GEN_AI_AGENT_NAME, sc.GEN_AI_AGENT_ID, sc.GEN_AI_TOOL_NAME,
     sc.GEN_AI_TOOL_CALL_ID, sc.GEN_AI_TOOL_TYPE, sc.ERROR_TYPE, sc.SESSION_ID, sc.RUN_SOURCE, sc.RUN_SCRIPT,
     sc.RUN_MODEL, sc.RUN_APP, sc.AGENT_ID, sc.AGENT_PARENT_ID, sc.AGENT_MODEL, sc.CALL_PATH, sc.LLM_PRICE_SOURCE,
-    sc.CONTEXT_AGENT_ID, sc.REQUEST_TOOLS, sc.REQUEST_TOOLS_ID,
+    sc.CONTEXT_AGENT_ID, sc.REQUEST_TOOLS, sc.REQUEST_TOOLS_ID, sc.LLM_MODEL,
 )
 _COUNT_KEYS = (
     sc.GEN_AI_USAGE_INPUT_TOKENS, sc.GEN_AI_USAGE_OUTPUT_TOKENS, sc.GEN_AI_USAGE_CACHE_READ,
-    sc.GEN_AI_USAGE_CACHE_WRITE, sc.GEN_AI_USAGE_REASONING, sc.TURN_INDEX, sc.CONTEXT_MESSAGE_COUNT,
+    sc.GEN_AI_USAGE_CACHE_CREATION, sc.LEGACY_GEN_AI_USAGE_CACHE_WRITE, sc.GEN_AI_USAGE_REASONING, sc.TURN_INDEX, sc.CONTEXT_MESSAGE_COUNT,
     sc.CONTEXT_CHARS, sc.RESPONSE_CHARS, sc.TOOL_CHARS_IN, sc.TOOL_CHARS_OUT,
     *(sc.total_attr(scope, key) for scope in ("self", "inclusive") for key in sc.TOTAL_KEYS if key != "cost_usd"),
 )
@@ -106,7 +106,7 @@ def span_problem(span: SpanData) -> Problem | None:
             value = attributes.get(key)
             return Problem("attributes", f"{key}: expected {_EXPECTED[key]}, got {_shown(value)}", key=key)
     for index, event in enumerate(span.events):
-        if event.name not in sc.SESSION_EVENT_TYPES:
+        if event.name not in sc.SESSION_EVENT_NAMES:
             continue
         try:
             validate_record(from_span_event(event.name, event.attributes))

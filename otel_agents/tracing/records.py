@@ -81,16 +81,20 @@ def to_span_attributes(record: Mapping[str, Any]) -> dict[str, Any]:
 def from_span_event(name: str, attributes: Mapping[str, Any]) -> dict[str, Any] | None:
     """Inverse of :func:`to_span_attributes`; None for span events that are not records.
 
+    ``name`` is the span event's: ``otel_agents.transcript_entry``, or the bare record type
+    that sessions and traces saved before the namespacing carry.
+
     Tree building decodes every record event of a session, often: the fields are
     looked up by their attribute keys (in seed order) instead of scanning the attributes.
     """
-    if name not in sc.SESSION_EVENT_TYPES:
+    event_type = sc.RECORD_TYPE_OF_EVENT.get(name)
+    if event_type is None:
         return None
     message_id = attributes.get(_MESSAGE_ID_KEY)
     if message_id is None:
         raise RecordError(f"span event {name!r} has no message_id")
-    record: dict[str, Any] = {"message_id": str(message_id), "event_type": name}
-    for field, key in _FIELD_KEYS[name]:
+    record: dict[str, Any] = {"message_id": str(message_id), "event_type": event_type}
+    for field, key in _FIELD_KEYS[event_type]:
         value = attributes.get(key)
         if value is None:
             continue

@@ -4,7 +4,8 @@ The runtime writes these; persistence, views and resume read them back, also
 from traces that travelled through a Collector or Jaeger. GenAI names follow the
 OpenTelemetry GenAI semantic conventions (newest names; the deprecated
 ``gen_ai.system`` and ``gen_ai.usage.prompt_tokens``/``completion_tokens`` are
-never emitted). Project-specific facts live under ``otel_agents.*``.
+never emitted; tests/data/semconv_genai.json is the registry snapshot the
+conformance test checks against). Project-specific facts live under ``otel_agents.*``.
 """
 
 from __future__ import annotations
@@ -32,16 +33,33 @@ GEN_AI_RESPONSE_FINISH_REASONS = "gen_ai.response.finish_reasons"
 GEN_AI_USAGE_INPUT_TOKENS = "gen_ai.usage.input_tokens"
 GEN_AI_USAGE_OUTPUT_TOKENS = "gen_ai.usage.output_tokens"
 GEN_AI_USAGE_CACHE_READ = "gen_ai.usage.cache_read.input_tokens"
-GEN_AI_USAGE_CACHE_WRITE = "gen_ai.usage.cache_write.input_tokens"
+GEN_AI_USAGE_CACHE_CREATION = "gen_ai.usage.cache_creation.input_tokens"
+GEN_AI_USAGE_CACHE_WRITE = GEN_AI_USAGE_CACHE_CREATION  # the name this project used before
+# Emitted by otel-agents before it followed the registry; import still reads it from old traces.
+LEGACY_GEN_AI_USAGE_CACHE_WRITE = "gen_ai.usage.cache_write.input_tokens"
 GEN_AI_USAGE_REASONING = "gen_ai.usage.reasoning.output_tokens"
 GEN_AI_USAGE_COST = "gen_ai.usage.cost"  # USD
 GEN_AI_CONVERSATION_ID = "gen_ai.conversation.id"
 GEN_AI_AGENT_NAME = "gen_ai.agent.name"
 GEN_AI_AGENT_ID = "gen_ai.agent.id"
+GEN_AI_AGENT_DESCRIPTION = "gen_ai.agent.description"
+GEN_AI_OUTPUT_TYPE = "gen_ai.output.type"  # text: the client asks for no other format
 GEN_AI_TOOL_NAME = "gen_ai.tool.name"
 GEN_AI_TOOL_CALL_ID = "gen_ai.tool.call.id"
 GEN_AI_TOOL_TYPE = "gen_ai.tool.type"
-GEN_AI_INPUT_MESSAGES = "gen_ai.input.messages"  # opt-in only (quadratic)
+GEN_AI_TOOL_DESCRIPTION = "gen_ai.tool.description"
+# Names of the tools sent, always; with content capture on, also their descriptions and parameters.
+GEN_AI_TOOL_DEFINITIONS = "gen_ai.tool.definitions"
+# Opt-in content (tracing/content_capture.py), the registry's parts-based JSON as text.
+GEN_AI_INPUT_MESSAGES = "gen_ai.input.messages"  # the whole context on every chat span: quadratic
+GEN_AI_OUTPUT_MESSAGES = "gen_ai.output.messages"
+GEN_AI_SYSTEM_INSTRUCTIONS = "gen_ai.system_instructions"
+GEN_AI_TOOL_CALL_ARGUMENTS = "gen_ai.tool.call.arguments"
+GEN_AI_TOOL_CALL_RESULT = "gen_ai.tool.call.result"
+GEN_AI_CONTENT_ATTRIBUTES = frozenset(
+    {GEN_AI_INPUT_MESSAGES, GEN_AI_OUTPUT_MESSAGES, GEN_AI_SYSTEM_INSTRUCTIONS, GEN_AI_TOOL_CALL_ARGUMENTS,
+     GEN_AI_TOOL_CALL_RESULT}
+)
 ERROR_TYPE = "error.type"
 SERVER_ADDRESS = "server.address"
 SERVER_PORT = "server.port"
@@ -49,6 +67,11 @@ SERVER_PORT = "server.port"
 DEPRECATED_ATTRIBUTES = frozenset(
     {"gen_ai.system", "gen_ai.usage.prompt_tokens", "gen_ai.usage.completion_tokens"}
 )
+# gen_ai.* names we emit that the registry does not define, each kept on purpose (docs/spans.md).
+NON_STANDARD_GEN_AI = {
+    GEN_AI_USAGE_COST: "cost in USD of the attempt; the registry has no cost attribute, and several "
+    "backends (Langfuse, Phoenix, OpenLIT) read this name",
+}
 
 # --- project attributes ---
 SESSION_ID = "otel_agents.session.id"
@@ -66,6 +89,9 @@ AGENT_MODEL = "otel_agents.agent.model"
 AGENT_TOOLS = "otel_agents.agent.tools"
 CALL_PATH = "otel_agents.call_path"  # agent names from the root, "main/Jill/Inner"
 TURN_INDEX = "otel_agents.turn.index"
+# The model string as given to litellm (``openai/gpt-4o-mini``): gen_ai.request.model is the name the
+# provider knows (``gpt-4o-mini``); resume, pricing and the ledger need the routing string.
+LLM_MODEL = "otel_agents.llm.model"
 LLM_ATTEMPT = "otel_agents.llm.attempt"
 LLM_MAX_ATTEMPTS = "otel_agents.llm.max_attempts"
 LLM_LATENCY_MS = "otel_agents.llm.latency_ms"
@@ -112,8 +138,8 @@ def total_attr(scope: str, key: str) -> str:
 
 
 # --- span events ---
-# The seed-001 event stream: each record is also a span event named after its
-# event_type, with every field under the ``otel_agents.event.`` prefix.
+# The seed-001 event stream: each record (its ``event_type`` below, as in events.jsonl) is also a
+# span event named ``otel_agents.<event_type>``, with every field under the ``otel_agents.event.`` prefix.
 EVENT_AGENT_CREATED = "agent_created"
 EVENT_TRANSCRIPT_ENTRY = "transcript_entry"
 EVENT_PIECE_OF_TEXT = "piece_of_text"
@@ -121,6 +147,20 @@ EVENT_TRANSCRIPT_TRUNCATED = "transcript_truncated"
 SESSION_EVENT_TYPES = frozenset(
     {EVENT_AGENT_CREATED, EVENT_TRANSCRIPT_ENTRY, EVENT_PIECE_OF_TEXT, EVENT_TRANSCRIPT_TRUNCATED}
 )
+
+
+def record_event_name(event_type: str) -> str:
+    """The span event name of a record type: ``otel_agents.transcript_entry``."""
+    return "otel_agents." + event_type
+
+
+# Span event name -> record type; the bare names are what sessions and traces saved before the
+# namespacing carry, and they still import, view and resume.
+RECORD_TYPE_OF_EVENT = {
+    **{record_event_name(t): t for t in SESSION_EVENT_TYPES},
+    **{t: t for t in SESSION_EVENT_TYPES},
+}
+SESSION_EVENT_NAMES = frozenset(RECORD_TYPE_OF_EVENT)
 EVENT_FIELD_PREFIX = "otel_agents.event."
 
 # Seed-002 log lines attached to the operation they concern.
@@ -138,7 +178,8 @@ HOOK_REASON = "otel_agents.hook.reason"
 # Content attributes: dropped from network exports when content export is off.
 CONTENT_ATTRIBUTES = frozenset(
     {
-        GEN_AI_INPUT_MESSAGES,
+        *GEN_AI_CONTENT_ATTRIBUTES,
+        GEN_AI_AGENT_DESCRIPTION,  # from the agent's system prompt
         LOG_MESSAGE,
         HOOK_REASON,
     }

@@ -14,8 +14,9 @@ is sent and nothing warns. Project switches:
 - OTEL_AGENTS_EXPORT_VALUE_CAP=N: bytes per exported attribute value (default 65536,
   at least 256); longer values reach the network truncated with a marker and stay
   whole in the local artifacts (export_filter.py has every network-side limit).
-- OTEL_AGENTS_CAPTURE_INPUT_MESSAGES=true: full ``gen_ai.input.messages`` on chat
-  spans (off by default: it repeats the history on every call, quadratic growth).
+- OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true (or SPAN_ONLY; alias
+  OTEL_AGENTS_CAPTURE_INPUT_MESSAGES): the GenAI content attributes on chat and tool
+  spans (content_capture.py; off by default: every call repeats the history, quadratic growth).
 
 A receiver that is down, refuses or hangs costs one warning line at exit, giving the
 number of spans not delivered, and a bounded delay: each export attempt gives up
@@ -43,6 +44,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcess
 from opentelemetry.sdk.trace.sampling import ALWAYS_ON
 
 from otel_agents.version import __version__
+from otel_agents.tracing.content_capture import CaptureSettingError, capture_content
 from otel_agents.tracing.export_filter import DEFAULT_VALUE_CAP, MIN_VALUE_CAP, ExportLimits, NetworkExportFilter
 from otel_agents.tracing.network_export import NetworkExportProcessor
 from otel_agents.tracing.otlp_json import OtlpJsonFileExporter
@@ -104,14 +106,21 @@ def shutdown_bound_s() -> float:
     return export_timeout_s() + SHUTDOWN_GRACE_S
 
 
+def env_capture_content() -> bool:
+    """OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT (or its alias), validated."""
+    try:
+        return capture_content(os.environ)
+    except CaptureSettingError as exc:
+        raise ConfigError(str(exc)) from None
+
+
 @dataclass
 class TracingOptions:
     otlp_file: Path | None = None
     export_content: bool = field(default_factory=lambda: env_flag("OTEL_AGENTS_EXPORT_CONTENT", True))
     value_cap: int = field(default_factory=env_value_cap)
-    capture_input_messages: bool = field(
-        default_factory=lambda: env_flag("OTEL_AGENTS_CAPTURE_INPUT_MESSAGES", False)
-    )
+    # All GenAI content attributes, not only input messages (the name predates the others).
+    capture_input_messages: bool = field(default_factory=env_capture_content)
     # Batch for network exporters; tests use synchronous export to inspect results.
     batch: bool = True
 

@@ -191,7 +191,7 @@ def _plain_event_of(
 ) -> EventData:
     if (
         redacted_events
-        and name in sc.SESSION_EVENT_TYPES
+        and name in sc.SESSION_EVENT_NAMES
         and (attributes.get(_MESSAGE_ID_KEY), time_ns) in redacted_events
     ):
         plain = {k: list(v) if type(v) is tuple else v for k, v in attributes.items()}

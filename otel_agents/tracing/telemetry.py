@@ -42,7 +42,7 @@ class Telemetry:
         safe = scrub(dict(record))
         span = trace.get_current_span()
         ts = time.time_ns()
-        span.add_event(safe["event_type"], to_span_attributes(safe), timestamp=ts)
+        span.add_event(sc.record_event_name(safe["event_type"]), to_span_attributes(safe), timestamp=ts)
         for listener in self.listeners:
             listener.on_record(span, safe, ts)
         return safe
@@ -86,6 +86,17 @@ def marks_cancellation(span: trace.Span) -> Iterator[None]:
         yield
     except (asyncio.CancelledError, KeyboardInterrupt):
         span.set_attribute(sc.CANCELLED, True)
+        raise
+
+
+@contextmanager
+def marks_error_type(span: trace.Span) -> Iterator[None]:
+    """``error.type`` (the exception's class) on a span an error ends, as the registry requires;
+    an interruption is not an error of the operation."""
+    try:
+        yield
+    except Exception as exc:
+        span.set_attribute(sc.ERROR_TYPE, type(exc).__name__)
         raise
 
 

@@ -50,7 +50,8 @@ def llm_models(home: Path, sid: str) -> list[set[str]]:
     runs: dict[int, set[str]] = {}
     for ref in iter_ops(tree):
         if ref.op["kind"] == "llm":
-            runs.setdefault(ref.run["index"], set()).add(ref.op["attributes"][sc.GEN_AI_REQUEST_MODEL])
+            # The litellm string; gen_ai.request.model is the provider's name for it.
+            runs.setdefault(ref.run["index"], set()).add(ref.op["attributes"][sc.LLM_MODEL])
     return [runs[index] for index in sorted(runs)]
 
 

@@ -14,6 +14,7 @@ from click.testing import CliRunner
 
 from otel_agents.cli import cli
 from otel_agents.tracing import semconv as sc
+from otel_agents.tracing.content_capture import as_json, request_content
 from otel_agents.views.loading import span_nodes
 
 SEED_EXAMPLE_1 = [
@@ -110,7 +111,10 @@ def test_context_of_every_chat_span_is_what_was_sent(saved):
         result = view(saved, sid, "context", node["span_id"], "--json")
         assert result.exit_code == 0, result.output
         document = json.loads(result.stdout)
-        assert json.dumps(document["messages"], ensure_ascii=False) == node["attributes"][sc.GEN_AI_INPUT_MESSAGES]
+        # The captured content (the registry's shape) is the context shown, converted.
+        instructions, history = request_content(document["messages"])
+        assert as_json(history) == node["attributes"][sc.GEN_AI_INPUT_MESSAGES]
+        assert as_json(instructions) == node["attributes"][sc.GEN_AI_SYSTEM_INSTRUCTIONS]
         text = view(saved, sid, "context", node["span_id"]).stdout.splitlines()
         assert text[0].startswith(f"chat span {node['span_id']}, attempt ")
         assert len(text) == 1 + document["message_count"]

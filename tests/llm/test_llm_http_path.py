@@ -30,10 +30,10 @@ async def test_usage_and_response_ids_on_the_chat_span(server, http_session, mem
     answer = await session.run("Say hello")
     assert answer == "Hello there"
     (chat,) = chats(memory_tracing)
-    assert chat.name == f"chat {MODEL}" and chat.kind == SpanKind.CLIENT
+    assert chat.name == "chat test-model" and chat.kind == SpanKind.CLIENT  # the model as the provider knows it
     assert attr(chat, sc.GEN_AI_RESPONSE_ID) == "chatcmpl-1"
     assert attr(chat, sc.GEN_AI_RESPONSE_MODEL) == "test-model"
-    assert attr(chat, sc.GEN_AI_REQUEST_MODEL) == MODEL
+    assert attr(chat, sc.GEN_AI_REQUEST_MODEL) == "test-model" and attr(chat, sc.LLM_MODEL) == MODEL
     assert attr(chat, sc.GEN_AI_PROVIDER_NAME) == "openai"
     assert list(attr(chat, sc.GEN_AI_RESPONSE_FINISH_REASONS)) == ["stop"]
     assert attr(chat, sc.GEN_AI_USAGE_INPUT_TOKENS) == 42
@@ -205,6 +205,10 @@ async def test_full_input_messages_only_when_asked(server, http_session, memory_
     session = http_session(capture_input_messages=True)
     await session.run("remember this")
     (chat,) = chats(memory_tracing)
+    # The registry's parts shape: the system prompt as instructions, the rest as input messages.
+    instructions = json.loads(attr(chat, sc.GEN_AI_SYSTEM_INSTRUCTIONS))
     sent = json.loads(attr(chat, sc.GEN_AI_INPUT_MESSAGES))
-    assert sent == server.bodies[0]["messages"]
+    body = server.bodies[0]["messages"]
+    assert [{"type": "text", "content": m["content"]} for m in body if m["role"] == "system"] == instructions
+    assert [{"role": m["role"], "parts": [{"type": "text", "content": m["content"]}]} for m in body[1:]] == sent
     assert attr(chat, sc.CONTEXT_MESSAGE_COUNT) == 2

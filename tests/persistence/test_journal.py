@@ -120,7 +120,7 @@ def test_rebuild_gives_ended_spans_whole_open_ones_by_their_start_and_records_in
     assert child.end_ns == T0 + 50 and child.resource == RESOURCE and child.scope == "otel_agents"
     # Records keep their time and sit between the other events in time order.
     assert [(e.name, e.time_ns) for e in child.events] == [
-        ("transcript_entry", T0 + 15), ("otel_agents.log", T0 + 20), ("transcript_entry", T0 + 30)]
+        ("otel_agents.transcript_entry", T0 + 15), ("otel_agents.log", T0 + 20), ("otel_agents.transcript_entry", T0 + 30)]
     assert child.events[0].attributes == to_span_attributes(events[1].record)
     tree = build_tree(rebuilt.spans)
     run = tree["runs"][0]

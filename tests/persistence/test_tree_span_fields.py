@@ -65,3 +65,18 @@ def test_accounting_entries_of_completed_attempts_and_tool_calls_only():
     for status in ("in_progress", "cancelled", "interrupted"):
         assert accounting_entries("llm", _span("chat m", **attrs), status, None) == []
     assert accounting_entries("span", _span("custom"), "ok", None) == []
+
+
+def test_cache_writes_and_the_model_are_read_under_the_current_and_the_older_names():
+    """Spans written before the registry's names (cache_write, the litellm string as gen_ai.request.model)
+    give the same accounting as current ones."""
+    common = {sc.GEN_AI_OPERATION_NAME: "chat", sc.GEN_AI_USAGE_INPUT_TOKENS: 100, sc.LLM_LATENCY_MS: 1.0}
+    current = _span("chat gpt-4o-mini", **common, **{sc.GEN_AI_USAGE_CACHE_CREATION: 30, sc.GEN_AI_REQUEST_MODEL: "gpt-4o-mini",
+                                                      sc.LLM_MODEL: "openai/gpt-4o-mini"})
+    older = _span("chat openai/gpt-4o-mini", **common, **{sc.LEGACY_GEN_AI_USAGE_CACHE_WRITE: 30,
+                                                           sc.GEN_AI_REQUEST_MODEL: "openai/gpt-4o-mini"})
+    (new_entry,) = accounting_entries("llm", current, "ok", None)
+    (old_entry,) = accounting_entries("llm", older, "ok", None)
+    assert new_entry["tokens"]["cache_write"] == old_entry["tokens"]["cache_write"] == 30
+    assert new_entry["model"] == old_entry["model"] == "openai/gpt-4o-mini"
+    assert sc.GEN_AI_USAGE_CACHE_CREATION == "gen_ai.usage.cache_creation.input_tokens"

@@ -32,7 +32,7 @@ def test_records_are_located_on_their_spans(record):
     for ref in refs:
         span = by_span[ref.span_id]
         assert ref.trace_id == span.trace_id
-        assert any(e.time_ns == ref.ts_ns and e.name == ref.record["event_type"] for e in span.events)
+        assert any(e.time_ns == ref.ts_ns and e.name == sc.record_event_name(ref.record["event_type"]) for e in span.events)
 
 
 def test_child_sessions_are_found_in_tree_order_through_nested_operations():

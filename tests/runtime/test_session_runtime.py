@@ -173,7 +173,7 @@ def test_more_than_128_events_on_one_span_survive(monkeypatch, tmp_path):
     finally:
         tracing.provider.shutdown()
     (busy,) = [s for s in exporter.get_finished_spans() if s.name == "busy"]
-    entries = [e for e in busy.events if e.name == "transcript_entry"]
+    entries = [e for e in busy.events if e.name == "otel_agents.transcript_entry"]
     assert len(entries) == 300
     assert busy.dropped_events == 0
     assert entries[-1].attributes["otel_agents.event.content"] == "line 299"

@@ -420,15 +420,15 @@ def test_ten_megabytes_of_tool_output_reach_the_collector_capped_and_stay_whole_
 
     content = sc.EVENT_FIELD_PREFIX + "content"
     dump_span = next(s for s in received if s.name == "execute_tool dump")
-    exported = next(a[content] for n, a in dump_span.events if n == "transcript_entry")
+    exported = next(a[content] for n, a in dump_span.events if n == "otel_agents.transcript_entry")
     assert exported.startswith("line 000000 ") and _dropped_in_marker(exported) == len(big) - len(
         exported.rsplit(MARKER_START, 1)[0]
     )
     chatter_span = next(s for s in received if s.name == "execute_tool chatter")
-    assert len([n for n, _ in chatter_span.events if n == "transcript_entry"]) == 80
+    assert len([n for n, _ in chatter_span.events if n == "otel_agents.transcript_entry"]) == 80
 
     local = {s["name"]: s for s in _local_spans(tmp_path / "spans.jsonl")}
-    local_dump = next(e for e in local["execute_tool dump"]["events"] if e["name"] == "transcript_entry")
+    local_dump = next(e for e in local["execute_tool dump"]["events"] if e["name"] == "otel_agents.transcript_entry")
     local_value = next(a["value"]["stringValue"] for a in local_dump["attributes"] if a["key"] == content)
     assert local_value == big
     local_replies = [

@@ -153,7 +153,8 @@ def _assert_demo_shape(spans: list[ReceivedSpan]) -> None:
     assert all(isinstance(s.attributes[sc.AGENT_TOOLS], list) for s in spans if sc.AGENT_TOOLS in s.attributes)
     assert all(type(s.attributes[sc.TOOL_CHARS_OUT]) is int for s in tools)
     events = {name for s in spans for name, _ in s.events}
-    assert {sc.EVENT_AGENT_CREATED, sc.EVENT_TRANSCRIPT_ENTRY, sc.EVENT_PIECE_OF_TEXT, sc.EVENT_LOG, sc.EVENT_HOOK} <= events
+    assert {*map(sc.record_event_name, (sc.EVENT_AGENT_CREATED, sc.EVENT_TRANSCRIPT_ENTRY, sc.EVENT_PIECE_OF_TEXT)),
+            sc.EVENT_LOG, sc.EVENT_HOOK} <= events
     (root,) = [s for s in spans if s.parent_span_id is None]
     assert root.name == "invoke_agent main" and type(root.attributes[sc.RUN_INDEX]) is int
     assert {s.trace_id for s in spans} == {root.trace_id}  # one trace per prompt

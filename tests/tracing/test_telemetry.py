@@ -51,7 +51,7 @@ def test_record_goes_to_the_current_span_and_listeners_identically(memory_tracin
     assert record["content"] == f"key {SECRET} and {CREDENTIAL}"  # the caller's dict is left alone
     (finished,) = memory_tracing.spans()
     (event,) = finished.events
-    assert event.name == "transcript_entry"
+    assert event.name == "otel_agents.transcript_entry"  # namespaced: the record type is transcript_entry
     assert from_span_event(event.name, dict(event.attributes)) == returned
     (seen_span, seen, ts) = listener.records[0]
     assert seen == returned and seen_span is span and ts == event.timestamp

@@ -216,7 +216,9 @@ def run_every_scenario(directory: Path) -> list[ScenarioRun]:
     from support.openai_server import OpenAIServer, Reply
 
     runs = [run_session("jack-and-jill", ["Create Jack and Jill for a cafe discussion", "Thanks"])[0]]
-    runs.append(run_session(write_script(directory, "failures", FAILURE_SCRIPT), ["go"], tools=make_user_tools())[0])
+    # With content capture on, so the tool spans' opt-in content attributes are emitted too.
+    runs.append(run_session(write_script(directory, "failures", FAILURE_SCRIPT), ["go"], tools=make_user_tools(),
+                            capture_input_messages=True)[0])
     runs.append(run_session(write_script(directory, "fatal", FATAL_LLM_SCRIPT), ["go"], max_attempts=1)[0])
     runs.append(run_session(write_script(directory, "endless", ENDLESS_SCRIPT), ["go"], max_turns=2)[0])
     runs.append(run_session(write_script(directory, "interrupted", INTERRUPTED_SCRIPT), ["go"],

@@ -15,6 +15,7 @@ import pytest
 from otel_agents.llm.client import tools_id
 from otel_agents.runtime.tools import tool
 from otel_agents.tracing import semconv as sc
+from otel_agents.tracing.content_capture import as_json, request_content
 from otel_agents.views import SessionDataError, SessionViewer, UnknownSpan
 
 
@@ -70,8 +71,10 @@ def assert_every_context_identical(saved, viewer: SessionViewer) -> list:
     assert chats
     for span in chats:
         context = viewer.chat_context(span.span_id)
-        sent = span.attributes[sc.GEN_AI_INPUT_MESSAGES]
-        assert json.dumps(context.messages, ensure_ascii=False) == sent, span.name
+        # The captured content (the registry's shape) is the context the viewer rebuilt, converted.
+        instructions, history = request_content(context.messages)
+        assert as_json(history) == span.attributes[sc.GEN_AI_INPUT_MESSAGES], span.name
+        assert (as_json(instructions) if instructions else None) == span.attributes.get(sc.GEN_AI_SYSTEM_INSTRUCTIONS)
         assert context.message_count == span.attributes[sc.CONTEXT_MESSAGE_COUNT] == len(context.messages)
         # The definitions the agent sends, found by id when this span does not carry them.
         assert context.tools == saved.session.agents[context.agent_id].tool_schemas()
