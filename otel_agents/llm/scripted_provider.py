@@ -132,3 +132,12 @@ def register_demo_price(model: str) -> None:
             "litellm_provider": PROVIDER,
             "mode": "chat",
         }
+        price_map_changed()
+
+
+def price_map_changed() -> None:
+    """Tell litellm its price map changed: its model-info lookups are cached (lru_cache), so a
+    model looked up before its entry was added (or after one was removed) would keep the old answer."""
+    invalidate = getattr(litellm.utils, "_invalidate_model_cost_lowercase_map", None)
+    if invalidate is not None:
+        invalidate()

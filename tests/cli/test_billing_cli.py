@@ -56,6 +56,8 @@ def _record_session(home: Path, priced: bool, prompts: list[str]) -> str:
     # The scripted model carries a demo price in litellm's map; without it the model is unpriced.
     from otel_agents.llm.litellm_loader import load_litellm
 
+    from otel_agents.llm.scripted_provider import price_map_changed
+
     cost_map = load_litellm().model_cost
     if not priced:
         # Register the script now (the client would at its first call, with the demo price),
@@ -67,11 +69,13 @@ def _record_session(home: Path, priced: bool, prompts: list[str]) -> str:
     demo_price = cost_map.get(script.model)
     if not priced:
         cost_map.pop(script.model, None)
+        price_map_changed()  # litellm caches model info: earlier tests may have priced this model
     try:
         asyncio.run(runs())
     finally:
         if demo_price is not None:
             cost_map[script.model] = demo_price
+            price_map_changed()
     provider.shutdown()
     return session.id
 
