@@ -62,9 +62,9 @@ def _parse_params(ctx, param, values):
     from otel_agents.llm.model_settings import ModelSettingsError, parse_params
 
     try:
-        return parse_params(values)
+        return parse_params(values, where="")
     except ModelSettingsError as exc:
-        raise click.BadParameter(str(exc).removeprefix("--param "), ctx=ctx, param=param) from None
+        raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
 
 
 def model_options(func: Callable[..., Any]) -> Callable[..., Any]:

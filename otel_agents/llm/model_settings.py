@@ -18,6 +18,10 @@ class ModelSettingsError(ValueError):
     """Request parameters that cannot be used; the message is one line naming the key."""
 
 
+def _where(where: str, text: str) -> str:
+    return f"{where}: {text}" if where else text
+
+
 class ModelSettings(BaseModel):
     """Request parameters of an LLM call; ``None`` means "not sent" (the provider's default)."""
 
@@ -82,18 +86,18 @@ PARAM_KEYS = tuple(ModelSettings.model_fields)
 def settings_from_mapping(data: Any, where: str) -> ModelSettings:
     """Settings from a JSON object (a script's or a session's ``params``); one-line error naming ``where``."""
     if not isinstance(data, Mapping):
-        raise ModelSettingsError(f"{where}: 'params' must be an object with keys among {', '.join(PARAM_KEYS)}")
+        raise ModelSettingsError(_where(where, f"'params' must be an object with keys among {', '.join(PARAM_KEYS)}"))
     unknown = sorted(set(data) - set(PARAM_KEYS))
     if unknown:
         raise ModelSettingsError(
-            f"{where}: unknown request parameter(s) {', '.join(unknown)} (known: {', '.join(PARAM_KEYS)})"
+            _where(where, f"unknown request parameter(s) {', '.join(unknown)} (known: {', '.join(PARAM_KEYS)})")
         )
     try:
         return ModelSettings.model_validate(dict(data))
     except ValidationError as exc:
         error = exc.errors()[0]
         key = ".".join(str(p) for p in error["loc"]) or "params"
-        raise ModelSettingsError(f"{where}: request parameter {key}: {error['msg']}") from None
+        raise ModelSettingsError(_where(where, f"request parameter {key}: {error['msg']}")) from None
 
 
 def _value(text: str) -> Any:
@@ -111,7 +115,7 @@ def parse_params(items: Iterable[str], where: str = "--param") -> ModelSettings 
         key, sep, text = item.partition("=")
         key = key.strip()
         if not sep or not key:
-            raise ModelSettingsError(f"{where} {item!r}: expected key=value (keys: {', '.join(PARAM_KEYS)})")
+            raise ModelSettingsError(_where(where, f"{item!r} is not key=value (keys: {', '.join(PARAM_KEYS)})"))
         data[key] = _value(text)
     if not data:
         return None
@@ -123,9 +127,9 @@ def settings_from_json(text: Any, where: str) -> ModelSettings | None:
     if text is None:
         return None
     if not isinstance(text, str):
-        raise ModelSettingsError(f"{where}: request parameters are {type(text).__name__}, not JSON text")
+        raise ModelSettingsError(_where(where, f"request parameters are {type(text).__name__}, not JSON text"))
     try:
         data = json.loads(text)
     except ValueError:
-        raise ModelSettingsError(f"{where}: request parameters are not valid JSON") from None
+        raise ModelSettingsError(_where(where, "request parameters are not valid JSON")) from None
     return settings_from_mapping(data, where)

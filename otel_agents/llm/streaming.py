@@ -66,6 +66,11 @@ async def read_stream(
     except Exception as exc:
         if progress.chunks:
             raise StreamCutShort(exc, progress) from exc
+        # Before any chunk litellm wraps the provider's error (a 429 with its Retry-After, a 401)
+        # as a mid-stream one: the original says what it was and whether to retry.
+        original = getattr(exc, "original_exception", None)
+        if isinstance(original, Exception):
+            raise original from None
         raise
     return progress.chunks
 
