@@ -254,7 +254,7 @@ def parse_script(data: Any, source: str) -> Script:
     hooks = tuple(_parse_hook(h, f"{source}: hooks[{i}]") for i, h in enumerate(raw_hooks))
     try:
         params = settings_from_mapping(data["params"], source) if data.get("params") is not None else None
-        raw_agent_params = data.get("agent_params") or {}
+        raw_agent_params = data.get("agent_params", {})
         if not isinstance(raw_agent_params, dict):
             raise _fail(source, "'agent_params' must map agent names to request parameters")
         agent_params = {
