@@ -141,6 +141,12 @@ class Agent:
     def tool_list(self) -> tuple[Tool, ...]:
         return tuple(t if isinstance(t, Tool) else make_tool(t) for t in self.tools)
 
+    def settings_by_name(self, script: Any = None) -> dict[str, ModelSettings]:
+        """Request parameters by agent name: a script's (``llm.scripts.Script``), this root agent's own on top."""
+        if script is not None:
+            return script.agent_settings(self.name, self.model_settings)
+        return {self.name: self.model_settings or ModelSettings()}
+
 
 def _make_llm(telemetry: Any, tracing: Any, max_attempts: int, timeout: float, api_base: str | None,
               stream: bool = False) -> Any:
@@ -165,13 +171,6 @@ def _load_script(script: str | os.PathLike[str] | None) -> Any:
     from otel_agents.llm.scripts import load_script
 
     return load_script(os.fspath(script))
-
-
-def _agent_settings(script: Any, agent: "Agent") -> dict[str, ModelSettings]:
-    """Request parameters by agent name: the script's, the root agent's own on top."""
-    if script is not None:
-        return script.agent_settings(agent.name, agent.model_settings)
-    return {agent.name: agent.model_settings or ModelSettings()}
 
 
 def _install(runtime: RuntimeSession, hooks: Iterable[Hook]) -> None:
@@ -229,7 +228,7 @@ class Session:
             llm=_make_llm(telemetry, tracing, max_attempts, timeout, api_base, stream),
             root=AgentSpec(agent.name, chosen, agent.system_prompt, agent.tool_list(), agent.max_turns),
             max_turns=max_turns,
-            agent_settings=_agent_settings(loaded, agent),
+            agent_settings=agent.settings_by_name(loaded),
             settings_override=model_settings,
         )
         self._setup(runtime, loaded, model, hooks, rec, source="api", app=app, on_text=on_text)
@@ -351,6 +350,7 @@ def resume(
     """
     from otel_agents.persistence.artifacts import flush_unbilled, mark_billed
     from otel_agents.persistence.store import check_file_writable
+    from otel_agents.apps import reimport_app
     from otel_agents.restore import restore_session, root_name, saved_params
     from otel_agents.saved_session import load_saved
     from otel_agents.session_recording import StorageUnwritable, own_session
@@ -363,7 +363,7 @@ def resume(
     try:
         saved, tree, meta = load_saved(session_dir, session_id)
         last = saved.last_run
-        app = _saved_app(last.app) if last and last.app and (tools is None or hooks is None) else None
+        app = reimport_app(last.app) if last and last.app and (tools is None or hooks is None) else None
         if app is not None:
             tools = app.agent.tools if tools is None else tools
             hooks = app.hooks if hooks is None else hooks
@@ -377,7 +377,7 @@ def resume(
             telemetry=rec.tracing.telemetry,
             llm=_make_llm(rec.tracing.telemetry, rec.tracing, max_attempts, timeout, api_base, stream),
             max_turns=max_turns,
-            agent_settings=_agent_settings(loaded, root_agent),
+            agent_settings=root_agent.settings_by_name(loaded),
             settings_override=saved_params(saved, model_settings),
         )
         try:
@@ -394,15 +394,4 @@ def resume(
     except BaseException:
         ownership.release()  # idempotent: a started recording owns it from here
         raise
-
-
-def _saved_app(reference: str) -> Any:
-    """The app a session was started with, imported again; ``ResumeError`` (one line) if it cannot be."""
-    from otel_agents.apps import AppError, load_app
-    from otel_agents.restore import ResumeError
-
-    try:
-        return load_app(reference)
-    except AppError as exc:
-        raise ResumeError(f"{exc} (pass tools= and hooks= to resume without it)") from None
 

@@ -15,7 +15,7 @@ from otel_agents.cli.execution import (
     read_prompts,
     start_recording,
 )
-from otel_agents.cli.app_session import app_agent_settings, install_app_hooks, load_app_or_exit
+from otel_agents.cli.app_session import install_app_hooks, load_app_or_exit
 from otel_agents.cli.options import ledger_errors_are_data_errors, session_dir_or_exit, storage_options
 from otel_agents.tracing import semconv as sc
 
@@ -69,7 +69,7 @@ def _resume_owned(session_dir, session_id, prompts, script_name, model_opts, otl
     tracing = configure(otlp_file)
     llm = make_llm(tracing, model_opts)
     if app is not None:
-        agent_settings = app_agent_settings(app, script)
+        agent_settings = app.agent.settings_by_name(script)
     else:
         agent_settings = script.agent_settings(script.root_name) if script is not None else {}
     if script is not None:

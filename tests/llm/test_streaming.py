@@ -158,3 +158,19 @@ def test_run_stream_prints_the_root_agents_text_before_the_process_ends(tmp_path
     assert proc.returncode == 0, errors.decode()
     # Everything streamed once, the run's line ended once; Jack (not the root) is not on stdout.
     assert (received + rest).decode() == "Let me ask Jack. Jack says hello.\n"
+
+
+def test_the_python_api_streams_with_on_text_for_every_agent():
+    """``Session(stream=True, on_text=...)``: each agent's text, by name, as the scripted model streams it."""
+    import otel_agents
+
+    pieces: list[tuple[str, str]] = []
+    agent = otel_agents.Agent("main")
+    with otel_agents.Session(agent, script="jack-and-jill", stream=True,
+                             on_text=lambda name, text: pieces.append((name, text))) as session:
+        answer = session.run_sync("Create Jack and Jill for a cafe discussion")
+        jack = session.agent("Jack").transcript
+    assert "".join(text for name, text in pieces if name == "main") == answer
+    jack_said = "".join(m["content"] or "" for m in jack if m["role"] == "assistant")
+    assert jack_said and "".join(text for name, text in pieces if name == "Jack") == jack_said
+    assert len([1 for name, _ in pieces if name == "main"]) > 1  # in pieces, not at once
