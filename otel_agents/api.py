@@ -17,6 +17,7 @@ from typing import Any, Callable, Iterable, Sequence, Union
 
 from opentelemetry.sdk.trace import TracerProvider
 
+from otel_agents.llm.model_settings import ModelSettings
 from otel_agents.persistence.paths import Paths
 from otel_agents.runtime.hooks import ApprovalHook, ReviewHook, TransformHook
 from otel_agents.runtime.session import DEFAULT_MAX_TURNS, AgentSpec, RunContext
@@ -125,9 +126,9 @@ class Agent:
     """The root agent of a session: name, model, system prompt and tools.
 
     Sub-agents are created by the model through the built-in ``task`` tool and inherit
-    the tools. ``model`` is any litellm model string; left out, the session's ``model`` or
-    its script's offline model is used. Request parameters (temperature and the like) are
-    not supported by the runtime yet.
+    the tools and the request parameters. ``model`` is any litellm model string; left out,
+    the session's ``model`` or its script's offline model is used. ``model_settings``:
+    temperature, max tokens, top_p, stop, seed (``ModelSettings``; unset ones are not sent).
     """
 
     name: str
@@ -135,12 +136,20 @@ class Agent:
     model: str | None = None
     tools: Sequence[Tool | Callable[..., Any]] = ()
     max_turns: int | None = None
+    model_settings: ModelSettings | None = None
 
     def tool_list(self) -> tuple[Tool, ...]:
         return tuple(t if isinstance(t, Tool) else make_tool(t) for t in self.tools)
 
+    def settings_by_name(self, script: Any = None) -> dict[str, ModelSettings]:
+        """Request parameters by agent name: a script's (``llm.scripts.Script``), this root agent's own on top."""
+        if script is not None:
+            return script.agent_settings(self.name, self.model_settings)
+        return {self.name: self.model_settings or ModelSettings()}
 
-def _make_llm(telemetry: Any, tracing: Any, max_attempts: int, timeout: float, api_base: str | None) -> Any:
+
+def _make_llm(telemetry: Any, tracing: Any, max_attempts: int, timeout: float, api_base: str | None,
+              stream: bool = False) -> Any:
     from otel_agents.llm.client import LLMClient
     from otel_agents.llm.pricing import PriceTable
     from otel_agents.llm.retry import RetryPolicy
@@ -152,6 +161,7 @@ def _make_llm(telemetry: Any, tracing: Any, max_attempts: int, timeout: float, a
         timeout_s=timeout,
         api_base=api_base,
         capture_input_messages=bool(tracing and tracing.options.capture_input_messages),
+        stream=stream,
     )
 
 
@@ -180,7 +190,9 @@ class Session:
 
     ``script``: a script file or built-in name (docs/scripts.md) answering the offline
     ``scripted`` model, which agents without a model use; its hooks are installed too.
-    ``model`` overrides every agent's model. ``app``: the ``module:factory`` that builds ``agent``
+    ``model`` overrides every agent's model, ``model_settings`` every agent's request parameters
+    (recorded, so a resume keeps them). ``stream``: stream every LLM call (time to first chunk
+    on each chat span; ``on_text(agent_name, text)`` sees the text as it arrives). ``app``: the ``module:factory`` that builds ``agent``
     (docs/python-api.md), recorded so ``otel-agents resume`` re-imports its tools and hooks. Close the session (``with``/``async with``,
     or ``close()``) to write everything and release its lock; the enclosing ``recording``
     closes any session still open.
@@ -199,6 +211,9 @@ class Session:
         timeout: float = 120.0,
         api_base: str | None = None,
         app: str | None = None,
+        model_settings: ModelSettings | None = None,
+        stream: bool = False,
+        on_text: Callable[[str, str], None] | None = None,
     ) -> None:
         loaded = _load_script(script)
         chosen = model or agent.model or (loaded.model if loaded else None)
@@ -210,24 +225,32 @@ class Session:
         runtime = RuntimeSession(
             session_id,
             telemetry=telemetry,
-            llm=_make_llm(telemetry, tracing, max_attempts, timeout, api_base),
+            llm=_make_llm(telemetry, tracing, max_attempts, timeout, api_base, stream),
             root=AgentSpec(agent.name, chosen, agent.system_prompt, agent.tool_list(), agent.max_turns),
             max_turns=max_turns,
+            agent_settings=agent.settings_by_name(loaded),
+            settings_override=model_settings,
         )
-        self._setup(runtime, loaded, model, hooks, rec, source="api", app=app)
+        self._setup(runtime, loaded, model, hooks, rec, source="api", app=app, on_text=on_text)
 
     def _setup(self, runtime: RuntimeSession, script: Any, model: str | None, hooks: Iterable[Hook],
-               rec: recording | None, source: str, ownership: Any = None, app: str | None = None) -> None:
+               rec: recording | None, source: str, ownership: Any = None, app: str | None = None,
+               on_text: Callable[[str, str], None] | None = None) -> None:
         from otel_agents.runtime.scenario import install_hooks
 
         self.runtime = runtime
         if script is not None:
             runtime.llm.use_script(script)
+            runtime.llm.stream = runtime.llm.stream or script.stream
             install_hooks(runtime, script.hooks)
+        if on_text is not None:
+            runtime.llm.on_text = lambda request, text: on_text(request.agent_name, text)
         _install(runtime, hooks)
         from otel_agents.tracing import semconv as sc
 
         extra: dict[str, Any] = {sc.RUN_APP: app} if app else {}
+        if runtime.settings_override is not None:
+            extra[sc.RUN_PARAMS] = runtime.settings_override.to_json()  # a resume gives them to every agent
         if rec is not None and rec.redacted_save and source != "resume":
             extra[sc.RUN_REDACTED_SAVE] = True
         self._context = RunContext(source=source, script=script.source if script else None, model_override=model,
@@ -305,24 +328,30 @@ class Session:
 def resume(
     session_id: str,
     *,
-    tools: Sequence[Tool | Callable[..., Any]] = (),
-    hooks: Iterable[Hook] = (),
+    tools: Sequence[Tool | Callable[..., Any]] | None = None,
+    hooks: Iterable[Hook] | None = None,
     script: str | os.PathLike[str] | None = None,
     model: str | None = None,
     max_turns: int = DEFAULT_MAX_TURNS,
     max_attempts: int = 4,
     timeout: float = 120.0,
     api_base: str | None = None,
+    model_settings: ModelSettings | None = None,
+    stream: bool = False,
+    on_text: Callable[[str, str], None] | None = None,
 ) -> Session:
     """Rebuild every agent of a saved session, inside a ``recording`` block, and return it to run on.
 
-    Tools and hooks are not saved: pass the ones the session had (every agent gets ``tools``).
-    The script defaults to the one the session last ran with. Raises ``ResumeError`` (one
-    line) when the session cannot be resumed; nothing is run or billed then.
+    Tools and hooks are not saved: a session started with ``app=`` (or ``run --app``) re-imports
+    its app for the ones not given here, as ``otel-agents resume`` does; otherwise pass the ones
+    the session had (every agent gets ``tools``). The script defaults to the one the session last
+    ran with; request parameters to the session's, ``model_settings`` on top. Raises ``ResumeError``
+    (one line) when the session cannot be resumed; nothing is run or billed then.
     """
     from otel_agents.persistence.artifacts import flush_unbilled, mark_billed
     from otel_agents.persistence.store import check_file_writable
-    from otel_agents.restore import restore_session
+    from otel_agents.apps import reimport_app
+    from otel_agents.restore import restore_session, root_name, saved_params
     from otel_agents.saved_session import load_saved
     from otel_agents.session_recording import StorageUnwritable, own_session
 
@@ -334,15 +363,22 @@ def resume(
     try:
         saved, tree, meta = load_saved(session_dir, session_id)
         last = saved.last_run
+        app = reimport_app(last.app) if last and last.app and (tools is None or hooks is None) else None
+        if app is not None:
+            tools = app.agent.tools if tools is None else tools
+            hooks = app.hooks if hooks is None else hooks
         loaded = _load_script(script if script is not None else (last.script if last else None))
+        root_agent = app.agent if app is not None else Agent(root_name(saved))
         runtime = restore_session(
             saved,
-            tools=Agent("", tools=tools).tool_list(),
+            tools=Agent("", tools=tools or ()).tool_list(),
             model_override=model,
             script_model=loaded.model if loaded else None,
             telemetry=rec.tracing.telemetry,
-            llm=_make_llm(rec.tracing.telemetry, rec.tracing, max_attempts, timeout, api_base),
+            llm=_make_llm(rec.tracing.telemetry, rec.tracing, max_attempts, timeout, api_base, stream),
             max_turns=max_turns,
+            agent_settings=root_agent.settings_by_name(loaded),
+            settings_override=saved_params(saved, model_settings),
         )
         try:
             check_file_writable(rec.paths.billing_file)
@@ -352,8 +388,10 @@ def resume(
             flush_unbilled(tree, rec.paths.billing_file)  # a crashed run is billed once, before new runs
             mark_billed(session_dir, meta)
         session = Session.__new__(Session)
-        session._setup(runtime, loaded, model, hooks, rec, source="resume", ownership=ownership)
+        session._setup(runtime, loaded, model, hooks or (), rec, source="resume", ownership=ownership,
+                       app=last.app if last else None, on_text=on_text)
         return session
     except BaseException:
         ownership.release()  # idempotent: a started recording owns it from here
         raise
+

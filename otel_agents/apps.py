@@ -54,5 +54,15 @@ def load_app(reference: str) -> App:
     return App(reference, agent, tuple(hooks))
 
 
+def reimport_app(reference: str) -> App:
+    """The app a saved session was started with, for ``otel_agents.resume``; ``ResumeError`` if it cannot be."""
+    from otel_agents.restore import ResumeError
+
+    try:
+        return load_app(reference)
+    except AppError as exc:
+        raise ResumeError(f"{exc} (pass tools= and hooks= to resume without it)") from None
+
+
 def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split()) or "(no message)"

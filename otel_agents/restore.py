@@ -23,6 +23,7 @@ from typing import Any, Iterable, Mapping
 from opentelemetry import trace
 from opentelemetry.trace import SpanContext, TraceFlags
 
+from otel_agents.llm.model_settings import ModelSettings, ModelSettingsError, settings_from_json
 from otel_agents.persistence.gc_pause import collector_paused
 from otel_agents.runtime.agent import Agent
 from otel_agents.runtime.session import Session
@@ -45,6 +46,7 @@ class SavedRun:
     script: str | None = None
     model_override: str | None = None
     app: str | None = None  # `run --app` reference the resume re-imports
+    params: str | None = None  # JSON of the request parameters every agent was given (--param)
 
 
 @dataclass
@@ -64,18 +66,20 @@ def saved_runs(tree: Mapping[str, Any] | None) -> tuple[int, SavedRun | None]:
     last = runs[-1]
     attributes = last.get("attributes") or {}
     run = _last_run(int(last.get("index") or len(runs)), last.get("trace_id"), last.get("span_id"),
-                    attributes.get(sc.RUN_SCRIPT), attributes.get(sc.RUN_MODEL), attributes.get(sc.RUN_APP))
+                    attributes.get(sc.RUN_SCRIPT), attributes.get(sc.RUN_MODEL), attributes.get(sc.RUN_APP),
+                    attributes.get(sc.RUN_PARAMS))
     return max(len(runs), run.index), run
 
 
-def _last_run(index: int, trace_id: Any, span_id: Any, script: Any, model: Any, app: Any = None) -> SavedRun:
+def _last_run(index: int, trace_id: Any, span_id: Any, script: Any, model: Any, app: Any = None,
+              params: Any = None) -> SavedRun:
     """The run the next one links to, checked: hex ids, and names that are names."""
     try:
         int(trace_id, 16), int(span_id, 16)
     except (TypeError, ValueError):
         raise ResumeError("the last run's trace and span ids are not hex") from None
     return SavedRun(index, trace_id, span_id, _name_or_none(script, "script"), _name_or_none(model, "model"),
-                    _name_or_none(app, "app"))
+                    _name_or_none(app, "app"), _name_or_none(params, "params"))
 
 
 def _name_or_none(value: Any, what: str) -> str | None:
@@ -95,7 +99,7 @@ def runs_from_meta(meta: Mapping[str, Any]) -> tuple[int, SavedRun | None]:
         return count, None
     try:
         run = _last_run(int(last["index"]), str(last["trace_id"]), str(last["span_id"]), last.get("script"),
-                        last.get("model"), last.get("app"))
+                        last.get("model"), last.get("app"), last.get("params"))
     except (KeyError, TypeError, ValueError, AttributeError, ResumeError):
         raise ResumeError("meta.json has a damaged last_run") from None
     return max(count, run.index), run
@@ -189,6 +193,26 @@ def restore_session(
         return _restore(saved, tuple(tools), model_override, script_model, session_kwargs)
 
 
+def saved_params(saved: SavedSession, given: ModelSettings | None) -> ModelSettings | None:
+    """The request parameters every agent gets on resume: the last run's, with ``given`` (--param) on top."""
+    last = saved.last_run
+    try:
+        recorded = settings_from_json(last.params if last else None, "the last run")
+    except ModelSettingsError as exc:
+        raise ResumeError(str(exc)) from None
+    if recorded is None:
+        return given
+    return recorded.merged(given)
+
+
+def root_name(saved: SavedSession) -> str:
+    """The saved root agent's name: the first agent created without a parent."""
+    for record in saved.records:
+        if record.get("event_type") == sc.EVENT_AGENT_CREATED and not record.get("parent"):
+            return record.get("name") or record["agent_id"]
+    return ""
+
+
 def continued_model(saved_model: str, model_override: str | None, script_model: str | None) -> str:
     """The model an agent saved with ``saved_model`` continues with."""
     if model_override:
@@ -245,13 +269,16 @@ def _restore(saved: SavedSession, tool_list: tuple[Tool, ...], model_override: s
             model = continued_model(saved_model, model_override, script_model)
             if model != saved_model:
                 changes[(saved_model, model)] += 1
+            name = record.get("name") or record["agent_id"]
             agent = Agent(
                 session,
-                record.get("name") or record["agent_id"],
+                name,
                 model,
                 tools=tool_list,
                 parent=parent,
                 agent_id=record["agent_id"],
+                # parameters are not in the records: rebuilt as at creation, from the parent and the names
+                settings=session.settings_for(name, parent),
             )
             agents[agent.agent_id] = agent
             if parent is not None:

@@ -53,13 +53,31 @@ class ModelOptions:
     max_turns: int
     max_attempts: int
     timeout: float
+    params: Any = None  # ModelSettings from --param (every agent's request parameters), or None
+    stream: bool = False
+
+
+def _parse_params(ctx, param, values):
+    """``--param key=value`` items as ModelSettings; bad ones are one usage line (exit 2)."""
+    from otel_agents.llm.model_settings import ModelSettingsError, parse_params
+
+    try:
+        return parse_params(values, where="")
+    except ModelSettingsError as exc:
+        raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
 
 
 def model_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    """``--model --api-base --max-turns --max-attempts --timeout``, passed as ``model_opts``."""
+    """``--model --api-base --max-turns --max-attempts --timeout --param --stream``, passed as ``model_opts``."""
     import functools
 
     options = [
+        click.option("--stream", is_flag=True,
+                     help="Stream every LLM call: the root agent's text reaches stdout as it is generated."),
+        click.option("--param", "params", multiple=True, metavar="KEY=VALUE", callback=_parse_params,
+                     help="Request parameter for every agent's LLM calls (repeatable): temperature, max_tokens, "
+                          "top_p, stop, seed; values are JSON where they parse (stop=END or stop='[\"a\",\"b\"]'). "
+                          "resume keeps the session's and lets these override them."),
         click.option("--timeout", type=click.FloatRange(0, min_open=True), default=120.0, show_default=True,
                      help="Seconds per LLM attempt."),
         click.option("--max-attempts", type=click.IntRange(1), default=4, show_default=True,
@@ -72,8 +90,9 @@ def model_options(func: Callable[..., Any]) -> Callable[..., Any]:
     ]
 
     @functools.wraps(func)
-    def wrapper(*args, model, api_base, max_turns, max_attempts, timeout, **kwargs):
-        return func(*args, model_opts=ModelOptions(model, api_base, max_turns, max_attempts, timeout), **kwargs)
+    def wrapper(*args, model, api_base, max_turns, max_attempts, timeout, params, stream, **kwargs):
+        return func(*args, model_opts=ModelOptions(model, api_base, max_turns, max_attempts, timeout, params, stream),
+                    **kwargs)
 
     for option in options:
         wrapper = option(wrapper)
@@ -123,6 +142,7 @@ def make_llm(tracing, opts: ModelOptions):
         timeout_s=opts.timeout,
         api_base=opts.api_base,
         capture_input_messages=tracing.options.capture_input_messages,
+        stream=opts.stream,
     )
 
 
@@ -187,6 +207,23 @@ def _as_ctrl_c(signum, frame):
     signal.raise_signal(signal.SIGINT)
 
 
+def _stream_root_text(session) -> list[str]:
+    """With streaming on, the root agent's text goes to stdout as it arrives; returns what was written."""
+    written: list[str] = []
+    if not session.llm.stream:
+        return written
+
+    def on_text(request, text: str) -> None:
+        root = session.root
+        if root is not None and request.agent_id == root.agent_id:
+            written.append(text)
+            sys.stdout.write(text)
+            sys.stdout.flush()
+
+    session.llm.on_text = on_text
+    return written
+
+
 def execute(session, prompts: list[str], context, tracing, recording) -> int:
     """Run each prompt as its own trace; print utterances; always close the recording.
 
@@ -200,11 +237,14 @@ def execute(session, prompts: list[str], context, tracing, recording) -> int:
     previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)
     previous = signal.signal(signal.SIGTERM, _as_ctrl_c)
     exit_code = EXIT_OK
+    streamed = _stream_root_text(session)
     try:
         with asyncio.Runner() as runner:  # one loop for every prompt of the process
             for prompt in prompts:
+                streamed.clear()
                 utterance = runner.run(session.run(prompt, context=context))
-                click.echo(str(utterance))
+                # Streamed text is on stdout already: the line is ended, not printed twice.
+                click.echo("" if streamed else str(utterance))
     except (LLMCallFailed, MaxTurnsExceeded) as exc:
         click.echo(f"error: {exc}", err=True)
         exit_code = EXIT_FAILED

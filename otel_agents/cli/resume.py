@@ -40,7 +40,7 @@ def resume_session_command(session_id, prompts, script_name, model_opts, otlp_fi
 def _resume_owned(session_dir, session_id, prompts, script_name, model_opts, otlp_file, verbose, trace_llm,
                   trace_tools, paths, ownership) -> int:
     from otel_agents.llm.scripts import ScriptError, load_script
-    from otel_agents.restore import ResumeError, restore_session
+    from otel_agents.restore import ResumeError, restore_session, saved_params
     from otel_agents.saved_session import load_saved
 
     try:  # everything is read and checked before any model is called or anything billed
@@ -58,13 +58,22 @@ def _resume_owned(session_dir, session_id, prompts, script_name, model_opts, otl
     if not prompt_list:
         raise click.UsageError("no prompt given (as arguments, on stdin, or interactively)")
     model = model_opts.model or (last.model_override if last else None)
+    try:
+        params = saved_params(saved, model_opts.params)  # the session's --param, these on top
+    except ResumeError as exc:
+        raise click.UsageError(str(exc)) from None
 
     from otel_agents.runtime.scenario import install_hooks, resolve_model
     from otel_agents.runtime.session import RunContext
 
     tracing = configure(otlp_file)
     llm = make_llm(tracing, model_opts)
+    if app is not None:
+        agent_settings = app.agent.settings_by_name(script)
+    else:
+        agent_settings = script.agent_settings(script.root_name) if script is not None else {}
     if script is not None:
+        llm.stream = llm.stream or script.stream
         llm.use_script(script)  # the scripted model the saved agents name, if they use it
         resolved = resolve_model(script, model)
         override = None if resolved == script.model else resolved
@@ -80,6 +89,8 @@ def _resume_owned(session_dir, session_id, prompts, script_name, model_opts, otl
             telemetry=tracing.telemetry,
             llm=llm,
             max_turns=model_opts.max_turns,
+            agent_settings=agent_settings,
+            settings_override=params,
         )
     except ResumeError as exc:
         tracing.shutdown()
@@ -105,6 +116,8 @@ def _resume_owned(session_dir, session_id, prompts, script_name, model_opts, otl
     recording = start_recording(tracing, paths, session_id, ownership=ownership, resume=True)
     attach_console(tracing, verbose, trace_llm, trace_tools)
     extra = {sc.RUN_APP: app.reference} if app else {}  # the next resume imports the same app
+    if params is not None:
+        extra[sc.RUN_PARAMS] = params.to_json()  # and gives every agent the same parameters
     context = RunContext(source="resume", script=script.source if script else None, model_override=model,
                          extra=extra)
     return execute(session, prompt_list, context, tracing, recording)

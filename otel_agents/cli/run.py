@@ -63,11 +63,11 @@ def run(prompts, script_name, app_reference, resume_id, model_opts, otlp_file, r
     llm = make_llm(tracing, model_opts)
     if app is None:
         session = build_session(script, model=model_opts.model, telemetry=tracing.telemetry, llm=llm,
-                                max_turns=model_opts.max_turns)
+                                max_turns=model_opts.max_turns, settings_override=model_opts.params)
     else:
         try:
             session = build_app_session(app, script, model_opts.model, telemetry=tracing.telemetry, llm=llm,
-                                        max_turns=model_opts.max_turns)
+                                        max_turns=model_opts.max_turns, settings_override=model_opts.params)
         except click.UsageError:
             tracing.shutdown()
             raise
@@ -78,6 +78,8 @@ def run(prompts, script_name, app_reference, resume_id, model_opts, otlp_file, r
     extra = {sc.RUN_REDACTED_SAVE: True} if redacted_save else {}
     if app is not None:
         extra[sc.RUN_APP] = app.reference  # resume re-imports it for the tools and hooks
+    if model_opts.params is not None:
+        extra[sc.RUN_PARAMS] = model_opts.params.to_json()  # resume gives them to every agent again
     context = RunContext(source="cli", script=script.source if script is not None else None,
                          model_override=model_opts.model, extra=extra)
     finish(execute(session, prompt_list, context, tracing, recording))

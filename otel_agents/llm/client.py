@@ -21,6 +21,8 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 from otel_agents.llm.pricing import PriceTable, Usage
 from otel_agents.llm.retry import RetryPolicy, error_type, is_transient
 from otel_agents.llm.accounting import charge_llm
+from otel_agents.llm.model_settings import ModelSettings
+from otel_agents.llm.streaming import STREAM_OPTIONS, StreamCutShort, StreamProgress, assemble, read_stream
 from otel_agents.tracing import content_capture, semconv as sc
 from otel_agents.tracing.credentials import add_credential
 from otel_agents.tracing.redaction import redact_text
@@ -92,6 +94,7 @@ class ChatRequest:
     agent_id: str
     session_id: str
     context_last_message_id: str | None
+    settings: ModelSettings | None = None  # request parameters; unset fields are not sent
 
 
 @dataclass
@@ -170,6 +173,9 @@ class LLMClient:
     # Scripts the offline ``scripted`` provider answers from, handed to it at the first call:
     # a command imports litellm (about 3 s) only once it calls a model, after the recorder forked.
     scripts: list[Any] = field(default_factory=list)
+    # Stream every call (stream_options.include_usage); ``on_text(request, text)`` sees each text delta.
+    stream: bool = False
+    on_text: Callable[[ChatRequest, str], None] | None = None
     # trace id -> ids of the tool definitions already on a chat span of that trace
     _tools_sent: dict[int, set[str]] = field(default_factory=dict, init=False, repr=False)
 
@@ -229,6 +235,10 @@ class LLMClient:
                 attrs[sc.SERVER_ADDRESS] = parsed.hostname
             if parsed.port:
                 attrs[sc.SERVER_PORT] = parsed.port
+        if request.settings is not None:
+            attrs.update(request.settings.span_attributes())
+        if self.stream:
+            attrs[sc.GEN_AI_REQUEST_STREAM] = True
         if self.capture_input_messages:
             instructions, history = content_capture.request_content(request.messages)
             if instructions:
@@ -280,6 +290,11 @@ class LLMClient:
         }
         if request.tools:
             kwargs["tools"] = request.tools
+        if request.settings is not None:
+            kwargs.update(request.settings.set_fields())
+        if self.stream:
+            kwargs["stream"] = True
+            kwargs["stream_options"] = dict(STREAM_OPTIONS)
         if self.api_base:
             kwargs["api_base"] = self.api_base
         if self.api_key:
@@ -293,10 +308,17 @@ class LLMClient:
         ) as span, marks_cancellation(span):
             self.telemetry.request_sent(span, kwargs["messages"])
             started = time.perf_counter()
+            progress = StreamProgress(started)
             try:
-                response = await litellm.acompletion(**kwargs)
+                response = await self._call(litellm, kwargs, request, progress)
             except Exception as exc:  # every failure is recorded on its attempt span
                 latency_ms = (time.perf_counter() - started) * 1000
+                self._record_stream(span, progress)
+                if isinstance(exc, StreamCutShort):
+                    # What arrived before the cut is kept on the failed attempt; the retry starts over.
+                    span.set_attributes({sc.LLM_PARTIAL_OUTPUT: exc.progress.partial_text,
+                                         sc.LLM_PARTIAL_CHARS: len(exc.progress.partial_text)})
+                    exc = exc.cause
                 transient = is_transient(exc)
                 span.set_attributes(
                     {sc.ERROR_TYPE: error_type(exc), sc.LLM_LATENCY_MS: round(latency_ms, 3), sc.LLM_RETRYABLE: transient}
@@ -308,6 +330,7 @@ class LLMClient:
                 charge_llm(Usage(), None, failed=True)
                 raise _AttemptFailed(exc) from exc
             latency_ms = (time.perf_counter() - started) * 1000
+            self._record_stream(span, progress)
             choice = response.choices[0]
             message = assistant_message(choice.message)
             usage = usage_of(response)
@@ -343,6 +366,23 @@ class LLMClient:
             message_id = on_message(message)
             span.set_attribute(sc.RESPONSE_MESSAGE_ID, message_id)
             return ChatResult(message, usage, cost, getattr(response, "id", None), attempt)
+
+    async def _call(self, litellm: Any, kwargs: dict[str, Any], request: ChatRequest,
+                    progress: StreamProgress) -> Any:
+        """One ``acompletion``; a streamed one read whole (text handed on as it arrives) and assembled."""
+        if not self.stream:
+            return await litellm.acompletion(**kwargs)
+        stream = await litellm.acompletion(**kwargs)
+        on_text = self.on_text
+        await read_stream(stream, progress, (lambda text: on_text(request, text)) if on_text else None)
+        return assemble(litellm, progress.chunks, kwargs["messages"])
+
+    def _record_stream(self, span: Any, progress: StreamProgress) -> None:
+        if not self.stream:
+            return
+        if progress.first_chunk_s is not None:
+            span.set_attribute(sc.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK, round(progress.first_chunk_s, 6))
+        span.set_attribute(sc.LLM_STREAM_CHUNKS, len(progress.chunks))
 
 
 class _AttemptFailed(Exception):

@@ -3,7 +3,8 @@
 The model string is ``scripted/<script name>``; the agent's name and the attempt
 number travel in the request metadata. Usage is counted from the real request
 and response text (about four characters a token) unless the script sets it,
-and a demo price is registered so costs are non-zero.
+and a demo price is registered so costs are non-zero. Streamed calls get the same
+answer in chunks (text a few words at a time, then the tool calls, then usage).
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, AsyncIterator
 
 import httpx
 
@@ -21,7 +23,16 @@ from otel_agents.llm.scripts import Script, ScriptedFailure
 litellm = load_litellm()
 from litellm import CustomLLM  # noqa: E402
 from litellm.llms.custom_llm import CustomLLMError  # noqa: E402
-from litellm.types.utils import ChatCompletionMessageToolCall, Function, Message, Usage  # noqa: E402
+from litellm.types.utils import (  # noqa: E402
+    ChatCompletionDeltaToolCall,
+    ChatCompletionMessageToolCall,
+    Delta,
+    Function,
+    Message,
+    ModelResponseStream,
+    StreamingChoices,
+    Usage,
+)
 
 PROVIDER = "scripted"
 META_AGENT_NAME = "otel_agents_agent_name"
@@ -50,9 +61,8 @@ class ScriptedLLM(CustomLLM):
         super().__init__()
         self.scripts: dict[str, Script] = {}
 
-    async def acompletion(self, model, messages, api_base, custom_prompt_dict, model_response, print_verbose,
-                          encoding, api_key, logging_obj, optional_params, acompletion=None, litellm_params=None,
-                          logger_fn=None, headers={}, timeout=None, client=None):  # noqa: B006 - litellm's signature
+    async def _answer(self, model: str, messages: list[dict[str, Any]], litellm_params: Any) -> "_Answer":
+        """The script's turn for this request (after its latency and any scripted first-attempt failure)."""
         script = self.scripts.get(model)
         if script is None:
             raise CustomLLMError(status_code=404, message=f"no scripted model {model!r} is loaded")
@@ -74,26 +84,84 @@ class ScriptedLLM(CustomLLM):
             )
             for i, call in enumerate(turn.tool_calls)
         ]
-        message = Message(content=turn.text, role="assistant", tool_calls=tool_calls or None)
-        if turn.reasoning:
-            message.reasoning_content = turn.reasoning
         out_text = (turn.text or "") + "".join(c.function.arguments for c in tool_calls)
         usage = dict(turn.usage or {})
         reasoning_tokens = usage.get("reasoning_tokens", count_tokens(turn.reasoning or ""))
         prompt_tokens = usage.get("input_tokens", count_tokens(request_text(messages)))
         completion_tokens = usage.get("output_tokens", count_tokens(out_text) + reasoning_tokens)
-        model_response.choices[0].message = message
-        model_response.choices[0].finish_reason = "tool_calls" if tool_calls else "stop"
-        model_response.model = model
-        model_response.id = f"scripted-{agent}-{assistant_turns + 1}"
-        model_response.usage = Usage(
-            prompt_tokens=prompt_tokens,
-            completion_tokens=completion_tokens,
-            total_tokens=prompt_tokens + completion_tokens,
-            prompt_tokens_details={"cached_tokens": usage.get("cache_read_tokens", 0)},
-            completion_tokens_details={"reasoning_tokens": reasoning_tokens},
+        return _Answer(
+            response_id=f"scripted-{agent}-{assistant_turns + 1}",
+            text=turn.text,
+            reasoning=turn.reasoning,
+            tool_calls=tool_calls,
+            usage={
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+                "prompt_tokens_details": {"cached_tokens": usage.get("cache_read_tokens", 0)},
+                "completion_tokens_details": {"reasoning_tokens": reasoning_tokens},
+            },
         )
+
+    async def acompletion(self, model, messages, api_base, custom_prompt_dict, model_response, print_verbose,
+                          encoding, api_key, logging_obj, optional_params, acompletion=None, litellm_params=None,
+                          logger_fn=None, headers={}, timeout=None, client=None):  # noqa: B006 - litellm's signature
+        answer = await self._answer(model, messages, litellm_params)
+        message = Message(content=answer.text, role="assistant", tool_calls=answer.tool_calls or None)
+        if answer.reasoning:
+            message.reasoning_content = answer.reasoning
+        model_response.choices[0].message = message
+        model_response.choices[0].finish_reason = answer.finish_reason
+        model_response.model = model
+        model_response.id = answer.response_id
+        model_response.usage = Usage(**answer.usage)
         return model_response
+
+    async def astreaming(self, model, messages, api_base, custom_prompt_dict, model_response, print_verbose,
+                         encoding, api_key, logging_obj, optional_params, acompletion=None, litellm_params=None,
+                         logger_fn=None, headers={}, timeout=None, client=None):  # noqa: B006 - litellm's signature
+        answer = await self._answer(model, messages, litellm_params)
+        async for chunk in _chunks(model, answer):
+            yield chunk
+
+
+@dataclass
+class _Answer:
+    response_id: str
+    text: str | None
+    reasoning: str | None
+    tool_calls: list[Any]
+    usage: dict[str, Any]
+
+    @property
+    def finish_reason(self) -> str:
+        return "tool_calls" if self.tool_calls else "stop"
+
+
+def _pieces(text: str) -> list[str]:
+    """The text a few words at a time, as a model streams it (joined, exactly the text)."""
+    words = text.split(" ")
+    return [" ".join(words[i : i + 3]) + (" " if i + 3 < len(words) else "") for i in range(0, len(words), 3)]
+
+
+async def _chunks(model: str, answer: _Answer) -> AsyncIterator[Any]:
+    """Chunks in OpenAI's shape; the last (litellm's generic chunk) carries the finish reason and usage."""
+
+    def chunk(delta: Delta) -> ModelResponseStream:
+        return ModelResponseStream(id=answer.response_id, model=model,
+                                   choices=[StreamingChoices(index=0, delta=delta)])
+
+    if answer.reasoning:
+        yield chunk(Delta(role="assistant", reasoning_content=answer.reasoning))
+    for piece in _pieces(answer.text) if answer.text else ():
+        await asyncio.sleep(0)  # each chunk is its own step, as arriving bytes would be
+        yield chunk(Delta(role="assistant", content=piece))
+    for index, call in enumerate(answer.tool_calls):
+        yield chunk(Delta(role="assistant", tool_calls=[ChatCompletionDeltaToolCall(
+            id=call.id, type="function", index=index,
+            function=Function(name=call.function.name, arguments=call.function.arguments))]))
+    yield {"text": "", "tool_use": None, "is_finished": True, "finish_reason": answer.finish_reason,
+           "usage": answer.usage, "index": 0}
 
 
 def _transient_error(failure: ScriptedFailure, agent: str, model: str) -> Exception:

@@ -15,8 +15,14 @@ A script is a JSON file (see docs/scripts.md)::
            "latency_ms": 5, "fail_first_attempt": {"status": 429, "retry_after": 0.05}}
         ]
       },
-      "fallback": "I have nothing further to add."
+      "fallback": "I have nothing further to add.",
+      "params": {"temperature": 0.2, "max_tokens": 512},
+      "agent_params": {"Jack": {"temperature": 0.9, "stop": ["END"]}},
+      "stream": true
     }
+
+``params`` are the root agent's request parameters (its sub-agents inherit them),
+``agent_params`` those of the agents of a name; ``stream`` streams every call.
 
 The model's answer is a pure function of the request: the agent's name and how
 many assistant turns its transcript already holds. An agent with no turn left
@@ -32,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from otel_agents.json_nesting import NestingTooDeep, check_nesting
+from otel_agents.llm.model_settings import ModelSettings, ModelSettingsError, settings_from_mapping
 
 FALLBACK_UTTERANCE = "I have nothing further to add."
 BUILTIN_SCRIPTS = ("jack-and-jill",)
@@ -88,6 +95,15 @@ class Script:
     hooks: tuple[HookSpec, ...] = ()
     agents: dict[str, tuple[ScriptedTurn, ...]] = field(default_factory=dict)
     fallback: str = FALLBACK_UTTERANCE
+    params: ModelSettings | None = None  # the root's request parameters, inherited by its sub-agents
+    agent_params: dict[str, ModelSettings] = field(default_factory=dict)  # by agent name
+    stream: bool = False
+
+    def agent_settings(self, root_name: str, root_own: ModelSettings | None = None) -> dict[str, ModelSettings]:
+        """Request parameters by agent name, the root's (``params`` and an app's own) included."""
+        out = dict(self.agent_params)
+        out[root_name] = (self.params or ModelSettings()).merged(out.get(root_name)).merged(root_own)
+        return out
 
     @property
     def model(self) -> str:
@@ -236,6 +252,20 @@ def parse_script(data: Any, source: str) -> Script:
     if not isinstance(raw_hooks, list):
         raise _fail(source, "'hooks' must be a list")
     hooks = tuple(_parse_hook(h, f"{source}: hooks[{i}]") for i, h in enumerate(raw_hooks))
+    try:
+        params = settings_from_mapping(data["params"], source) if data.get("params") is not None else None
+        raw_agent_params = data.get("agent_params", {})
+        if not isinstance(raw_agent_params, dict):
+            raise _fail(source, "'agent_params' must map agent names to request parameters")
+        agent_params = {
+            agent: settings_from_mapping(value, f"{source}: agent_params.{agent}")
+            for agent, value in raw_agent_params.items()
+        }
+    except ModelSettingsError as exc:
+        raise ScriptError(str(exc)) from None
+    stream = data.get("stream", False)
+    if not isinstance(stream, bool):
+        raise _fail(source, "'stream' must be true or false")
     return Script(
         name=name,
         source=source,
@@ -245,6 +275,9 @@ def parse_script(data: Any, source: str) -> Script:
         hooks=hooks,
         agents=agents,
         fallback=fallback,
+        params=params,
+        agent_params=agent_params,
+        stream=stream,
     )
 
 

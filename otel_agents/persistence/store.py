@@ -282,7 +282,7 @@ def this_writer() -> dict[str, Any]:
 
 
 def run_summary(run: Mapping[str, Any], position: int) -> dict[str, Any]:
-    """A run's root span as resume needs it: ids to link to, index to count on from, script, model and app."""
+    """A run's root span as resume needs it: ids to link to, index to count on from, script, model, app, params."""
     attributes = run.get("attributes") or {}
     summary = {
         "index": int(run.get("index") or position),
@@ -293,6 +293,8 @@ def run_summary(run: Mapping[str, Any], position: int) -> dict[str, Any]:
     }
     if attributes.get(sc.RUN_APP) is not None:  # only app runs carry it: other sessions' meta.json is unchanged
         summary["app"] = attributes[sc.RUN_APP]
+    if attributes.get(sc.RUN_PARAMS) is not None:  # likewise only runs given --param
+        summary["params"] = attributes[sc.RUN_PARAMS]
     return summary
 
 

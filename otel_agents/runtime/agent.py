@@ -11,6 +11,7 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from otel_agents.llm.client import ChatRequest, provider_of, request_model_of
 from otel_agents.llm.accounting import charge_tool, scope
+from otel_agents.llm.model_settings import ModelSettings
 from otel_agents.runtime.hooks import ToolRequest
 from otel_agents.runtime.logged_string import LoggedString, substance_of
 from otel_agents.runtime.tools import InvalidToolArguments, Tool, ToolContext
@@ -53,6 +54,7 @@ class Agent:
         agent_id: str | None = None,
         max_turns: int | None = None,
         builtin_tools: bool = True,
+        settings: ModelSettings | None = None,
     ):
         self.session = session
         self.agent_id = agent_id or session.allocate_agent_id()
@@ -60,6 +62,7 @@ class Agent:
         self.model = model
         self.parent = parent
         self.max_turns = max_turns
+        self.settings = settings or ModelSettings()  # its own request parameters (sub-agents inherit them)
         self.user_tools: dict[str, Tool] = {t.name: t for t in tools}
         self.builtin_tools = builtin_tools
         self.subagents: dict[str, Agent] = {}
@@ -178,6 +181,7 @@ class Agent:
                     agent_id=self.agent_id,
                     session_id=self.session.id,
                     context_last_message_id=self.transcript_ids[-1] if self.transcript_ids else None,
+                    settings=self.session.request_settings(self),
                 )
                 await self.session.llm.complete(request, on_message=self._log_entry)
                 message_id = self.transcript_ids[-1]

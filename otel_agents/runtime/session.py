@@ -13,6 +13,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Link, SpanContext, SpanKind
 
 from otel_agents.llm.accounting import scope
+from otel_agents.llm.model_settings import ModelSettings
 from otel_agents.runtime.hooks import ApprovalHook, Decision, ReviewHook, ToolRequest, TransformHook, hook_event
 from otel_agents.runtime.logged_string import LoggedString
 from otel_agents.tracing import semconv as sc
@@ -64,6 +65,8 @@ class Session:
         agent_counter: int = 0,
         runs: int = 0,
         previous_run: SpanContext | None = None,
+        agent_settings: Mapping[str, ModelSettings] | None = None,
+        settings_override: ModelSettings | None = None,
     ):
         self.id = session_id or new_session_id()
         if not valid_session_id(self.id):
@@ -75,6 +78,10 @@ class Session:
             llm = LLMClient(self.telemetry)
         self.llm = llm
         self.max_turns = max_turns
+        # Request parameters: an agent's own are its parent's (or none) with those named for it
+        # here on top; ``settings_override`` (``--param``) is on top of every agent's.
+        self.agent_settings: dict[str, ModelSettings] = dict(agent_settings or {})
+        self.settings_override = settings_override
         self.root_spec = root
         self.root: Agent | None = None
         self.agents: dict[str, Agent] = {}  # every agent that ever existed, by id
@@ -153,6 +160,15 @@ class Session:
             raise ValueError(f"agent id {agent.agent_id} is already registered")
         self.agents[agent.agent_id] = agent
 
+    def settings_for(self, name: str, parent: "Agent | None", own: ModelSettings | None = None) -> ModelSettings:
+        """The request parameters an agent named ``name`` starts with (inherited, then its own)."""
+        inherited = parent.settings if parent is not None else ModelSettings()
+        return inherited.merged(self.agent_settings.get(name)).merged(own)
+
+    def request_settings(self, agent: "Agent") -> ModelSettings:
+        """What ``agent``'s next LLM request sends: its own parameters under the session's override."""
+        return agent.settings.merged(self.settings_override)
+
     def find_agent(self, name_or_id: str) -> "Agent | None":
         """By id, else the most recently created agent of that name."""
         if name_or_id in self.agents:
@@ -172,6 +188,7 @@ class Session:
         cause: str | None = None,
         tools: Iterable["Tool"] = (),
         max_turns: int | None = None,
+        settings: ModelSettings | None = None,
     ) -> "Agent":
         """Create, register and log an agent inside a ``create_agent {name}`` span."""
         from otel_agents.runtime.agent import Agent
@@ -189,7 +206,8 @@ class Session:
         with self.telemetry.tracer.start_as_current_span(
             sc.span_name(sc.OP_CREATE_AGENT, name), kind=SpanKind.INTERNAL, attributes=attrs
         ) as span:
-            agent = Agent(self, name, model, tools=tools, parent=parent, max_turns=max_turns)
+            agent = Agent(self, name, model, tools=tools, parent=parent, max_turns=max_turns,
+                          settings=self.settings_for(name, parent, settings))
             span.set_attribute(sc.GEN_AI_AGENT_ID, agent.agent_id)
             span.set_attribute(sc.AGENT_ID, agent.agent_id)
             if parent is not None:

@@ -60,6 +60,14 @@ GEN_AI_CONTENT_ATTRIBUTES = frozenset(
     {GEN_AI_INPUT_MESSAGES, GEN_AI_OUTPUT_MESSAGES, GEN_AI_SYSTEM_INSTRUCTIONS, GEN_AI_TOOL_CALL_ARGUMENTS,
      GEN_AI_TOOL_CALL_RESULT}
 )
+# Request parameters, only those the request set (llm/model_settings.py).
+GEN_AI_REQUEST_TEMPERATURE = "gen_ai.request.temperature"  # double
+GEN_AI_REQUEST_MAX_TOKENS = "gen_ai.request.max_tokens"  # int
+GEN_AI_REQUEST_TOP_P = "gen_ai.request.top_p"  # double
+GEN_AI_REQUEST_STOP_SEQUENCES = "gen_ai.request.stop_sequences"  # string[]
+GEN_AI_REQUEST_SEED = "gen_ai.request.seed"  # int
+GEN_AI_REQUEST_STREAM = "gen_ai.request.stream"  # boolean, on every chat span
+GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK = "gen_ai.response.time_to_first_chunk"  # double, seconds (streaming)
 ERROR_TYPE = "error.type"
 SERVER_ADDRESS = "server.address"
 SERVER_PORT = "server.port"
@@ -79,6 +87,7 @@ RUN_INDEX = "otel_agents.run.index"
 RUN_SOURCE = "otel_agents.run.source"  # ingress metadata: cli | api | resume | import
 RUN_SCRIPT = "otel_agents.run.script"  # scripted scenario name or path, for resume
 RUN_MODEL = "otel_agents.run.model"  # model override given on the command line
+RUN_PARAMS = "otel_agents.run.params"  # JSON of the request parameters every agent was given (--param), for resume
 RUN_APP = "otel_agents.run.app"  # `run --app` reference (module:factory), re-imported by resume
 RUN_MODEL_CHANGES = "otel_agents.run.model_changes"  # resume: "<old> -> <new> for N agents", one per change
 RUN_REDACTED_SAVE = "otel_agents.run.redacted_save"  # message contents were not saved (--redacted-save)
@@ -97,6 +106,10 @@ LLM_MAX_ATTEMPTS = "otel_agents.llm.max_attempts"
 LLM_LATENCY_MS = "otel_agents.llm.latency_ms"
 LLM_PRICE_SOURCE = "otel_agents.llm.price_source"  # config | litellm | unpriced
 LLM_RETRYABLE = "otel_agents.llm.retryable"
+# A streamed attempt cut short: what had arrived before the stream ended (text and its length).
+LLM_PARTIAL_OUTPUT = "otel_agents.llm.partial_output"
+LLM_PARTIAL_CHARS = "otel_agents.llm.partial_chars"
+LLM_STREAM_CHUNKS = "otel_agents.llm.stream_chunks"  # chunks a streamed attempt received
 # The request context is the agent's transcript; refer to it instead of repeating it.
 CONTEXT_AGENT_ID = "otel_agents.context.agent_id"
 CONTEXT_MESSAGE_COUNT = "otel_agents.context.message_count"
@@ -180,6 +193,7 @@ CONTENT_ATTRIBUTES = frozenset(
     {
         *GEN_AI_CONTENT_ATTRIBUTES,
         GEN_AI_AGENT_DESCRIPTION,  # from the agent's system prompt
+        LLM_PARTIAL_OUTPUT,
         LOG_MESSAGE,
         HOOK_REASON,
     }

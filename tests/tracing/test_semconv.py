@@ -49,6 +49,13 @@ REGISTRY_TYPES = {
     "gen_ai.tool.call.id": "string",
     "gen_ai.tool.type": "string",
     "gen_ai.input.messages": "string",  # "any", recorded as JSON text on spans
+    "gen_ai.request.temperature": "double",
+    "gen_ai.request.max_tokens": "int",
+    "gen_ai.request.top_p": "double",
+    "gen_ai.request.stop_sequences": "string[]",
+    "gen_ai.request.seed": "int",
+    "gen_ai.request.stream": "boolean",
+    "gen_ai.response.time_to_first_chunk": "double",
     "error.type": "string",
     "server.address": "string",
     "server.port": "int",

@@ -208,11 +208,14 @@ INTERRUPTED_SCRIPT = {
 }
 # An outside event between runs (seed example 4) gets an external_input span.
 WATCHER_SCRIPT = {"name": "watcher", "root": {"name": "watcher"}, "agents": {"watcher": ["watching"]}}
+# Streamed, with every request parameter set (the HTTP model answers; the first stream is cut short).
+STREAMED_SCRIPT = {"name": "streamed", "agents": {}, "stream": True,
+                   "params": {"temperature": 0.5, "max_tokens": 64, "top_p": 0.9, "stop": ["END"], "seed": 3}}
 
 
 def run_every_scenario(directory: Path) -> list[ScenarioRun]:
     """The demo (two prompts), the failure paths, a fatal LLM error, the turn limit,
-    and an OpenAI-compatible HTTP model with input-message capture."""
+    an OpenAI-compatible HTTP model with input-message capture, and one streamed with request parameters."""
     from support.openai_server import OpenAIServer, Reply
 
     runs = [run_session("jack-and-jill", ["Create Jack and Jill for a cafe discussion", "Thanks"])[0]]
@@ -237,6 +240,11 @@ def run_every_scenario(directory: Path) -> list[ScenarioRun]:
                 "jack-and-jill", ["hello"], model="openai/test-model", api_base=server.api_base, capture_input_messages=True
             )[0]
         )
+    with OpenAIServer() as server:
+        server.plan(Reply.cut_stream(), Reply(content="streamed", prompt_tokens=10, completion_tokens=2))
+        runs.append(run_session(write_script(directory, "streamed", STREAMED_SCRIPT), ["stream"],
+                                model="openai/test-model", api_base=server.api_base,
+                                extra={"otel_agents.run.params": '{"seed":3}'})[0])
     return runs
 
 
