@@ -72,10 +72,12 @@ CONDITIONS: dict[str, Condition] = {
     sc.GEN_AI_AGENT_NAME: lambda span, facts: True,
     sc.GEN_AI_AGENT_DESCRIPTION: lambda span, facts: span.attributes.get(sc.GEN_AI_AGENT_ID) in facts.prompted_agents,
     sc.GEN_AI_OUTPUT_TYPE: _never("no request names an output format (response_format)"),
-    "gen_ai.request.seed": _never("no scenario's request includes a seed"),
+    # The one scenario with request parameters (tracing_scenarios.STREAMED_SCRIPT) sets all of them.
+    sc.GEN_AI_REQUEST_SEED: lambda span, facts: sc.GEN_AI_REQUEST_TEMPERATURE in span.attributes,
     "gen_ai.request.choice.count": _never("every request asks for one choice"),
     "gen_ai.request.top_k": _never("no request sets top_k"),
-    "gen_ai.request.stream": _never("no scenario streams"),
+    # A streamed attempt is known by what only streaming records (chunks counted at its end).
+    sc.GEN_AI_REQUEST_STREAM: lambda span, facts: sc.LLM_STREAM_CHUNKS in span.attributes,
     "gen_ai.agent.version": _never("agents have no version"),
     "gen_ai.data_source.id": _never("no data sources"),
 }
@@ -198,6 +200,8 @@ def test_the_scenarios_reach_what_the_conditions_decide(runs):
     assert any(span.status.status_code is StatusCode.ERROR and span.name.startswith("execute_tool ") for span in spans)
     assert any(sc.SERVER_ADDRESS in span.attributes for span in spans)
     assert any(sc.GEN_AI_AGENT_DESCRIPTION in span.attributes for span in spans)
+    assert any(sc.LLM_STREAM_CHUNKS in span.attributes for span in spans)  # a streamed call
+    assert any(sc.GEN_AI_REQUEST_TEMPERATURE in span.attributes for span in spans)  # request parameters
     invoke = [s for s in spans if s.name.startswith("invoke_agent ") and s.attributes.get(sc.total_attr("inclusive", "llm_calls"))]
     assert invoke and all(
         s.attributes[sc.GEN_AI_USAGE_INPUT_TOKENS] == s.attributes[sc.total_attr("inclusive", "input_tokens")]
