@@ -88,7 +88,7 @@ def mapped_attributes(span: SpanData) -> dict[str, Any]:
         if key in attrs:
             continue
         for alias in aliases:
-            if alias in attrs:
+            if alias in attrs and _fits(key, attrs[alias]):
                 added[key] = attrs[alias]
                 break
     if sc.GEN_AI_OPERATION_NAME not in attrs:
@@ -104,6 +104,14 @@ def mapped_attributes(span: SpanData) -> dict[str, Any]:
         if " " not in span.name or attrs.get("traceloop.entity.name"):
             added[sc.GEN_AI_TOOL_NAME] = entity
     return {**attrs, **added} if added else attrs
+
+
+def _fits(key: str, value: Any) -> bool:
+    """Only what the key's checks would accept (import_checks.py runs before this, on the original keys):
+    token counts are non-negative integers, every other mapped key a non-empty string."""
+    if key in _USAGE_KEYS:
+        return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**63
+    return isinstance(value, str) and value != ""
 
 
 def _operation_from_kinds(attrs: Mapping[str, Any]) -> str | None:

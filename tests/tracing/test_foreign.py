@@ -131,3 +131,10 @@ def test_understood_keeps_every_span_and_is_stable(spans):
     if any(s.attributes.get(sc.GEN_AI_OPERATION_NAME) == "chat" or s.name.startswith(("chat", "execute_tool", "invoke_agent"))
            for s in once):
         assert tree["runs"]  # GenAI work always ends up in a run
+
+
+def test_alias_values_the_checks_would_refuse_are_not_mapped():
+    s = span("00000000000000a1", None, "x", **{"llm.token_count.prompt": -3, "llm.token_count.completion": 2.5,
+                                               "llm.model_name": 7, "gen_ai.usage.prompt_tokens": True})
+    attrs = mapped_attributes(s)
+    assert not ({sc.GEN_AI_USAGE_INPUT_TOKENS, sc.GEN_AI_USAGE_OUTPUT_TOKENS, sc.GEN_AI_REQUEST_MODEL} & set(attrs))
