@@ -178,9 +178,10 @@ def _shape_trace(spans: list[SpanData], positions: list[int]) -> list[SpanData]:
 
 
 def _lifted(span: SpanData, parent: str | None) -> SpanData:
-    attributes = {**span.attributes, ORIGINAL_PARENT_SPAN_ID: span.attributes.get(ORIGINAL_PARENT_SPAN_ID, span.parent_span_id)}
-    if span.parent_span_id is None:
-        attributes.pop(ORIGINAL_PARENT_SPAN_ID)
+    """The span under ``parent``; the parent it had is kept (a trace root had none to keep)."""
+    attributes = span.attributes
+    if span.parent_span_id is not None and ORIGINAL_PARENT_SPAN_ID not in attributes:
+        attributes = {**attributes, ORIGINAL_PARENT_SPAN_ID: span.parent_span_id}
     return dataclasses.replace(span, parent_span_id=parent, attributes=attributes)
 
 
