@@ -148,33 +148,50 @@ def _with_attributes(span: SpanData, attributes: dict[str, Any]) -> SpanData:
 def _shape_trace(spans: list[SpanData], positions: list[int]) -> list[SpanData]:
     """Re-parent the trace's outermost agents (in place in ``spans``); the synthetic spans it needs."""
     index = {spans[p].span_id: p for p in positions}
-
-    def ancestors(position: int) -> Iterable[SpanData]:
-        seen = set()
-        parent = spans[position].parent_span_id
-        while parent in index and parent not in seen:  # decoded sets have no cycles; the guard is cheap
-            seen.add(parent)
-            span = spans[index[parent]]
-            yield span
-            parent = span.parent_span_id
-
     agents = [p for p in positions if operation_of(spans[p]) == sc.OP_INVOKE_AGENT]
-    extra: list[SpanData] = []
     if agents:
+        inside_agent = _inside(spans, positions, index, {sc.OP_INVOKE_AGENT})
         for p in agents:
-            span = spans[p]
-            if span.parent_span_id in index and not any(operation_of(a) == sc.OP_INVOKE_AGENT for a in ancestors(p)):
-                spans[p] = _lifted(span, None)
-        extra.extend(_usage_children(spans, positions, index))
-        return extra
+            if spans[p].parent_span_id in index and not inside_agent[p]:
+                spans[p] = _lifted(spans[p], None)
+        return _usage_children(spans, positions, index)
     work = [p for p in positions if operation_of(spans[p]) in _GENAI_OPERATIONS]
     if not work:
-        return extra
-    outermost = [p for p in work if not any(operation_of(a) in _GENAI_OPERATIONS for a in ancestors(p))]
+        return []
+    inside_work = _inside(spans, positions, index, _GENAI_OPERATIONS)
+    outermost = [p for p in work if not inside_work[p]]
     root = _synthetic_root(spans, positions, outermost)
     for p in outermost:
         spans[p] = _lifted(spans[p], root.span_id)
     return [root]
+
+
+def _inside(spans: list[SpanData], positions: list[int], index: dict[str, int], operations: set | frozenset) -> dict[int, bool]:
+    """Whether each span has an ancestor doing one of ``operations``: one walk per chain, remembered,
+    so a 100,000-span trace costs its size, not its size times its depth."""
+    known: dict[int, bool] = {}
+    for start in positions:
+        path: list[int] = []
+        on_path: set[int] = set()
+        p: int | None = start
+        answer = False
+        while p is not None and p not in known:
+            path.append(p)
+            on_path.add(p)
+            parent = index.get(spans[p].parent_span_id) if spans[p].parent_span_id else None
+            if parent is not None and operation_of(spans[parent]) in operations:
+                answer = True
+                break
+            if parent is not None and parent in on_path:  # decoded sets have no cycles; never loop anyway
+                break
+            p = parent
+        else:
+            if p is not None:
+                answer = known[p] or operation_of(spans[p]) in operations
+        # Every span on the path shares the answer once a doing ancestor is above them all.
+        for q in path:
+            known[q] = answer
+    return known
 
 
 def _lifted(span: SpanData, parent: str | None) -> SpanData:
@@ -211,9 +228,9 @@ def _usage_children(spans: list[SpanData], positions: list[int], index: dict[str
     has_llm_below: set[str] = set()
     for p in positions:
         if operation_of(spans[p]) in LLM_OPERATIONS:
-            parent, seen = spans[p].parent_span_id, set()
-            while parent in index and parent not in seen:
-                seen.add(parent)
+            parent = spans[p].parent_span_id
+            # Stop at a span already marked: everything above it is marked too (linear overall).
+            while parent in index and parent not in has_llm_below:
                 has_llm_below.add(parent)
                 parent = spans[index[parent]].parent_span_id
     out = []

@@ -138,3 +138,15 @@ def test_alias_values_the_checks_would_refuse_are_not_mapped():
                                                "llm.model_name": 7, "gen_ai.usage.prompt_tokens": True})
     attrs = mapped_attributes(s)
     assert not ({sc.GEN_AI_USAGE_INPUT_TOKENS, sc.GEN_AI_USAGE_OUTPUT_TOKENS, sc.GEN_AI_REQUEST_MODEL} & set(attrs))
+
+
+def test_a_deep_chain_is_shaped_in_linear_time():
+    import time
+
+    n = 20_000
+    chain = [span(f"{i + 1:016x}", f"{i:016x}" if i else None, "chat m" if i % 2 else "step") for i in range(n)]
+    started = time.perf_counter()
+    spans = understood(chain)
+    assert time.perf_counter() - started < 5  # quadratic would be 200 million steps
+    lifted = [s for s in spans if s.attributes.get(ORIGINAL_PARENT_SPAN_ID)]
+    assert [s.span_id for s in lifted] == [f"{2:016x}"]  # only the outermost chat: the rest sit under it
