@@ -13,9 +13,6 @@ os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
 # Make tests/support importable as `support` whatever pytest's import mode.
 sys.path.insert(0, str(Path(__file__).parent))
 
-SHARED_FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures"
-
-
 @pytest.fixture
 def memory_tracing():
     """A real TracerProvider with an in-memory exporter and a recording listener."""

@@ -224,10 +224,38 @@ def _stream_root_text(session) -> list[str]:
     return written
 
 
-def execute(session, prompts: list[str], context, tracing, recording) -> int:
+@dataclass(frozen=True)
+class NextSteps:
+    """What the last stderr lines point a newcomer to: where the session is and two commands to try."""
+
+    directory: Path
+    view: str  # the arguments of the suggested `view`, e.g. "dialog Jack Jill"
+    storage_args: str = ""  # --sessions-dir/--billing-file as given, so the commands find the session
+
+    def lines(self, session_id: str) -> list[str]:
+        return [
+            f"saved: {self.directory}",
+            f"next: otel-agents sessions show {session_id}{self.storage_args}",
+            f"next: otel-agents view {session_id} {self.view}{self.storage_args}",
+        ]
+
+
+def next_steps(paths: Paths, session_id: str, view: str) -> NextSteps:
+    default = Paths.resolve()
+    storage = ""
+    if paths.sessions_dir != default.sessions_dir:
+        storage += f" --sessions-dir {paths.sessions_dir}"
+    if paths.billing_file != default.billing_file:
+        storage += f" --billing-file {paths.billing_file}"
+    return NextSteps(paths.sessions_dir / session_id, view, storage)
+
+
+def execute(session, prompts: list[str], context, tracing, recording, steps: NextSteps | None = None) -> int:
     """Run each prompt as its own trace; print utterances; always close the recording.
 
     A session that could not be saved whole ends the command with exit 1, whatever the run did.
+    ``steps``: said on stderr just before the closing ``session: ID`` line (which stays last,
+    for scripts), when the session was saved.
     """
     from otel_agents.llm.client import LLMCallFailed
     from otel_agents.runtime.agent import MaxTurnsExceeded
@@ -256,6 +284,9 @@ def execute(session, prompts: list[str], context, tracing, recording) -> int:
         signal.signal(signal.SIGINT, previous_int)
         saved = recording.close()
         tracing.shutdown()
+        if saved and steps is not None:
+            for line in steps.lines(session.id):
+                click.echo(line, err=True)
         click.echo(f"session: {session.id}", err=True)
     if not saved and exit_code == EXIT_OK:
         click.echo(f"error: session {session.id} was not saved whole (see the warnings above)", err=True)

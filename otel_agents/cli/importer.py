@@ -50,6 +50,7 @@ def import_traces(files: tuple[str, ...], as_json: bool, paths) -> None:
             raise ImportRefused(str(exc)) from None
         except (OSError, ValueError) as exc:  # e.g. a path no file can have (a NUL byte)
             raise ImportRefused(f"{path!r}:0: cannot read: {exc}") from None
+    sources = _understood(sources, Source)
     session_ids = set(sessions_of_traces(span for source in sources for span in source.spans).values())
     try:
         with importing(paths.sessions_dir, session_ids) as own:
@@ -79,3 +80,27 @@ def import_traces(files: tuple[str, ...], as_json: bool, paths) -> None:
                 f"{summary['records_added']} new record(s)"
             )
         click.echo(f"session {plan.session_id}: {what}; {summary['ledger_records_added']} ledger record(s) added")
+
+
+def _understood(sources: list, source_type) -> list:
+    """Every file's spans in the tree's shape (tracing/foreign.py), unpriced model calls priced.
+
+    Read together, so a trace split across files is shaped once; a synthetic span goes with
+    the first file that holds its trace.
+    """
+    from otel_agents.llm.import_pricing import priced
+    from otel_agents.tracing.foreign import understood
+
+    everything = [span for source in sources for span in source.spans]
+    shaped = priced(understood(everything))
+    out, start = [], 0
+    file_of_trace: dict[str, int] = {}
+    for number, source in enumerate(sources):
+        end = start + len(source.spans)
+        out.append(list(shaped[start:end]))
+        for span in source.spans:
+            file_of_trace.setdefault(span.trace_id, number)
+        start = end
+    for span in shaped[start:]:
+        out[file_of_trace[span.trace_id]].append(span)
+    return [source_type(source.name, spans) for source, spans in zip(sources, out)]

@@ -67,10 +67,11 @@ def list_command(as_json: bool, paths) -> None:
 @sessions.command()
 @click.argument("session_id")
 @click.option("--json", "as_json", is_flag=True, help="The whole tree payload as JSON.")
+@click.option("--ids", is_flag=True, help="End each run, turn and operation line with its span id (for `view ID context SPAN_ID`).")
 @storage_options
 @ledger_errors_are_data_errors
 @reads_whole_sessions
-def show(session_id: str, as_json: bool, paths) -> None:
+def show(session_id: str, as_json: bool, ids: bool, paths) -> None:
     """Show a session's tree: path labels, status, durations, tokens and cost, per agent totals.
 
     Read-only: a session whose writer died is shown with its open spans interrupted.
@@ -93,7 +94,7 @@ def show(session_id: str, as_json: bool, paths) -> None:
         # As tree.json.gz holds it: nested, or with runs as flat node lists when too deep for JSON.
         _json(make_payload(tree, meta or make_meta(tree, created_ns=0, updated_ns=0)))
         return
-    click.echo("\n".join(render_session(tree, meta)))
+    click.echo("\n".join(render_session(tree, meta, ids=ids)))
 
 
 @sessions.command()
@@ -244,7 +245,11 @@ def _status(node: Mapping[str, Any]) -> str:
 MAX_INDENT = 40
 
 
-def _session_lines(node: Mapping[str, Any], indent: int) -> list[str]:
+def _span_id(node: Mapping[str, Any], ids: bool) -> str:
+    return f"  span {node.get('span_id')}" if ids else ""
+
+
+def _session_lines(node: Mapping[str, Any], indent: int, ids: bool = False) -> list[str]:
     """The lines of a session's turns and operations, sub-agents' sessions nested, with a
     stack instead of recursion (a chain of sub-agents can be thousands deep)."""
     lines: list[str] = []
@@ -258,7 +263,7 @@ def _session_lines(node: Mapping[str, Any], indent: int) -> list[str]:
             line = f"{pad}{label:<14} {_status(item):<11} {_duration(item):>8}  {_op_detail(item)}"
             if item.get("error") and item["status"] != "ok":
                 line += f"  — {item['error']}"
-            lines.append(line)
+            lines.append(line + _span_id(item, ids))
             if item.get("session") is not None:
                 work.append(("session", item["session"], level + 1))
             work.extend(("op", child, level + 1) for child in reversed(item.get("ops", [])))
@@ -266,7 +271,7 @@ def _session_lines(node: Mapping[str, Any], indent: int) -> list[str]:
         if what == "turn":
             lines.append(
                 f"{pad}{item.get('path') or '?':<14} {_status(item):<11} {_duration(item):>8}  "
-                f"turn {item.get('index')}  {_tokens(item['totals']['inclusive'])}"
+                f"turn {item.get('index')}  {_tokens(item['totals']['inclusive'])}" + _span_id(item, ids)
             )
             continue
         pending: list[tuple[str, Mapping[str, Any], int]] = [("op", op, level) for op in item.get("ops", [])]
@@ -277,8 +282,8 @@ def _session_lines(node: Mapping[str, Any], indent: int) -> list[str]:
     return lines
 
 
-def render_session(tree: Mapping[str, Any], meta: Mapping[str, Any] | None) -> list[str]:
-    """``meta``: with its status as the reader sees it (``store.effective_status``)."""
+def render_session(tree: Mapping[str, Any], meta: Mapping[str, Any] | None, ids: bool = False) -> list[str]:
+    """``meta``: with its status as the reader sees it (``store.effective_status``); ``ids``: span ids on every line."""
     from otel_agents.persistence.tree_totals import agent_totals
 
     status = meta.get("status") if meta else tree.get("status")
@@ -293,15 +298,15 @@ def render_session(tree: Mapping[str, Any], meta: Mapping[str, Any] | None) -> l
         lines.append("")
         lines.append(
             f"run {run['index']}  {_status(run)}  {_duration(run)}  {run.get('agent_name')} ({run.get('agent_id')})  "
-            f"{_tokens(run['totals']['inclusive'])}"
+            f"{_tokens(run['totals']['inclusive'])}" + _span_id(run, ids)
         )
         if run.get("error"):
             lines.append(f"  error: {run['error']}")
-        lines.extend(_session_lines(run, 1))
+        lines.extend(_session_lines(run, 1, ids))
     if tree.get("ops"):
         lines.append("")
         lines.append("outside any run")
-        lines.extend(_session_lines({"ops": tree["ops"], "turns": []}, 1))
+        lines.extend(_session_lines({"ops": tree["ops"], "turns": []}, 1, ids))
     per_agent = agent_totals(tree)
     if per_agent:
         lines.append("")

@@ -49,6 +49,7 @@ from otel_agents.persistence.paths import InvalidSessionId, Paths
 from otel_agents.persistence.store import SessionStore, StoreError, created_ns_of
 from otel_agents.persistence.timestamps import iso_ts
 from otel_agents.persistence.tree import build_tree, group_by_session
+from otel_agents.tracing import semconv as sc
 from otel_agents.tracing.decoding import ORIGINAL_SPAN_ID
 from otel_agents.tracing.records import from_span_event, message_id_number
 from otel_agents.tracing.spandata import SpanData
@@ -128,12 +129,20 @@ def _derived_span_id(span: SpanData, n: int) -> str:
 # --------------------------------------------------------------------------- comparing
 
 
+# A price import gave a call (llm/import_pricing.py): today's price map may differ from the saved one's,
+# and the saved price stands (`billing rebuild --reprice` re-prices), so it is not part of the span's facts.
+_IMPORT_PRICE_KEYS = ("otel_agents.import.priced", sc.GEN_AI_USAGE_COST, sc.LLM_PRICE_SOURCE)
+
+
 def _facts(span: SpanData) -> tuple:
     """Everything about a span except its records (compared one by one, by message id)."""
     others = tuple((e.name, e.time_ns, e.attributes) for e in span.events if not is_record_event(e))
+    attributes = span.attributes
+    if attributes.get(_IMPORT_PRICE_KEYS[0]):
+        attributes = {k: v for k, v in attributes.items() if k not in _IMPORT_PRICE_KEYS}
     return (
         span.trace_id, span.parent_span_id, span.name, span.kind, span.start_ns, span.end_ns,
-        span.attributes, span.status, span.status_message, span.links, span.resource, span.scope, others,
+        attributes, span.status, span.status_message, span.links, span.resource, span.scope, others,
     )
 
 

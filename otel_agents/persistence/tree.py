@@ -29,6 +29,7 @@ from otel_agents.persistence.tree_span_fields import (
     span_operation, split_events, subject_of,
 )
 from otel_agents.persistence.tree_totals import Sums, entries_under, fold_totals, session_entries
+from otel_agents.persistence.tree_agents import agents_of_spans
 from otel_agents.persistence.tree_walk import iter_nodes, iter_sessions
 from otel_agents.tracing import semconv as sc
 from otel_agents.tracing.records import message_id_number
@@ -274,7 +275,8 @@ class _Builder:
                 "kind": KIND_SESSION,
                 "trace_id": span.trace_id,
                 "index": run_index if span.parent_span_id is None else None,
-                "agent_id": attrs.get(sc.AGENT_ID) or attrs.get(sc.GEN_AI_AGENT_ID),
+                # An agent another instrumentation names only by name is known by that name.
+                "agent_id": attrs.get(sc.AGENT_ID) or attrs.get(sc.GEN_AI_AGENT_ID) or attrs.get(sc.GEN_AI_AGENT_NAME),
                 "agent_name": attrs.get(sc.GEN_AI_AGENT_NAME) or subject_of(span.name),
                 "call_path": attrs.get(sc.CALL_PATH),
                 "status": status,
@@ -388,6 +390,8 @@ def _agents(runs: list[dict], ops: list[dict]) -> dict[str, dict[str, Any]]:
             "call_path": None,
             "tools": None,
         }
+    for key, agent in agents_of_spans(tree).items():
+        agents.setdefault(key, agent)
     for node in iter_sessions(tree):
         agent = agents.get(node.get("agent_id"))
         if agent is not None:
@@ -396,3 +400,4 @@ def _agents(runs: list[dict], ops: list[dict]) -> dict[str, dict[str, Any]]:
             if tools is not None:
                 agent["tools"] = list(tools)
     return agents
+

@@ -8,12 +8,15 @@ from otel_agents.persistence.tree_kinds import (
     KIND_LLM, KIND_TOOL, STATUS_CANCELLED, STATUS_ERROR, STATUS_IN_PROGRESS, STATUS_INTERRUPTED, STATUS_OK,
 )
 from otel_agents.tracing import semconv as sc
+from otel_agents.tracing.foreign import LLM_OPERATIONS, operation_of
 from otel_agents.tracing.records import RecordError, from_span_event
 from otel_agents.tracing.spandata import SpanData
 
 
 def span_operation(span: SpanData) -> str:
-    return str(span.attributes.get(sc.GEN_AI_OPERATION_NAME) or span.name.split(" ", 1)[0])
+    """The span's GenAI operation; every inference operation (text_completion, generate_content) is a chat."""
+    operation = operation_of(span)
+    return sc.OP_CHAT if operation in LLM_OPERATIONS else operation
 
 
 def session_id_of(span: SpanData) -> str | None:

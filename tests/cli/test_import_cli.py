@@ -20,7 +20,8 @@ from otel_agents.persistence.ledger_read import read_records
 from otel_agents.persistence.store import SessionStore
 from otel_agents.persistence.tree_walk import iter_ops
 
-FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures"
+from support.shared_fixtures import FIXTURES, require_fixtures, shared_fixture
+
 ALL_FIXTURES = sorted(str(p) for p in FIXTURES.rglob("*.json"))
 PROMPTS = ["Create Jack and Jill for a cafe discussion", "And then?"]
 
@@ -146,6 +147,7 @@ def test_records_that_contradict_the_saved_session_are_refused(live, tmp_path):
 
 
 def test_every_fixture_imports_and_is_listed(env):
+    require_fixtures()
     result = invoke("import", *ALL_FIXTURES, "--json", *storage(env))
     assert result.exit_code == 0, result.stderr
     summaries = json.loads(result.stdout)
@@ -257,7 +259,7 @@ def test_an_unfinished_span_is_completed_by_a_later_import(env, tmp_path):
 ])
 def test_malformed_files_are_refused_naming_file_and_position_and_nothing_is_written(env, tmp_path, content, where):
     good = tmp_path / "good.json"
-    good.write_text((FIXTURES / "otlp" / "example_trace.json").read_text())
+    good.write_text(shared_fixture("otlp", "example_trace.json").read_text())
     bad = tmp_path / "bad.json"
     bad.write_text(content)
     result = invoke("import", good, bad, *storage(env))
@@ -329,7 +331,7 @@ def _with_attribute(span_index: int, key: str, kind: str, value) -> str:
 @pytest.fixture
 def populated(env, tmp_path):
     """A home that already holds a session and ledger records (of the fixtures' traces)."""
-    assert invoke("import", FIXTURES / "otlp" / "example_trace.json", *storage(env)).exit_code == 0
+    assert invoke("import", shared_fixture("otlp", "example_trace.json"), *storage(env)).exit_code == 0
     valid = tmp_path / "valid.json"
     valid.write_text(_otlp(GENAI_SPANS))
     result = invoke("import", valid, *storage(env))
@@ -464,7 +466,7 @@ def template_home(tmp_path_factory):
     home = tmp_path_factory.mktemp("template") / "home"
     saved = home.parent / "saved.json"
     saved.write_text(_otlp(GENAI_SPANS).replace("8" * 32, "7" * 32).replace("conv-prop", "conv-saved"))
-    assert invoke("import", FIXTURES / "otlp" / "example_trace.json", saved, *storage(home)).exit_code == 0
+    assert invoke("import", shared_fixture("otlp", "example_trace.json"), saved, *storage(home)).exit_code == 0
     assert (home / "billing.jsonl").stat().st_size > 0
     return home
 

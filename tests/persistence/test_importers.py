@@ -10,17 +10,20 @@ import pytest
 from otel_agents.persistence.importers import read_trace_file
 from otel_agents.tracing.decoding import ImportFormatError
 
-FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures"
-ALL_FIXTURES = sorted(p for p in FIXTURES.rglob("*") if p.is_file())
+from support.shared_fixtures import fixture_files, require_fixtures
+
+ALL_FIXTURES = fixture_files("**/*")
 
 
 def test_the_fixture_set_is_there():
+    require_fixtures()
     names = {p.name for p in ALL_FIXTURES}
     assert {"testTrace.json", "ui_01.json", "otlp2jaeger-out.json", "example_trace.json"} <= names
 
 
 @pytest.mark.parametrize("path", ALL_FIXTURES, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_every_fixture_decodes_into_well_formed_spans(path):
+    require_fixtures(path)
     spans = read_trace_file(path)
     assert spans
     raw = json.loads(path.read_text())

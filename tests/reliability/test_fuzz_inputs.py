@@ -31,9 +31,9 @@ from otel_agents.tracing.trace_text import decode_trace_text
 from otel_agents.persistence.store import SessionStore, StoreError, decode_payload
 from otel_agents.tracing.spandata import SpanData
 from reliability_helpers import invoke, session_id_of, snapshot
+from support.shared_fixtures import fixture_files, require_fixtures
 
-SHARED_FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures"
-FIXTURE_FILES = sorted(SHARED_FIXTURES.glob("*/*.json"))
+FIXTURE_FILES = [p for p in fixture_files("*/*.json") if p.exists()]
 BUILTIN_SCRIPT = Path(__file__).resolve().parents[2] / "otel_agents" / "llm" / "scripts" / "jack-and-jill.json"
 
 # OTEL_AGENTS_FUZZ_EXAMPLES=N runs N examples per property (a longer hunt than the default run).
@@ -123,6 +123,7 @@ def check_import(data: bytes | str) -> None:
 
 def test_the_fixtures_import_unchanged():
     """The seeds of the mutations are good input: a mutation's failure is the mutation's doing."""
+    require_fixtures()
     assert len(FIXTURE_FILES) >= 6
     for path in FIXTURE_FILES:
         assert decode_trace_text(path.read_bytes(), path.name)
@@ -131,6 +132,7 @@ def test_the_fixtures_import_unchanged():
 @FUZZ
 @given(data=st.data())
 def test_importers_refuse_mutated_fixtures_clearly(data):
+    require_fixtures()
     name, doc = data.draw(st.sampled_from(_fixture_docs()))
     check_import(json.dumps(data.draw(mutated(doc))))
 
@@ -138,6 +140,7 @@ def test_importers_refuse_mutated_fixtures_clearly(data):
 @FUZZ
 @given(data=st.data())
 def test_importers_refuse_cut_and_garbled_files_clearly(data):
+    require_fixtures()
     raw = FIXTURE_FILES[data.draw(st.integers(0, len(FIXTURE_FILES) - 1))].read_bytes()
     kind = data.draw(st.sampled_from(["cut", "flip", "lines", "bytes"]))
     if kind == "cut":
@@ -420,6 +423,7 @@ def test_random_argv_gets_only_clear_errors(data, recorded_home, tmp_path_factor
 @FUZZ_CLI
 @given(data=st.data())
 def test_import_of_mutated_traces_is_all_or_nothing(data, recorded_home, tmp_path_factory):
+    require_fixtures()
     scratch = _scratch(tmp_path_factory)
     home = _fresh_home(recorded_home, scratch)
     name, doc = data.draw(st.sampled_from(_fixture_docs()))

@@ -5,7 +5,9 @@ from __future__ import annotations
 import base64
 import json
 
-from trace_samples import FIXTURES, decode_file, error_of
+from trace_samples import decode_file, error_of
+
+from support.shared_fixtures import shared_fixture
 
 from otel_agents.tracing.decoding import ORIGINAL_SPAN_ID, ORIGINAL_TRACE_ID
 from otel_agents.tracing.jaeger_decode import decode_jaeger_json
@@ -13,7 +15,7 @@ from otel_agents.tracing.trace_text import decode_trace_text
 
 
 def test_jaeger_test_trace_parents_kinds_links_and_error_tag():
-    spans = decode_file(FIXTURES / "jaeger" / "testTrace.json")
+    spans = decode_file(shared_fixture("jaeger", "testTrace.json"))
     assert len(spans) == 11
     original = {s.attributes[ORIGINAL_SPAN_ID]: s for s in spans}
     # Non-hex Jaeger ids map to stable hex ids and keep the original.
@@ -41,11 +43,11 @@ def test_jaeger_test_trace_parents_kinds_links_and_error_tag():
     # process tags and service name become the resource.
     assert original["span-4"].resource == {"service.name": "service2", "hostname": "foobar.org"}
     # The same file decodes to the same ids every time (re-imports agree).
-    assert [s.span_id for s in decode_file(FIXTURES / "jaeger" / "testTrace.json")] == [s.span_id for s in spans]
+    assert [s.span_id for s in decode_file(shared_fixture("jaeger", "testTrace.json"))] == [s.span_id for s in spans]
 
 
 def test_jaeger_ui_fixture_tags_logs_references_and_shared_span_ids():
-    spans = decode_file(FIXTURES / "jaeger" / "ui_01.json")
+    spans = decode_file(shared_fixture("jaeger", "ui_01.json"))
     assert [s.name for s in spans] == [
         "test-general-conversion", "some-operation", "some-operation", "reference-test", "preserveParentID-test",
     ]
@@ -73,15 +75,15 @@ def test_jaeger_ui_fixture_tags_logs_references_and_shared_span_ids():
 
 def test_the_same_trace_through_otlp_and_jaeger_decodes_equal():
     """otlp2jaeger-in.json and -out.json are one trace before and after Jaeger's translation."""
-    otlp = decode_file(FIXTURES / "otlp" / "otlp2jaeger-in.json")
-    jaeger = decode_file(FIXTURES / "jaeger" / "otlp2jaeger-out.json")
+    otlp = decode_file(shared_fixture("otlp", "otlp2jaeger-in.json"))
+    jaeger = decode_file(shared_fixture("jaeger", "otlp2jaeger-out.json"))
     assert len(otlp) == 1, "the exact duplicate span in the file counts once"
     assert otlp == jaeger
     assert otlp[0].parent_span_id == "909541b92cf05311"  # a parent outside the file stays as given
 
 
 def test_jaeger_envelope_list_and_single_trace_agree():
-    trace = json.loads((FIXTURES / "jaeger" / "testTrace.json").read_text())
+    trace = json.loads((shared_fixture("jaeger", "testTrace.json")).read_text())
     single = decode_jaeger_json(trace, "single")
     assert decode_jaeger_json({"data": [trace]}, "envelope") == single
     assert decode_trace_text(json.dumps([trace]), "list") == single
@@ -102,15 +104,15 @@ def test_jaeger_otel_status_and_scope_tags():
 
 
 def test_jaeger_errors_name_the_place():
-    trace = json.loads((FIXTURES / "jaeger" / "testTrace.json").read_text())
+    trace = json.loads((shared_fixture("jaeger", "testTrace.json")).read_text())
     del trace["spans"][3]["spanID"]
     assert "data[0].spans[3]: missing spanID" in error_of(json.dumps({"data": [trace]}), "jaeger.json")
-    trace = json.loads((FIXTURES / "jaeger" / "testTrace.json").read_text())
+    trace = json.loads((shared_fixture("jaeger", "testTrace.json")).read_text())
     trace["spans"][2]["tags"][0]["type"] = "complex"
     assert "spans[2].tags[0].type: unknown tag type 'complex'" in error_of(json.dumps(trace))
     trace["spans"][2]["tags"] = [{"key": "n", "type": "int64", "value": "many"}]
     assert "spans[2].tags[0].value: expected an integer, got 'many'" in error_of(json.dumps(trace))
-    trace = json.loads((FIXTURES / "jaeger" / "testTrace.json").read_text())
+    trace = json.loads((shared_fixture("jaeger", "testTrace.json")).read_text())
     trace["spans"][0]["references"] = [{"refType": "CHILD_OF", "traceID": "trace-123", "spanID": "span-5"}]
     assert "cycle in parent links" in error_of(json.dumps(trace))
     assert "the Jaeger query reported errors" in error_of(json.dumps({"data": [], "errors": [{"msg": "no"}]}))

@@ -6,7 +6,8 @@ import base64
 import json
 
 import pytest
-from trace_samples import FIXTURES, decode_file, error_of, otlp_doc, otlp_span
+from support.shared_fixtures import shared_fixture
+from trace_samples import decode_file, error_of, otlp_doc, otlp_span
 
 from otel_agents.tracing.otlp_decode import decode_otlp_json
 from otel_agents.tracing.otlp_json import OtlpJsonFileExporter, encode_resource_spans
@@ -15,7 +16,7 @@ from otel_agents.tracing.trace_text import decode_trace_text
 
 
 def test_otlp_example_trace_resources_kinds_and_nameless_events():
-    spans = decode_file(FIXTURES / "otlp" / "example_trace.json")
+    spans = decode_file(shared_fixture("otlp", "example_trace.json"))
     assert [(s.span_id[-1], s.resource["service.name"], s.kind) for s in spans] == [
         ("4", "example-service-2", "INTERNAL"),
         ("5", "example-service-3", "INTERNAL"),
@@ -28,7 +29,7 @@ def test_otlp_example_trace_resources_kinds_and_nameless_events():
 
 
 def test_otlp_proto_example_uppercase_hex_numeric_times_and_scope():
-    (span,) = decode_file(FIXTURES / "otlp" / "proto_example_trace.json")
+    (span,) = decode_file(shared_fixture("otlp", "proto_example_trace.json"))
     assert span.trace_id == "5b8efff798038103d269b633813fc60c"
     assert span.span_id == "eee19b7ec3c1b174" and span.parent_span_id == "eee19b7ec3c1b173"
     assert span.start_ns == 1544712660000000000 and span.end_ns == 1544712661000000000
@@ -37,7 +38,7 @@ def test_otlp_proto_example_uppercase_hex_numeric_times_and_scope():
 
 
 def test_otlp_span_tags_typed_values():
-    (span,) = decode_file(FIXTURES / "otlp" / "span_tags_trace.json")
+    (span,) = decode_file(shared_fixture("otlp", "span_tags_trace.json"))
     assert span.attributes == {
         "sameplacetag1": "sameplacevalue",
         "sameplacetag2": 123,

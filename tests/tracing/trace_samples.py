@@ -9,11 +9,13 @@ import pytest
 from otel_agents.tracing.decoding import ImportFormatError
 from otel_agents.tracing.trace_text import decode_trace_text
 
-FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures"
+from support.shared_fixtures import FIXTURES, require_fixtures
 
 
 def decode_file(path: Path):
     """A trace file's spans as ``import`` decodes them (reading the file is persistence/importers.py's)."""
+    if Path(path).is_relative_to(FIXTURES):
+        require_fixtures(Path(path).relative_to(FIXTURES))
     return decode_trace_text(Path(path).read_bytes(), str(path))
 
 
