@@ -14,14 +14,19 @@ from opentelemetry.sdk.metrics.export import MetricExporter, MetricExportResult
 
 
 class ReportingMetricExporter(MetricExporter):
-    """An OTLP metric exporter whose failures cost one warning line, said at shutdown."""
+    """An OTLP metric exporter whose failures cost one warning line, said at shutdown.
 
-    def __init__(self, inner: Any, describe: str):
+    Only when metrics were asked for by name (OTEL_METRICS_EXPORTER=otlp): an endpoint set for
+    traces alone, such as Jaeger's, refuses metrics, and the span side already says if it is down.
+    """
+
+    def __init__(self, inner: Any, describe: str, warn: bool = True):
         super().__init__(preferred_temporality=inner._preferred_temporality,
                          preferred_aggregation=inner._preferred_aggregation)
         self.inner = inner
         self.describe = describe
         self.failed_exports = 0
+        self.warn = warn
 
     def export(self, metrics_data: Any, timeout_millis: float = 10_000, **kwargs: Any) -> Any:
         try:
@@ -37,7 +42,7 @@ class ReportingMetricExporter(MetricExporter):
 
     def shutdown(self, timeout_millis: float = 30_000, **kwargs: Any) -> None:
         self.inner.shutdown(timeout_millis=timeout_millis)
-        if self.failed_exports:
+        if self.failed_exports and self.warn:
             print(f"warning: could not send metrics to {self.describe} ({self.failed_exports} export(s) failed)",
                   file=sys.stderr, flush=True)
 

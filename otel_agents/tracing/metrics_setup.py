@@ -127,4 +127,5 @@ def _otlp_exporter() -> Any:
         from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import OTLPMetricExporter
     else:
         from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
-    return ReportingMetricExporter(OTLPMetricExporter(**kwargs), f"OTLP endpoint {endpoint} ({protocol})")
+    asked = "otlp" in (os.environ.get("OTEL_METRICS_EXPORTER") or "").lower()
+    return ReportingMetricExporter(OTLPMetricExporter(**kwargs), f"OTLP endpoint {endpoint} ({protocol})", warn=asked)
