@@ -53,8 +53,9 @@ CHAT_ATTRIBUTES = (
     sc.SERVER_ADDRESS,
     sc.SERVER_PORT,
 )
-AGENT_ATTRIBUTES = (sc.GEN_AI_OPERATION_NAME, sc.GEN_AI_PROVIDER_NAME, sc.GEN_AI_AGENT_NAME, sc.GEN_AI_REQUEST_MODEL)
-TOOL_ATTRIBUTES = (sc.GEN_AI_OPERATION_NAME, sc.GEN_AI_TOOL_NAME, sc.GEN_AI_TOOL_TYPE, sc.GEN_AI_AGENT_NAME)
+# Exactly the conventions' attributes of the agent and tool metrics (plus error.type when failed).
+AGENT_ATTRIBUTES = (sc.GEN_AI_AGENT_NAME, sc.GEN_AI_REQUEST_MODEL)
+TOOL_ATTRIBUTES = (sc.GEN_AI_TOOL_NAME, sc.GEN_AI_TOOL_TYPE, sc.GEN_AI_AGENT_NAME)
 
 
 def _number(value: Any) -> float | None:
@@ -150,6 +151,7 @@ class GenAiMetricsProcessor(SpanProcessor):
     def __init__(self, meter_provider: Any):
         self.meter_provider = meter_provider
         self.metrics = GenAiMetrics(meter_provider)
+        self._shut = False
 
     def on_end(self, span: ReadableSpan) -> None:
         op = EndedOperation.of(span)
@@ -160,5 +162,8 @@ class GenAiMetricsProcessor(SpanProcessor):
         return self.meter_provider.force_flush(timeout_millis)
 
     def shutdown(self) -> None:
-        # The readers' last collection: a short run's only export happens here.
-        self.meter_provider.shutdown()
+        # The readers' last collection: a short run's only export happens here. Once only: both the
+        # tracer provider and a detached gate may ask.
+        if not self._shut:
+            self._shut = True
+            self.meter_provider.shutdown()

@@ -102,7 +102,10 @@ def configure_metrics(otlp_file: Path | None = None) -> Any:
         readers.append(PeriodicExportingMetricReader(OtlpJsonMetricsFileExporter(metrics_file_for(otlp_file)),
                                                      export_interval_millis=interval))
     # Exemplars would tie metric points to span ids: off, they cost and say nothing the spans do not.
-    provider = MeterProvider(metric_readers=readers, resource=make_resource(), exemplar_filter=AlwaysOffExemplarFilter())
+    # shutdown_on_exit=False: the processor shuts it down with the tracer provider (a second, at-exit
+    # shutdown would log a warning).
+    provider = MeterProvider(metric_readers=readers, resource=make_resource(),
+                             exemplar_filter=AlwaysOffExemplarFilter(), shutdown_on_exit=False)
     return GenAiMetricsProcessor(provider)
 
 

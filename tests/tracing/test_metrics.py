@@ -133,12 +133,10 @@ def test_agent_and_tool_spans_give_their_durations_and_other_spans_nothing():
     points = meters.points()
     assert {p.name for p in points} == {gm.INVOKE_AGENT_DURATION, gm.EXECUTE_TOOL_DURATION}
     [agent] = named(points, gm.INVOKE_AGENT_DURATION)
-    assert agent.attributes == {sc.GEN_AI_OPERATION_NAME: "invoke_agent", sc.GEN_AI_AGENT_NAME: "Jill",
-                                sc.GEN_AI_REQUEST_MODEL: "gpt-4o-mini"}
+    assert agent.attributes == {sc.GEN_AI_AGENT_NAME: "Jill", sc.GEN_AI_REQUEST_MODEL: "gpt-4o-mini"}
     [tool] = named(points, gm.EXECUTE_TOOL_DURATION)
-    assert tool.attributes == {sc.GEN_AI_OPERATION_NAME: "execute_tool", sc.GEN_AI_TOOL_NAME: "task",
-                               sc.GEN_AI_TOOL_TYPE: "extension", sc.GEN_AI_AGENT_NAME: "main",
-                               sc.ERROR_TYPE: "tool_denied"}
+    assert tool.attributes == {sc.GEN_AI_TOOL_NAME: "task", sc.GEN_AI_TOOL_TYPE: "extension",
+                               sc.GEN_AI_AGENT_NAME: "main", sc.ERROR_TYPE: "tool_denied"}
 
 
 def test_time_to_first_chunk_is_recorded_from_the_span_when_streamed():
