@@ -18,6 +18,7 @@ from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 from opentelemetry.trace import StatusCode
 
 from otel_agents.tracing import semconv as sc
+from otel_agents.tracing.spandata import SpanData
 
 if TYPE_CHECKING:
     from opentelemetry.metrics import MeterProvider
@@ -80,6 +81,13 @@ class EndedOperation:
             return None
         return cls(dict(span.attributes or {}), (span.end_time - span.start_time) / 1e9,
                    span.status.status_code is StatusCode.ERROR)
+
+    @classmethod
+    def of_spandata(cls, span: SpanData) -> "EndedOperation | None":
+        """The same from a decoded span (an imported or ingested trace); None if it never ended."""
+        if span.end_ns is None:
+            return None
+        return cls(dict(span.attributes), (span.end_ns - span.start_ns) / 1e9, span.status == "ERROR")
 
 
 class GenAiMetrics:

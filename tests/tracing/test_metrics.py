@@ -139,6 +139,34 @@ def test_agent_and_tool_spans_give_their_durations_and_other_spans_nothing():
                                sc.GEN_AI_AGENT_NAME: "main", sc.ERROR_TYPE: "tool_denied"}
 
 
+def test_decoded_spans_feed_the_same_instruments_as_live_ones():
+    """An imported or ingested trace (SpanData) gives the measurements the live spans gave."""
+    import dataclasses
+
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from otel_agents.tracing.spandata import from_readable
+
+    live, decoded = Meters(), Meters()
+    memory = InMemorySpanExporter()
+    live.provider.add_span_processor(SimpleSpanProcessor(memory))
+    live.span("chat gpt-4o-mini", chat_attrs(**{sc.GEN_AI_USAGE_INPUT_TOKENS: 9, sc.GEN_AI_USAGE_OUTPUT_TOKENS: 2,
+                                                sc.GEN_AI_USAGE_COST: 0.5}))
+    live.span("chat gpt-4o-mini", chat_attrs(**{sc.ERROR_TYPE: "Timeout"}), error=True)
+    live.span("execute_tool t", {sc.GEN_AI_OPERATION_NAME: sc.OP_EXECUTE_TOOL, sc.GEN_AI_TOOL_NAME: "t"})
+    spans = [from_readable(s) for s in memory.get_finished_spans()]
+    for span in spans:
+        decoded.processor.metrics.observe(gm.EndedOperation.of_spandata(span))
+    assert gm.EndedOperation.of_spandata(dataclasses.replace(spans[0], end_ns=None)) is None
+
+    def comparable(points):
+        return sorted((p.name, p.count, p.sum, p.value, sorted(p.attributes.items())) for p in points)
+
+    live_points, decoded_points = live.points(), decoded.points()
+    assert len(live_points) == 6 and comparable(decoded_points) == comparable(live_points)
+
+
 def test_time_to_first_chunk_is_recorded_from_the_span_when_streamed():
     meters = Meters()
     meters.span("chat gpt-4o-mini", chat_attrs(**{gm.TIME_TO_FIRST_CHUNK_ATTRIBUTE: 0.25}))
