@@ -43,7 +43,9 @@ TOKEN_TYPE_INPUT = "input"
 TOKEN_TYPE_OUTPUT = "output"
 ERROR_OTHER = "_OTHER"  # the conventions' fallback error.type
 # The streaming part names this span attribute in semconv; until then, the registry's name.
-TIME_TO_FIRST_CHUNK_ATTRIBUTE = getattr(sc, "GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK", "gen_ai.response.time_to_first_chunk")
+TIME_TO_FIRST_CHUNK_ATTRIBUTE = getattr(
+    sc, "GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK", "gen_ai.response.time_to_first_chunk"
+)
 
 # Metric attributes copied from the span when present (low cardinality only: no ids, no content).
 CHAT_ATTRIBUTES = (
@@ -134,7 +136,8 @@ class GenAiMetrics:
         base = _pick(attrs, CHAT_ATTRIBUTES)
         self.operation_duration.record(op.duration_s, self._with_error(op, CHAT_ATTRIBUTES))
         # Usage exists only on attempts that got an answer: the same ones the ledger counts tokens for.
-        for token_type, key in ((TOKEN_TYPE_INPUT, sc.GEN_AI_USAGE_INPUT_TOKENS), (TOKEN_TYPE_OUTPUT, sc.GEN_AI_USAGE_OUTPUT_TOKENS)):
+        usage_keys = ((TOKEN_TYPE_INPUT, sc.GEN_AI_USAGE_INPUT_TOKENS), (TOKEN_TYPE_OUTPUT, sc.GEN_AI_USAGE_OUTPUT_TOKENS))
+        for token_type, key in usage_keys:
             count = _number(attrs.get(key))
             if count is not None:
                 self.token_usage.record(int(count), {**base, GEN_AI_TOKEN_TYPE: token_type})
