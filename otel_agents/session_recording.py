@@ -103,10 +103,13 @@ def configure(otlp_file: Path | None = None, *, adopt: TracerProvider | None = N
     from otel_agents.tracing.setup import ConfigError, configure_tracing, env_flag
     from otel_agents.tracing.telemetry import Telemetry
 
+    from otel_agents.tracing.metrics_setup import configure_metrics
+
     try:
         options = TracingOptions(otlp_file=otlp_file, batch=batch)
         if adopt is None or env_flag("OTEL_SDK_DISABLED", False):
             return configure_tracing(options)
+        metrics = configure_metrics(otlp_file)  # ours, from OTEL_*: the application's provider has no meters of ours
     except ConfigError as exc:
         raise RecordingConfigError(str(exc)) from None
     gate = _Detachable()
@@ -118,6 +121,8 @@ def configure(otlp_file: Path | None = None, *, adopt: TracerProvider | None = N
         from otel_agents.tracing.otlp_json import OtlpJsonFileExporter
 
         tracing.add_processor(SimpleSpanProcessor(OtlpJsonFileExporter(otlp_file)))
+    if metrics is not None:
+        tracing.add_processor(metrics)  # detaching the gate shuts it down: the last export
     return tracing
 
 

@@ -5,6 +5,7 @@ Validated files:
 * ``docker-compose.yml``            - Jaeger v2 + OpenTelemetry Collector contrib
 * ``collector/otel-collector.yaml`` - the collector pipeline
 * ``collector/jaeger.yaml``         - Jaeger v2's own (collector-style) config
+* ``collector/prometheus.yml``      - Prometheus, scraping the collector's GenAI metrics
 * ``collector/data/.gitignore``     - keeps the export directory, not its data
 
 Every validator returns a list of human-readable problems instead of
@@ -28,6 +29,7 @@ REPO = Path(__file__).resolve().parent.parent
 COMPOSE_FILE = REPO / "docker-compose.yml"
 COLLECTOR_CONFIG = REPO / "collector" / "otel-collector.yaml"
 JAEGER_CONFIG = REPO / "collector" / "jaeger.yaml"
+PROMETHEUS_CONFIG = REPO / "collector" / "prometheus.yml"
 COLLECTOR_README = REPO / "collector" / "README.md"
 DATA_GITIGNORE = REPO / "collector" / "data" / ".gitignore"
 
@@ -35,6 +37,8 @@ JAEGER_SERVICE = "jaeger"
 COLLECTOR_SERVICE = "collector"
 JAEGER_IMAGE = "jaegertracing/jaeger"
 COLLECTOR_IMAGE = "otel/opentelemetry-collector-contrib"
+PROMETHEUS_SERVICE = "prometheus"
+PROMETHEUS_IMAGE = "prom/prometheus"
 
 PIPELINE_SIGNALS = {"traces", "metrics", "logs", "profiles"}
 COMPONENT_KINDS = ("receivers", "processors", "exporters", "connectors", "extensions")
@@ -383,6 +387,61 @@ def validate_collector_config(
                 f"{label}: extensions.health_check.endpoint must be 0.0.0.0:13133 "
                 f"(the default is localhost, unreachable from outside the container), got {hp}"
             )
+    problems += validate_metrics_pipeline(cfg)
+    return problems
+
+
+def prometheus_exporter_port(cfg: dict[str, Any]) -> str | None:
+    """The port of the collector's ``prometheus`` exporter (what Prometheus scrapes), if any."""
+    hp = endpoint_host_port(as_mapping(as_mapping(cfg.get("exporters")).get("prometheus")).get("endpoint"))
+    return hp[1] if hp else None
+
+
+def validate_metrics_pipeline(cfg: dict[str, Any]) -> list[str]:
+    """The GenAI metrics reach Prometheus: OTLP in, the same protection, a reachable scrape endpoint."""
+    label = "collector/otel-collector.yaml"
+    problems: list[str] = []
+    metrics = as_mapping(as_mapping(as_mapping(cfg.get("service")).get("pipelines")).get("metrics"))
+    if not metrics:
+        return [f"{label}: service.pipelines.metrics is missing (otel-agents exports GenAI metrics)"]
+    if "otlp" not in (metrics.get("receivers") or []):
+        problems.append(f"{label}: the metrics pipeline must receive from otlp, got {metrics.get('receivers')}")
+    if "prometheus" not in (metrics.get("exporters") or []):
+        problems.append(f"{label}: the metrics pipeline must export to prometheus, got {metrics.get('exporters')}")
+    hp = endpoint_host_port(as_mapping(as_mapping(cfg.get("exporters")).get("prometheus")).get("endpoint"))
+    if hp is None or hp[0] in ("localhost", "127.0.0.1"):
+        problems.append(
+            f"{label}: exporters.prometheus.endpoint must listen on a non-loopback host:port "
+            f"(Prometheus scrapes it over the compose network), got {hp}"
+        )
+    return problems
+
+
+def validate_prometheus_config(cfg: dict[str, Any], *, collector_service: str = COLLECTOR_SERVICE,
+                               scrape_port: str | None = None) -> list[str]:
+    """Prometheus scrapes the collector's prometheus exporter, keeping the labels it sets."""
+    label = "collector/prometheus.yml"
+    problems: list[str] = []
+    jobs = cfg.get("scrape_configs") or []
+    if not isinstance(jobs, list) or not jobs:
+        return [f"{label}: scrape_configs is missing or empty"]
+    wanted = f"{collector_service}:{scrape_port}" if scrape_port else None
+    scraping = [
+        job for job in jobs
+        if any(
+            (wanted is None and str(t).startswith(f"{collector_service}:")) or str(t) == wanted
+            for static in as_mapping(job).get("static_configs") or []
+            for t in as_mapping(static).get("targets") or []
+        )
+    ]
+    if not scraping:
+        problems.append(f"{label}: no scrape job targets the collector's prometheus exporter ({wanted or collector_service})")
+    for job in scraping:
+        if as_mapping(job).get("honor_labels") is not True:
+            problems.append(
+                f"{label}: job '{job.get('job_name')}' must set honor_labels: true "
+                "(each run's job/instance labels come from the collector)"
+            )
     return problems
 
 
@@ -615,6 +674,35 @@ def validate_compose(compose: dict[str, Any], project_dir: Path) -> list[str]:
         problems.append(f"{label}: jaeger must bind-mount ./collector/jaeger.yaml")
     elif config_path_from_command(jaeger.get("command")) != jaeger_cfg_target:
         problems.append(f"{label}: jaeger command must pass --config {jaeger_cfg_target}, got {jaeger.get('command')!r}")
+    problems += validate_compose_prometheus(services, declared)
+    return problems
+
+
+def validate_compose_prometheus(services: dict[str, Any], declared: set[str]) -> list[str]:
+    """A pinned Prometheus v3 with its config mounted and passed, data on a named volume, UI published."""
+    label = "docker-compose.yml"
+    prom = as_mapping(services.get(PROMETHEUS_SERVICE))
+    if not prom:
+        return [f"{label}: service '{PROMETHEUS_SERVICE}' is missing (it graphs the GenAI metrics)"]
+    problems: list[str] = []
+    repo, tag, _ = split_image(str(prom.get("image") or ""))
+    if strip_registry(repo) != PROMETHEUS_IMAGE or not re.fullmatch(r"v3\.\d+\.\d+", tag or ""):
+        problems.append(f"{label}: prometheus image must be {PROMETHEUS_IMAGE}:v3.x.y (pinned), got {prom.get('image')!r}")
+    command = prom.get("command")
+    args = command.split() if isinstance(command, str) else [str(a) for a in command or []]
+    cfg_target = bind_target_for(prom, "./collector/prometheus.yml")
+    if cfg_target is None:
+        problems.append(f"{label}: prometheus must bind-mount ./collector/prometheus.yml")
+    elif f"--config.file={cfg_target}" not in args:
+        problems.append(f"{label}: prometheus command must pass --config.file={cfg_target}, got {command!r}")
+    data = named_volume_target(prom, declared)
+    if data is None:
+        problems.append(f"{label}: prometheus must keep its storage on a named volume")
+    elif f"--storage.tsdb.path={data}" not in args:
+        problems.append(f"{label}: prometheus command must pass --storage.tsdb.path={data} (the named volume)")
+    ports = {p["target"]: p["published"] for p in (parse_port(x) for x in prom.get("ports") or []) if p["published"]}
+    if ports.get("9090") != "9090":
+        problems.append(f"{label}: prometheus must publish its UI 9090:9090, got {ports}")
     return problems
 
 
@@ -623,7 +711,8 @@ def validate_compose(compose: dict[str, Any], project_dir: Path) -> list[str]:
 # --------------------------------------------------------------------------
 
 
-def validate_all(compose: dict[str, Any], collector_cfg: dict[str, Any], jaeger_cfg: dict[str, Any]) -> list[str]:
+def validate_all(compose: dict[str, Any], collector_cfg: dict[str, Any], jaeger_cfg: dict[str, Any],
+                 prometheus_cfg: dict[str, Any] | None = None) -> list[str]:
     problems = validate_compose(compose, REPO)
     services = as_mapping(compose.get("services"))
     col = as_mapping(services.get(COLLECTOR_SERVICE))
@@ -638,6 +727,10 @@ def validate_all(compose: dict[str, Any], collector_cfg: dict[str, Any], jaeger_
         jaeger_cfg,
         volume_mount_target=named_volume_target(jaeger, declared),
         healthcheck_port=healthcheck_probe_port(jaeger),
+    )
+    problems += validate_prometheus_config(
+        prometheus_cfg if prometheus_cfg is not None else load_yaml(PROMETHEUS_CONFIG),
+        scrape_port=prometheus_exporter_port(collector_cfg) or "<no prometheus exporter>",
     )
     return problems
 
@@ -695,6 +788,20 @@ def test_collector_pipeline_shape(collector_cfg):
     assert traces["processors"] == ["memory_limiter", "batch"], f"traces processors: {traces['processors']}"
     assert set(traces["exporters"]) == {"otlp/jaeger", "file"}, f"traces exporters: {traces['exporters']}"
     assert "health_check" in collector_cfg["service"]["extensions"]
+
+
+def test_collector_metrics_pipeline_shape(collector_cfg):
+    """GenAI metrics: OTLP in, memory_limiter first, out to the prometheus scrape endpoint."""
+    metrics = collector_cfg["service"]["pipelines"]["metrics"]
+    assert metrics["receivers"] == ["otlp"], f"metrics receivers: {metrics['receivers']}"
+    assert metrics["processors"] == ["memory_limiter", "batch"], f"metrics processors: {metrics['processors']}"
+    assert metrics["exporters"] == ["prometheus"], f"metrics exporters: {metrics['exporters']}"
+
+
+def test_prometheus_scrapes_the_collector(collector_cfg):
+    cfg = load_yaml(PROMETHEUS_CONFIG)
+    problems = validate_prometheus_config(cfg, scrape_port=prometheus_exporter_port(collector_cfg))
+    assert not problems, report(problems)
 
 
 def test_collector_waits_for_healthy_jaeger(compose):
@@ -820,6 +927,18 @@ COLLECTOR_BREAKAGES = {
         _set("processors.batch.send_batch_max_size", 8192),
         "would exceed the 4 MiB gRPC message limit",
     ),
+    "no metrics pipeline": (
+        _delete("service.pipelines.metrics"),
+        "service.pipelines.metrics is missing",
+    ),
+    "metrics not sent to prometheus": (
+        _set("service.pipelines.metrics.exporters", ["file"]),
+        "the metrics pipeline must export to prometheus",
+    ),
+    "prometheus exporter on loopback": (
+        _set("exporters.prometheus.endpoint", "127.0.0.1:8889"),
+        "exporters.prometheus.endpoint must listen on a non-loopback host:port",
+    ),
 }
 
 
@@ -907,7 +1026,59 @@ COMPOSE_BREAKAGES = {
         _set("services.collector.command", ["--config=/etc/otelcol/config.yaml"]),
         "collector command must pass --config /etc/otelcol-contrib/config.yaml",
     ),
+    "no prometheus": (
+        _delete("services.prometheus"),
+        "service 'prometheus' is missing",
+    ),
+    "prometheus unpinned": (
+        _set("services.prometheus.image", "prom/prometheus:latest"),
+        "must use an explicit, fixed version tag",
+    ),
+    "prometheus v2": (
+        _set("services.prometheus.image", "prom/prometheus:v2.53.0"),
+        "prometheus image must be prom/prometheus:v3.x.y",
+    ),
+    "prometheus config not passed": (
+        _set("services.prometheus.command", ["--storage.tsdb.path=/prometheus"]),
+        "prometheus command must pass --config.file=/etc/prometheus/prometheus.yml",
+    ),
+    "prometheus storage in the container": (
+        _set("services.prometheus.volumes", ["./collector/prometheus.yml:/etc/prometheus/prometheus.yml:ro"]),
+        "prometheus must keep its storage on a named volume",
+    ),
 }
+
+
+PROMETHEUS_BREAKAGES = {
+    "scrapes something else": (
+        _set("scrape_configs", [{"job_name": "x", "honor_labels": True, "static_configs": [{"targets": ["jaeger:8889"]}]}]),
+        "no scrape job targets the collector's prometheus exporter (collector:8889)",
+    ),
+    "labels renamed": (
+        _set("scrape_configs", [{"job_name": "x", "static_configs": [{"targets": ["collector:8889"]}]}]),
+        "must set honor_labels: true",
+    ),
+    "no scrape jobs": (
+        _delete("scrape_configs"),
+        "scrape_configs is missing or empty",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(PROMETHEUS_BREAKAGES))
+def test_prometheus_validator_catches_broken_copy(case, tmp_path):
+    mutate, expected = PROMETHEUS_BREAKAGES[case]
+    broken = _write_broken_copy(PROMETHEUS_CONFIG, tmp_path, mutate)
+    problems = validate_prometheus_config(broken, scrape_port="8889")
+    assert any(expected in p for p in problems), f"{case}: expected {expected!r} in{report(problems or ['<none>'])}"
+
+
+def test_validate_all_flags_a_scrape_port_the_collector_does_not_serve(compose, collector_cfg, jaeger_cfg):
+    """Cross-file check: moving the collector's prometheus exporter breaks the scrape target."""
+    moved = copy.deepcopy(collector_cfg)
+    moved["exporters"]["prometheus"]["endpoint"] = "0.0.0.0:9464"
+    problems = validate_all(compose, moved, jaeger_cfg)
+    assert any("(collector:9464)" in p for p in problems), report(problems)
 
 
 @pytest.mark.parametrize("case", sorted(COMPOSE_BREAKAGES))

@@ -100,3 +100,24 @@ def test_a_session_owned_elsewhere_is_busy_and_left_as_it_was(tmp_path):
     finally:
         first.close()
     own_session(paths.session_dir(SESSION)).release()  # free again once closed
+
+
+def test_an_adopted_provider_gets_our_metrics_and_our_shutdown_writes_them(tmp_path, monkeypatch):
+    monkeypatch.delenv("OTEL_METRICS_EXPORTER", raising=False)
+    provider, _ = app_provider()
+    tracing = configure(tmp_path / "run.jsonl", adopt=provider)
+    run_span(tracing)
+    metrics_file = tmp_path / "run.metrics.jsonl"
+    assert not metrics_file.exists()  # nothing exported before the recording ends
+    tracing.shutdown()
+    written = metrics_file.read_text()
+    assert "gen_ai.invoke_agent.duration" in written
+    run_span(tracing)  # the application goes on; our detached metrics hear nothing more
+    provider.force_flush()
+    assert metrics_file.read_text() == written
+
+
+def test_a_bad_metrics_setting_refuses_an_adopted_provider_in_one_line(monkeypatch):
+    monkeypatch.setenv("OTEL_METRICS_EXPORTER", "statsd")
+    with pytest.raises(RecordingConfigError, match="^unsupported OTEL_METRICS_EXPORTER 'statsd'"):
+        configure(adopt=app_provider()[0])

@@ -109,7 +109,7 @@ def output_options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option("-v", "--verbose", is_flag=True,
                      help="One stderr line per LLM and tool request/response, reasoning (THK) and run summaries."),
         click.option("--otlp-file", type=SafePath(dir_okay=False, path_type=Path),
-                     help="Also write spans as OTLP/JSON lines (the Collector file exporter's shape)."),
+                     help="Also write spans as OTLP/JSON lines (the Collector file exporter's shape), and the GenAI metrics beside it (PATH with .metrics before its suffix)."),
     ]
     for option in options:
         func = option(func)

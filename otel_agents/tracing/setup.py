@@ -253,6 +253,12 @@ def configure_tracing(options: TracingOptions | None = None) -> Tracing:
 
     if options.otlp_file is not None:
         provider.add_span_processor(SimpleSpanProcessor(OtlpJsonFileExporter(options.otlp_file)))
+    # GenAI metrics from ended spans (metrics_setup.py); None, at no cost, unless something asks for them.
+    from otel_agents.tracing.metrics_setup import configure_metrics
+
+    metrics = configure_metrics(options.otlp_file)
+    if metrics is not None:
+        provider.add_span_processor(metrics)
     return tracing
 
 

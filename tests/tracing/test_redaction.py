@@ -177,7 +177,10 @@ def test_cli_run_with_canaries_writes_and_exports_no_secret(tmp_path):
     assert_clean("the ledger", (home / "billing.jsonl").read_bytes())
     (events,) = [data for path, data in all_bytes_under(home).items() if path.name == "events.jsonl"]
     assert all(canary in events for canary in CANARIES)
-    assert not [p for p in tmp_path.iterdir() if p.name not in {"home", "spans.jsonl", "canary.json"}]
+    # Issue 19: --otlp-file also writes the run's metrics beside the spans; they hold no secret either.
+    assert_clean("--otlp-file metrics", (tmp_path / "spans.metrics.jsonl").read_bytes())
+    assert not [p for p in tmp_path.iterdir()
+                if p.name not in {"home", "spans.jsonl", "spans.metrics.jsonl", "canary.json"}]
 
 
 def test_recorded_session_home_and_ledger_hold_no_secret(tmp_path, memory_tracing, no_sleep):
