@@ -320,10 +320,9 @@ def resume(
     The script defaults to the one the session last ran with. Raises ``ResumeError`` (one
     line) when the session cannot be resumed; nothing is run or billed then.
     """
-    from otel_agents.persistence.artifacts import flush_unbilled, mark_billed
-    from otel_agents.persistence.store import check_file_writable
+    from otel_agents.persistence.store import StoreError
     from otel_agents.restore import restore_session
-    from otel_agents.saved_session import load_saved
+    from otel_agents.saved_session import bill_before_resume, load_for_resume
     from otel_agents.session_recording import StorageUnwritable, own_session
 
     rec = active_recording()
@@ -332,7 +331,7 @@ def resume(
     session_dir = rec.paths.session_dir(session_id)
     ownership = own_session(session_dir)
     try:
-        saved, tree, meta = load_saved(session_dir, session_id)
+        saved, tree, meta = load_for_resume(session_dir, session_id)
         last = saved.last_run
         loaded = _load_script(script if script is not None else (last.script if last else None))
         runtime = restore_session(
@@ -344,13 +343,10 @@ def resume(
             llm=_make_llm(rec.tracing.telemetry, rec.tracing, max_attempts, timeout, api_base),
             max_turns=max_turns,
         )
-        try:
-            check_file_writable(rec.paths.billing_file)
-        except ValueError as exc:
+        try:  # a crashed run is billed once, before new runs
+            bill_before_resume(session_dir, tree, meta, rec.paths.billing_file)
+        except StoreError as exc:  # the ledger unwritable; a damaged ledger's own error goes up as it is
             raise StorageUnwritable(str(exc)) from None
-        if tree is not None:
-            flush_unbilled(tree, rec.paths.billing_file)  # a crashed run is billed once, before new runs
-            mark_billed(session_dir, meta)
         session = Session.__new__(Session)
         session._setup(runtime, loaded, model, hooks, rec, source="resume", ownership=ownership)
         return session

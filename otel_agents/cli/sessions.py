@@ -75,18 +75,18 @@ def show(session_id: str, as_json: bool, paths) -> None:
 
     Read-only: a session whose writer died is shown with its open spans interrupted.
     """
-    from otel_agents.persistence.artifacts import SessionUnreadable, load_artifacts
+    from otel_agents.persistence.saved import SessionUnreadable, load_saved
     from otel_agents.persistence.store import effective_status, make_meta, make_payload
 
     directory = session_dir_or_exit(paths, session_id)
     # The tree is all this shows: a current checkpoint's events.jsonl is not read.
     try:
-        artifacts = load_artifacts(directory, lambda m: click.echo(f"warning: {m}", err=True), records=False)
+        loaded = load_saved(directory, lambda m: click.echo(f"warning: {m}", err=True), records=False)
     except SessionUnreadable as exc:
         raise SessionDataUnreadable(str(exc)) from None
-    if artifacts.tree is None:
-        raise SessionDataUnreadable(f"session {session_id} has no readable tree: " + "; ".join(artifacts.notes))
-    tree, meta = artifacts.tree, artifacts.meta
+    if loaded.tree is None:
+        raise SessionDataUnreadable(f"session {session_id} has no readable tree: " + "; ".join(loaded.notes))
+    tree, meta = loaded.tree, loaded.meta
     if meta is not None:
         meta = {**meta, "status": effective_status(meta, directory)}
     if as_json:

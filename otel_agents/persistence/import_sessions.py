@@ -10,7 +10,7 @@ Two steps, so that nothing is written unless everything is valid:
   :class:`ImportConflict`;
 - :func:`apply_import` appends the new records to ``events.jsonl`` and the new
   spans to ``spans.jsonl``, writes ``tree.json.gz`` and ``meta.json`` (built from
-  exactly those files, as ``load_artifacts`` rebuilds them), and appends the
+  exactly those files, as ``saved.load_saved`` rebuilds them), and appends the
   ledger records (ids dedupe).
 
 Traces without a session id (other software's) become sessions named after
@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from otel_agents.persistence.artifacts import mark_billed
+from otel_agents.persistence.repair import mark_billed
 from otel_agents.persistence.events_file import EventLine, EventsFileError, EventsWriter, read_event_lines
 from otel_agents.persistence.journal import (
     JournalError,
@@ -389,7 +389,7 @@ def _write_session(store: SessionStore, plan: SessionImport) -> None:
         journal.write(lines)
     finally:
         journal.close()
-    # The tree as load_artifacts rebuilds it from the files just written.
+    # The tree as load_saved rebuilds it from the files just written.
     spans = spans_from_journal(read_journal(store.journal_path), read_event_lines(store.events_path))
     tree = build_tree(spans, plan.session_id)
     plan.tree = tree

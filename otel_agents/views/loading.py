@@ -105,18 +105,11 @@ def _read_slowly(path: Path, warn: Warn) -> list[dict[str, Any]]:
 
 
 def read_tree(path: Path) -> dict[str, Any]:
-    """The ``tree.json.gz`` payload ``{"version", "session", "meta"}``, checked as the store checks it."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise SessionDataError(f"{path} does not exist") from None
-    except OSError as exc:
-        raise SessionDataError(f"cannot read {path}: {exc.strerror or exc}") from None
-    from otel_agents.persistence.store import StoreError, decode_payload
+    """The ``tree.json.gz`` payload ``{"version", "session", "meta"}``, decoded and checked by persistence's one decoder."""
+    from otel_agents.persistence.tree_file import StoreError, read_payload
 
     try:
-        with collector_paused():
-            return decode_payload(data, str(path))
+        return read_payload(path)
     except StoreError as exc:
         raise SessionDataError(str(exc)) from None
 
