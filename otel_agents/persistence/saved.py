@@ -27,6 +27,7 @@ from otel_agents.persistence.notices import Warn, stderr_warning
 from otel_agents.persistence.ownership import owner_of
 from otel_agents.persistence.store import SessionStore, StoreError, checkpoint_is_current
 from otel_agents.persistence.timestamps import iso_ts
+from otel_agents.persistence.tree_file import TREE_FILE
 from otel_agents.persistence.tree import build_tree
 from otel_agents.persistence.tree_walk import iter_nodes, iter_records, records_of
 from otel_agents.tracing.spandata import SpanData
@@ -179,7 +180,7 @@ def load_saved(
         return LoadedSession(store.directory, tree, records_of(tree), source=SOURCE_TREE, **found)
     line_records = [line.record for line in lines]
     if tree is None:
-        warn(f"{_first(notes, 'tree.json.gz')}; using events.jsonl only (no timings, accounting or logs)")
+        warn(f"{_first(notes, TREE_FILE)}; using events.jsonl only (no timings, accounting or logs)")
         return LoadedSession(store.directory, None, line_records, source=SOURCE_EVENTS, **found)
     return LoadedSession(store.directory, tree, line_records, source=SOURCE_TREE, **found)
 
