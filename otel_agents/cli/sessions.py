@@ -76,7 +76,8 @@ def show(session_id: str, as_json: bool, paths) -> None:
     Read-only: a session whose writer died is shown with its open spans interrupted.
     """
     from otel_agents.persistence.saved import SessionUnreadable, load_saved
-    from otel_agents.persistence.store import effective_status, make_meta, make_payload
+    from otel_agents.persistence.store import effective_status, make_meta
+    from otel_agents.persistence.tree_file import make_payload
 
     directory = session_dir_or_exit(paths, session_id)
     # The tree is all this shows: a current checkpoint's events.jsonl is not read.

@@ -27,7 +27,8 @@ from otel_agents.persistence.ownership import owner_of
 from otel_agents.persistence.paths import InvalidSessionId, Paths
 from otel_agents.persistence.timestamps import iso_ts, parse_iso_ts
 from otel_agents.persistence.tree_encoding import TreeEncoder, encode_payload
-from otel_agents.persistence.tree_file import (  # noqa: F401 (re-exported: the store's file names and error)
+# NESTED_LEVELS, decode_payload and make_payload are re-exported for the writers that import them from here.
+from otel_agents.persistence.tree_file import (  # noqa: F401
     NESTED_LEVELS, READABLE_TREE_VERSIONS, TREE_FILE, TREE_VERSION, StoreError, decode_payload, make_payload,
     read_payload,
 )

@@ -11,7 +11,6 @@ import sys
 import time
 from pathlib import Path
 
-import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
@@ -20,7 +19,6 @@ from otel_agents.persistence.ownership import owner_of, take
 from otel_agents.persistence.saved import (
     SOURCE_CHECKPOINT, SOURCE_EVENTS, SOURCE_JOURNAL, SOURCE_TREE, SessionUnreadable, load_saved,
 )
-from otel_agents.persistence.store import SessionStore
 from otel_agents.persistence.tree_walk import iter_ops
 
 ROOT = Path(__file__).resolve().parents[2]
