@@ -108,16 +108,10 @@ def verify(session_id: str, paths) -> None:
     A session whose writer died is reported as interrupted and recoverable (exit 0 when
     its files agree otherwise). Read-only.
     """
-    from otel_agents.persistence.ledger_read import read_records
-    from otel_agents.persistence.session_check import check_session
+    from otel_agents.persistence.session_check import verify_directory
 
     directory = session_dir_or_exit(paths, session_id)
-    warn = lambda m: click.echo(f"warning: {m}", err=True)  # noqa: E731
-    ledger_warnings: list[str] = []
-    ledger = read_records(paths.billing_file, ledger_warnings.append) if paths.billing_file.exists() else []
-    for message in ledger_warnings:
-        warn(message)
-    check = check_session(directory, ledger, warn)
+    check = verify_directory(directory, paths.billing_file, lambda m: click.echo(f"warning: {m}", err=True))
     if check.problems:
         click.echo(f"session {session_id}: {len(check.problems)} disagreement(s)")
         for problem in check.problems:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from otel_agents.persistence.saved import SOURCE_JOURNAL, SessionUnreadable, checkpoint_contradiction, load_saved
+from otel_agents.persistence.ledger_read import read_records
 from otel_agents.persistence.events_file import EventLine, EventsFileError, read_event_lines
 from otel_agents.persistence.notices import Warn
 from otel_agents.persistence.ownership import describe_busy, owner_of
@@ -29,6 +30,19 @@ class SessionCheck:
     notes: list[str] = field(default_factory=list)  # states that are not disagreements (interrupted, live)
     records: int = 0  # lines of events.jsonl
     ledger_records: int = 0  # of this session
+
+
+def verify_directory(directory: Path, billing_file: Path, warn: Warn) -> SessionCheck:
+    """``sessions verify``: :func:`check_session` against the ledger at ``billing_file`` (absent: empty).
+
+    The ledger's own warnings are said before the session's; a damaged ledger raises
+    its LedgerError (one line) before the session is read.
+    """
+    ledger_warnings: list[str] = []
+    ledger = read_records(billing_file, ledger_warnings.append) if Path(billing_file).exists() else []
+    for message in ledger_warnings:
+        warn(message)
+    return check_session(directory, ledger, warn)
 
 
 def check_session(directory: Path, ledger: list[dict[str, Any]] | None, warn: Warn) -> SessionCheck:
