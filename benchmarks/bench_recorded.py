@@ -10,7 +10,7 @@ agent creations the agents already had. A chat span's context count grows by the
 entries its agent gained in the copies before, so ``view context`` rebuilds every
 call's context from the records, as in a session recorded whole. The files are
 written with the persistence layer's own line encoders: ``events.jsonl``, the
-``spans.jsonl`` journal and, rebuilt from them by ``load_artifacts`` once before
+``spans.jsonl`` journal and, rebuilt from them by ``load_saved`` once before
 timing, ``tree.json.gz`` and ``meta.json``: what resume and the views read in a session
 recorded by this version.
 """
@@ -167,10 +167,11 @@ def settle(directory: Path) -> None:
     """Load once and bill, as ``sessions show`` after a crash would: tree.json.gz and meta.json are
     rebuilt from the journal, and meta.json says the checkpoint is current and every run billed, as
     the recorder's own final checkpoint says."""
-    from otel_agents.persistence.artifacts import flush_unbilled, load_artifacts, mark_billed
+    from otel_agents.persistence.repair import flush_unbilled, mark_billed
+    from otel_agents.persistence.saved import load_saved
 
     notes: list[str] = []
-    artifacts = load_artifacts(directory, notes.append, owned=True, repair=True)
+    artifacts = load_saved(directory, notes.append, owned=True, repair=True)
     if artifacts.tree is None or not (directory / "tree.json.gz").exists():
         raise RuntimeError(f"{directory} did not load as a recorded session: {notes}")
     with tempfile.TemporaryDirectory(prefix="settle-ledger-") as ledger_dir:

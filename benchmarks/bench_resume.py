@@ -4,8 +4,8 @@ The session is the synthetic one of ``bench_views.synthetic_session`` (many
 agents, task/discuss rounds, truncations) saved as ``events.jsonl`` +
 ``tree.json.gz``, or any saved session directory (a recorded one has a
 ``spans.jsonl`` journal, from which the tree is rebuilt on load). The child
-process loads it exactly as ``otel-agents resume`` does (``cli/resume.py:
-load_saved``: ``load_artifacts`` + ``merge_records``), rebuilds every agent with
+process loads it exactly as ``otel-agents resume`` does (``saved_session.py:
+load_for_resume``: ``persistence.saved.load_saved`` + ``merge_records``), rebuilds every agent with
 ``otel_agents.restore.restore_session`` and reports its seconds and peak memory
 (``VmHWM``, after the imports and after the resume) as one JSON line.
 
@@ -53,12 +53,12 @@ def _maxrss_mb() -> float:
 
 def child(session_dir: Path) -> dict:
     """Runs in the child: imports first (not timed), then load and restore."""
-    from otel_agents.saved_session import load_saved
+    from otel_agents.saved_session import load_for_resume
     from otel_agents.restore import restore_session
 
     before = _maxrss_mb()
     started = time.perf_counter()
-    saved, _tree, _meta = load_saved(session_dir, session_dir.name)
+    saved, _tree, _meta = load_for_resume(session_dir, session_dir.name)
     loaded = time.perf_counter()
     session = restore_session(saved)
     restored = time.perf_counter()

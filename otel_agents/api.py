@@ -348,11 +348,10 @@ def resume(
     ran with; request parameters to the session's, ``model_settings`` on top. Raises ``ResumeError``
     (one line) when the session cannot be resumed; nothing is run or billed then.
     """
-    from otel_agents.persistence.artifacts import flush_unbilled, mark_billed
-    from otel_agents.persistence.store import check_file_writable
     from otel_agents.apps import reimport_app
+    from otel_agents.persistence.store import StoreError
     from otel_agents.restore import restore_session, root_name, saved_params
-    from otel_agents.saved_session import load_saved
+    from otel_agents.saved_session import bill_before_resume, load_for_resume
     from otel_agents.session_recording import StorageUnwritable, own_session
 
     rec = active_recording()
@@ -361,7 +360,7 @@ def resume(
     session_dir = rec.paths.session_dir(session_id)
     ownership = own_session(session_dir)
     try:
-        saved, tree, meta = load_saved(session_dir, session_id)
+        saved, tree, meta = load_for_resume(session_dir, session_id)
         last = saved.last_run
         app = reimport_app(last.app) if last and last.app and (tools is None or hooks is None) else None
         if app is not None:
@@ -380,13 +379,10 @@ def resume(
             agent_settings=root_agent.settings_by_name(loaded),
             settings_override=saved_params(saved, model_settings),
         )
-        try:
-            check_file_writable(rec.paths.billing_file)
-        except ValueError as exc:
+        try:  # a crashed run is billed once, before new runs
+            bill_before_resume(session_dir, tree, meta, rec.paths.billing_file)
+        except StoreError as exc:  # the ledger unwritable; a damaged ledger's own error goes up as it is
             raise StorageUnwritable(str(exc)) from None
-        if tree is not None:
-            flush_unbilled(tree, rec.paths.billing_file)  # a crashed run is billed once, before new runs
-            mark_billed(session_dir, meta)
         session = Session.__new__(Session)
         session._setup(runtime, loaded, model, hooks or (), rec, source="resume", ownership=ownership,
                        app=last.app if last else None, on_text=on_text)

@@ -1,79 +1,83 @@
-"""What resume starts from: a saved session read and checked whole before anything runs.
+"""What resume starts from: a saved session read (by ``persistence.saved``) and checked whole before anything runs.
 
 The quick path takes a cleanly closed session from events.jsonl and meta.json (its
-checkpoint mark holds); otherwise the owner's careful load (``load_artifacts`` with
+checkpoint mark holds); otherwise the owner's careful load (``load_saved`` with
 ``repair``) records what a dead writer left open and rebuilds from the journal. A
 file that exists but cannot be read whole, or records that contradict the checkpoint,
 are a :class:`~otel_agents.restore.ResumeError`: no model is called and nothing billed.
+The CLI and the Python API both resume through :func:`load_for_resume` and
+:func:`bill_before_resume`.
 """
 
 from __future__ import annotations
 
-import gzip
 from pathlib import Path
+from typing import Any, Mapping
 
-import orjson
-
-from otel_agents.persistence.artifacts import SessionUnreadable, current_checkpoint, load_artifacts
 from otel_agents.persistence.gc_pause import collector_paused
-from otel_agents.persistence.store import READABLE_TREE_VERSIONS, SessionStore, StoreError, decode_payload
+from otel_agents.persistence.repair import flush_unbilled, mark_billed
+from otel_agents.persistence.saved import SessionUnreadable, load_checkpoint, load_saved
+from otel_agents.persistence.store import SessionStore, StoreError, check_file_writable
+from otel_agents.persistence.tree_file import UnknownTreeVersion
 from otel_agents.persistence.tree_walk import records_of
 from otel_agents.restore import ResumeError, SavedSession, merge_records, runs_from_meta, saved_runs
 from otel_agents.tracing import semconv as sc
 
 
-def _read_checkpoint(path: Path):
-    """The last tree.json.gz checkpoint as written (decoded once), or None when unreadable.
+def _read_checkpoint(store: SessionStore) -> dict[str, Any] | None:
+    """The last tree.json.gz checkpoint as written, or None when unreadable.
 
-    An unreadable tree is load_artifacts' business (it falls back to the streams), but
+    An unreadable tree is load_saved's business (it falls back to the streams), but
     an unknown payload version must not be guessed at.
     """
     try:
-        data = path.read_bytes()
-    except OSError:
-        return None
-    try:
-        return decode_payload(data, str(path))["session"]
+        return store.load_tree()
+    except UnknownTreeVersion as exc:
+        raise ResumeError(str(exc)) from None
     except StoreError:
-        try:
-            version = orjson.loads(gzip.decompress(data)).get("version")
-        except Exception:
-            return None
-        if type(version) is not int or version not in READABLE_TREE_VERSIONS:
-            raise ResumeError(f"{path} has tree version {version!r}; this otel-agents reads versions 1 and 2") from None
         return None
 
 
-def load_saved(session_dir: Path, session_id: str):
+def load_for_resume(session_dir: Path, session_id: str):
     """Everything resume needs, validated before anything is written (ResumeError, one line, on any problem).
 
     Returns ``(saved, tree, meta)``; ``tree`` is None when no run needs billing (or there is none).
+    The caller holds the session's lock: a dead writer's leftovers are recorded (repair).
     """
     with collector_paused():  # a large session is many small acyclic objects (see persistence/gc_pause.py)
-        return _load_saved(session_dir, session_id)
+        return _load(Path(session_dir), session_id)
 
 
-def _load_saved(session_dir: Path, session_id: str):
+def bill_before_resume(session_dir: Path, tree: Mapping[str, Any] | None, meta: Mapping[str, Any] | None,
+                       billing_file: Path) -> None:
+    """Prove the ledger writable (StoreError, one line) and bill what a crash left unbilled, once, before new runs."""
+    check_file_writable(billing_file)
+    if tree is not None:
+        flush_unbilled(tree, billing_file)
+        mark_billed(Path(session_dir), meta)
+
+
+def _load(session_dir: Path, session_id: str):
     quick = _load_current(session_dir, session_id)
     if quick is not None:
         return quick
-    # Read before load_artifacts, which may rewrite a checkpoint that is merely behind.
-    checkpoint = _read_checkpoint(session_dir / "tree.json.gz")
+    # Read before load_saved, which may rewrite a checkpoint that is merely behind.
+    checkpoint = _read_checkpoint(SessionStore(session_dir))
     try:
         # The caller owns the session: what a dead writer left open is recorded as interrupted.
-        artifacts = load_artifacts(session_dir, owned=True, repair=True)
+        loaded = load_saved(session_dir, owned=True, repair=True)
     except SessionUnreadable as exc:
         raise ResumeError(str(exc)) from None
-    if artifacts.damaged:  # checked before any model is called or anything billed
-        raise ResumeError(f"session {session_id} cannot be resumed: {artifacts.damaged[0]} "
+    if loaded.damaged:  # checked before any model is called or anything billed
+        raise ResumeError(f"session {session_id} cannot be resumed: {loaded.damaged[0]} "
                           "(nothing was run; `otel-agents sessions verify` says more)")
-    meta = artifacts.meta or {}
-    tree = artifacts.tree
+    meta = loaded.meta or {}
+    tree = loaded.tree
     try:
         records = merge_records(
             records_of(checkpoint) if checkpoint else [],
             records_of(tree) if tree else [],
-            artifacts.records,
+            loaded.records,
         )
     except ResumeError as exc:
         raise ResumeError(f"session {session_id}: events.jsonl contradicts tree.json.gz: {exc}") from None
@@ -85,7 +89,7 @@ def _load_saved(session_dir: Path, session_id: str):
         runs, last = saved_runs(tree)
     except ResumeError as exc:
         raise ResumeError(f"session {session_id}: {exc}") from None
-    return SavedSession(session_id, records, runs, last, redacted=redacted), tree, artifacts.meta
+    return SavedSession(session_id, records, runs, last, redacted=redacted), tree, loaded.meta
 
 
 def _load_current(session_dir: Path, session_id: str):
@@ -94,15 +98,14 @@ def _load_current(session_dir: Path, session_id: str):
     The runs are in meta.json's summary. None when the checkpoint mark does not hold (or
     anything looks wrong): the careful path decides.
     """
-    store = SessionStore(session_dir)
-    current = current_checkpoint(store, with_tree=False)
+    current = load_checkpoint(session_dir, tree=False)
     if current is None:
         return None
     meta = current.meta or {}
     try:
         records = merge_records(current.records)
         runs, last = runs_from_meta(meta)
-        tree = None if current.billed else store.load_tree()
+        tree = None if current.billed else current.store.load_tree()
     except (StoreError, ResumeError, OSError):
         return None
     return SavedSession(session_id, records, runs, last, redacted=bool(meta.get("redacted"))), tree, current.meta

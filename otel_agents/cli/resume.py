@@ -41,10 +41,10 @@ def _resume_owned(session_dir, session_id, prompts, script_name, model_opts, otl
                   trace_tools, paths, ownership) -> int:
     from otel_agents.llm.scripts import ScriptError, load_script
     from otel_agents.restore import ResumeError, restore_session, saved_params
-    from otel_agents.saved_session import load_saved
+    from otel_agents.saved_session import load_for_resume
 
     try:  # everything is read and checked before any model is called or anything billed
-        saved, tree, meta = load_saved(session_dir, session_id)
+        saved, tree, meta = load_for_resume(session_dir, session_id)
     except ResumeError as exc:
         raise click.UsageError(str(exc)) from None
     last = saved.last_run
@@ -100,19 +100,15 @@ def _resume_owned(session_dir, session_id, prompts, script_name, model_opts, otl
     if app is not None:
         install_app_hooks(session, app)
 
-    from otel_agents.persistence.artifacts import flush_unbilled, mark_billed
-
     from otel_agents.cli.execution import StorageUnwritable
-    from otel_agents.persistence.store import StoreError, check_file_writable
+    from otel_agents.persistence.store import StoreError
+    from otel_agents.saved_session import bill_before_resume
 
-    try:
-        check_file_writable(paths.billing_file)  # said before anything is billed or any LLM is called
+    try:  # said before anything is billed or any LLM is called; a crashed run is billed once, before new runs
+        bill_before_resume(session_dir, tree, meta, paths.billing_file)
     except StoreError as exc:
         tracing.shutdown()
         raise StorageUnwritable(str(exc)) from None
-    if tree is not None:
-        flush_unbilled(tree, paths.billing_file)  # a crashed run is billed once, before new runs
-        mark_billed(session_dir, meta)
     recording = start_recording(tracing, paths, session_id, ownership=ownership, resume=True)
     attach_console(tracing, verbose, trace_llm, trace_tools)
     extra = {sc.RUN_APP: app.reference} if app else {}  # the next resume imports the same app

@@ -76,18 +76,19 @@ def show(session_id: str, as_json: bool, ids: bool, paths) -> None:
 
     Read-only: a session whose writer died is shown with its open spans interrupted.
     """
-    from otel_agents.persistence.artifacts import SessionUnreadable, load_artifacts
-    from otel_agents.persistence.store import effective_status, make_meta, make_payload
+    from otel_agents.persistence.saved import SessionUnreadable, load_saved
+    from otel_agents.persistence.store import effective_status, make_meta
+    from otel_agents.persistence.tree_file import make_payload
 
     directory = session_dir_or_exit(paths, session_id)
     # The tree is all this shows: a current checkpoint's events.jsonl is not read.
     try:
-        artifacts = load_artifacts(directory, lambda m: click.echo(f"warning: {m}", err=True), records=False)
+        loaded = load_saved(directory, lambda m: click.echo(f"warning: {m}", err=True), records=False)
     except SessionUnreadable as exc:
         raise SessionDataUnreadable(str(exc)) from None
-    if artifacts.tree is None:
-        raise SessionDataUnreadable(f"session {session_id} has no readable tree: " + "; ".join(artifacts.notes))
-    tree, meta = artifacts.tree, artifacts.meta
+    if loaded.tree is None:
+        raise SessionDataUnreadable(f"session {session_id} has no readable tree: " + "; ".join(loaded.notes))
+    tree, meta = loaded.tree, loaded.meta
     if meta is not None:
         meta = {**meta, "status": effective_status(meta, directory)}
     if as_json:
@@ -108,16 +109,10 @@ def verify(session_id: str, paths) -> None:
     A session whose writer died is reported as interrupted and recoverable (exit 0 when
     its files agree otherwise). Read-only.
     """
-    from otel_agents.persistence.ledger_read import read_records
-    from otel_agents.persistence.session_check import check_session
+    from otel_agents.persistence.session_check import verify_directory
 
     directory = session_dir_or_exit(paths, session_id)
-    warn = lambda m: click.echo(f"warning: {m}", err=True)  # noqa: E731
-    ledger_warnings: list[str] = []
-    ledger = read_records(paths.billing_file, ledger_warnings.append) if paths.billing_file.exists() else []
-    for message in ledger_warnings:
-        warn(message)
-    check = check_session(directory, ledger, warn)
+    check = verify_directory(directory, paths.billing_file, lambda m: click.echo(f"warning: {m}", err=True))
     if check.problems:
         click.echo(f"session {session_id}: {len(check.problems)} disagreement(s)")
         for problem in check.problems:

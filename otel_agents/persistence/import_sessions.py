@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from otel_agents.persistence.artifacts import mark_billed
+from otel_agents.persistence.repair import mark_billed
 from otel_agents.persistence.events_file import EventLine, EventsFileError, read_event_lines
 from otel_agents.persistence.journal import (
     JournalError,

@@ -1,32 +1,167 @@
-"""Recovering a session its writer left unfinished: the one place, besides resume, that rewrites it.
+"""Recovering a session its writer left unfinished: the one place, besides the recorder, that rewrites it.
 
-Run by the session's owner (the caller holds its lock, ownership.py): the ends of
-spans the dead writer left open are recorded as interrupted, tree.json.gz and
-meta.json are rewritten from the journal when they are behind it, and the runs
-not yet billed are billed once (ledger record ids make that idempotent).
+Run by the session's owner (the caller holds its lock, ownership.py), through
+``saved.load_saved(..., owned=True, repair=True)`` (resume) or :func:`repair_session`
+(``sessions repair``): the ends of spans the dead writer left open are recorded as
+interrupted, tree.json.gz and meta.json are rewritten from the journal when they are
+behind it, and the runs not yet billed are billed once (ledger record ids make that
+idempotent).
 """
 
 from __future__ import annotations
 
+import time
+from dataclasses import replace
 from pathlib import Path
+from typing import Any, Callable, Mapping
 
-from otel_agents.persistence.artifacts import flush_unbilled, load_artifacts, mark_billed
+from otel_agents.persistence.events_file import EventLine
+from otel_agents.persistence.journal import JournalWriter
+from otel_agents.persistence.ledger_records import ledger_records
 from otel_agents.persistence.notices import Warn
+from otel_agents.persistence.saved import LoadedSession, checkpoint_contradiction, load_saved
+from otel_agents.persistence.store import (
+    SessionStore, StoreError, checkpoint_is_current, checkpoint_mark, closed_meta, created_ns_of,
+)
+from otel_agents.persistence.tree_file import make_payload
+from otel_agents.persistence.tree_flat import trees_equal
+from otel_agents.persistence.tree_kinds import STATUS_IN_PROGRESS
+from otel_agents.tracing import semconv as sc
+from otel_agents.tracing.spandata import SpanData
 
 
 def repair_session(directory: Path, billing_file: Path, warn: Warn) -> list[str]:
     """What was changed, one line each (empty: nothing needed it). ValueError (one line) if unreadable."""
-    artifacts = load_artifacts(directory, warn, owned=True, repair=True)
-    if artifacts.damaged:
-        raise ValueError(artifacts.damaged[0])
+    loaded = load_saved(directory, warn, owned=True, repair=True)
+    if loaded.damaged:
+        raise ValueError(loaded.damaged[0])
     changes = []
-    if artifacts.interrupted:
-        changes.append(f"recorded {artifacts.interrupted} span(s) left open as interrupted in spans.jsonl")
-    if artifacts.recovered:
+    if loaded.interrupted:
+        changes.append(f"recorded {loaded.interrupted} span(s) left open as interrupted in spans.jsonl")
+    if loaded.recovered:
         changes.append("rewrote tree.json.gz and meta.json from spans.jsonl and events.jsonl")
-    if artifacts.tree is not None and not artifacts.billed:
-        billed = flush_unbilled(artifacts.tree, Path(billing_file))
-        if billed:
-            changes.append(f"billed {billed} ledger record(s) of runs that had not been billed")
-        mark_billed(Path(directory), artifacts.meta)
+    billed = bill_unbilled(loaded, Path(billing_file))
+    if billed:
+        changes.append(f"billed {billed} ledger record(s) of runs that had not been billed")
     return changes
+
+
+def bill_unbilled(loaded: LoadedSession, billing_file: Path) -> int:
+    """Bill the runs a session's ledger lacks and mark meta.json ``billed``; the records appended.
+
+    Nothing is read or written for a session already marked billed, or without a tree.
+    """
+    if loaded.tree is None or loaded.billed:
+        return 0
+    billed = flush_unbilled(loaded.tree, Path(billing_file))
+    mark_billed(loaded.directory, loaded.meta)
+    return billed
+
+
+def write_back(loaded: LoadedSession, lines: list[EventLine], warn: Warn) -> LoadedSession:
+    """``load_saved(repair=True)``'s writes, on a session rebuilt from its journal: ``loaded`` as it now stands."""
+    store = SessionStore(loaded.directory)
+    if loaded.interrupted_ends:
+        _record_interrupted(store, list(loaded.interrupted_ends))
+    return _rewrite_checkpoint(store, loaded, lines, warn)
+
+
+def _record_interrupted(store: SessionStore, ended: list[SpanData]) -> None:
+    """Append the ends readers showed for spans a dead writer left open: the journal then says it."""
+    writer = JournalWriter(store.journal_path)
+    try:
+        for span in ended:
+            # The open span as its start line wrote it: only what the end adds is written.
+            started = replace(span, end_ns=None, attributes={k: v for k, v in span.attributes.items()
+                                                             if k != sc.INTERRUPTED},
+                              status="UNSET", status_message=None)
+            writer.end(span, started)
+    finally:
+        writer.close()
+
+
+def _rewrite_checkpoint(store: SessionStore, loaded: LoadedSession, lines: list[EventLine], warn: Warn) -> LoadedSession:
+    """Write the rebuilt tree back when tree.json.gz is behind (a writer died after its last checkpoint).
+
+    Only a checkpoint that is missing, or consistent with the streams and merely
+    behind them, is replaced: a damaged one or one that contradicts them is left
+    for a person to look at (``sessions verify`` names the differences).
+    """
+    tree = loaded.tree
+    assert tree is not None
+    saved = None
+    if store.tree_path.exists():
+        try:
+            saved = store.load_tree()
+        except StoreError as exc:
+            warn(f"{exc}; using the tree rebuilt from spans.jsonl and events.jsonl (the damaged file is left as is)")
+            return loaded
+    differs = not trees_equal(saved, tree)  # once: at 100k entries an equal pair takes a walk of both trees
+    if saved is not None and differs:
+        problem = checkpoint_contradiction(saved, tree, lines)
+        if problem is not None:
+            loaded.notes.append(problem)
+            warn(f"session {store.session_id}: {problem}; tree.json.gz is left as is")
+            return loaded
+    meta = loaded.meta
+    behind = differs or (meta is not None and meta.get("status") == "running")
+    created = created_ns_of(meta) or tree.get("started_ns") or time.time_ns()
+    new_meta = closed_meta(tree, created_ns=created, updated_ns=time.time_ns())
+    if not behind and meta is not None and isinstance(meta.get("updated"), str):
+        new_meta["updated"] = meta["updated"]  # only the mark is new: the session itself did not change
+    try:
+        if differs:
+            store.save_tree(make_payload(tree, new_meta))
+        new_meta["checkpoint"] = checkpoint_mark(store)  # the next load takes the checkpoint as it is
+        store.write_meta(new_meta)
+    except (OSError, StoreError) as exc:
+        loaded.notes.append(f"cannot rewrite {store.tree_path}: {exc}")
+        warn(f"session {store.session_id}: tree.json.gz is behind spans.jsonl and cannot be rewritten ({exc}); "
+             "using the tree rebuilt from the journal")
+        return loaded
+    if differs:
+        warn(f"session {store.session_id}: recovered from spans.jsonl what its last checkpoint lacked "
+             "(the writer stopped early); tree.json.gz is rewritten")
+    return replace(loaded, meta=new_meta, recovered=behind)
+
+
+def flush_unbilled(
+    tree: Mapping[str, Any],
+    billing_file: Path,
+    *,
+    live: bool = False,
+    append: Callable[[Path, list[dict]], int] | None = None,
+) -> int:
+    """Append the ledger records of every run of a session (``live``: but those still in progress).
+
+    Called by the session's owner (resume, repair). Record ids are stable and the
+    ledger skips ids it holds, so this is idempotent: finished runs add nothing,
+    crashed runs are billed once.
+    """
+    if live:
+        runs = [r["index"] for r in tree.get("runs", []) if r["status"] != STATUS_IN_PROGRESS]
+    else:
+        runs = [r["index"] for r in tree.get("runs", [])]
+    records = ledger_records(tree, runs=runs)
+    if not records:
+        return 0
+    if append is None:
+        from otel_agents.persistence.ledger import append_records as append
+    return append(Path(billing_file), records)
+
+
+def mark_billed(session_dir: Path, meta: Mapping[str, Any] | None) -> bool:
+    """After :func:`flush_unbilled`: say in meta.json that every run is in the ledger.
+
+    Only a meta.json whose checkpoint is current is marked (its runs are all the
+    session's), so a later resume need not decode tree.json.gz to bill again.
+    Returns whether it was marked.
+    """
+    store = SessionStore(Path(session_dir))
+    if meta is None or meta.get("billed") or not checkpoint_is_current(store, meta):
+        return False
+    try:
+        store.write_meta({**meta, "billed": True})
+    except (OSError, StoreError):
+        return False  # only a shortcut is lost: the next load bills (idempotently) again
+    return True

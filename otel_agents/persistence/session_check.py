@@ -14,9 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from otel_agents.persistence.artifacts import (
-    SOURCE_JOURNAL, SessionUnreadable, checkpoint_contradiction, load_artifacts,
-)
+from otel_agents.persistence.saved import SOURCE_JOURNAL, SessionUnreadable, checkpoint_contradiction, load_saved
+from otel_agents.persistence.ledger_read import read_records
 from otel_agents.persistence.events_file import EventLine, EventsFileError, read_event_lines
 from otel_agents.persistence.notices import Warn
 from otel_agents.persistence.ownership import describe_busy, owner_of
@@ -31,6 +30,19 @@ class SessionCheck:
     notes: list[str] = field(default_factory=list)  # states that are not disagreements (interrupted, live)
     records: int = 0  # lines of events.jsonl
     ledger_records: int = 0  # of this session
+
+
+def verify_directory(directory: Path, billing_file: Path, warn: Warn) -> SessionCheck:
+    """``sessions verify``: :func:`check_session` against the ledger at ``billing_file`` (absent: empty).
+
+    The ledger's own warnings are said before the session's; a damaged ledger raises
+    its LedgerError (one line) before the session is read.
+    """
+    ledger_warnings: list[str] = []
+    ledger = read_records(billing_file, ledger_warnings.append) if Path(billing_file).exists() else []
+    for message in ledger_warnings:
+        warn(message)
+    return check_session(directory, ledger, warn)
 
 
 def check_session(directory: Path, ledger: list[dict[str, Any]] | None, warn: Warn) -> SessionCheck:
@@ -58,19 +70,19 @@ def check_session(directory: Path, ledger: list[dict[str, Any]] | None, warn: Wa
     recoverable = False
     if store.journal_path.exists() and not checkpoint_is_current(store, meta) and not out.problems:
         try:
-            artifacts = load_artifacts(store.directory, warn)
+            loaded = load_saved(store.directory, warn)
         except SessionUnreadable as exc:
             out.problems.append(str(exc))
         else:
-            rebuilt = artifacts.tree
-            if artifacts.source == SOURCE_JOURNAL and rebuilt is not None and (tree is None or not trees_equal(rebuilt, tree)):
+            rebuilt = loaded.tree
+            if loaded.source == SOURCE_JOURNAL and rebuilt is not None and (tree is None or not trees_equal(rebuilt, tree)):
                 # Merely behind: the journal's whole is checked. Otherwise the checkpoint is, and the
                 # comparisons below name where the streams contradict it.
                 if tree is None or checkpoint_contradiction(tree, rebuilt, lines) is None:
                     tree = rebuilt
-            if artifacts.interrupted:
+            if loaded.interrupted:
                 recoverable = True
-                out.notes.append(f"interrupted, recoverable ({artifacts.interrupted} spans without an end): "
+                out.notes.append(f"interrupted, recoverable ({loaded.interrupted} spans without an end): "
                                  "`otel-agents resume` or `otel-agents sessions repair` records it")
             elif owner is None and meta is not None and meta.get("status") == "running":
                 recoverable = True

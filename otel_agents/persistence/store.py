@@ -1,21 +1,18 @@
 """One session directory (seed 003): ``events.jsonl``, ``spans.jsonl``, ``tree.json.gz``, ``meta.json``.
 
-``tree.json.gz`` holds the versioned payload ``{"version": 1, "session": ..., "meta": ...}``,
-or, for a tree too deep to nest in JSON, version 2 with each run stored as a flat list of
-its nodes (tree_flat.py: no depth limit);
-``meta.json`` is a small summary for fast listing. Both are replaced atomically,
-so a crash leaves the previous version readable. Reading reports damage as a
-:class:`StoreError` with a one-line message naming the file and the problem,
-a tree that decodes but is not shaped as ``build_tree`` makes it included.
+``tree.json.gz`` is encoded and decoded by tree_file.py alone (its versions, the flat
+form of deep trees, the checks of its shape); ``meta.json`` is a small summary for
+fast listing. Both are replaced atomically, so a crash leaves the previous version
+readable. Reading reports damage as a :class:`StoreError` with a one-line message
+naming the file and the problem. Reading a whole session, with crash recovery, is
+saved.py's ``load_saved``.
 """
 
 from __future__ import annotations
 
-import gzip
 import os
 import socket
 import tempfile
-import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -24,66 +21,21 @@ import orjson
 
 from otel_agents.persistence.atomic import atomic_write, remove_stale_temps
 from otel_agents.persistence.private import make_private_dir
-from otel_agents.persistence.gc_pause import collector_paused
 from otel_agents.persistence.events_file import EVENTS_FILE
 from otel_agents.persistence.journal import JOURNAL_FILE
 from otel_agents.persistence.ownership import owner_of
 from otel_agents.persistence.paths import InvalidSessionId, Paths
 from otel_agents.persistence.timestamps import iso_ts, parse_iso_ts
 from otel_agents.persistence.tree_encoding import TreeEncoder, encode_payload
-from otel_agents.persistence.tree_flat import FlatError, deeper_than, flat_session, unflatten_session
-from otel_agents.persistence.tree_shape import ShapeError, check_session_shape
+# NESTED_LEVELS, decode_payload and make_payload are re-exported for the writers that import them from here.
+from otel_agents.persistence.tree_file import (  # noqa: F401
+    NESTED_LEVELS, READABLE_TREE_VERSIONS, TREE_FILE, TREE_VERSION, StoreError, decode_payload, make_payload,
+    read_payload,
+)
 from otel_agents.tracing import semconv as sc
 
-TREE_FILE = "tree.json.gz"
 META_FILE = "meta.json"
-TREE_VERSION = 1  # every node nested in its parent: what trees of ordinary depth are written as
-FLAT_TREE_VERSION = 2  # runs as flat node lists: trees nested deeper than NESTED_LEVELS
-READABLE_TREE_VERSIONS = (TREE_VERSION, FLAT_TREE_VERSION)
-# Tree levels written nested: each is two JSON levels (a list and an object), and orjson
-# refuses more than 255; the rest is for what a node holds (records, attributes).
-NESTED_LEVELS = 60
 TITLE_LIMIT = 80
-
-
-class StoreError(ValueError):
-    """A session file that cannot be read or written; the message is one line."""
-
-
-def decode_payload(data: bytes, where: str, encoder: TreeEncoder | None = None) -> dict[str, Any]:
-    """``encoder``: the next writer's, which remembers the file's members (a resumed session
-    then compresses only what its new runs changed)."""
-    try:
-        raw = encoder.decompress(data) if encoder is not None else gzip.decompress(data)
-    except (OSError, EOFError, zlib.error) as exc:
-        raise StoreError(f"{where} is truncated or corrupt ({type(exc).__name__}: {exc})") from None
-    try:
-        with collector_paused():  # a large tree is millions of acyclic objects (gc_pause.py)
-            payload = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        raise StoreError(f"{where} does not hold valid JSON ({exc})") from None
-    if not isinstance(payload, dict):
-        raise StoreError(f"{where} does not hold a tree payload object")
-    version = payload.get("version")
-    if type(version) is not int or version not in READABLE_TREE_VERSIONS:
-        raise StoreError(f"{where} has tree version {version!r}; this otel-agents reads versions 1 and 2")
-    if not isinstance(payload.get("session"), dict):
-        raise StoreError(f"{where} has no session node")
-    try:
-        if version == FLAT_TREE_VERSION:
-            unflatten_session(payload["session"], "session")
-        check_session_shape(payload["session"])
-    except (ShapeError, FlatError) as exc:
-        raise StoreError(f"{where} is damaged: {exc}") from None
-    return payload
-
-
-def make_payload(tree: Mapping[str, Any], meta: Mapping[str, Any]) -> dict[str, Any]:
-    """What tree.json.gz holds: the session as it is, or, nested deeper than JSON allows,
-    with its runs as flat node lists (version 2)."""
-    if deeper_than(tree, NESTED_LEVELS):
-        return {"version": FLAT_TREE_VERSION, "session": flat_session(tree), "meta": meta}
-    return {"version": TREE_VERSION, "session": tree, "meta": meta}
 
 
 @dataclass(frozen=True)
@@ -145,13 +97,7 @@ class SessionStore:
         return atomic_write(self.tree_path, data, before_rename=before_rename)
 
     def load_payload(self, encoder: TreeEncoder | None = None) -> dict[str, Any]:
-        try:
-            data = self.tree_path.read_bytes()
-        except FileNotFoundError:
-            raise StoreError(f"{self.tree_path} does not exist") from None
-        except OSError as exc:
-            raise StoreError(f"cannot read {self.tree_path}: {exc.strerror or exc}") from None
-        return decode_payload(data, str(self.tree_path), encoder)
+        return read_payload(self.tree_path, encoder)
 
     def load_tree(self, encoder: TreeEncoder | None = None) -> dict[str, Any]:
         return self.load_payload(encoder)["session"]

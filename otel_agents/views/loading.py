@@ -4,7 +4,7 @@ Only the parts the views need are assumed: events are one JSON record per line,
 and chat spans are dicts with ``span_id`` and ``attributes`` somewhere in the
 tree document, whatever the exact nesting. Without events.jsonl the records are
 taken from the tree's span events (persistence.tree_walk.iter_records). One chat span
-is looked up in the span journal first (:func:`span_from_journal`), which reads
+is looked up in the span journal first (persistence/journal_lookup.py), which reads
 only its lines, rather than decoding the whole tree.
 """
 
@@ -21,7 +21,7 @@ from otel_agents.persistence.gc_pause import collector_paused
 
 __all__ = [
     "JOURNAL_FILE", "TREE_FILE", "find_span", "read_events", "read_event_file", "read_tree", "records_from_tree",
-    "span_from_journal", "span_nodes", "tools_from_journal",
+    "span_nodes",
 ]
 
 # persistence.store.TREE_FILE and persistence.journal.JOURNAL_FILE, spelled out: importing the
@@ -105,18 +105,11 @@ def _read_slowly(path: Path, warn: Warn) -> list[dict[str, Any]]:
 
 
 def read_tree(path: Path) -> dict[str, Any]:
-    """The ``tree.json.gz`` payload ``{"version", "session", "meta"}``, checked as the store checks it."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise SessionDataError(f"{path} does not exist") from None
-    except OSError as exc:
-        raise SessionDataError(f"cannot read {path}: {exc.strerror or exc}") from None
-    from otel_agents.persistence.store import StoreError, decode_payload
+    """The ``tree.json.gz`` payload ``{"version", "session", "meta"}``, decoded and checked by persistence's one decoder."""
+    from otel_agents.persistence.tree_file import StoreError, read_payload
 
     try:
-        with collector_paused():
-            return decode_payload(data, str(path))
+        return read_payload(path)
     except StoreError as exc:
         raise SessionDataError(str(exc)) from None
 
@@ -162,56 +155,3 @@ def records_from_tree(document: Mapping[str, Any]) -> list[dict[str, Any]]:
         {**ref.record, "ts": iso_ts(ref.ts_ns), "trace_id": ref.trace_id, "span_id": ref.span_id}
         for ref in iter_records(session)
     ]
-
-
-def span_from_journal(path: Path, key: str) -> dict[str, Any] | None:
-    """A span as the tree holds it (``span_id``, ``name``, ``attributes`` at its end), from
-    the span journal: by span id, or by the assistant entry it answered (a message id).
-
-    Only the lines that mention the key are parsed. None when the journal cannot say
-    (no such line, a damaged one, an unreadable file): the caller asks the tree.
-    """
-    from otel_agents.persistence.journal import JournalError, is_span_id, lines_mentioning
-    from otel_agents.tracing import semconv as sc
-
-    key = key.strip()
-    span_id = key.lower()
-    try:
-        if not is_span_id(span_id):
-            span_id = next(  # set at the end as a rule; an imported span has it on its start line
-                (line.get("end") or line.get("start") for line in lines_mentioning(path, key)
-                 if ("start" in line or "end" in line) and line.get("attrs", {}).get(sc.RESPONSE_MESSAGE_ID) == key),
-                None,
-            )
-            if span_id is None:
-                return None
-        start = end = None
-        for line in lines_mentioning(path, span_id):
-            if start is None and line.get("start") == span_id:
-                start = line
-            elif end is None and line.get("end") == span_id:
-                end = line
-            if start is not None and end is not None:
-                break
-    except JournalError:
-        return None
-    if start is None:
-        return None
-    # The end line holds what was set or changed since the start (persistence/journal.py).
-    attributes = {**start.get("attrs", {}), **(end.get("attrs", {}) if end is not None else {})}
-    return {"span_id": span_id, "name": start.get("name"), "attributes": attributes}
-
-
-def tools_from_journal(path: Path, definitions_id: str) -> Any | None:
-    """The tool definitions a chat span sent by id, from the first span of the journal that carried them."""
-    from otel_agents.persistence.journal import JournalError, lines_mentioning
-    from otel_agents.tracing import semconv as sc
-
-    try:
-        for line in lines_mentioning(path, definitions_id):
-            attributes = line.get("attrs", {})
-            if attributes.get(sc.REQUEST_TOOLS_ID) == definitions_id and attributes.get(sc.REQUEST_TOOLS) is not None:
-                return attributes[sc.REQUEST_TOOLS]
-    except JournalError:
-        return None
-    return None

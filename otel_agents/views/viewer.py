@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from otel_agents.persistence.events_file import EVENTS_FILE
+from otel_agents.persistence.journal_lookup import span_from_journal, tools_from_journal
 from otel_agents.persistence.notices import Warn, stderr_warning
 from otel_agents.tracing import semconv as sc
 from otel_agents.tracing.records import message_from_record
@@ -26,9 +27,7 @@ from otel_agents.views.loading import (
     read_events,
     read_tree,
     records_from_tree,
-    span_from_journal,
     span_nodes,
-    tools_from_journal,
 )
 from otel_agents.views.model import (
     AgentInfo,

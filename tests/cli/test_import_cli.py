@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from otel_agents.cli import cli
-from otel_agents.persistence.artifacts import load_artifacts
+from otel_agents.persistence.saved import load_saved
 from otel_agents.persistence.events_file import read_event_lines
 from otel_agents.persistence.import_sessions import session_id_for
 from otel_agents.persistence.journal import read_journal, spans_from_journal
@@ -88,7 +88,7 @@ def test_an_exported_session_imports_as_the_live_one(live, env):
         rebuilt = spans_from_journal(read_journal(s.journal_path, pytest.fail), read_event_lines(s.events_path))
         return sorted(rebuilt, key=lambda span: span.span_id)
     assert spans(store) == spans(live_store)
-    assert load_artifacts(store.directory, pytest.fail).tree == store.load_tree()
+    assert load_saved(store.directory, pytest.fail).tree == store.load_tree()
     assert invoke("sessions", "verify", sid, *storage(env)).exit_code == 0
 
 

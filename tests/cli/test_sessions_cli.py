@@ -87,7 +87,7 @@ def test_list_show_verify_rm(env):
 
 
 def test_show_of_a_closed_billed_session_reads_neither_its_events_nor_the_ledger(env, monkeypatch):
-    import otel_agents.persistence.artifacts as artifacts
+    import otel_agents.persistence.saved as saved
     import otel_agents.persistence.ledger as ledger
 
     session_id = run_demo()
@@ -96,7 +96,7 @@ def test_show_of_a_closed_billed_session_reads_neither_its_events_nor_the_ledger
     def never(*args, **kwargs):
         raise AssertionError("read although the checkpoint is current and billed")
 
-    monkeypatch.setattr(artifacts, "read_event_lines", never)
+    monkeypatch.setattr(saved, "read_event_lines", never)
     monkeypatch.setattr(ledger, "append_records", never)
     shown = invoke("sessions", "show", session_id)
     assert shown.exit_code == 0 and shown.stderr == ""

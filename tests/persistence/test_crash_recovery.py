@@ -18,14 +18,8 @@ import pytest
 from click.testing import CliRunner
 
 from otel_agents.cli import cli
-from otel_agents.persistence.artifacts import (
-    SOURCE_CHECKPOINT,
-    SOURCE_JOURNAL,
-    SOURCE_TREE,
-    flush_unbilled,
-    load_artifacts,
-    load_session_artifacts,
-)
+from otel_agents.persistence.repair import flush_unbilled
+from otel_agents.persistence.saved import SOURCE_CHECKPOINT, SOURCE_JOURNAL, SOURCE_TREE, load_saved
 from otel_agents.persistence.events_file import read_event_lines
 from otel_agents.persistence.journal import read_journal, spans_from_journal
 from otel_agents.persistence.ledger_read import read_records
@@ -107,7 +101,7 @@ def test_killed_run_is_recovered_from_the_journal_and_billed_once(tmp_path, home
     # Readers: the open spans are interrupted, ended at the session's last sign of life; nothing is written.
     before = snapshot(home)
     warnings: list[str] = []
-    artifacts = load_artifacts(store.directory, warnings.append)
+    artifacts = load_saved(store.directory, warnings.append)
     assert artifacts.source == SOURCE_JOURNAL and not artifacts.recovered and artifacts.interrupted == 3
     assert warnings == []
     tree = artifacts.tree
@@ -229,7 +223,7 @@ def test_after_a_kill_at_any_span_end_the_session_recovers_exactly(killed_runs):
         verified = invoke("sessions", "verify", store.session_id, *storage)
         assert verified.exit_code == 0 and "interrupted, recoverable" in verified.stdout, (where, verified.stdout)
         warnings: list[str] = []
-        artifacts = load_artifacts(store.directory, warnings.append)
+        artifacts = load_saved(store.directory, warnings.append)
         tree = artifacts.tree
         assert artifacts.source == SOURCE_JOURNAL and tree is not None, where
         assert snapshot(home) == before, where
@@ -260,7 +254,7 @@ def test_after_a_kill_at_any_span_end_the_session_recovers_exactly(killed_runs):
         assert (f"billed {len(calls)} ledger record(s)" in repaired.stdout) == bool(calls), (where, repaired.stdout)
         assert "nothing to repair" in invoke("sessions", "repair", store.session_id, *storage).stdout, where
         assert flush_unbilled(tree, billing) == 0, where
-        assert load_artifacts(store.directory, pytest.fail).tree == tree, where
+        assert load_saved(store.directory, pytest.fail).tree == tree, where
         ledger = read_records(billing) if billing.exists() else []
         # The ledger against the journal: each attempt and tool call that ended, billed as it ended;
         # each that never ended, billed as interrupted, with nothing charged.
@@ -295,7 +289,7 @@ def test_a_killed_session_resumes_without_duplicate_ids(killed_runs):
     assert len({line.record["message_id"] for line in lines}) == len(lines)
     journal = read_journal(store.journal_path, pytest.fail)
     assert len({line["start"] for line in journal if "start" in line}) == sum("start" in line for line in journal)
-    tree = load_artifacts(store.directory, pytest.fail).tree
+    tree = load_saved(store.directory, pytest.fail).tree
     assert [r["status"] for r in tree["runs"]] == ["interrupted", "ok"]
     meta = store.read_meta()
     assert meta["status"] == "interrupted" and meta["runs"] == 2  # the killed run, everywhere
@@ -308,7 +302,7 @@ def test_a_killed_session_resumes_without_duplicate_ids(killed_runs):
     assert invoke("sessions", "verify", store.session_id, *storage).exit_code == 0
 
 
-# --------------------------------------------------------------------------- load_artifacts' choices
+# --------------------------------------------------------------------------- load_saved' choices
 
 
 @pytest.fixture
@@ -333,7 +327,7 @@ def test_a_cleanly_closed_session_loads_its_checkpoint_as_it_is(two_runs):
     meta = store.read_meta()
     assert meta["billed"] is True and meta["status"] == "ok"
     assert set(meta["checkpoint"]["files"]) == {"tree.json.gz", "spans.jsonl", "events.jsonl"}
-    artifacts = load_artifacts(store.directory, pytest.fail, owned=True, repair=True)
+    artifacts = load_saved(store.directory, pytest.fail, owned=True, repair=True)
     assert artifacts.source == SOURCE_CHECKPOINT and artifacts.tree == final and not artifacts.recovered
     # ... which is exactly what the journal rebuilds.
     rebuilt = spans_from_journal(read_journal(store.journal_path, pytest.fail), read_event_lines(store.events_path))
@@ -342,10 +336,10 @@ def test_a_cleanly_closed_session_loads_its_checkpoint_as_it_is(two_runs):
     # known to be in the checkpoint: the careful path runs, finds the same tree and marks it again.
     journal = store.journal_path.read_bytes()
     store.journal_path.write_bytes(journal + journal.splitlines(keepends=True)[0])
-    artifacts = load_artifacts(store.directory, pytest.fail, owned=True, repair=True)
+    artifacts = load_saved(store.directory, pytest.fail, owned=True, repair=True)
     assert artifacts.source == SOURCE_JOURNAL and artifacts.tree == final and not artifacts.recovered
     assert store.read_meta()["updated"] == meta["updated"]  # nothing happened to the session itself
-    assert load_artifacts(store.directory, pytest.fail, owned=True, repair=True).source == SOURCE_CHECKPOINT
+    assert load_saved(store.directory, pytest.fail, owned=True, repair=True).source == SOURCE_CHECKPOINT
 
 
 @pytest.mark.parametrize("change", ["events", "tree", "running", "no mark", "other version"])
@@ -363,7 +357,7 @@ def test_a_checkpoint_not_known_to_be_current_takes_the_careful_path(two_runs, c
         store.write_meta({k: v for k, v in meta.items() if k != "checkpoint"})
     else:
         store.write_meta({**meta, "checkpoint": {**meta["checkpoint"], "tree_version": 99}})
-    artifacts = load_artifacts(store.directory, lambda message: None)
+    artifacts = load_saved(store.directory, lambda message: None)
     assert artifacts.source == SOURCE_JOURNAL and artifacts.tree == final
 
 
@@ -371,18 +365,18 @@ def test_a_checkpoint_behind_the_journal_is_brought_up_to_date(two_runs):
     recorded, store, final = two_runs
     _stale_checkpoint(recorded, store)
     warnings: list[str] = []
-    artifacts = load_artifacts(store.directory, warnings.append, owned=True, repair=True)
+    artifacts = load_saved(store.directory, warnings.append, owned=True, repair=True)
     assert artifacts.tree == final and artifacts.recovered
     assert store.load_tree() == final and store.read_meta()["status"] == "ok"
     assert store.read_meta()["created"] == "1970-01-01T00:00:00.000000001Z"  # the session's creation is kept
     assert len(warnings) == 1
     # Marked current, but not billed: whoever loads next still bills what the crash left.
-    assert load_artifacts(store.directory, pytest.fail, owned=True, repair=True).source == SOURCE_CHECKPOINT
+    assert load_saved(store.directory, pytest.fail, owned=True, repair=True).source == SOURCE_CHECKPOINT
     assert not store.read_meta().get("billed")
     # Without repair, nothing is written.
     _stale_checkpoint(recorded, store)
     before = store.tree_path.read_bytes()
-    assert load_artifacts(store.directory, warnings.append).tree == final
+    assert load_saved(store.directory, warnings.append).tree == final
     assert store.tree_path.read_bytes() == before
 
 
@@ -390,7 +384,7 @@ def test_a_live_writer_s_session_is_read_but_never_rewritten(two_runs):
     recorded, store, final = two_runs
     stale = _stale_checkpoint(recorded, store)
     with take(store.directory):  # a live writer (its own open file description)
-        artifacts = load_artifacts(store.directory, pytest.fail)
+        artifacts = load_saved(store.directory, pytest.fail)
         assert artifacts.live and artifacts.tree == final and not artifacts.recovered
     assert store.load_tree() == stale
 
@@ -405,7 +399,7 @@ def test_a_checkpoint_that_contradicts_the_streams_is_left_for_a_person(two_runs
     path.write_bytes(b"\n".join(lines) + b"\n")
     before = store.tree_path.read_bytes()
     warnings: list[str] = []
-    artifacts = load_artifacts(store.directory, warnings.append, owned=True, repair=True)
+    artifacts = load_saved(store.directory, warnings.append, owned=True, repair=True)
     assert not artifacts.recovered and store.tree_path.read_bytes() == before
     assert len(warnings) == 1 and "contradicts events.jsonl" in warnings[0] and record["message_id"] in warnings[0]
     assert invoke("sessions", "verify", store.session_id).exit_code == 1
@@ -416,15 +410,15 @@ def test_without_a_usable_journal_the_checkpoint_stands_in(two_runs):
     journal = store.journal_path.read_bytes()
     store.journal_path.write_bytes(journal.replace(b"\n", b"\n{oops\n", 1))
     warnings: list[str] = []
-    artifacts = load_artifacts(store.directory, warnings.append, owned=True, repair=True)
+    artifacts = load_saved(store.directory, warnings.append, owned=True, repair=True)
     assert artifacts.source == SOURCE_TREE and artifacts.tree == final
     assert len(warnings) == 1 and "spans.jsonl:2" in warnings[0] and "using tree.json.gz" in warnings[0]
     store.journal_path.unlink()
-    artifacts = load_artifacts(store.directory, warnings.append, owned=True, repair=True)
+    artifacts = load_saved(store.directory, warnings.append, owned=True, repair=True)
     assert artifacts.source == SOURCE_TREE and "spans.jsonl does not exist" in warnings[-1]
     # A torn last line is only the end of a crashed write: the journal is still used.
     store.journal_path.write_bytes(journal + b'{"end": "abc')
-    artifacts = load_artifacts(store.directory, warnings.append, owned=True, repair=True)
+    artifacts = load_saved(store.directory, warnings.append, owned=True, repair=True)
     assert artifacts.source == SOURCE_JOURNAL and artifacts.tree == final
     assert "skipped a torn last line" in warnings[-1]
 
@@ -433,7 +427,7 @@ def test_a_damaged_checkpoint_is_not_overwritten(two_runs):
     recorded, store, final = two_runs
     store.tree_path.write_bytes(b"not gzip")
     warnings: list[str] = []
-    artifacts = load_artifacts(store.directory, warnings.append, owned=True, repair=True)
+    artifacts = load_saved(store.directory, warnings.append, owned=True, repair=True)
     assert artifacts.tree == final and store.tree_path.read_bytes() == b"not gzip"
     assert len(warnings) == 1 and "tree.json.gz" in warnings[0] and "left as is" in warnings[0]
 
@@ -448,7 +442,7 @@ def test_a_journal_that_disagrees_with_what_the_checkpoint_shows_ended_never_rep
     store.journal_path.write_bytes(b"\n".join(lines) + b"\n")
     before = store.tree_path.read_bytes()
     warnings: list[str] = []
-    artifacts = load_artifacts(store.directory, warnings.append, owned=True, repair=True)
+    artifacts = load_saved(store.directory, warnings.append, owned=True, repair=True)
     assert not artifacts.recovered and store.tree_path.read_bytes() == before
     assert len(warnings) == 1 and f"span {line['end']}" in warnings[0] and "differs from spans.jsonl" in warnings[0]
 
@@ -459,6 +453,6 @@ def test_a_renamed_session_directory_is_not_rewritten_under_its_new_name(two_run
     store.directory.rename(moved.directory)
     before = moved.tree_path.read_bytes()
     warnings: list[str] = []
-    load_artifacts(moved.directory, warnings.append, owned=True, repair=True)
+    load_saved(moved.directory, warnings.append, owned=True, repair=True)
     assert moved.tree_path.read_bytes() == before
     assert len(warnings) == 1 and "names session" in warnings[0]

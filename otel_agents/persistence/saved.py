@@ -1,46 +1,35 @@
-"""Loading a saved session for resume and views, and billing what a crash left unbilled.
+"""Reading a saved session directory: the one entry point (``load_saved``), with crash recovery in memory.
 
 A session closed cleanly has a ``meta.json`` whose checkpoint mark says that
 ``tree.json.gz`` covers the journal and the event stream as they are on disk:
-that checkpoint is read as it is. Otherwise the tree is rebuilt from the span
-journal (``spans.jsonl``) plus the event stream (``events.jsonl``) whenever both
-are readable: both are flushed per line, so they are always at least as complete
-as the last checkpoint. Spans that a dead writer left open are shown interrupted
-(``interrupted.py``), in memory: readers never write. A writer holding the session
-(``resume``, ``sessions repair``) loads with ``repair=True``: the interrupted ends
-are appended to the journal and the rebuilt tree written back (atomically), with a
-mark, so that the next load is the quick one. Without a usable journal the
-checkpoint stands in, as before.
+that checkpoint is read as it is (:func:`load_checkpoint`). Otherwise the tree is
+rebuilt from the span journal (``spans.jsonl``) plus the event stream
+(``events.jsonl``) whenever both are readable: both are flushed per line, so they
+are always at least as complete as the last checkpoint. Spans that a dead writer
+left open are shown interrupted (``interrupted.py``), in memory: readers never
+write, and do not even import the code that does. The session's owner (``resume``,
+``sessions repair``) loads with ``repair=True``: repair.py appends the interrupted
+ends to the journal and writes the rebuilt tree back (atomically), with a mark, so
+that the next load is the quick one. Without a usable journal the checkpoint stands
+in, and without either, events.jsonl alone. tree.json.gz is decoded by tree_file.py.
 """
 
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 from otel_agents.persistence.events_file import EventLine, EventsFileError, read_event_lines
 from otel_agents.persistence.interrupted import close_interrupted
-from otel_agents.persistence.journal import JournalError, JournalWriter, read_journal, rebuild
-from otel_agents.persistence.ledger_records import ledger_records
+from otel_agents.persistence.journal import JournalError, read_journal, rebuild
 from otel_agents.persistence.notices import Warn, stderr_warning
-from otel_agents.persistence.store import (
-    SessionStore,
-    StoreError,
-    checkpoint_is_current,
-    checkpoint_mark,
-    closed_meta,
-    created_ns_of,
-    make_payload,
-)
 from otel_agents.persistence.ownership import owner_of
+from otel_agents.persistence.store import SessionStore, StoreError, checkpoint_is_current
 from otel_agents.persistence.timestamps import iso_ts
+from otel_agents.persistence.tree_file import TREE_FILE
 from otel_agents.persistence.tree import build_tree
-from otel_agents.persistence.tree_kinds import STATUS_IN_PROGRESS
 from otel_agents.persistence.tree_walk import iter_nodes, iter_records, records_of
-from otel_agents.persistence.tree_flat import trees_equal
-from otel_agents.tracing import semconv as sc
 from otel_agents.tracing.spandata import SpanData
 
 SOURCE_CHECKPOINT = "checkpoint"  # tree.json.gz, known to cover spans.jsonl + events.jsonl
@@ -53,18 +42,38 @@ class SessionUnreadable(ValueError):
     """Neither the journal, tree.json.gz nor events.jsonl can be read; the message says why (one line)."""
 
 
-@dataclass
-class SessionArtifacts:
+@dataclass(frozen=True)
+class LoadedSession:
+    """A saved session as read: what every reader (resume, views, sessions, billing, verify) starts from."""
+
+    directory: Path
     tree: dict[str, Any] | None  # None: no journal and tree.json.gz is missing or unreadable
     records: list[dict[str, Any]]  # seed-001 records: events.jsonl, else the tree's
     meta: dict[str, Any] | None
     notes: list[str] = field(default_factory=list)  # what was missing or damaged
-    spans: list[SpanData] | None = None  # the journal's spans, when the tree was rebuilt from them
+    spans: list[SpanData] | None = None  # the journal's spans (interrupted ones ended), when the tree was rebuilt
     source: str = SOURCE_TREE
-    recovered: bool = False  # tree.json.gz (and meta.json) were rewritten from the journal
+    recovered: bool = False  # tree.json.gz (and meta.json) were rewritten from the journal (repair only)
     live: bool = False  # a process holds the session (its latest run may still be adding spans)
     interrupted: int = 0  # spans a dead writer left open, shown (or, repaired, recorded) as interrupted
     damaged: list[str] = field(default_factory=list)  # files that exist but could not be read whole
+    interrupted_ends: tuple[SpanData, ...] = ()  # the ends readers show for those spans
+
+    @property
+    def session_id(self) -> str:
+        return self.directory.name
+
+    @property
+    def store(self) -> SessionStore:
+        return SessionStore(self.directory)
+
+    @property
+    def events_path(self) -> Path:
+        return self.store.events_path
+
+    @property
+    def journal_path(self) -> Path:
+        return self.store.journal_path
 
     @property
     def billed(self) -> bool:
@@ -73,25 +82,27 @@ class SessionArtifacts:
         return self.source == SOURCE_CHECKPOINT and bool(self.meta and self.meta.get("billed"))
 
 
-def load_artifacts(
+def load_saved(
     session_dir: Path, warn: Warn = stderr_warning, *, repair: bool = False, records: bool = True,
     owned: bool = False,
-) -> SessionArtifacts:
-    """The tree and the event stream of a session directory.
+) -> LoadedSession:
+    """The tree and the event stream of a session directory; SessionUnreadable (one line) when nothing is.
 
     Preference: a checkpoint known to be current, else the journal with events.jsonl
     (always the most complete), else tree.json.gz, else events.jsonl alone; each
-    fallback is said on stderr. ``owned``: the caller holds the session's lock (no
-    other process writes it); otherwise whether one does is asked of the lock.
+    fallback is said through ``warn``. ``owned``: the caller holds the session's lock
+    (no other process writes it); otherwise whether one does is asked of the lock.
     ``repair`` (only with ``owned``): record the interrupted spans' ends in the journal
-    and, when it shows more than tree.json.gz, rewrite tree.json.gz and meta.json
-    from it. Without ``repair`` nothing is opened for writing. ``records=False``: a caller that needs only the tree
-    (``sessions show``) gets no records from a current checkpoint, whose events.jsonl
-    is then not read; every other path reads them, as rebuilding needs them.
+    and, when it shows more than tree.json.gz, rewrite tree.json.gz and meta.json from
+    it. Without ``repair`` nothing is opened for writing. ``records=False``: a caller
+    that needs only the tree (``sessions show``) gets no records from a current
+    checkpoint, whose events.jsonl is then not read; every other path reads them, as
+    rebuilding needs them.
     """
-    assert owned or not repair, "only the session's owner repairs it"
+    if repair and not owned:
+        raise ValueError("only the session's owner repairs it: load with owned=True while holding its lock")
     store = SessionStore(Path(session_dir))
-    current = current_checkpoint(store, warn, with_records=records)
+    current = load_checkpoint(store.directory, warn, records=records)
     if current is not None:
         return current
     live = not owned and owner_of(store.directory) is not None
@@ -129,27 +140,27 @@ def load_artifacts(
             rebuilt = None
 
     if rebuilt is not None and (lines is not None or not store.tree_path.exists()):
-        tree = rebuilt_tree
         if rebuilt.orphans:
             warn(
                 f"{len(rebuilt.orphans)} record(s) of {store.events_path} name spans that are not in "
                 f"{store.journal_path}; they are in the event stream but not in the tree"
             )
-        artifacts = SessionArtifacts(
-            tree, [line.record for line in lines or []], meta, notes, spans=spans, source=SOURCE_JOURNAL,
-            live=live, interrupted=len(interrupted), damaged=damaged,
+        loaded = LoadedSession(
+            store.directory, rebuilt_tree, [line.record for line in lines or []], meta, notes, spans=spans,
+            source=SOURCE_JOURNAL, live=live, interrupted=len(interrupted), damaged=damaged,
+            interrupted_ends=tuple(interrupted),
         )
         if repair:
-            if interrupted:
-                _record_interrupted(store, interrupted)
-            _repair(store, artifacts, lines or [], warn)
-        elif store.tree_path.exists():
+            from otel_agents.persistence.repair import write_back  # the owner's writes: readers never import them
+
+            return write_back(loaded, lines or [], warn)
+        if store.tree_path.exists():
             try:  # said to readers too: the checkpoint a repair would replace is damaged
                 store.load_tree()
             except StoreError as exc:
                 notes.append(str(exc))
                 warn(f"{exc}; using the tree rebuilt from spans.jsonl and events.jsonl")
-        return artifacts
+        return loaded
 
     tree = None
     try:
@@ -161,39 +172,40 @@ def load_artifacts(
     if tree is not None:
         why = next((n for n in notes if "spans.jsonl" in n), "the journal cannot be used")
         warn(f"{why}; using tree.json.gz (spans that ended after its last checkpoint may be missing)")
-    records = [line.record for line in lines] if lines is not None else None
-    if records is None:
+    found = dict(meta=meta, notes=notes, live=live, damaged=damaged)
+    if lines is None:
         if tree is None:
             raise SessionUnreadable(f"session {store.session_id} cannot be read: " + "; ".join(notes))
         warn(f"{_first(notes, 'events.jsonl')}; using the records held in tree.json.gz")
-        records = records_of(tree)
-        return SessionArtifacts(tree, records, meta, notes, source=SOURCE_TREE, live=live, damaged=damaged)
+        return LoadedSession(store.directory, tree, records_of(tree), source=SOURCE_TREE, **found)
+    line_records = [line.record for line in lines]
     if tree is None:
-        warn(f"{_first(notes, 'tree.json.gz')}; using events.jsonl only (no timings, accounting or logs)")
-        return SessionArtifacts(None, records, meta, notes, source=SOURCE_EVENTS, live=live, damaged=damaged)
-    return SessionArtifacts(tree, records, meta, notes, source=SOURCE_TREE, live=live, damaged=damaged)
+        warn(f"{_first(notes, TREE_FILE)}; using events.jsonl only (no timings, accounting or logs)")
+        return LoadedSession(store.directory, None, line_records, source=SOURCE_EVENTS, **found)
+    return LoadedSession(store.directory, tree, line_records, source=SOURCE_TREE, **found)
 
 
-def current_checkpoint(
-    store: SessionStore, warn: Warn = stderr_warning, *, with_tree: bool = True, with_records: bool = True
-) -> SessionArtifacts | None:
+def load_checkpoint(
+    session_dir: Path, warn: Warn = stderr_warning, *, tree: bool = True, records: bool = True
+) -> LoadedSession | None:
     """The quick load: records from events.jsonl, tree.json.gz decoded once; None if it does not apply.
 
     It applies while meta.json's checkpoint mark holds (``store.checkpoint_is_current``):
-    then nothing needs rebuilding or repairing. ``with_tree=False`` leaves the tree
-    unread (None) for a caller that needs only the records and meta.json (resume);
-    ``with_records=False`` leaves events.jsonl unread (no records) for one that needs
-    only the tree.
+    then nothing needs rebuilding or repairing. ``tree=False`` leaves the tree unread
+    (None) for a caller that needs only the records and meta.json (resume);
+    ``records=False`` leaves events.jsonl unread (no records) for one that needs only
+    the tree.
     """
+    store = SessionStore(Path(session_dir))
     meta = _read_meta(store)
     if not checkpoint_is_current(store, meta):
         return None
     try:
-        lines = read_event_lines(store.events_path, warn) if with_records else []
-        tree = store.load_tree() if with_tree else None
+        lines = read_event_lines(store.events_path, warn) if records else []
+        saved_tree = store.load_tree() if tree else None
     except (EventsFileError, StoreError, OSError):
         return None  # the careful path says what is wrong
-    return SessionArtifacts(tree, [line.record for line in lines], meta, source=SOURCE_CHECKPOINT)
+    return LoadedSession(store.directory, saved_tree, [line.record for line in lines], meta, source=SOURCE_CHECKPOINT)
 
 
 def _first(notes: list[str], about: str) -> str:
@@ -205,66 +217,6 @@ def _read_meta(store: SessionStore) -> dict[str, Any] | None:
         return store.read_meta()
     except StoreError:
         return None
-
-
-def _record_interrupted(store: SessionStore, ended: list[SpanData]) -> None:
-    """Append the ends readers showed for spans a dead writer left open: the journal then says it."""
-    writer = JournalWriter(store.journal_path)
-    try:
-        for span in ended:
-            # The open span as its start line wrote it: only what the end adds is written.
-            started = replace(span, end_ns=None, attributes={k: v for k, v in span.attributes.items()
-                                                             if k != sc.INTERRUPTED},
-                              status="UNSET", status_message=None)
-            writer.end(span, started)
-    finally:
-        writer.close()
-
-
-def _repair(store: SessionStore, artifacts: SessionArtifacts, lines: list[EventLine], warn: Warn) -> None:
-    """Write the rebuilt tree back when tree.json.gz is behind (a writer died after its last checkpoint).
-
-    Only a checkpoint that is missing, or consistent with the streams and merely
-    behind them, is replaced: a damaged one or one that contradicts them is left
-    for a person to look at (``sessions verify`` names the differences).
-    """
-    tree = artifacts.tree
-    assert tree is not None
-    saved = None
-    if store.tree_path.exists():
-        try:
-            saved = store.load_tree()
-        except StoreError as exc:
-            warn(f"{exc}; using the tree rebuilt from spans.jsonl and events.jsonl (the damaged file is left as is)")
-            return
-    differs = not trees_equal(saved, tree)  # once: at 100k entries an equal pair takes a walk of both trees
-    if saved is not None and differs:
-        problem = checkpoint_contradiction(saved, tree, lines)
-        if problem is not None:
-            artifacts.notes.append(problem)
-            warn(f"session {store.session_id}: {problem}; tree.json.gz is left as is")
-            return
-    meta = artifacts.meta
-    behind = differs or (meta is not None and meta.get("status") == "running")
-    created = created_ns_of(meta) or tree.get("started_ns") or time.time_ns()
-    new_meta = closed_meta(tree, created_ns=created, updated_ns=time.time_ns())
-    if not behind and meta is not None and isinstance(meta.get("updated"), str):
-        new_meta["updated"] = meta["updated"]  # only the mark is new: the session itself did not change
-    try:
-        if differs:
-            store.save_tree(make_payload(tree, new_meta))
-        new_meta["checkpoint"] = checkpoint_mark(store)  # the next load takes the checkpoint as it is
-        store.write_meta(new_meta)
-    except (OSError, StoreError) as exc:
-        artifacts.notes.append(f"cannot rewrite {store.tree_path}: {exc}")
-        warn(f"session {store.session_id}: tree.json.gz is behind spans.jsonl and cannot be rewritten ({exc}); "
-             "using the tree rebuilt from the journal")
-        return
-    artifacts.meta = new_meta
-    artifacts.recovered = behind
-    if differs:
-        warn(f"session {store.session_id}: recovered from spans.jsonl what its last checkpoint lacked "
-             "(the writer stopped early); tree.json.gz is rewritten")
 
 
 def checkpoint_contradiction(saved: Mapping[str, Any], rebuilt: Mapping[str, Any], lines: list[EventLine]) -> str | None:
@@ -320,52 +272,4 @@ def _same_node(saved: Mapping[str, Any], mine: Mapping[str, Any], same: dict[int
                     return False
         elif value != other:
             return False
-    return True
-
-
-def load_session_artifacts(session_dir: Path, warn: Warn = stderr_warning) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
-    """``(tree or None, records)``: the pair resume and the views start from."""
-    artifacts = load_artifacts(session_dir, warn)
-    return artifacts.tree, artifacts.records
-
-
-def flush_unbilled(
-    tree: Mapping[str, Any],
-    billing_file: Path,
-    *,
-    live: bool = False,
-    append: Callable[[Path, list[dict]], int] | None = None,
-) -> int:
-    """Append the ledger records of every run of a session (``live``: but those still in progress).
-
-    Called by the session's owner (resume, repair). Record ids are stable and the
-    ledger skips ids it holds, so this is idempotent: finished runs add nothing,
-    crashed runs are billed once.
-    """
-    if live:
-        runs = [r["index"] for r in tree.get("runs", []) if r["status"] != STATUS_IN_PROGRESS]
-    else:
-        runs = [r["index"] for r in tree.get("runs", [])]
-    records = ledger_records(tree, runs=runs)
-    if not records:
-        return 0
-    if append is None:
-        from otel_agents.persistence.ledger import append_records as append
-    return append(Path(billing_file), records)
-
-
-def mark_billed(session_dir: Path, meta: Mapping[str, Any] | None) -> bool:
-    """After :func:`flush_unbilled`: say in meta.json that every run is in the ledger.
-
-    Only a meta.json whose checkpoint is current is marked (its runs are all the
-    session's), so a later resume need not decode tree.json.gz to bill again.
-    Returns whether it was marked.
-    """
-    store = SessionStore(Path(session_dir))
-    if meta is None or meta.get("billed") or not checkpoint_is_current(store, meta):
-        return False
-    try:
-        store.write_meta({**meta, "billed": True})
-    except (OSError, StoreError):
-        return False  # only a shortcut is lost: the next load bills (idempotently) again
     return True

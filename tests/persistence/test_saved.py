@@ -1,0 +1,271 @@
+"""``load_saved``, the one reader: a session being written, one SIGKILLed, damaged files; reading writes nothing."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from otel_agents.persistence.events_file import read_event_lines
+from otel_agents.persistence.ownership import owner_of, take
+from otel_agents.persistence.saved import (
+    SOURCE_CHECKPOINT, SOURCE_EVENTS, SOURCE_JOURNAL, SOURCE_TREE, SessionUnreadable, load_saved,
+)
+from otel_agents.persistence.tree_walk import iter_ops
+
+ROOT = Path(__file__).resolve().parents[2]
+
+APP = '''
+import os, signal, time
+from pathlib import Path
+
+from otel_agents import Agent, tool
+
+
+@tool
+def hold(marker: str) -> str:
+    """Wait (a live run) until the test creates MARKER.go.
+
+    marker: a file to create once waiting
+    """
+    Path(marker).write_text("waiting")
+    deadline = time.monotonic() + 120
+    while not Path(marker + ".go").exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return "released"
+
+
+@tool
+def die() -> str:
+    """Die mid-call, as a process killed by the OOM killer would."""
+    os.kill(os.getpid(), signal.SIGKILL)
+    return "never said"
+
+
+def make():
+    return Agent("worker", "You work.", tools=[hold, die])
+'''
+
+
+def snapshot(root: Path, skip: tuple[str, ...] = ()) -> dict[str, tuple[int, int, str]]:
+    """Every file and directory under ``root``: size, modification time and a digest of its bytes."""
+    out = {}
+    for path in sorted(root.rglob("*")):
+        if path.name in skip:
+            continue
+        stat = path.stat()
+        digest = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "dir"
+        out[str(path.relative_to(root))] = (stat.st_size, stat.st_mtime_ns, digest)
+    return out
+
+
+def start_run(tmp_path: Path, home: Path, turns: list, prompt: str) -> subprocess.Popen:
+    """A real ``python -m otel_agents run --app`` process, offline on a scripted model."""
+    (tmp_path / "reader_app.py").write_text(APP)
+    script = tmp_path / "reader.json"
+    script.write_text(json.dumps({"name": "reader", "agents": {"worker": turns}}))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    env.update(OTEL_AGENTS_HOME=str(home), PYTHONPATH=os.pathsep.join([str(ROOT), str(tmp_path)]),
+               LITELLM_LOCAL_MODEL_COST_MAP="True")
+    return subprocess.Popen([sys.executable, "-m", "otel_agents", "run", "--app", "reader_app:make",
+                             "--script", str(script), prompt], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+
+
+def wait_for(condition, what: str, seconds: float = 90) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+def settled(directory: Path) -> None:
+    """Wait until the recorder has written what it was sent (the files stop changing)."""
+    previous = None
+    while True:
+        now = {p.name: p.stat().st_size for p in directory.iterdir()}
+        if now == previous:
+            return
+        previous = now
+        time.sleep(0.3)
+
+
+def session_dir(home: Path) -> Path:
+    (directory,) = (home / "sessions").iterdir()
+    return directory
+
+
+def ops_by_tool(tree) -> dict[str, dict]:
+    return {ref.op["attributes"].get("gen_ai.tool.name"): ref.op for ref in iter_ops(tree) if ref.op["kind"] == "tool"}
+
+
+def test_a_session_being_written_is_read_with_its_run_open_and_nothing_written(tmp_path):
+    home = tmp_path / "home"
+    marker = tmp_path / "held"
+    proc = start_run(tmp_path, home, [{"tool_calls": [{"name": "hold", "arguments": {"marker": str(marker)}}]},
+                                      "Done holding."], "Hold on")
+    try:
+        wait_for(lambda: marker.exists() or proc.poll() is not None, "the tool to start")
+        assert proc.poll() is None, proc.communicate()[1]
+        directory = session_dir(home)
+        settled(directory)
+        before = snapshot(home)
+        warnings: list[str] = []
+        loaded = load_saved(directory, warnings.append)
+        assert snapshot(home) == before  # no file added, changed or touched
+        assert warnings == []
+        assert loaded.live and loaded.source == SOURCE_JOURNAL and loaded.interrupted == 0
+        assert not loaded.recovered and loaded.interrupted_ends == ()
+        run = loaded.tree["runs"][0]
+        assert run["status"] == "in_progress" and run["ended_ns"] is None  # a live writer's run is left open
+        assert ops_by_tool(loaded.tree)["hold"]["status"] == "in_progress"
+        assert loaded.records == [line.record for line in read_event_lines(loaded.events_path)]
+        assert loaded.meta["status"] == "running" and loaded.session_id == directory.name
+    finally:
+        Path(str(marker) + ".go").write_text("go")
+        out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    wait_for(lambda: owner_of(directory) is None, "the recorder to end")
+    closed = load_saved(directory, pytest.fail)
+    assert closed.source == SOURCE_CHECKPOINT and not closed.live and closed.billed
+    assert ops_by_tool(closed.tree)["hold"]["status"] == "ok"
+    # The live read saw a prefix of what the run finally recorded.
+    assert closed.records[: len(loaded.records)] == loaded.records
+
+
+@pytest.fixture(scope="module")
+def killed(tmp_path_factory):
+    """A real run SIGKILLed inside its tool; returned once its recorder process has written everything and ended."""
+    tmp_path = tmp_path_factory.mktemp("killed")
+    home = tmp_path / "home"
+    proc = start_run(tmp_path, home, [{"tool_calls": [{"name": "die", "arguments": {}}]}, "never said"], "Work")
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == -signal.SIGKILL, err
+    directory = session_dir(home)
+    wait_for(lambda: owner_of(directory) is None, "the recorder process to end")
+    return home, directory
+
+
+def test_a_killed_session_reads_interrupted_in_memory_and_nothing_written(killed):
+    home, directory = killed
+    before = snapshot(home)
+    warnings: list[str] = []
+    loaded = load_saved(directory, warnings.append)
+    again = load_saved(directory, warnings.append)
+    assert snapshot(home) == before
+    assert warnings == []
+    assert loaded.source == SOURCE_JOURNAL and not loaded.live and not loaded.recovered
+    # The run, its turn and the tool call were open: ended at the session's last sign of life.
+    assert loaded.interrupted == len(loaded.interrupted_ends) >= 3
+    assert {span.name for span in loaded.interrupted_ends} >= {"execute_tool die"}
+    run = loaded.tree["runs"][0]
+    assert run["status"] == "interrupted" and run["ended_ns"] is not None
+    assert ops_by_tool(loaded.tree)["die"]["status"] == "interrupted"
+    assert again.tree == loaded.tree and again.records == loaded.records  # the same every time: nothing moved
+    assert loaded.damaged == [] and not loaded.billed
+
+
+def test_repair_needs_the_owner_and_records_what_readers_showed(killed, tmp_path):
+    _, original = killed
+    directory = tmp_path / "sessions" / original.name
+    directory.parent.mkdir()
+    subprocess.run(["cp", "-a", str(original), str(directory)], check=True)
+    shown = load_saved(directory, pytest.fail)
+    journal = directory / "spans.jsonl"
+    size = journal.stat().st_size
+    with pytest.raises(ValueError, match="owner"):
+        load_saved(directory, pytest.fail, repair=True)
+    assert journal.stat().st_size == size
+    with take(directory):
+        repaired = load_saved(directory, lambda message: None, owned=True, repair=True)
+    assert repaired.tree == shown.tree and repaired.recovered and journal.stat().st_size > size
+    after = load_saved(directory, pytest.fail)
+    assert after.source == SOURCE_CHECKPOINT and after.tree == shown.tree and after.interrupted == 0
+
+
+@pytest.fixture
+def closed(record):
+    recorded = record(prompts=["Create Jack and Jill for a cafe discussion"])
+    return recorded.store, recorded.store.load_tree()
+
+
+def test_a_damaged_tree_is_noted_and_the_journal_read_without_writing(closed):
+    store, final = closed
+    data = store.tree_path.read_bytes()
+    store.tree_path.write_bytes(data[: len(data) // 2])
+    before = snapshot(store.directory)
+    warnings: list[str] = []
+    loaded = load_saved(store.directory, warnings.append)
+    assert snapshot(store.directory) == before
+    assert loaded.source == SOURCE_JOURNAL and loaded.tree == final
+    assert any("tree.json.gz is truncated or corrupt" in note for note in loaded.notes)
+    assert len(warnings) == 1 and "\n" not in warnings[0]
+
+
+def test_a_damaged_journal_falls_back_to_the_checkpoint_and_says_so(closed):
+    store, final = closed
+    lines = store.journal_path.read_bytes().splitlines(keepends=True)
+    lines[2] = b'{"start": not json}\n'
+    store.journal_path.write_bytes(b"".join(lines))
+    before = snapshot(store.directory)
+    warnings: list[str] = []
+    loaded = load_saved(store.directory, warnings.append)
+    assert snapshot(store.directory) == before
+    assert loaded.source == SOURCE_TREE and loaded.tree == final
+    assert loaded.damaged and "spans.jsonl" in loaded.damaged[0] and "\n" not in loaded.damaged[0]
+    assert any("using tree.json.gz" in w for w in warnings)
+
+
+def test_with_no_tree_and_no_journal_the_events_stand_alone_and_without_them_nothing(closed):
+    store, _ = closed
+    store.tree_path.write_bytes(b"not gzip")
+    store.journal_path.unlink()
+    loaded = load_saved(store.directory, lambda message: None)
+    assert loaded.source == SOURCE_EVENTS and loaded.tree is None and loaded.records
+    store.events_path.write_bytes(b"[1, 2]\n{broken\n")
+    before = snapshot(store.directory)
+    with pytest.raises(SessionUnreadable) as info:
+        load_saved(store.directory, lambda message: None)
+    assert "\n" not in str(info.value) and store.session_id in str(info.value)
+    assert snapshot(store.directory) == before
+
+
+def test_damaged_files_are_one_line_exit_2_from_the_cli_and_nothing_is_written(closed):
+    from click.testing import CliRunner
+
+    from otel_agents.cli import cli
+
+    store, _ = closed
+    store.tree_path.write_bytes(b"not gzip")
+    store.journal_path.write_bytes(b'{"start": broken\n' * 3)
+    take(store.directory).release()  # the lock file every run leaves: resume, a writer, takes it again
+    # owner.lock is the writer's claim, not session data: resume may name itself in it, nothing else.
+    before = snapshot(store.directory.parent.parent, skip=("owner.lock",))
+    args = ["--sessions-dir", str(store.directory.parent)]
+    for command in (["sessions", "show", store.session_id, *args], ["resume", store.session_id, "Go on", *args]):
+        done = CliRunner().invoke(cli, command)
+        assert done.exit_code == 2, (command, done.output)
+        error = [line for line in done.stderr.splitlines() if line.startswith("Error")]
+        assert len(error) == 1 and "Traceback" not in done.stderr, done.stderr
+    assert snapshot(store.directory.parent.parent, skip=("owner.lock",)) == before
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(cut=st.integers(min_value=0, max_value=10**6), garbage=st.binary(max_size=64))
+def test_any_damage_to_tree_json_gz_leaves_the_journal_s_tree_and_writes_nothing(closed, cut, garbage):
+    store, final = closed
+    data = store.tree_path.read_bytes()
+    store.tree_path.write_bytes(data[: cut % (len(data) + 1)] + garbage)
+    before = snapshot(store.directory)
+    loaded = load_saved(store.directory, lambda message: None)
+    assert snapshot(store.directory) == before
+    assert loaded.tree == final and loaded.source in (SOURCE_JOURNAL, SOURCE_CHECKPOINT)
+    store.tree_path.write_bytes(data)

@@ -1,0 +1,45 @@
+"""``sessions verify`` of one directory (verify_directory): the ledger read here, warnings first, nothing written."""
+
+from __future__ import annotations
+
+import pytest
+
+from otel_agents.persistence.session_check import verify_directory
+
+
+@pytest.fixture
+def saved(record):
+    recorded = record(prompts=["Create Jack and Jill for a cafe discussion"])
+    return recorded.store, recorded.billing_file
+
+
+def files(directory):
+    return {p.name: p.read_bytes() for p in directory.iterdir()}
+
+
+def test_a_closed_session_agrees_with_its_ledger(saved):
+    store, billing = saved
+    before = files(store.directory)
+    check = verify_directory(store.directory, billing, pytest.fail)
+    assert check.problems == [] and check.records > 0 and check.ledger_records > 0
+    assert files(store.directory) == before
+
+
+def test_the_ledger_s_warnings_come_first_and_a_missing_record_is_a_problem(saved):
+    store, billing = saved
+    lines = billing.read_bytes().splitlines(keepends=True)
+    billing.write_bytes(b"".join(lines[1:]) + b'{"torn')  # one record gone, a torn last line
+    said: list[str] = []
+    check = verify_directory(store.directory, billing, said.append)
+    assert said and "billing.jsonl" in said[0]
+    assert check.ledger_records == len(lines) - 1
+    assert len(check.problems) == 1 and "\n" not in check.problems[0]
+
+
+def test_without_a_ledger_every_record_is_missing(saved, tmp_path):
+    store, billing = saved
+    expected = len(billing.read_bytes().splitlines())
+    check = verify_directory(store.directory, tmp_path / "none.jsonl", pytest.fail)
+    assert check.ledger_records == 0 and check.problems
+    assert not (tmp_path / "none.jsonl").exists()
+    assert expected > 0
