@@ -167,6 +167,8 @@ def fork_session(source: ForkSource, point: ForkPoint, new_session_id: str, **re
     def record_inherited() -> None:
         for record in prefix:
             session.telemetry.record(record)
+        session.telemetry.log("VRB", f"forked from session {point.session_id} just after {point.message_id}: "
+                                     f"{len(prefix)} records inherited")
 
     session.before_next_run.insert(0, record_inherited)  # before any repair: those ids come after
     return session
