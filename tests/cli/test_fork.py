@@ -50,7 +50,8 @@ def fingerprint(home: Path, sid: str) -> dict[str, str]:
     """Every file of the session directory (a lock file appearing would show) and the session's ledger lines."""
     directory = home / "sessions" / sid
     sums = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(directory.iterdir()) if p.is_file()}
-    ledger = [line for line in (home / "billing.jsonl").read_bytes().splitlines() if sid.encode() in line]
+    billing = home / "billing.jsonl"
+    ledger = [line for line in billing.read_bytes().splitlines() if sid.encode() in line] if billing.exists() else []
     sums["ledger"] = hashlib.sha256(b"\n".join(ledger)).hexdigest()
     return sums
 
@@ -216,3 +217,63 @@ def test_fork_of_an_unknown_session_is_exit_2(demo):
     done = otel_agents(home, "fork", "20990101-000000-abcdef", "--at", "msg_000001", "Hi")
     assert done.returncode == 2
     assert "Traceback" not in done.stderr
+
+
+SLOW_SCRIPT = {
+    "name": "slow",
+    "root": {"name": "main", "system_prompt": "Coordinate."},
+    "agents": {
+        "main": [
+            {"tool_calls": [{"name": "task", "arguments": {"name": "Helper", "system_prompt": "Help.",
+                                                         "user_prompt": "Think."}}]},
+            "made a helper",
+        ],
+        "Helper": [{"text": "thinking forever", "latency_ms": 120000}],
+    },
+}
+
+
+def test_fork_of_a_killed_run_leaves_what_the_crash_left_untouched(tmp_path):
+    """A session whose writer was SIGKILLed is forked from its journal; nothing of it is repaired on disk."""
+    import json
+    import signal
+    import time
+
+    from otel_agents.persistence.ownership import owner_of
+
+    home = tmp_path / "home"
+    script = tmp_path / "slow.json"
+    script.write_text(json.dumps(SLOW_SCRIPT))
+    environment = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_EXPORTER_OTLP", "OTEL_AGENTS_"))}
+    environment.update({"OTEL_AGENTS_HOME": str(home), "OTEL_TRACES_EXPORTER": "none"})
+    proc = subprocess.Popen([sys.executable, "-m", "otel_agents", "run", "--script", str(script), "Go."],
+                            env=environment, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    try:
+        while time.monotonic() < deadline:  # until the Helper has heard its prompt and waits on its answer
+            found = list((home / "sessions").glob("*/events.jsonl")) if (home / "sessions").exists() else []
+            if found and b'"Think."' in found[0].read_bytes():
+                break
+            time.sleep(0.2)
+        else:
+            pytest.fail("the run never reached the Helper")
+        time.sleep(0.5)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    assert proc.returncode == -signal.SIGKILL
+    (directory,) = (home / "sessions").iterdir()
+    while owner_of(directory) is not None and time.monotonic() < deadline:  # the recorder process ends too
+        time.sleep(0.2)
+    source = directory.name
+    lines = event_lines(home, source)
+    heard = next(line for line in lines if line.get("content") == "Think.")
+    before = fingerprint(home, source)
+    sid = fork(home, source, heard["message_id"], "Go.")  # checks the source is unchanged, and that the fork verifies
+    assert fingerprint(home, source) == before
+    check_fork_state(home, source, sid, heard["message_id"])
+    # main's task call was still open at the message: the fork gives it a result saying why it has none.
+    forked = event_lines(home, sid)
+    assert any(line.get("role") == "tool" and line.get("content") == FORKED_RESULT for line in forked)
+    # The crashed run stays unbilled: billing it is the writer's job (resume, sessions repair), not a reader's.
+    assert not [row for row in (home / "billing.jsonl").read_bytes().splitlines() if source.encode() in row]
