@@ -38,9 +38,8 @@ def fork_session_command(source_id, at, prompts, script_name, model_opts, otlp_f
         point = resolve_at(source, at)
     except ForkError as exc:
         raise click.UsageError(str(exc)) from None
-    prompt_list = read_prompts(prompts, ())
-    if not prompt_list:
-        raise click.UsageError("no prompt given (as arguments, on stdin, or interactively): a fork starts with a run")
+    # No prompt: the fork's one run only records the inherited state (resume it later).
+    prompt_list = read_prompts(prompts, ()) or [None]
     # The fork goes on as the source's run of that message went: its script, model, app and parameters.
     attributes = point.run.get("attributes") or {}
     app_reference = attributes.get(sc.RUN_APP)
@@ -120,6 +119,8 @@ def fork_session_command(source_id, at, prompts, script_name, model_opts, otlp_f
 def fork(session_id, prompts, at, script_name, model_opts, otlp_file, redacted_save, verbose, trace_llm, trace_tools,
          paths):
     """Start a new session from SESSION_ID's state just after message --at, and run PROMPTS in it.
+
+    Without PROMPTS (and nothing on stdin) the fork's one run only records that state: resume it later.
 
     The source is only read: no lock is taken and none of its files changes. Later messages,
     and agents created after the message, do not exist in the fork.

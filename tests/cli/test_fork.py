@@ -25,7 +25,7 @@ def otel_agents(home: Path, *args: str) -> subprocess.CompletedProcess:
     environment = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_EXPORTER_OTLP", "OTEL_AGENTS_"))}
     environment.update({"OTEL_AGENTS_HOME": str(home), "OTEL_TRACES_EXPORTER": "none"})
     return subprocess.run([sys.executable, "-m", "otel_agents", *args], capture_output=True, text=True,
-                          env=environment, timeout=180, cwd=home.parent)
+                          env=environment, timeout=180, cwd=home.parent, stdin=subprocess.DEVNULL)
 
 
 def session_id_of(done: subprocess.CompletedProcess) -> str:
@@ -152,6 +152,20 @@ def test_fork_with_the_sources_next_prompts_reproduces_its_continuation(demo):
     lines = event_lines(home, source)
     last_of_run_1 = [line for line in lines if line["trace_id"] == lines[0]["trace_id"]][-1]
     sid = fork(home, source, last_of_run_1["message_id"], *DEMO_PROMPTS[1:])
+    assert [core(line) for line in event_lines(home, sid)] == [core(line) for line in lines]
+
+
+def test_a_fork_without_prompts_holds_the_state_and_resumes_into_the_sources_continuation(demo):
+    home, source = demo
+    lines = event_lines(home, source)
+    last_of_run_1 = [line for line in lines if line["trace_id"] == lines[0]["trace_id"]][-1]
+    sid = fork(home, source, last_of_run_1["message_id"])  # no prompt: one run that records the state, no LLM call
+    meta = orjson.loads((home / "sessions" / sid / "meta.json").read_bytes())
+    assert meta["runs"] == 1 and meta["totals"]["llm_calls"] == 0
+    before = fingerprint(home, source)
+    resumed = otel_agents(home, "resume", sid, *DEMO_PROMPTS[1:])
+    assert resumed.returncode == 0, resumed.stderr
+    assert fingerprint(home, source) == before  # the fork's directory is complete on its own
     assert [core(line) for line in event_lines(home, sid)] == [core(line) for line in lines]
 
 
