@@ -13,6 +13,8 @@ from otel_agents.version import __version__
 
 if TYPE_CHECKING:
     from otel_agents.api import Agent, Session, recording, resume
+    from otel_agents.api_fork import fork
+    from otel_agents.forking import ForkError
     from otel_agents.llm.model_settings import ModelSettings
     from otel_agents.restore import ResumeError
     from otel_agents.runtime.hooks import (
@@ -36,6 +38,7 @@ _HOMES = {
     "Session": "otel_agents.api",
     "Agent": "otel_agents.api",
     "resume": "otel_agents.api",
+    "fork": "otel_agents.api_fork",
     "ModelSettings": "otel_agents.llm.model_settings",
     "tool": "otel_agents.runtime.tools",
     "Tool": "otel_agents.runtime.tools",
@@ -52,6 +55,7 @@ _HOMES = {
     "ToolRequest": "otel_agents.runtime.hooks",
     "RecordingError": "otel_agents.session_recording",
     "ResumeError": "otel_agents.restore",
+    "ForkError": "otel_agents.forking",
 }
 
 __all__ = ["__version__", *_HOMES]

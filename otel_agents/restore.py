@@ -182,15 +182,17 @@ def restore_session(
     tools: Iterable[Tool] = (),
     model_override: str | None = None,
     script_model: str | None = None,
+    pending_result: str = INTERRUPTED_RESULT,
     **session_kwargs: Any,
 ) -> Session:
     """A Session with every agent, transcript and counter as saved; hooks are the caller's.
 
     ``model_override``: every agent's model; else ``script_model`` (the scripted model of the
     script resumed with) replaces other scripted models. Changes are recorded on the next run.
+    ``pending_result``: the result given to tool calls left without one (a fork says why it has none).
     """
     with collector_paused():  # one transcript entry per record, none of them cyclic
-        return _restore(saved, tuple(tools), model_override, script_model, session_kwargs)
+        return _restore(saved, tuple(tools), model_override, script_model, session_kwargs, pending_result)
 
 
 def saved_params(saved: SavedSession, given: ModelSettings | None) -> ModelSettings | None:
@@ -236,7 +238,8 @@ def _record_model_changes(session: Session, changes: Counter) -> None:
 
 
 def _restore(saved: SavedSession, tool_list: tuple[Tool, ...], model_override: str | None,
-             script_model: str | None, session_kwargs: dict[str, Any]) -> Session:
+             script_model: str | None, session_kwargs: dict[str, Any],
+             pending_result: str = INTERRUPTED_RESULT) -> Session:
     if saved.redacted:
         raise ResumeError(
             f"session {saved.session_id} was saved with --redacted-save: message contents were not kept, "
@@ -296,7 +299,7 @@ def _restore(saved: SavedSession, tool_list: tuple[Tool, ...], model_override: s
     if repairs:
         def repair() -> None:
             for agent, call_id, name in repairs:
-                agent.harken_tool_result(call_id, name, INTERRUPTED_RESULT)
+                agent.harken_tool_result(call_id, name, pending_result)
 
         session.before_next_run.append(repair)
     return session

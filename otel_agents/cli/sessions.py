@@ -61,7 +61,16 @@ def list_command(as_json: bool, paths) -> None:
         click.echo(
             f"{item.session_id:<24} {str(meta.get('created') or '?')[:19]:<19} {_count(meta.get('runs')):>4} "
             f"{effective_status(meta, item.directory):<11} {_money(cost):>11}  {meta.get('title') or ''}"
+            + _lineage(meta)
         )
+
+
+def _lineage(meta) -> str:
+    """`` (fork of SOURCE at MESSAGE)`` for a fork (meta.json's ``forked_from``), else nothing."""
+    source = meta.get("forked_from")
+    if not isinstance(source, dict):
+        return ""
+    return f"  (fork of {source.get('session')} at {source.get('message')})"
 
 
 @sessions.command()

@@ -173,6 +173,9 @@ def make_meta(
     }
     if any((run.get("attributes") or {}).get(sc.RUN_REDACTED_SAVE) for run in runs):
         meta["redacted"] = True
+    first = (runs[0].get("attributes") or {}) if runs else {}
+    if first.get(sc.RUN_FORK_SESSION) is not None:  # lineage: only forks carry it, other meta.json is unchanged
+        meta["forked_from"] = {"session": first[sc.RUN_FORK_SESSION], "message": first.get(sc.RUN_FORK_MESSAGE)}
     return meta
 
 

@@ -298,8 +298,10 @@ class Session:
         ):
             return agent.harken(text, source="external")
 
-    async def run(self, prompt: str, *, agent: "Agent | None" = None, context: RunContext | None = None) -> LoggedString:
-        """One user prompt = one trace, rooted at ``invoke_agent {agent}``."""
+    async def run(self, prompt: str | None, *, agent: "Agent | None" = None,
+                  context: RunContext | None = None) -> LoggedString:
+        """One user prompt = one trace, rooted at ``invoke_agent {agent}``; ``None``: only the work due
+        before the next run (a fork that records its inherited state and runs no prompt)."""
         context = context or RunContext()
         self.runs += 1
         links = [Link(self.previous_run)] if self.previous_run is not None else []
@@ -334,5 +336,7 @@ class Session:
             for work in pending:
                 work()
             span.set_attributes(target.span_attributes())
+            if prompt is None:
+                return LoggedString("")
             target.harken(prompt, source="external" if context.source == "external" else None)
             return await target.respond_in_current_span()

@@ -233,6 +233,7 @@ def run_every_scenario(directory: Path) -> list[ScenarioRun]:
                            "otel_agents.run.app": "watcher_app:make"})[0]
     )
     runs.append(run_resumed_with_another_script(directory))
+    runs.append(run_forked(directory))
     with OpenAIServer() as server:
         server.plan(Reply(content="hi there", prompt_tokens=10, completion_tokens=2))
         runs.append(
@@ -284,6 +285,47 @@ def run_resumed_with_another_script(directory: Path) -> ScenarioRun:
     run.utterances.append(str(asyncio.run(resumed.run("two", context=context))))
     tracing.shutdown()
     run.spans = list(memory.get_finished_spans())
+    run.at_start = recorder.at_start
+    return run
+
+
+def run_forked(directory: Path) -> ScenarioRun:
+    """A session forked just after its last message (otel_agents.forking), as `otel-agents fork` runs it."""
+    from otel_agents.forking import ForkSource, fork_session, resolve_at
+    from otel_agents.llm.client import LLMClient
+    from otel_agents.llm.scripts import load_script
+    from otel_agents.persistence.tree import build_tree
+    from otel_agents.restore import merge_records
+    from otel_agents.runtime.scenario import build_session
+    from otel_agents.runtime.session import RunContext
+    from otel_agents.tracing.spandata import from_readable
+
+    script = load_script(str(write_script(directory, "before-fork", {"name": "before-fork",
+                                                                     "agents": {"main": ["first", "second"]}})))
+    tracing, memory, recorder = traced()
+    llm = LLMClient(tracing.telemetry, sleep=_no_sleep)
+    llm.use_script(script)
+    records: list[dict[str, Any]] = []
+
+    class Records:
+        def on_record(self, span, record, ts_ns) -> None:
+            records.append(dict(record))
+
+        def on_log(self, span, level, message, ts_ns) -> None:
+            pass
+
+    tracing.add_listener(Records())
+    session = build_session(script, telemetry=tracing.telemetry, llm=llm)
+    asyncio.run(session.run("one", context=RunContext(source="cli", script=script.source)))
+    source_spans = list(memory.get_finished_spans())
+    source = ForkSource(session.id, merge_records(records), build_tree([from_readable(s) for s in source_spans]))
+    point = resolve_at(source, records[-1]["message_id"])
+    forked = fork_session(source, point, "20990101-000000-f0f0f0", telemetry=tracing.telemetry, llm=llm)
+    run = ScenarioRun([], {}, forked.id)  # the fork's run alone: the source's is like the other scenarios'
+    context = RunContext(source="fork", script=script.source, extra=point.run_attributes())
+    run.utterances.append(str(asyncio.run(forked.run("two", context=context))))
+    tracing.shutdown()
+    run.spans = [span for span in memory.get_finished_spans() if span not in source_spans]
     run.at_start = recorder.at_start
     return run
 

@@ -1,0 +1,80 @@
+"""The public ``otel_agents.fork``: a new recorded session in a saved session's state just after a message."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+from typing import Any, Callable, Iterable, Sequence
+
+from otel_agents.api import DEFAULT_MAX_TURNS, Agent, Hook, Session, _load_script, _make_llm, active_recording
+from otel_agents.llm.model_settings import ModelSettings, ModelSettingsError, settings_from_json
+from otel_agents.runtime.tools import Tool
+from otel_agents.tracing import semconv as sc
+
+
+def fork(
+    session_id: str,
+    *,
+    at: str,
+    tools: Sequence[Tool | Callable[..., Any]] | None = None,
+    hooks: Iterable[Hook] | None = None,
+    script: str | os.PathLike[str] | None = None,
+    model: str | None = None,
+    max_turns: int = DEFAULT_MAX_TURNS,
+    max_attempts: int = 4,
+    timeout: float = 120.0,
+    api_base: str | None = None,
+    model_settings: ModelSettings | None = None,
+    stream: bool = False,
+    on_text: Callable[[str, str], None] | None = None,
+) -> Session:
+    """A new session, inside a ``recording`` block, whose agents and transcripts are ``session_id``'s just after ``at``.
+
+    ``at``: a message id or a path label (``[RUN:]LABEL``), as for ``otel-agents fork``. The
+    source is only read (no lock, no file changed). Tools, hooks, script and parameters default
+    as for :func:`otel_agents.resume`, taken from the source's run of that message. Raises
+    ``ForkError`` (one line) when the source cannot be forked there; nothing is run or billed then.
+    """
+    from otel_agents.apps import reimport_app
+    from otel_agents.forking import ForkError, fork_session, load_source, resolve_at
+    from otel_agents.restore import ResumeError, SavedSession, root_name
+    from otel_agents.tracing.session_ids import new_session_id
+
+    rec = active_recording()
+    if rec is None:
+        raise RuntimeError("fork needs an active otel_agents.recording() block (it writes the new session)")
+    session_dir = rec.paths.session_dir(session_id)
+    if not session_dir.is_dir():
+        raise ForkError(f"no session {session_id!r} in {rec.paths.sessions_dir}")
+    source = load_source(session_dir, session_id)
+    point = resolve_at(source, at)
+    attributes = point.run.get("attributes") or {}
+    app_reference = attributes.get(sc.RUN_APP) if isinstance(attributes.get(sc.RUN_APP), str) else None
+    try:
+        app = reimport_app(app_reference) if app_reference and (tools is None or hooks is None) else None
+        recorded = settings_from_json(attributes.get(sc.RUN_PARAMS), "the source run")
+    except (ResumeError, ModelSettingsError) as exc:
+        raise ForkError(str(exc)) from None
+    if app is not None:
+        tools = app.agent.tools if tools is None else tools
+        hooks = app.hooks if hooks is None else hooks
+    saved_script = attributes.get(sc.RUN_SCRIPT) if isinstance(attributes.get(sc.RUN_SCRIPT), str) else None
+    loaded = _load_script(script if script is not None else saved_script)
+    root_agent = app.agent if app is not None else Agent(root_name(SavedSession(session_id, source.records)))
+    settings = recorded.merged(model_settings) if recorded is not None else model_settings
+    runtime = fork_session(
+        source, point, new_session_id(),
+        tools=Agent("", tools=tools or ()).tool_list(),
+        model_override=model,
+        script_model=loaded.model if loaded else None,
+        telemetry=rec.tracing.telemetry,
+        llm=_make_llm(rec.tracing.telemetry, rec.tracing, max_attempts, timeout, api_base, stream),
+        max_turns=max_turns,
+        agent_settings=root_agent.settings_by_name(loaded),
+        settings_override=settings,
+    )
+    session = Session.__new__(Session)
+    session._setup(runtime, loaded, model, hooks or (), rec, source="fork", app=app_reference, on_text=on_text)
+    # Every run of the fork names its source; meta.json reads the first run's.
+    session._context = replace(session._context, extra={**session._context.extra, **point.run_attributes()})
+    return session

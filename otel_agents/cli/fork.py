@@ -1,0 +1,131 @@
+"""``otel-agents fork SESSION_ID --at MESSAGE [PROMPT]...``: a new session in the source's state just after a message."""
+
+from __future__ import annotations
+
+import click
+
+from otel_agents.cli.execution import (
+    attach_console,
+    configure,
+    execute,
+    finish,
+    make_llm,
+    model_options,
+    next_steps,
+    output_options,
+    read_prompts,
+    start_recording,
+)
+from otel_agents.cli.app_session import install_app_hooks, load_app_or_exit
+from otel_agents.cli.options import ledger_errors_are_data_errors, session_dir_or_exit, storage_options
+from otel_agents.tracing import semconv as sc
+
+FALLBACK_SCRIPT = "jack-and-jill"
+
+
+@ledger_errors_are_data_errors
+def fork_session_command(source_id, at, prompts, script_name, model_opts, otlp_file, verbose, trace_llm,
+                         trace_tools, paths) -> int:
+    """Read the source (no lock, nothing written), check everything, then run the prompts in the new session."""
+    from otel_agents.forking import ForkError, fork_session, load_source, resolve_at
+    from otel_agents.llm.model_settings import ModelSettingsError, settings_from_json
+    from otel_agents.llm.scripts import ScriptError, load_script
+    from otel_agents.tracing.session_ids import new_session_id
+
+    source_dir = session_dir_or_exit(paths, source_id)
+    try:
+        source = load_source(source_dir, source_id, warn=lambda text: click.echo(text, err=True))
+        point = resolve_at(source, at)
+    except ForkError as exc:
+        raise click.UsageError(str(exc)) from None
+    # No prompt: the fork's one run only records the inherited state (resume it later).
+    prompt_list = read_prompts(prompts, ()) or [None]
+    # The fork goes on as the source's run of that message went: its script, model, app and parameters.
+    attributes = point.run.get("attributes") or {}
+    app_reference = attributes.get(sc.RUN_APP)
+    app = load_app_or_exit(app_reference) if isinstance(app_reference, str) else None
+    saved_script = attributes.get(sc.RUN_SCRIPT)
+    saved_script = saved_script if isinstance(saved_script, str) else (None if app else FALLBACK_SCRIPT)
+    try:
+        script = load_script(script_name or saved_script) if script_name or saved_script else None
+    except ScriptError as exc:
+        raise click.UsageError(f"cannot load the source session's script: {exc} (pass --script)") from None
+    saved_model = attributes.get(sc.RUN_MODEL)
+    model = model_opts.model or (saved_model if isinstance(saved_model, str) else None)
+    try:
+        recorded = settings_from_json(attributes.get(sc.RUN_PARAMS), "the source run")
+    except ModelSettingsError as exc:
+        raise click.UsageError(str(exc)) from None
+    params = recorded.merged(model_opts.params) if recorded is not None else model_opts.params
+
+    from otel_agents.runtime.scenario import install_hooks, resolve_model
+    from otel_agents.runtime.session import RunContext
+
+    tracing = configure(otlp_file)
+    llm = make_llm(tracing, model_opts)
+    if app is not None:
+        agent_settings = app.agent.settings_by_name(script)
+    else:
+        agent_settings = script.agent_settings(script.root_name) if script is not None else {}
+    if script is not None:
+        llm.stream = llm.stream or script.stream
+        llm.use_script(script)
+        resolved = resolve_model(script, model)
+        override = None if resolved == script.model else resolved
+    else:
+        override = model
+    try:
+        session = fork_session(
+            source, point, new_session_id(),
+            tools=app.agent.tool_list() if app else (),
+            model_override=override,
+            script_model=script.model if script else None,
+            telemetry=tracing.telemetry,
+            llm=llm,
+            max_turns=model_opts.max_turns,
+            agent_settings=agent_settings,
+            settings_override=params,
+        )
+    except ForkError as exc:
+        tracing.shutdown()
+        raise click.UsageError(str(exc)) from None
+    if script is not None:
+        install_hooks(session, script.hooks)  # hooks are code: installed as the source's run had them
+    if app is not None:
+        install_app_hooks(session, app)
+    recording = start_recording(tracing, paths, session.id)
+    attach_console(tracing, verbose, trace_llm, trace_tools)
+    extra = point.run_attributes()  # on every run: the first is the one that says it (meta.json reads run 1)
+    if app is not None:
+        extra[sc.RUN_APP] = app.reference
+    if params is not None:
+        extra[sc.RUN_PARAMS] = params.to_json()
+    context = RunContext(source="fork", script=script.source if script else None, model_override=model, extra=extra)
+    steps = next_steps(paths, session.id, "agents")
+    return execute(session, prompt_list, context, tracing, recording, steps)
+
+
+@click.command()
+@click.argument("session_id")
+@click.argument("prompts", nargs=-1)
+@click.option("--at", "at", required=True, metavar="MESSAGE",
+              help="The message the fork starts just after: a message id (msg_000017) or a path label of "
+                   "`sessions show` (4-3-2 in run 1, or RUN:LABEL), meaning the last message inside that node.")
+@click.option("--script", "script_name",
+              help="Script to go on with (default: the one the source's run of that message ran with).")
+@model_options
+@output_options
+@storage_options
+def fork(session_id, prompts, at, script_name, model_opts, otlp_file, redacted_save, verbose, trace_llm, trace_tools,
+         paths):
+    """Start a new session from SESSION_ID's state just after message --at, and run PROMPTS in it.
+
+    Without PROMPTS (and nothing on stdin) the fork's one run only records that state: resume it later.
+
+    The source is only read: no lock is taken and none of its files changes. Later messages,
+    and agents created after the message, do not exist in the fork.
+    """
+    if redacted_save:
+        raise click.UsageError("--redacted-save is not available for a fork (its inherited contents are saved)")
+    finish(fork_session_command(session_id, at, prompts, script_name, model_opts, otlp_file, verbose, trace_llm,
+                                trace_tools, paths))

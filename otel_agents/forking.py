@@ -1,0 +1,174 @@
+"""Forking a saved session at a message: the source read without writing, its records cut there, a new Session built.
+
+The source is loaded the way readers load it (``persistence.saved.load_saved`` without ownership or
+repair: no lock taken, no file opened for writing). Its seed-001 records up to and
+including the chosen message are the fork's state: restored by ``restore_session``
+under a new session id, and emitted again, as they were, on the fork's first run, so
+the fork's own directory holds everything a resume or a view of it needs. That first
+run links to the source span that recorded the message and names the source session
+and message (``otel_agents.run.fork.*``, copied into meta.json as ``forked_from``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from opentelemetry.trace import SpanContext, TraceFlags
+
+from otel_agents.persistence.saved import SessionUnreadable, load_saved
+from otel_agents.persistence.gc_pause import collector_paused
+from otel_agents.persistence.notices import Warn, stderr_warning
+from otel_agents.persistence.tree_paths import node_at, position_of
+from otel_agents.persistence.tree_walk import iter_records
+from otel_agents.restore import ResumeError, SavedSession, check_records, merge_records, restore_session
+from otel_agents.tracing import semconv as sc
+from otel_agents.tracing.records import message_id_number
+
+# The result a tool call open at the fork point gets: its result came after the message forked at.
+FORKED_RESULT = "Error: the session was forked before this tool call finished; it has no result in the fork."
+_MESSAGE_ID = re.compile(r"msg_[0-9]+")
+
+
+class ForkError(ValueError):
+    """The source cannot be forked there; the message is one line and says why."""
+
+
+@dataclass(frozen=True)
+class ForkPoint:
+    """Where a fork starts: the source session, its message, and the span that recorded that message."""
+
+    session_id: str
+    message_id: str
+    trace_id: str
+    span_id: str
+    run: Mapping[str, Any]  # the source run (tree node) the message belongs to: its script, model, app, params
+
+    def link(self) -> SpanContext:
+        return SpanContext(int(self.trace_id, 16), int(self.span_id, 16), is_remote=True,
+                           trace_flags=TraceFlags(TraceFlags.SAMPLED))
+
+    def run_attributes(self) -> dict[str, Any]:
+        """What the fork's first run says of its origin (ingress attributes: kept on the tree and in meta.json)."""
+        return {sc.RUN_FORK_SESSION: self.session_id, sc.RUN_FORK_MESSAGE: self.message_id}
+
+
+@dataclass
+class ForkSource:
+    """A saved session as read for forking: its records (message-id order) and its tree."""
+
+    session_id: str
+    records: list[dict[str, Any]]
+    tree: Mapping[str, Any]
+    redacted: bool = False
+
+
+def load_source(session_dir: Path, session_id: str, warn: Warn = stderr_warning) -> ForkSource:
+    """The source session, read only (ForkError, one line, when it cannot be forked at all)."""
+    with collector_paused():  # many small acyclic objects (persistence/gc_pause.py)
+        try:
+            saved = load_saved(session_dir, warn)  # not owned, no repair: nothing is written
+        except SessionUnreadable as exc:
+            raise ForkError(str(exc)) from None
+        if saved.damaged:
+            raise ForkError(f"session {session_id} cannot be forked: {saved.damaged[0]}")
+        if saved.tree is None:
+            raise ForkError(f"session {session_id} has no readable tree or journal: its spans are needed to fork")
+        try:
+            records = merge_records(saved.records)
+            check_records(records)
+        except ResumeError as exc:
+            raise ForkError(f"session {session_id}: {exc}") from None
+    meta = saved.meta or {}
+    redacted = bool(meta.get("redacted")) or any(
+        (run.get("attributes") or {}).get(sc.RUN_REDACTED_SAVE) for run in saved.tree.get("runs", [])
+    )
+    return ForkSource(session_id, records, saved.tree, redacted)
+
+
+def resolve_at(source: ForkSource, at: str) -> ForkPoint:
+    """``at`` as a fork point: a message id (``msg_000017``) or a path label (``4-3-2``, or ``RUN:LABEL`` for run RUN)."""
+    if _MESSAGE_ID.fullmatch(at):
+        message_id = at
+    else:
+        message_id = _last_message_under(source.tree, at)
+    for ref in iter_records(source.tree):
+        if ref.record.get("message_id") == message_id:
+            run = _run_of_trace(source.tree, ref.trace_id)
+            if run is None or not ref.trace_id or not ref.span_id:
+                raise ForkError(f"message {message_id} of session {source.session_id} was recorded outside any run")
+            return ForkPoint(source.session_id, message_id, ref.trace_id, ref.span_id, run)
+    raise ForkError(f"session {source.session_id} has no message {at}")
+
+
+def _run_of_trace(tree: Mapping[str, Any], trace_id: str | None) -> Mapping[str, Any] | None:
+    return next((run for run in tree.get("runs", []) if run.get("trace_id") == trace_id), None)
+
+
+def _last_message_under(tree: Mapping[str, Any], at: str) -> str:
+    """The last message recorded inside the node a path label names (the state just after that node)."""
+    run_text, _, label = at.rpartition(":")
+    runs = tree.get("runs", [])
+    try:
+        index = int(run_text) if run_text else 1
+        position = position_of(label)
+    except ValueError:
+        raise ForkError(f"--at {at!r} is neither a message id (msg_000017) nor a path label ([RUN:]4-3-2)") from None
+    run = next((r for r in runs if r.get("index") == index), None)
+    if run is None:
+        raise ForkError(f"--at {at!r}: the session has no run {index}")
+    try:
+        node = node_at(run, position)
+    except (KeyError, IndexError):
+        raise ForkError(f"--at {at!r}: run {index} has no node at {label}") from None
+    last = None
+    stack = [node]
+    while stack:  # a stack of our own: a label can sit thousands of levels deep
+        item = stack.pop()
+        for event in item.get("events", []):
+            number = message_id_number(event["record"]["message_id"])
+            if last is None or number > last[0]:
+                last = (number, event["record"]["message_id"])
+        stack.extend(item.get("ops", []))
+        stack.extend(item.get("turns", []))
+        if item.get("session") is not None:
+            stack.append(item["session"])
+    if last is None:
+        raise ForkError(f"--at {at!r}: nothing was said inside run {index} {label}")
+    return last[1]
+
+
+def records_until(records: list[dict[str, Any]], message_id: str) -> list[dict[str, Any]]:
+    """The records up to and including ``message_id`` (records are in message-id order)."""
+    end = message_id_number(message_id)
+    return [r for r in records if message_id_number(r["message_id"]) <= end]
+
+
+def fork_session(source: ForkSource, point: ForkPoint, new_session_id: str, **restore_kwargs: Any):
+    """A runtime Session in state just after ``point``: agents, transcripts and id counters as the source had them.
+
+    Its first run links to the source span of the message and records the inherited
+    records again (before its prompt), so the fork's directory is complete on its own.
+    ``restore_kwargs``: as for :func:`otel_agents.restore.restore_session` (tools, models, telemetry, llm...).
+    """
+    if source.redacted:
+        raise ForkError(f"session {source.session_id} was saved with --redacted-save: message contents were not "
+                        "kept, so its agents cannot be rebuilt")
+    prefix = records_until(source.records, point.message_id)
+    saved = SavedSession(new_session_id, prefix)
+    try:
+        session = restore_session(saved, pending_result=FORKED_RESULT, **restore_kwargs)
+    except ResumeError as exc:
+        raise ForkError(str(exc)) from None
+    session.previous_run = point.link()
+
+    def record_inherited() -> None:
+        for record in prefix:
+            session.telemetry.record(record)
+        session.telemetry.log("VRB", f"forked from session {point.session_id} just after {point.message_id}: "
+                                     f"{len(prefix)} records inherited")
+
+    session.before_next_run.insert(0, record_inherited)  # before any repair: those ids come after
+    return session

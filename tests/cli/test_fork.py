@@ -1,0 +1,293 @@
+"""`otel-agents fork`: the fork's state is the source's just after the message, its continuation is the
+source's, the source is never written, the fork verifies and bills only its own calls; bad --at is one line."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+
+from otel_agents.forking import FORKED_RESULT
+from otel_agents.views import SessionViewer
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+DEEP = str(DATA / "deep-hooks.json")
+DEMO_PROMPTS = ["Create Jack and Jill for a cafe discussion", "And then?", "Goodbye."]
+VOLATILE = {"ts", "trace_id", "span_id"}
+
+
+def otel_agents(home: Path, *args: str) -> subprocess.CompletedProcess:
+    environment = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_EXPORTER_OTLP", "OTEL_AGENTS_"))}
+    environment.update({"OTEL_AGENTS_HOME": str(home), "OTEL_TRACES_EXPORTER": "none"})
+    return subprocess.run([sys.executable, "-m", "otel_agents", *args], capture_output=True, text=True,
+                          env=environment, timeout=180, cwd=home.parent, stdin=subprocess.DEVNULL)
+
+
+def session_id_of(done: subprocess.CompletedProcess) -> str:
+    lines = [line for line in done.stderr.splitlines() if line.startswith("session: ")]
+    assert lines, done.stderr
+    return lines[-1].split(": ", 1)[1]
+
+
+def event_lines(home: Path, sid: str) -> list[dict]:
+    return [orjson.loads(line) for line in (home / "sessions" / sid / "events.jsonl").read_bytes().splitlines()]
+
+
+def core(record: dict) -> dict:
+    return {k: v for k, v in record.items() if k not in VOLATILE}
+
+
+def number(message_id: str) -> int:
+    return int(message_id.rsplit("_", 1)[1])
+
+
+def fingerprint(home: Path, sid: str) -> dict[str, str]:
+    """Every file of the session directory (a lock file appearing would show) and the session's ledger lines."""
+    directory = home / "sessions" / sid
+    sums = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(directory.iterdir()) if p.is_file()}
+    billing = home / "billing.jsonl"
+    ledger = [line for line in billing.read_bytes().splitlines() if sid.encode() in line] if billing.exists() else []
+    sums["ledger"] = hashlib.sha256(b"\n".join(ledger)).hexdigest()
+    return sums
+
+
+def state_at(records: list[dict], message_id: str) -> dict[str, list[str]]:
+    """Each agent's transcript (message ids) just after ``message_id``, replayed from the source's records."""
+    transcripts: dict[str, list[str]] = {}
+    for record in records:
+        if number(record["message_id"]) > number(message_id):
+            break
+        kind, agent = record["event_type"], record["agent_id"]
+        if kind == "agent_created":
+            transcripts[agent] = []
+        elif kind == "transcript_entry":
+            transcripts[agent].append(record["message_id"])
+        elif kind == "transcript_truncated":
+            del transcripts[agent][record["keep"]:]
+    return transcripts
+
+
+def fork(home: Path, source: str, at: str, *args: str) -> str:
+    before = fingerprint(home, source)
+    done = otel_agents(home, "fork", source, "--at", at, *args)
+    assert done.returncode == 0, done.stderr
+    assert fingerprint(home, source) == before  # read-only on the source: every file and its ledger lines
+    sid = session_id_of(done)
+    assert sid != source
+    verified = otel_agents(home, "sessions", "verify", sid)
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    return sid
+
+
+def check_fork_state(home: Path, source: str, sid: str, message_id: str) -> None:
+    """The fork holds the source's records up to the message, its agents and transcripts as they were there."""
+    source_records = [core(line) for line in event_lines(home, source)]
+    prefix = [r for r in source_records if number(r["message_id"]) <= number(message_id)]
+    forked = [core(line) for line in event_lines(home, sid)]
+    assert forked[:len(prefix)] == prefix
+    new = forked[len(prefix):]
+    assert new and all(number(r["message_id"]) > number(message_id) for r in new)  # the id counter goes on
+    expected = state_at(source_records, message_id)
+    created_later = {r["agent_id"] for r in source_records if r["event_type"] == "agent_created"} - set(expected)
+    viewer = SessionViewer.from_session_dir(home / "sessions" / sid)
+    agents = {a.agent_id for a in viewer.list_agents()}
+    fork_created = {r["agent_id"] for r in new if r["event_type"] == "agent_created"}
+    assert agents == set(expected) | fork_created
+    numbers = [int(a.rsplit("_", 1)[1]) for a in expected]
+    assert all(int(a.rsplit("_", 1)[1]) > max(numbers) for a in fork_created)  # agent ids are not reused
+    truncated = {r["agent_id"] for r in new if r["event_type"] == "transcript_truncated"}
+    for agent, ids in expected.items():
+        if agent in truncated:
+            continue  # the fork's own run cut it: what is left of the prefix is checked by the events above
+        entries = [e["message_id"] for e in viewer.get_transcript(agent)]
+        assert [m for m in entries if number(m) <= number(message_id)] == ids, agent
+    # Agents created after the message do not exist in the fork, unless the fork made its own.
+    for agent in created_later - fork_created:
+        assert agent not in agents
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    home = tmp_path_factory.mktemp("fork") / "home"
+    done = otel_agents(home, "run", *DEMO_PROMPTS)
+    assert done.returncode == 0, done.stderr
+    return home, session_id_of(done)
+
+
+@pytest.mark.parametrize("fraction", [0.1, 0.45, 0.8])
+def test_fork_of_the_demo_has_the_sources_state_at_the_message(demo, fraction):
+    home, source = demo
+    lines = event_lines(home, source)
+    first_run = [line for line in lines if line["trace_id"] == lines[0]["trace_id"]]
+    message = first_run[int(len(first_run) * fraction)]
+    sid = fork(home, source, message["message_id"], "And then?")
+    check_fork_state(home, source, sid, message["message_id"])
+
+    meta = orjson.loads((home / "sessions" / sid / "meta.json").read_bytes())
+    assert meta["forked_from"] == {"session": source, "message": message["message_id"]}
+    tree = orjson.loads(otel_agents(home, "sessions", "show", sid, "--json").stdout)["session"]
+    links = tree["runs"][0]["links"]
+    # The link names the source span that recorded the message.
+    assert any(link["trace_id"] == message["trace_id"] and link["span_id"] == message["span_id"] for link in links), links
+    listed = otel_agents(home, "sessions", "list")
+    line = next(line for line in listed.stdout.splitlines() if line.startswith(sid))
+    assert f"fork of {source} at {message['message_id']}" in line
+    # The ledger bills the fork for its own calls only: as many records as its tree has LLM attempts, same cost.
+    rows = [orjson.loads(row) for row in (home / "billing.jsonl").read_bytes().splitlines()]
+    mine = [row for row in rows if row["session_id"] == sid]
+    assert {row["trace_id"] for row in mine} <= set(tree["trace_ids"])  # none of the source's traces
+    assert not {row["record_id"] for row in mine} & {row["record_id"] for row in rows if row["session_id"] == source}
+    calls = [row for row in mine if row["type"] == "llm"]
+    assert len(calls) == meta["totals"]["llm_calls"]
+    assert sum(row["cost_usd"] or 0 for row in calls) == pytest.approx(meta["totals"]["cost_usd"])
+
+
+def test_fork_with_the_sources_next_prompts_reproduces_its_continuation(demo):
+    home, source = demo
+    lines = event_lines(home, source)
+    last_of_run_1 = [line for line in lines if line["trace_id"] == lines[0]["trace_id"]][-1]
+    sid = fork(home, source, last_of_run_1["message_id"], *DEMO_PROMPTS[1:])
+    assert [core(line) for line in event_lines(home, sid)] == [core(line) for line in lines]
+
+
+def test_a_fork_without_prompts_holds_the_state_and_resumes_into_the_sources_continuation(demo):
+    home, source = demo
+    lines = event_lines(home, source)
+    last_of_run_1 = [line for line in lines if line["trace_id"] == lines[0]["trace_id"]][-1]
+    sid = fork(home, source, last_of_run_1["message_id"])  # no prompt: one run that records the state, no LLM call
+    meta = orjson.loads((home / "sessions" / sid / "meta.json").read_bytes())
+    assert meta["runs"] == 1 and meta["totals"]["llm_calls"] == 0
+    before = fingerprint(home, source)
+    resumed = otel_agents(home, "resume", sid, *DEMO_PROMPTS[1:])
+    assert resumed.returncode == 0, resumed.stderr
+    assert fingerprint(home, source) == before  # the fork's directory is complete on its own
+    assert [core(line) for line in event_lines(home, sid)] == [core(line) for line in lines]
+
+
+def test_fork_at_a_path_label_starts_after_the_last_message_inside_that_node(demo):
+    home, source = demo
+    tree = orjson.loads(otel_agents(home, "sessions", "show", source, "--json").stdout)["session"]
+    run = tree["runs"][1]  # run 2, addressed as 2:LABEL
+    turn = run["turns"][0]
+    ids, stack = [], [turn]
+    while stack:
+        node = stack.pop()
+        ids.extend(event["record"]["message_id"] for event in node.get("events", []))
+        stack.extend(node.get("ops", []) + node.get("turns", []) + ([node["session"]] if node.get("session") else []))
+    expected = max(ids, key=number)
+    sid = fork(home, source, f"2:{turn['path']}", "Goodbye.")
+    meta = orjson.loads((home / "sessions" / sid / "meta.json").read_bytes())
+    assert meta["forked_from"]["message"] == expected
+    check_fork_state(home, source, sid, expected)
+
+
+def test_fork_inside_the_deepest_sub_agent(tmp_path):
+    home = tmp_path / "home"
+    done = otel_agents(home, "run", "--script", DEEP, "Start.", "Go deep.")
+    assert done.returncode == 0, done.stderr
+    source = session_id_of(done)
+    lines = event_lines(home, source)
+    created = {line["agent_id"]: line for line in lines if line["event_type"] == "agent_created"}
+    deepest = next(agent for agent, line in created.items() if line["name"] == "C")
+    # C's parent is B, whose parent is A, whose parent is main: three levels of sub-agents.
+    chain, agent = [], deepest
+    while agent is not None:
+        chain.append(created[agent]["name"])
+        agent = created[agent].get("parent")
+    assert chain == ["C", "B", "A", "main"]
+    said = [line for line in lines if line["agent_id"] == deepest and line.get("role") == "assistant"]
+    assert said
+    message = said[0]["message_id"]
+    sid = fork(home, source, message, "Again.")
+    check_fork_state(home, source, sid, message)
+    # The tool calls open above C when it spoke (B's task or discuss, and A's and main's) got a result saying why.
+    forked = event_lines(home, sid)
+    repaired = [line for line in forked if number(line["message_id"]) > number(message)
+                and line.get("role") == "tool" and line.get("content") == FORKED_RESULT]
+    assert {line["agent_id"] for line in repaired} >= {created[created[deepest]["parent"]]["agent_id"]}
+
+
+@pytest.mark.parametrize("at", ["msg_999999", "9-9", "not a label", "7:1", "1-0"])
+def test_bad_at_is_one_line_and_exit_2(demo, at):
+    home, source = demo
+    before = fingerprint(home, source)
+    sessions = set((home / "sessions").iterdir())
+    done = otel_agents(home, "fork", source, "--at", at, "And then?")
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    assert len([line for line in done.stderr.splitlines() if line.strip()]) <= 3  # click's usage lines at most
+    assert at in done.stderr or "no message" in done.stderr
+    assert set((home / "sessions").iterdir()) == sessions  # no fork was created
+    assert fingerprint(home, source) == before
+
+
+def test_fork_of_an_unknown_session_is_exit_2(demo):
+    home, _ = demo
+    done = otel_agents(home, "fork", "20990101-000000-abcdef", "--at", "msg_000001", "Hi")
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+
+
+SLOW_SCRIPT = {
+    "name": "slow",
+    "root": {"name": "main", "system_prompt": "Coordinate."},
+    "agents": {
+        "main": [
+            {"tool_calls": [{"name": "task", "arguments": {"name": "Helper", "system_prompt": "Help.",
+                                                         "user_prompt": "Think."}}]},
+            "made a helper",
+        ],
+        "Helper": [{"text": "thinking forever", "latency_ms": 120000}],
+    },
+}
+
+
+def test_fork_of_a_killed_run_leaves_what_the_crash_left_untouched(tmp_path):
+    """A session whose writer was SIGKILLed is forked from its journal; nothing of it is repaired on disk."""
+    import json
+    import signal
+    import time
+
+    from otel_agents.persistence.ownership import owner_of
+
+    home = tmp_path / "home"
+    script = tmp_path / "slow.json"
+    script.write_text(json.dumps(SLOW_SCRIPT))
+    environment = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_EXPORTER_OTLP", "OTEL_AGENTS_"))}
+    environment.update({"OTEL_AGENTS_HOME": str(home), "OTEL_TRACES_EXPORTER": "none"})
+    proc = subprocess.Popen([sys.executable, "-m", "otel_agents", "run", "--script", str(script), "Go."],
+                            env=environment, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    try:
+        while time.monotonic() < deadline:  # until the Helper has heard its prompt and waits on its answer
+            found = list((home / "sessions").glob("*/events.jsonl")) if (home / "sessions").exists() else []
+            if found and b'"Think."' in found[0].read_bytes():
+                break
+            time.sleep(0.2)
+        else:
+            pytest.fail("the run never reached the Helper")
+        time.sleep(0.5)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    assert proc.returncode == -signal.SIGKILL
+    (directory,) = (home / "sessions").iterdir()
+    while owner_of(directory) is not None and time.monotonic() < deadline:  # the recorder process ends too
+        time.sleep(0.2)
+    source = directory.name
+    lines = event_lines(home, source)
+    heard = next(line for line in lines if line.get("content") == "Think.")
+    before = fingerprint(home, source)
+    sid = fork(home, source, heard["message_id"], "Go.")  # checks the source is unchanged, and that the fork verifies
+    assert fingerprint(home, source) == before
+    check_fork_state(home, source, sid, heard["message_id"])
+    # main's task call was still open at the message: the fork gives it a result saying why it has none.
+    forked = event_lines(home, sid)
+    assert any(line.get("role") == "tool" and line.get("content") == FORKED_RESULT for line in forked)
+    # The crashed run stays unbilled: billing it is the writer's job (resume, sessions repair), not a reader's.
+    assert not [row for row in (home / "billing.jsonl").read_bytes().splitlines() if source.encode() in row]
