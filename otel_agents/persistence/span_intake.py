@@ -1,0 +1,264 @@
+"""SpanData batches in, session sinks fed: the per-session intake of the span exporter and the OTLP receiver.
+
+Spans come in batches, in any order, any number of times. A trace is held until its
+root span (no parent) has come, or until it has been quiet for ``hold_s``, or until
+:meth:`SpanIntake.flush`; it is then *released*: put in our shape as a whole
+(``shape``, by default :func:`~otel_agents.tracing.foreign.understood`; the exporter adds
+pricing), given its session as ``import`` gives it (``gen_ai.conversation.id`` /
+``otel_agents.session.id``, else ``trace-<id>``) and fed, records first, to that session's
+:class:`~otel_agents.persistence.session_sink.SessionSink` with ``live=False`` as import
+feeds it. Later spans of a released trace are shaped with the trace's known spans and
+fed at once. After each batch every touched session is checkpointed (tree.json.gz,
+meta.json) and its ledger records appended (ids dedupe), so the same spans again change
+nothing and the result equals one ``otel-agents import`` of all the spans.
+
+Traces with no GenAI span (no session id, no GenAI operation) are ignored and counted;
+a span the tree could not hold is rejected with a one-line reason. Each open session
+is owned (ownership.py) until :meth:`SpanIntake.close`, or until it is the least
+recently used of more than ``max_open`` sessions.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable, Sequence
+
+from otel_agents.persistence.artifacts import mark_billed
+from otel_agents.persistence.import_sessions import in_journal_form, record_lines, sessions_of_traces
+from otel_agents.persistence.ledger import LedgerAppender, LedgerError
+from otel_agents.persistence.ledger_records import ledger_records
+from otel_agents.persistence.notices import Warn, stderr_warning
+from otel_agents.persistence.ownership import Ownership, SessionBusy, take
+from otel_agents.persistence.paths import InvalidSessionId, Paths
+from otel_agents.persistence.private import open_private_append
+from otel_agents.persistence.session_sink import SessionSink
+from otel_agents.persistence.store import SessionStore, StoreError
+from otel_agents.persistence.timestamps import parse_iso_ts
+from otel_agents.persistence.tree_span_fields import session_id_of
+from otel_agents.tracing import semconv as sc
+from otel_agents.tracing.foreign import LLM_OPERATIONS, operation_of, understood
+from otel_agents.tracing.import_checks import span_problem
+from otel_agents.tracing.spandata import SpanData
+
+Shape = Callable[[list[SpanData]], list[SpanData]]
+GENAI_OPERATIONS = LLM_OPERATIONS | {sc.OP_EXECUTE_TOOL, sc.OP_INVOKE_AGENT, sc.OP_CREATE_AGENT, "embeddings"}
+
+
+@dataclass
+class IntakeResult:
+    """What one :meth:`SpanIntake.take` (or :meth:`SpanIntake.flush`) did."""
+
+    written: int = 0  # spans handed to a session's sink (durable once the call returns)
+    held: int = 0  # spans waiting for their trace's root
+    ignored: int = 0  # spans of traces with no GenAI span
+    rejected: list[tuple[SpanData, str]] = field(default_factory=list)  # (span, one-line reason)
+    sessions: set[str] = field(default_factory=set)  # sessions written to
+
+    def add(self, other: "IntakeResult") -> None:
+        self.written += other.written
+        self.ignored += other.ignored
+        self.rejected += other.rejected
+        self.sessions |= other.sessions
+
+
+@dataclass
+class _Trace:
+    spans: dict[str, SpanData] = field(default_factory=dict)
+    last_ns: int = 0  # monotonic time of the last span that came
+    session_id: str | None = None  # set when released; None after release: ignored
+    released: bool = False
+
+
+class _Open:
+    """One session being written: its sink and the lock that makes this process its writer."""
+
+    def __init__(self, sink: SessionSink, ownership: Ownership):
+        self.sink = sink
+        self.ownership = ownership
+
+
+class SpanIntake:
+    """Feeds session directories and the ledger from batches of plain spans; thread-unsafe (callers lock)."""
+
+    def __init__(self, sessions_dir: Path, billing_file: Path, *, shape: Shape = understood,
+                 warn: Warn = stderr_warning, hold_s: float = 30.0, max_open: int = 64, max_traces: int = 4096):
+        self.paths = Paths(Path(sessions_dir), Path(billing_file))
+        self.shape = shape
+        self.warn = warn
+        self.hold_s = hold_s
+        self.max_open = max_open
+        self.max_traces = max_traces
+        self.totals = IntakeResult()
+        self._traces: OrderedDict[str, _Trace] = OrderedDict()  # least recently touched first
+        self._open: OrderedDict[str, _Open] = OrderedDict()
+        self._ledger = LedgerAppender(self.paths.billing_file)
+
+    # ------------------------------------------------------------------ input
+    def take(self, spans: Iterable[SpanData]) -> IntakeResult:
+        """One batch: written, held, ignored or rejected, each span."""
+        result = IntakeResult()
+        due: dict[str, list[SpanData]] = {}  # released trace -> its new spans to feed
+        now = time.monotonic_ns()
+        for span in spans:
+            problem = span_problem(span)
+            if problem is not None:
+                result.rejected.append((span, f"span {span.span_id}: {problem.part}: {problem.message}"))
+                continue
+            trace = self._traces.get(span.trace_id)
+            if trace is None:
+                trace = self._traces[span.trace_id] = _Trace()
+            self._traces.move_to_end(span.trace_id)
+            trace.last_ns = now
+            if span.span_id in trace.spans:
+                continue  # delivered again: what it gave is there already (or held)
+            trace.spans[span.span_id] = span
+            if trace.released:
+                due.setdefault(span.trace_id, []).append(span)
+        for trace_id, trace in list(self._traces.items()):
+            if trace_id in due:
+                self._feed_late(trace_id, trace, due[trace_id], result)
+            elif not trace.released and self._ready(trace, now):
+                self._release(trace_id, trace, result, final=self._quiet(trace, now))
+        self._settle(result)
+        result.held = sum(len(t.spans) for t in self._traces.values() if not t.released)
+        self._forget_old()
+        self.totals.add(result)
+        return result
+
+    def flush(self) -> IntakeResult:
+        """Release every held trace now (as import would take a file holding only what came)."""
+        result = IntakeResult()
+        for trace_id, trace in list(self._traces.items()):
+            if not trace.released:
+                self._release(trace_id, trace, result)
+        self._settle(result)
+        self.totals.add(result)
+        return result
+
+    def close(self) -> IntakeResult:
+        """Flush, then close every session (final checkpoint) and give up their locks; idempotent."""
+        result = self.flush()
+        while self._open:
+            self._close_oldest()
+        return result
+
+    # ------------------------------------------------------------------ traces
+    def _ready(self, trace: _Trace, now: int) -> bool:
+        return self._quiet(trace, now) or any(span.parent_span_id is None for span in trace.spans.values())
+
+    def _quiet(self, trace: _Trace, now: int) -> bool:
+        return now - trace.last_ns >= self.hold_s * 1e9
+
+    def _release(self, trace_id: str, trace: _Trace, result: IntakeResult, final: bool = True) -> None:
+        """Write the trace; one with no GenAI span yet waits (its GenAI spans may come later) unless ``final``."""
+        spans = list(trace.spans.values())
+        shaped = self._shaped(spans)
+        if not any(session_id_of(s) or operation_of(s) in GENAI_OPERATIONS for s in shaped):
+            if final:
+                trace.released = True
+                result.ignored += len(spans)
+                trace.spans = {}  # nothing to shape later spans with: they are ignored too
+            return
+        trace.released = True
+        trace.session_id = sessions_of_traces(shaped)[trace_id]
+        self._feed(trace.session_id, shaped, result)
+
+    def _feed_late(self, trace_id: str, trace: _Trace, new: list[SpanData], result: IntakeResult) -> None:
+        if trace.session_id is None:
+            result.ignored += len(new)
+            for span in new:
+                trace.spans.pop(span.span_id, None)
+            return
+        new_ids = {span.span_id for span in new}
+        shaped = self._shaped(list(trace.spans.values()))
+        # The new spans as the whole trace shapes them, and any synthetic span the trace now needs.
+        self._feed(trace.session_id, [s for s in shaped if s.span_id in new_ids or s.span_id not in trace.spans], result)
+
+    def _shaped(self, spans: list[SpanData]) -> list[SpanData]:
+        if any(sc.SESSION_ID in span.attributes for span in spans):
+            return spans  # an otel-agents run's trace: already in our shape, whole or not
+        return self.shape(spans)
+
+    def _forget_old(self) -> None:
+        """Released traces are kept for shaping late spans, up to ``max_traces``."""
+        while len(self._traces) > self.max_traces:
+            trace_id, trace = next(iter(self._traces.items()))
+            if not trace.released:
+                break  # held ones go when they are released
+            del self._traces[trace_id]
+
+    # ------------------------------------------------------------------ sessions
+    def _feed(self, session_id: str, spans: Sequence[SpanData], result: IntakeResult) -> None:
+        stored: list[SpanData] = []
+        for span in spans:
+            try:
+                stored.append(in_journal_form(span))
+            except (ValueError, OverflowError, TypeError) as exc:
+                result.rejected.append((span, f"span {span.span_id}: cannot be stored: {exc}"))
+        if not stored:
+            return
+        try:
+            session = self._session(session_id, min(s.start_ns for s in stored))
+        except (SessionBusy, InvalidSessionId, StoreError, OSError) as exc:
+            reason = f"session {session_id}: {exc}"
+            result.rejected += [(span, reason) for span in stored]
+            return
+        sink = session.sink
+        fresh = [s for s in stored if not sink.has_ended(s.span_id)]
+        for span in fresh:
+            for line in record_lines(span):
+                sink.record(line.record, parse_iso_ts(line.ts) if line.ts else 0, line.trace_id, line.span_id)
+        for span in sorted(fresh, key=lambda s: (s.start_ns, s.span_id)):
+            sink.start(span)
+            if span.end_ns is not None:
+                sink.end(span)
+        result.written += len(fresh)
+        result.sessions.add(session_id)
+
+    def _session(self, session_id: str, created_ns: int) -> _Open:
+        session = self._open.get(session_id)
+        if session is not None:
+            self._open.move_to_end(session_id)
+            return session
+        directory = self.paths.session_dir(session_id)  # InvalidSessionId: not a usable name
+        existed = (directory / "spans.jsonl").exists()
+        ownership = take(directory, create=True)
+        try:
+            store = SessionStore.create(self.paths.sessions_dir, session_id)
+            open_private_append(store.events_path).close()  # part of a session even with no record (as import)
+        except BaseException:
+            ownership.release()
+            raise
+        sink = SessionSink(store, session_id, resume=existed, from_journal=True, live=False,
+                           created_ns=created_ns, warn=self.warn)
+        session = self._open[session_id] = _Open(sink, ownership)
+        while len(self._open) > self.max_open:
+            self._close_oldest()
+        return session
+
+    def _settle(self, result: IntakeResult) -> None:
+        """The touched sessions' tree and meta.json, then their ledger records (as import ends)."""
+        for session_id in sorted(result.sessions):
+            session = self._open.get(session_id)
+            if session is None:
+                continue
+            tree = session.sink.checkpoint()
+            if tree is None:
+                continue  # the sink said why, once
+            records = ledger_records(tree)
+            try:
+                if records:
+                    self._ledger.append(records)
+                mark_billed(session.sink.store.directory, session.sink.store.read_meta())
+            except (LedgerError, StoreError, OSError) as exc:
+                self.warn(f"cannot bill session {session_id} in {self.paths.billing_file}: {exc}")
+
+    def _close_oldest(self) -> None:
+        _, session = self._open.popitem(last=False)
+        try:
+            session.sink.close()
+        finally:
+            session.ownership.release()

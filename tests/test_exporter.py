@@ -1,0 +1,212 @@
+"""SessionExporter: SDK spans in any batches and order give the sessions and ledger one import of them gives."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanKind
+
+from otel_agents.exporter import SessionExporter
+from otel_agents.persistence.events_file import read_event_lines
+from otel_agents.persistence.journal import read_journal, spans_from_journal
+from otel_agents.persistence.store import SessionStore
+from otel_agents.tracing.otlp_json import OtlpJsonFileExporter
+
+ROOT = Path(__file__).resolve().parents[1]
+OURS = "s-exporter-ours"
+
+
+def _spans():
+    """Three traces made by a real TracerProvider: an OpenInference-style app trace under an HTTP
+    server span, an otel-agents run (our shape, priced), and a plain HTTP trace of no GenAI relevance."""
+    memory = InMemorySpanExporter()
+    provider = TracerProvider(resource=Resource.create({"service.name": "exporter-test"}))
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    tracer = provider.get_tracer("exporter-test")
+    with tracer.start_as_current_span("POST /ask", kind=SpanKind.SERVER, attributes={"http.method": "POST"}):
+        with tracer.start_as_current_span("Agent", attributes={"openinference.span.kind": "AGENT"}):
+            for turn in range(2):
+                with tracer.start_as_current_span("completion", kind=SpanKind.CLIENT, attributes={
+                    "openinference.span.kind": "LLM", "llm.model_name": "gpt-4o-mini", "llm.provider": "openai",
+                    "llm.token_count.prompt": 100 + turn, "llm.token_count.completion": 7,
+                }):
+                    with tracer.start_as_current_span("POST api.openai.com", kind=SpanKind.CLIENT):
+                        pass
+            with tracer.start_as_current_span("lookup", attributes={"openinference.span.kind": "TOOL"}):
+                pass
+    with tracer.start_as_current_span("invoke_agent main", attributes={
+        "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "main",
+        "gen_ai.conversation.id": OURS, "otel_agents.session.id": OURS,
+    }):
+        with tracer.start_as_current_span("chat m", kind=SpanKind.CLIENT, attributes={
+            "gen_ai.operation.name": "chat", "gen_ai.request.model": "m", "gen_ai.conversation.id": OURS,
+            "gen_ai.usage.input_tokens": 11, "gen_ai.usage.output_tokens": 3,
+            "gen_ai.usage.cost": 0.25, "otel_agents.llm.price_source": "config",
+        }):
+            pass
+    with tracer.start_as_current_span("GET /health", kind=SpanKind.SERVER):
+        pass
+    provider.shutdown()
+    return list(memory.get_finished_spans())
+
+
+SPANS = _spans()
+IGNORED = 1  # the GET /health span
+
+
+def _session(sessions_dir: Path, session_id: str):
+    store = SessionStore(sessions_dir / session_id)
+    lines = read_event_lines(store.events_path)
+    spans = spans_from_journal(read_journal(store.journal_path), lines)
+    return {
+        "tree": store.load_tree(),
+        "spans": sorted(spans, key=lambda s: s.span_id),
+        "records": sorted(json.dumps(line.record, sort_keys=True) for line in lines),
+    }
+
+
+def _ledger(billing: Path) -> set[str]:
+    if not billing.exists():
+        return set()
+    return {json.dumps(json.loads(line), sort_keys=True) for line in billing.read_text().splitlines()}
+
+
+def _imported(tmp: Path):
+    """The reference: the spans saved as ``--otlp-file`` saves them, then ``otel-agents import``."""
+    otlp = tmp / "spans.otlp.jsonl"
+    OtlpJsonFileExporter(otlp).export(SPANS)
+    sessions, billing = tmp / "imported", tmp / "imported.jsonl"
+    subprocess.run([sys.executable, "-m", "otel_agents", "import", str(otlp), "--sessions-dir", str(sessions),
+                    "--billing-file", str(billing)], check=True, capture_output=True, timeout=120)
+    return sessions, billing
+
+
+REFERENCE_DIR = Path(tempfile.mkdtemp(prefix="exporter-reference-"))
+REFERENCE = _imported(REFERENCE_DIR)
+HEALTH = "trace-" + format(next(s for s in SPANS if s.name == "GET /health").context.trace_id, "032x")[:16]
+# import makes a session of every trace; the exporter only of GenAI ones
+SESSION_IDS = sorted(p.name for p in REFERENCE[0].iterdir() if p.name != HEALTH)
+
+
+def _export(sessions: Path, billing: Path, batches) -> SessionExporter:
+    exporter = SessionExporter(sessions_dir=sessions, billing_file=billing, hold_s=3600)
+    for batch in batches:
+        exporter.export(batch)
+    exporter.shutdown()
+    return exporter
+
+
+def test_the_reference_import_has_the_app_trace_and_the_run_and_not_the_health_check():
+    assert OURS in SESSION_IDS and len(SESSION_IDS) == 2 and (REFERENCE[0] / HEALTH).is_dir()
+    assert not any("health" in json.dumps(_session(REFERENCE[0], s)["tree"]) for s in SESSION_IDS)
+
+
+def _arrival_order(rng: random.Random) -> list:
+    """A random order in which every other software's span comes after its children (as a
+    BatchSpanProcessor sends them: at their ends); our run's spans come in any order at all."""
+    waiting = list(SPANS)
+    out = []
+    while waiting:
+        sent = {s.context.span_id for s in out}
+        free = [s for s in waiting if s.attributes.get("gen_ai.conversation.id") == OURS or all(
+            c.context.span_id in sent for c in SPANS if c.parent is not None and c.parent.span_id == s.context.span_id)]
+        pick = rng.choice(free)
+        waiting.remove(pick)
+        out.append(pick)
+    return out
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**32 - 1), cuts=st.lists(st.integers(1, len(SPANS) - 1), max_size=5, unique=True))
+def test_batches_in_any_order_give_the_session_one_import_gives(seed, cuts):
+    spans = _arrival_order(random.Random(seed))
+    bounds = [0, *sorted(cuts), len(spans)]
+    batches = [spans[a:b] for a, b in zip(bounds, bounds[1:])]
+    with tempfile.TemporaryDirectory() as tmp:
+        sessions, billing = Path(tmp) / "sessions", Path(tmp) / "billing.jsonl"
+        exporter = _export(sessions, billing, batches)
+        assert sorted(p.name for p in sessions.iterdir()) == SESSION_IDS
+        for session_id in SESSION_IDS:
+            assert _session(sessions, session_id) == _session(REFERENCE[0], session_id)
+        assert _ledger(billing) == _ledger(REFERENCE[1]) and _ledger(billing)
+        assert exporter.totals.ignored == IGNORED and not exporter.totals.rejected
+
+
+def test_the_ledger_has_the_tokens_and_the_foreign_calls_are_priced_or_marked(tmp_path):
+    _export(tmp_path / "s", tmp_path / "b.jsonl", [SPANS])
+    records = [json.loads(line) for line in (tmp_path / "b.jsonl").read_text().splitlines()]
+    calls = [r for r in records if r["type"] == "llm"]
+    assert sorted(r["tokens"]["input"] for r in calls) == [11, 100, 101]
+    assert [r["tool"] for r in records if r["type"] == "tool"] == ["lookup"]
+    ours = next(r for r in calls if r["session_id"] == OURS)
+    assert ours["cost_usd"] == 0.25
+    # Other software's calls are priced from the local price map, or said to be unpriced.
+    assert all(r["price_source"] for r in calls if r["session_id"] != OURS)
+
+
+def test_exporting_the_same_spans_again_changes_nothing(tmp_path):
+    sessions, billing = tmp_path / "sessions", tmp_path / "billing.jsonl"
+    _export(sessions, billing, [SPANS])
+    before = {p: p.read_bytes() for p in sessions.rglob("*.jsonl")}
+    ledger_before = billing.read_bytes()
+    trees = {s: _session(sessions, s)["tree"] for s in SESSION_IDS}
+    again = _export(sessions, billing, [SPANS[:3], SPANS[3:]])  # another process, other batches
+    assert again.totals.written == 0
+    assert {p: p.read_bytes() for p in sessions.rglob("*.jsonl")} == before
+    assert billing.read_bytes() == ledger_before
+    assert {s: _session(sessions, s)["tree"] for s in SESSION_IDS} == trees
+    same = SessionExporter(sessions_dir=sessions, billing_file=billing)
+    same.export(SPANS)
+    same.export(SPANS)  # within one exporter too
+    same.shutdown()
+    assert billing.read_bytes() == ledger_before
+
+
+def test_a_trace_waits_for_its_root_then_is_written_at_once(tmp_path):
+    sessions = tmp_path / "sessions"
+    exporter = SessionExporter(sessions_dir=sessions, billing_file=tmp_path / "b.jsonl", hold_s=3600)
+    run = [s for s in SPANS if s.attributes.get("gen_ai.conversation.id") == OURS]
+    child = next(s for s in run if s.parent is not None)
+    root = next(s for s in run if s.parent is None)
+    assert exporter.export([child]).name == "SUCCESS"
+    assert not (sessions / OURS).exists()  # held: its run has not ended
+    exporter.export([root])
+    assert (sessions / OURS / "tree.json.gz").exists()
+    assert len(_session(sessions, OURS)["spans"]) == 2
+    exporter.shutdown()
+
+
+def test_defaults_come_from_otel_agents_home_and_a_busy_session_is_not_written(tmp_path, monkeypatch):
+    from otel_agents.persistence.ownership import take
+
+    monkeypatch.setenv("OTEL_AGENTS_HOME", str(tmp_path / "home"))
+    exporter = SessionExporter()
+    assert exporter.sessions_dir == tmp_path / "home" / "sessions"
+    assert exporter.billing_file == tmp_path / "home" / "billing.jsonl"
+    warnings: list[str] = []
+    held = take(exporter.sessions_dir / OURS, create=True)  # a live run writes it
+    try:
+        busy = SessionExporter(warn=warnings.append)
+        busy.export([s for s in SPANS if s.attributes.get("gen_ai.conversation.id") == OURS])
+        busy.shutdown()
+    finally:
+        held.release()
+    assert busy.totals.rejected and "being written" in warnings[0]
+    assert not (exporter.sessions_dir / OURS / "spans.jsonl").exists()
+
+
+def test_the_entry_point_names_the_exporter():
+    text = (ROOT / "pyproject.toml").read_text()
+    assert '[project.entry-points.opentelemetry_traces_exporter]\notel_agents = "otel_agents.exporter:SessionExporter"' in text
