@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 import tempfile
@@ -210,3 +211,61 @@ def test_defaults_come_from_otel_agents_home_and_a_busy_session_is_not_written(t
 def test_the_entry_point_names_the_exporter():
     text = (ROOT / "pyproject.toml").read_text()
     assert '[project.entry-points.opentelemetry_traces_exporter]\notel_agents = "otel_agents.exporter:SessionExporter"' in text
+
+
+def _entry_point_path(tmp: Path) -> str:
+    """Where the ``otel_agents`` traces-exporter entry point is found: the installed package's metadata
+    once it is reinstalled from this pyproject.toml, else a dist-info declaring just that entry point."""
+    from importlib.metadata import entry_points
+
+    if any(ep.value == "otel_agents.exporter:SessionExporter"
+           for ep in entry_points(group="opentelemetry_traces_exporter", name="otel_agents")):
+        return ""
+    info = tmp / "entry" / "otel_agents_exporter_entry-0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: otel-agents-exporter-entry\nVersion: 0\n")
+    (info / "entry_points.txt").write_text(
+        '[opentelemetry_traces_exporter]\notel_agents = otel_agents.exporter:SessionExporter\n')
+    return str(info.parent)
+
+
+def test_an_instrumented_litellm_app_under_opentelemetry_instrument_gets_sessions_and_a_ledger(tmp_path):
+    from tests.support.openai_server import OpenAIServer, Reply
+
+    home = tmp_path / "home"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    extra = _entry_point_path(tmp_path)
+    env.update({
+        "OTEL_AGENTS_HOME": str(home), "OTEL_TRACES_EXPORTER": "otel_agents", "OTEL_METRICS_EXPORTER": "none",
+        "OTEL_LOGS_EXPORTER": "none", "OTEL_SERVICE_NAME": "exporter-app",
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",  # no network here
+        "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), extra, env.get("PYTHONPATH", "")) if p),
+    })
+    with OpenAIServer() as server:
+        server.plan(Reply(content="four", prompt_tokens=21, completion_tokens=4),
+                    Reply(content="nine", prompt_tokens=33, completion_tokens=5))
+        env["APP_API_BASE"] = server.api_base
+        app = subprocess.run(
+            [str(Path(sys.executable).with_name("opentelemetry-instrument")), sys.executable,
+             str(ROOT / "tests" / "data" / "exporter_app.py"), "2+2?", "3*3?"],
+            env=env, capture_output=True, text=True, timeout=240,
+        )
+    assert app.returncode == 0, app.stderr[-2000:]
+    assert app.stdout.split() == ["four", "nine"]
+    sessions = sorted(p.name for p in (home / "sessions").iterdir())
+    assert len(sessions) == 2 and all(s.startswith("trace-") for s in sessions)  # one trace per call
+    records = [json.loads(line) for line in (home / "billing.jsonl").read_text().splitlines()]
+    calls = sorted((r["tokens"]["input"], r["tokens"]["output"], r["model"]) for r in records if r["type"] == "llm")
+    assert calls == [(21, 4, "openai/test-model"), (33, 5, "openai/test-model")]
+    shown = []
+    for session_id in sessions:
+        show = subprocess.run([sys.executable, "-m", "otel_agents", "sessions", "show", session_id],
+                              env=env, capture_output=True, text=True, timeout=120)
+        assert show.returncode == 0, show.stderr
+        shown += re.findall(r"llm openai/test-model\s+in (\d+) out (\d+)", show.stdout)
+        assert re.search(r"^run 1 .*exporter-app", show.stdout, re.M)  # the run is the service's agent
+    assert sorted(shown) == [("21", "4"), ("33", "5")]
+    for session_id in sessions:
+        verify = subprocess.run([sys.executable, "-m", "otel_agents", "sessions", "verify", session_id],
+                                env=env, capture_output=True, text=True, timeout=120)
+        assert verify.returncode == 0, verify.stdout + verify.stderr
