@@ -13,6 +13,7 @@ from otel_agents.version import __version__
 
 if TYPE_CHECKING:
     from otel_agents.api import Agent, Session, recording, resume
+    from otel_agents.exporter import SessionExporter
     from otel_agents.llm.model_settings import ModelSettings
     from otel_agents.restore import ResumeError
     from otel_agents.runtime.hooks import (
@@ -52,6 +53,7 @@ _HOMES = {
     "ToolRequest": "otel_agents.runtime.hooks",
     "RecordingError": "otel_agents.session_recording",
     "ResumeError": "otel_agents.restore",
+    "SessionExporter": "otel_agents.exporter",
 }
 
 __all__ = ["__version__", *_HOMES]

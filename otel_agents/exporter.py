@@ -46,7 +46,7 @@ class SessionExporter(SpanExporter):
     """
 
     def __init__(self, home: str | Path | None = None, *, sessions_dir: str | Path | None = None,
-                 billing_file: str | Path | None = None, hold_s: float = 30.0, warn: Warn = stderr_warning):
+                 billing_file: str | Path | None = None, hold_s: float = 30.0, warn: Warn | None = None):
         if home is not None:
             home = Path(home).expanduser()
             sessions_dir = sessions_dir or home / "sessions"
@@ -54,6 +54,7 @@ class SessionExporter(SpanExporter):
         paths = Paths.resolve(Path(sessions_dir) if sessions_dir else None, Path(billing_file) if billing_file else None)
         self.sessions_dir = paths.sessions_dir
         self.billing_file = paths.billing_file
+        warn = warn or stderr_warning
         self._intake = SpanIntake(paths.sessions_dir, paths.billing_file, shape=shape_and_price,
                                   warn=warn, hold_s=hold_s)
         # The session directory keeps content as sent, credentials scrubbed (as the live recorder).
