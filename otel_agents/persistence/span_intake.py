@@ -68,6 +68,7 @@ class IntakeResult:
 class _Trace:
     spans: dict[str, SpanData] = field(default_factory=dict)
     last_ns: int = 0  # monotonic time of the last span that came
+    has_root: bool = False  # a span without a parent came: the trace has ended (its spans end before it)
     session_id: str | None = None  # set when released; None after release: ignored
     released: bool = False
 
@@ -78,6 +79,7 @@ class _Open:
     def __init__(self, sink: SessionSink, ownership: Ownership):
         self.sink = sink
         self.ownership = ownership
+        self.last_ns = time.monotonic_ns()  # when spans were last fed to it
 
 
 class SpanIntake:
@@ -93,6 +95,7 @@ class SpanIntake:
         self.max_traces = max_traces
         self.totals = IntakeResult()
         self._traces: OrderedDict[str, _Trace] = OrderedDict()  # least recently touched first
+        self._held: set[str] = set()  # ids of the traces not released yet
         self._open: OrderedDict[str, _Open] = OrderedDict()
         self._ledger = LedgerAppender(self.paths.billing_file)
 
@@ -110,30 +113,34 @@ class SpanIntake:
             trace = self._traces.get(span.trace_id)
             if trace is None:
                 trace = self._traces[span.trace_id] = _Trace()
+                self._held.add(span.trace_id)
             self._traces.move_to_end(span.trace_id)
             trace.last_ns = now
             if span.span_id in trace.spans:
                 continue  # delivered again: what it gave is there already (or held)
             trace.spans[span.span_id] = span
+            trace.has_root = trace.has_root or span.parent_span_id is None
             if trace.released:
                 due.setdefault(span.trace_id, []).append(span)
-        for trace_id, trace in list(self._traces.items()):
-            if trace_id in due:
-                self._feed_late(trace_id, trace, due[trace_id], result)
-            elif not trace.released and self._ready(trace, now):
-                self._release(trace_id, trace, result, final=self._quiet(trace, now))
+        for trace_id, new in due.items():
+            self._feed_late(trace_id, self._traces[trace_id], new, result)
+        for trace_id in list(self._held):
+            trace = self._traces[trace_id]
+            quiet = now - trace.last_ns >= self.hold_s * 1e9
+            if trace.has_root or quiet:
+                self._release(trace_id, trace, result, final=quiet)
         self._settle(result)
-        result.held = sum(len(t.spans) for t in self._traces.values() if not t.released)
+        result.held = sum(len(self._traces[t].spans) for t in self._held)
         self._forget_old()
+        self._close_idle(now)
         self.totals.add(result)
         return result
 
     def flush(self) -> IntakeResult:
         """Release every held trace now (as import would take a file holding only what came)."""
         result = IntakeResult()
-        for trace_id, trace in list(self._traces.items()):
-            if not trace.released:
-                self._release(trace_id, trace, result)
+        for trace_id in list(self._held):
+            self._release(trace_id, self._traces[trace_id], result)
         self._settle(result)
         self.totals.add(result)
         return result
@@ -146,12 +153,6 @@ class SpanIntake:
         return result
 
     # ------------------------------------------------------------------ traces
-    def _ready(self, trace: _Trace, now: int) -> bool:
-        return self._quiet(trace, now) or any(span.parent_span_id is None for span in trace.spans.values())
-
-    def _quiet(self, trace: _Trace, now: int) -> bool:
-        return now - trace.last_ns >= self.hold_s * 1e9
-
     def _release(self, trace_id: str, trace: _Trace, result: IntakeResult, final: bool = True) -> None:
         """Write the trace; one with no GenAI span yet waits (its GenAI spans may come later) unless ``final``."""
         spans = list(trace.spans.values())
@@ -159,10 +160,12 @@ class SpanIntake:
         if not any(session_id_of(s) or operation_of(s) in GENAI_OPERATIONS for s in shaped):
             if final:
                 trace.released = True
+                self._held.discard(trace_id)
                 result.ignored += len(spans)
                 trace.spans = {}  # nothing to shape later spans with: they are ignored too
             return
         trace.released = True
+        self._held.discard(trace_id)
         trace.session_id = sessions_of_traces(shaped)[trace_id]
         self._feed(trace.session_id, shaped, result)
 
@@ -215,8 +218,10 @@ class SpanIntake:
             sink.start(span)
             if span.end_ns is not None:
                 sink.end(span)
-        result.written += len(fresh)
-        result.sessions.add(session_id)
+        if fresh:
+            session.last_ns = time.monotonic_ns()
+            result.written += len(fresh)
+            result.sessions.add(session_id)
 
     def _session(self, session_id: str, created_ns: int) -> _Open:
         session = self._open.get(session_id)
@@ -255,6 +260,14 @@ class SpanIntake:
                 mark_billed(session.sink.store.directory, session.sink.store.read_meta())
             except (LedgerError, StoreError, OSError) as exc:
                 self.warn(f"cannot bill session {session_id} in {self.paths.billing_file}: {exc}")
+
+    def _close_idle(self, now: int) -> None:
+        """Sessions fed nothing for ``hold_s`` are closed, so their locks do not outlive their traces."""
+        while self._open:
+            session = next(iter(self._open.values()))
+            if now - session.last_ns < self.hold_s * 1e9:
+                break  # least recently used first: the rest are newer
+            self._close_oldest()
 
     def _close_oldest(self) -> None:
         _, session = self._open.popitem(last=False)
