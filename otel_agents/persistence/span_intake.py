@@ -14,12 +14,14 @@ nothing and the result equals one ``otel-agents import`` of all the spans.
 
 Traces with no GenAI span (no session id, no GenAI operation) are ignored and counted;
 a span the tree could not hold is rejected with a one-line reason. Each open session
-is owned (ownership.py) until :meth:`SpanIntake.close`, or until it is the least
-recently used of more than ``max_open`` sessions.
+is owned (ownership.py) until :meth:`SpanIntake.close`, until it is fed nothing for
+``hold_s``, or until it is the least recently used of more than ``max_open`` sessions.
+:meth:`SpanIntake.sync` fsyncs what was written, for a receiver that acknowledges after it.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -96,6 +98,7 @@ class SpanIntake:
         self.totals = IntakeResult()
         self._traces: OrderedDict[str, _Trace] = OrderedDict()  # least recently touched first
         self._held: set[str] = set()  # ids of the traces not released yet
+        self._unsynced: set[Path] = set()  # session directories written since the last sync()
         self._open: OrderedDict[str, _Open] = OrderedDict()
         self._ledger = LedgerAppender(self.paths.billing_file)
 
@@ -144,6 +147,21 @@ class SpanIntake:
         self._settle(result)
         self.totals.add(result)
         return result
+
+    def sync(self) -> None:
+        """fsync the journals and events files written since the last call (each line is flushed
+        when written, so the kernel has them; this puts them on disk), for a receiver's acknowledgement."""
+        for directory in sorted(self._unsynced):
+            for name in ("spans.jsonl", "events.jsonl"):
+                try:
+                    fd = os.open(directory / name, os.O_RDONLY | os.O_CLOEXEC)
+                except FileNotFoundError:
+                    continue
+                try:
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+        self._unsynced.clear()
 
     def close(self) -> IntakeResult:
         """Flush, then close every session (final checkpoint) and give up their locks; idempotent."""
@@ -219,6 +237,7 @@ class SpanIntake:
             if span.end_ns is not None:
                 sink.end(span)
         if fresh:
+            self._unsynced.add(sink.store.directory)
             session.last_ns = time.monotonic_ns()
             result.written += len(fresh)
             result.sessions.add(session_id)

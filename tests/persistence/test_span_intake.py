@@ -106,3 +106,25 @@ def test_sessions_are_owned_while_open_and_a_busy_one_is_refused(tmp_path):
         assert result.written == 0 and "being written" in result.rejected[0][1]
         busy.close()
     assert not (tmp_path / "sessions" / "s-live" / "spans.jsonl").exists()
+
+
+def test_sync_puts_what_was_written_on_disk_and_only_that(tmp_path, monkeypatch):
+    import os
+
+    synced: list[str] = []
+    real = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(os.readlink(f"/proc/self/fd/{fd}")), real(fd)))
+
+    def sync() -> list[str]:
+        synced.clear()  # the tree, meta.json and the ledger are fsynced as they are written
+        feed.sync()
+        return sorted(synced)
+
+    feed = intake(tmp_path, hold_s=3600)
+    feed.take([CALL])
+    assert sync() == []  # held: nothing written yet
+    feed.take([ROOT])
+    directory = tmp_path / "sessions" / SESSION
+    assert sync() == [str(directory / "events.jsonl"), str(directory / "spans.jsonl")]
+    assert sync() == []
+    feed.close()
