@@ -61,6 +61,7 @@ class SessionExporter(SpanExporter):
         self._reader = SpanReader(redact_patterns=False)
         self._lock = threading.Lock()
         self._shut = False
+        self._warned: set[str] = set()
         self.warn = warn
 
     @property
@@ -77,7 +78,10 @@ class SessionExporter(SpanExporter):
             except Exception as exc:  # never into the application
                 self.warn(f"otel_agents exporter: cannot write {len(spans)} span(s): {type(exc).__name__}: {exc}")
                 return SpanExportResult.FAILURE
-        for _, reason in result.rejected[:1]:
+        reasons = {reason for _, reason in result.rejected} - self._warned
+        if reasons:  # once per reason: a session a live run writes would otherwise warn at every batch
+            reason = min(reasons)
+            self._warned |= reasons
             self.warn(f"otel_agents exporter: {len(result.rejected)} span(s) not saved, e.g. {reason}")
         return SpanExportResult.SUCCESS
 

@@ -185,7 +185,8 @@ class SpanIntake:
         trace.released = True
         self._held.discard(trace_id)
         trace.session_id = sessions_of_traces(shaped)[trace_id]
-        self._feed(trace.session_id, shaped, result)
+        if not self._feed(trace.session_id, shaped, result):
+            del self._traces[trace_id]  # not written: the same spans delivered again are tried again
 
     def _feed_late(self, trace_id: str, trace: _Trace, new: list[SpanData], result: IntakeResult) -> None:
         if trace.session_id is None:
@@ -196,7 +197,10 @@ class SpanIntake:
         new_ids = {span.span_id for span in new}
         shaped = self._shaped(list(trace.spans.values()))
         # The new spans as the whole trace shapes them, and any synthetic span the trace now needs.
-        self._feed(trace.session_id, [s for s in shaped if s.span_id in new_ids or s.span_id not in trace.spans], result)
+        if not self._feed(trace.session_id, [s for s in shaped if s.span_id in new_ids or s.span_id not in trace.spans],
+                          result):
+            for span_id in new_ids:
+                trace.spans.pop(span_id, None)  # not written: tried again if delivered again
 
     def _shaped(self, spans: list[SpanData]) -> list[SpanData]:
         if any(sc.SESSION_ID in span.attributes for span in spans):
@@ -212,7 +216,8 @@ class SpanIntake:
             del self._traces[trace_id]
 
     # ------------------------------------------------------------------ sessions
-    def _feed(self, session_id: str, spans: Sequence[SpanData], result: IntakeResult) -> None:
+    def _feed(self, session_id: str, spans: Sequence[SpanData], result: IntakeResult) -> bool:
+        """Hand the spans to the session's sink; False when the session could not be opened (busy, say)."""
         stored: list[SpanData] = []
         for span in spans:
             try:
@@ -220,13 +225,13 @@ class SpanIntake:
             except (ValueError, OverflowError, TypeError) as exc:
                 result.rejected.append((span, f"span {span.span_id}: cannot be stored: {exc}"))
         if not stored:
-            return
+            return True
         try:
             session = self._session(session_id, min(s.start_ns for s in stored))
         except (SessionBusy, InvalidSessionId, StoreError, OSError) as exc:
             reason = f"session {session_id}: {exc}"
             result.rejected += [(span, reason) for span in stored]
-            return
+            return False
         sink = session.sink
         fresh = [s for s in stored if not sink.has_ended(s.span_id)]
         for span in fresh:
@@ -241,6 +246,7 @@ class SpanIntake:
             session.last_ns = time.monotonic_ns()
             result.written += len(fresh)
             result.sessions.add(session_id)
+        return True
 
     def _session(self, session_id: str, created_ns: int) -> _Open:
         session = self._open.get(session_id)

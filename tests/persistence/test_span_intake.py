@@ -104,8 +104,9 @@ def test_sessions_are_owned_while_open_and_a_busy_one_is_refused(tmp_path):
             "gen_ai.operation.name": "invoke_agent", "otel_agents.session.id": "s-live"})
         result = busy.take([run])
         assert result.written == 0 and "being written" in result.rejected[0][1]
-        busy.close()
-    assert not (tmp_path / "sessions" / "s-live" / "spans.jsonl").exists()
+        assert not (tmp_path / "sessions" / "s-live" / "spans.jsonl").exists()
+    assert busy.take([run]).written == 1  # delivered again once the run has ended: written then
+    busy.close()
 
 
 def test_sync_puts_what_was_written_on_disk_and_only_that(tmp_path, monkeypatch):
