@@ -255,6 +255,9 @@ class SpanIntake:
             return session
         directory = self.paths.session_dir(session_id)  # InvalidSessionId: not a usable name
         existed = (directory / "spans.jsonl").exists()
+        if not existed and any((directory / name).exists() for name in ("events.jsonl", "tree.json.gz")):
+            # As import refuses it: a session saved without a journal cannot be merged with.
+            raise StoreError("exists without spans.jsonl (saved by an older otel-agents), so it is left as it is")
         ownership = take(directory, create=True)
         try:
             store = SessionStore.create(self.paths.sessions_dir, session_id)

@@ -129,3 +129,15 @@ def test_sync_puts_what_was_written_on_disk_and_only_that(tmp_path, monkeypatch)
     assert sync() == [str(directory / "events.jsonl"), str(directory / "spans.jsonl")]
     assert sync() == []
     feed.close()
+
+
+def test_a_session_saved_without_a_journal_is_left_as_it_is(tmp_path):
+    directory = tmp_path / "sessions" / SESSION
+    directory.mkdir(parents=True)
+    (directory / "tree.json.gz").write_bytes(b"old")
+    feed = intake(tmp_path, hold_s=3600)
+    result = feed.take([CALL, ROOT])
+    feed.close()
+    assert result.written == 0 and "without spans.jsonl" in result.rejected[0][1]
+    assert sorted(p.name for p in directory.iterdir()) == ["tree.json.gz"]
+    assert (directory / "tree.json.gz").read_bytes() == b"old"
