@@ -27,14 +27,9 @@ from otel_agents.persistence.notices import Warn, stderr_warning
 from otel_agents.persistence.paths import Paths
 from otel_agents.persistence.span_intake import IntakeResult, SpanIntake
 from otel_agents.tracing.foreign import understood
-from otel_agents.tracing.spandata import SpanData, SpanReader
+from otel_agents.tracing.spandata import SpanReader
 
-__all__ = ["SessionExporter", "shape_and_price"]
-
-
-def shape_and_price(spans: list[SpanData]) -> list[SpanData]:
-    """Other instrumentations' spans in our shape, their unpriced model calls priced (as ``import`` does)."""
-    return priced(understood(spans))
+__all__ = ["SessionExporter"]
 
 
 class SessionExporter(SpanExporter):
@@ -55,7 +50,7 @@ class SessionExporter(SpanExporter):
         self.sessions_dir = paths.sessions_dir
         self.billing_file = paths.billing_file
         warn = warn or stderr_warning
-        self._intake = SpanIntake(paths.sessions_dir, paths.billing_file, shape=shape_and_price,
+        self._intake = SpanIntake(paths.sessions_dir, paths.billing_file, shape=understood, price=priced,
                                   warn=warn, hold_s=hold_s)
         # The session directory keeps content as sent, credentials scrubbed (as the live recorder).
         self._reader = SpanReader(redact_patterns=False)

@@ -57,6 +57,11 @@ def _spans():
             "gen_ai.usage.cost": 0.25, "otel_agents.llm.price_source": "config",
         }):
             pass
+        with tracer.start_as_current_span("chat gpt-4o-mini", kind=SpanKind.CLIENT, attributes={
+            "gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o-mini", "gen_ai.conversation.id": OURS,
+            "gen_ai.usage.input_tokens": 5, "gen_ai.usage.output_tokens": 1,  # no price: priced as import prices it
+        }):
+            pass
     with tracer.start_as_current_span("GET /health", kind=SpanKind.SERVER):
         pass
     provider.shutdown()
@@ -149,12 +154,12 @@ def test_the_ledger_has_the_tokens_and_the_foreign_calls_are_priced_or_marked(tm
     _export(tmp_path / "s", tmp_path / "b.jsonl", [SPANS])
     records = [json.loads(line) for line in (tmp_path / "b.jsonl").read_text().splitlines()]
     calls = [r for r in records if r["type"] == "llm"]
-    assert sorted(r["tokens"]["input"] for r in calls) == [11, 100, 101]
+    assert sorted(r["tokens"]["input"] for r in calls) == [5, 11, 100, 101]
     assert [r["tool"] for r in records if r["type"] == "tool"] == ["lookup"]
-    ours = next(r for r in calls if r["session_id"] == OURS)
+    ours = next(r for r in calls if r["tokens"]["input"] == 11)
     assert ours["cost_usd"] == 0.25
-    # Other software's calls are priced from the local price map, or said to be unpriced.
-    assert all(r["price_source"] for r in calls if r["session_id"] != OURS)
+    # Calls without a price are priced from the local price map, or said to be unpriced.
+    assert all(r["price_source"] for r in calls if r["tokens"]["input"] != 11)
 
 
 def test_exporting_the_same_spans_again_changes_nothing(tmp_path):

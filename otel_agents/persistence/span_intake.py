@@ -1,16 +1,18 @@
 """SpanData batches in, session sinks fed: the per-session intake of the span exporter and the OTLP receiver.
 
 Spans come in batches, in any order, any number of times. A trace is held until its
-root span (no parent) has come, or until it has been quiet for ``hold_s``, or until
-:meth:`SpanIntake.flush`; it is then *released*: put in our shape as a whole
-(``shape``, by default :func:`~otel_agents.tracing.foreign.understood`; the exporter adds
-pricing), given its session as ``import`` gives it (``gen_ai.conversation.id`` /
+root span (no parent) has come (and, while none of its spans is a GenAI one, until it has
+been quiet for ``hold_s``), or until :meth:`SpanIntake.flush`; it is then *released*: put
+in our shape as a whole (``shape``, by default :func:`~otel_agents.tracing.foreign.understood`;
+an otel-agents run's trace is in it already), its model calls priced (``price``: the
+persistence layer knows no prices, so the caller passes ``llm.import_pricing.priced``), given its session as ``import`` gives it (``gen_ai.conversation.id`` /
 ``otel_agents.session.id``, else ``trace-<id>``) and fed, records first, to that session's
 :class:`~otel_agents.persistence.session_sink.SessionSink` with ``live=False`` as import
 feeds it. Later spans of a released trace are shaped with the trace's known spans and
 fed at once. After each batch every touched session is checkpointed (tree.json.gz,
-meta.json) and its ledger records appended (ids dedupe), so the same spans again change
-nothing and the result equals one ``otel-agents import`` of all the spans.
+meta.json); its ledger records are appended (ids dedupe) when it closes and at
+:meth:`SpanIntake.flush`, so the same spans again change nothing and the result equals
+one ``otel-agents import`` of all the spans.
 
 Traces with no GenAI span (no session id, no GenAI operation) are ignored and counted;
 a span the tree could not hold is rejected with a one-line reason. Each open session
@@ -46,6 +48,10 @@ from otel_agents.tracing.import_checks import span_problem
 from otel_agents.tracing.spandata import SpanData
 
 Shape = Callable[[list[SpanData]], list[SpanData]]
+
+
+def _unchanged(spans: list[SpanData]) -> list[SpanData]:
+    return spans
 GENAI_OPERATIONS = LLM_OPERATIONS | {sc.OP_EXECUTE_TOOL, sc.OP_INVOKE_AGENT, sc.OP_CREATE_AGENT, "embeddings"}
 
 
@@ -82,15 +88,17 @@ class _Open:
         self.sink = sink
         self.ownership = ownership
         self.last_ns = time.monotonic_ns()  # when spans were last fed to it
+        self.unbilled = False  # spans came since its ledger records were last appended
 
 
 class SpanIntake:
     """Feeds session directories and the ledger from batches of plain spans; thread-unsafe (callers lock)."""
 
     def __init__(self, sessions_dir: Path, billing_file: Path, *, shape: Shape = understood,
-                 warn: Warn = stderr_warning, hold_s: float = 30.0, max_open: int = 64, max_traces: int = 4096):
+                 price: Shape = _unchanged, warn: Warn = stderr_warning, hold_s: float = 30.0, max_open: int = 64, max_traces: int = 4096):
         self.paths = Paths(Path(sessions_dir), Path(billing_file))
         self.shape = shape
+        self.price = price
         self.warn = warn
         self.hold_s = hold_s
         self.max_open = max_open
@@ -145,6 +153,9 @@ class SpanIntake:
         for trace_id in list(self._held):
             self._release(trace_id, self._traces[trace_id], result)
         self._settle(result)
+        for session_id, session in list(self._open.items()):
+            if session.unbilled:
+                self._bill(session_id, session)
         self.totals.add(result)
         return result
 
@@ -204,8 +215,8 @@ class SpanIntake:
 
     def _shaped(self, spans: list[SpanData]) -> list[SpanData]:
         if any(sc.SESSION_ID in span.attributes for span in spans):
-            return spans  # an otel-agents run's trace: already in our shape, whole or not
-        return self.shape(spans)
+            return self.price(spans)  # an otel-agents run's trace: in our shape already, whole or not
+        return self.price(self.shape(spans))
 
     def _forget_old(self) -> None:
         """Released traces are kept for shaping late spans, up to ``max_traces``."""
@@ -273,21 +284,31 @@ class SpanIntake:
         return session
 
     def _settle(self, result: IntakeResult) -> None:
-        """The touched sessions' tree and meta.json, then their ledger records (as import ends)."""
+        """The touched sessions' tree and meta.json, at once."""
         for session_id in sorted(result.sessions):
             session = self._open.get(session_id)
-            if session is None:
-                continue
-            tree = session.sink.checkpoint()
-            if tree is None:
-                continue  # the sink said why, once
-            records = ledger_records(tree)
-            try:
-                if records:
-                    self._ledger.append(records)
-                mark_billed(session.sink.store.directory, session.sink.store.read_meta())
-            except (LedgerError, StoreError, OSError) as exc:
-                self.warn(f"cannot bill session {session_id} in {self.paths.billing_file}: {exc}")
+            if session is not None:
+                session.sink.checkpoint()  # a failure: the sink says why, once
+                session.unbilled = True
+
+    def _bill(self, session_id: str, session: _Open) -> None:
+        """The session's ledger records, from its tree as it is now (as import ends), ids deduped.
+
+        Billed when the session closes or at :meth:`flush`, not per batch: a record's path
+        label counts its earlier siblings, which may come in a later batch, and a record
+        once appended is never rewritten.
+        """
+        session.unbilled = False
+        sink = session.sink
+        if not sink.saved_everything:
+            return  # the sink said why; a session not wholly saved is not billed from a partial tree
+        records = ledger_records(sink.tree())  # the tree its last checkpoint wrote
+        try:
+            if records:
+                self._ledger.append(records)
+            mark_billed(sink.store.directory, sink.store.read_meta())
+        except (LedgerError, StoreError, OSError) as exc:
+            self.warn(f"cannot bill session {session_id} in {self.paths.billing_file}: {exc}")
 
     def _close_idle(self, now: int) -> None:
         """Sessions fed nothing for ``hold_s`` are closed, so their locks do not outlive their traces."""
@@ -298,8 +319,10 @@ class SpanIntake:
             self._close_oldest()
 
     def _close_oldest(self) -> None:
-        _, session = self._open.popitem(last=False)
+        session_id, session = self._open.popitem(last=False)
         try:
+            if session.unbilled:
+                self._bill(session_id, session)
             session.sink.close()
         finally:
             session.ownership.release()

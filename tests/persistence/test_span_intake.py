@@ -45,8 +45,20 @@ def test_a_trace_is_held_until_its_root_comes_then_shaped_and_billed(tmp_path):
     assert (second.written, second.held, second.sessions) == (3, 0, {SESSION})  # + the synthetic agent
     names = sorted(s.name for s in saved_spans(tmp_path / "sessions", SESSION))
     assert names == ["POST /ask", "completion", "invoke_agent svc"]
+    assert not (tmp_path / "billing.jsonl").exists()  # billed once the session closes (or at flush)
+    feed.close()
     ledger = [json.loads(line) for line in (tmp_path / "billing.jsonl").read_text().splitlines()]
     assert [(r["type"], r["tokens"]["input"]) for r in ledger] == [("llm", 40)]
+
+
+def test_a_ledger_record_gets_the_path_of_the_whole_run_whatever_came_first(tmp_path):
+    feed = intake(tmp_path, hold_s=3600)
+    earlier = span("00000000000000a0", "00000000000000a1", "completion", **LLM)  # starts first: path 0-1
+    feed.take([ROOT, CALL])
+    feed.take([earlier])
+    feed.flush()
+    ledger = [json.loads(line) for line in (tmp_path / "billing.jsonl").read_text().splitlines()]
+    assert sorted((r["span_id"], r["path"]) for r in ledger) == [("00000000000000a0", "0-1"), ("00000000000000a2", "0-2")]
     feed.close()
 
 
