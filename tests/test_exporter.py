@@ -11,6 +11,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from opentelemetry.sdk.resources import Resource
@@ -99,11 +100,15 @@ def _imported(tmp: Path):
     return sessions, billing
 
 
-REFERENCE_DIR = Path(tempfile.mkdtemp(prefix="exporter-reference-"))
-REFERENCE = _imported(REFERENCE_DIR)
 HEALTH = "trace-" + format(next(s for s in SPANS if s.name == "GET /health").context.trace_id, "032x")[:16]
-# import makes a session of every trace; the exporter only of GenAI ones
-SESSION_IDS = sorted(p.name for p in REFERENCE[0].iterdir() if p.name != HEALTH)
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    """(sessions dir, ledger, GenAI session ids) of one import of all the spans; import makes a
+    session of every trace, the exporter only of GenAI ones."""
+    sessions, billing = _imported(tmp_path_factory.mktemp("reference"))
+    return sessions, billing, sorted(p.name for p in sessions.iterdir() if p.name != HEALTH)
 
 
 def _export(sessions: Path, billing: Path, batches) -> SessionExporter:
@@ -114,9 +119,10 @@ def _export(sessions: Path, billing: Path, batches) -> SessionExporter:
     return exporter
 
 
-def test_the_reference_import_has_the_app_trace_and_the_run_and_not_the_health_check():
-    assert OURS in SESSION_IDS and len(SESSION_IDS) == 2 and (REFERENCE[0] / HEALTH).is_dir()
-    assert not any("health" in json.dumps(_session(REFERENCE[0], s)["tree"]) for s in SESSION_IDS)
+def test_the_reference_import_has_the_app_trace_and_the_run_and_the_health_check_apart(reference):
+    sessions, _, session_ids = reference
+    assert OURS in session_ids and len(session_ids) == 2 and (sessions / HEALTH).is_dir()
+    assert not any("health" in json.dumps(_session(sessions, s)["tree"]) for s in session_ids)
 
 
 def _arrival_order(rng: random.Random) -> list:
@@ -136,17 +142,18 @@ def _arrival_order(rng: random.Random) -> list:
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 2**32 - 1), cuts=st.lists(st.integers(1, len(SPANS) - 1), max_size=5, unique=True))
-def test_batches_in_any_order_give_the_session_one_import_gives(seed, cuts):
+def test_batches_in_any_order_give_the_session_one_import_gives(reference, seed, cuts):
+    imported, imported_billing, session_ids = reference
     spans = _arrival_order(random.Random(seed))
     bounds = [0, *sorted(cuts), len(spans)]
     batches = [spans[a:b] for a, b in zip(bounds, bounds[1:])]
     with tempfile.TemporaryDirectory() as tmp:
         sessions, billing = Path(tmp) / "sessions", Path(tmp) / "billing.jsonl"
         exporter = _export(sessions, billing, batches)
-        assert sorted(p.name for p in sessions.iterdir()) == SESSION_IDS
-        for session_id in SESSION_IDS:
-            assert _session(sessions, session_id) == _session(REFERENCE[0], session_id)
-        assert _ledger(billing) == _ledger(REFERENCE[1]) and _ledger(billing)
+        assert sorted(p.name for p in sessions.iterdir()) == session_ids
+        for session_id in session_ids:
+            assert _session(sessions, session_id) == _session(imported, session_id)
+        assert _ledger(billing) == _ledger(imported_billing) and _ledger(billing)
         assert exporter.totals.ignored == IGNORED and not exporter.totals.rejected
 
 
@@ -167,12 +174,13 @@ def test_exporting_the_same_spans_again_changes_nothing(tmp_path):
     _export(sessions, billing, [SPANS])
     before = {p: p.read_bytes() for p in sessions.rglob("*.jsonl")}
     ledger_before = billing.read_bytes()
-    trees = {s: _session(sessions, s)["tree"] for s in SESSION_IDS}
+    session_ids = sorted(p.name for p in sessions.iterdir())
+    trees = {s: _session(sessions, s)["tree"] for s in session_ids}
     again = _export(sessions, billing, [SPANS[:3], SPANS[3:]])  # another process, other batches
     assert again.totals.written == 0
     assert {p: p.read_bytes() for p in sessions.rglob("*.jsonl")} == before
     assert billing.read_bytes() == ledger_before
-    assert {s: _session(sessions, s)["tree"] for s in SESSION_IDS} == trees
+    assert {s: _session(sessions, s)["tree"] for s in session_ids} == trees
     same = SessionExporter(sessions_dir=sessions, billing_file=billing)
     same.export(SPANS)
     same.export(SPANS)  # within one exporter too
