@@ -77,6 +77,7 @@ class _Trace:
     spans: dict[str, SpanData] = field(default_factory=dict)
     last_ns: int = 0  # monotonic time of the last span that came
     has_root: bool = False  # a span without a parent came: the trace has ended (its spans end before it)
+    looked_at: int = 0  # how many spans it had when last found to hold no GenAI span
     session_id: str | None = None  # set when released; None after release: ignored
     released: bool = False
 
@@ -138,7 +139,7 @@ class SpanIntake:
         for trace_id in list(self._held):
             trace = self._traces[trace_id]
             quiet = now - trace.last_ns >= self.hold_s * 1e9
-            if trace.has_root or quiet:
+            if quiet or (trace.has_root and len(trace.spans) > trace.looked_at):
                 self._release(trace_id, trace, result, final=quiet)
         self._settle(result)
         result.held = sum(len(self._traces[t].spans) for t in self._held)
@@ -187,6 +188,7 @@ class SpanIntake:
         spans = list(trace.spans.values())
         shaped = self._shaped(spans)
         if not any(session_id_of(s) or operation_of(s) in GENAI_OPERATIONS for s in shaped):
+            trace.looked_at = len(spans)  # looked at again only when more come
             if final:
                 trace.released = True
                 self._held.discard(trace_id)

@@ -153,3 +153,14 @@ def test_a_session_saved_without_a_journal_is_left_as_it_is(tmp_path):
     assert result.written == 0 and "without spans.jsonl" in result.rejected[0][1]
     assert sorted(p.name for p in directory.iterdir()) == ["tree.json.gz"]
     assert (directory / "tree.json.gz").read_bytes() == b"old"
+
+
+def test_a_trace_whose_genai_span_comes_after_its_root_is_written_not_ignored(tmp_path):
+    feed = intake(tmp_path, hold_s=3600)
+    root = span("00000000000000b1", None, "POST /ask", trace=OTHER)
+    assert feed.take([root]).held == 1
+    assert feed.take([root]).held == 1  # looked at again only when something new came
+    call = span("00000000000000b2", "00000000000000b1", "completion", trace=OTHER, **LLM)
+    assert feed.take([call]).written == 3
+    assert feed.close().ignored == 0
+    assert (tmp_path / "sessions" / "trace-fedcba9876543210" / "spans.jsonl").exists()
