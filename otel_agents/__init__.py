@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from otel_agents.api import Agent, Session, recording, resume
     from otel_agents.api_fork import fork
     from otel_agents.forking import ForkError
+    from otel_agents.exporter import SessionExporter
     from otel_agents.llm.model_settings import ModelSettings
     from otel_agents.restore import ResumeError
     from otel_agents.runtime.hooks import (
@@ -56,6 +57,7 @@ _HOMES = {
     "RecordingError": "otel_agents.session_recording",
     "ResumeError": "otel_agents.restore",
     "ForkError": "otel_agents.forking",
+    "SessionExporter": "otel_agents.exporter",
 }
 
 __all__ = ["__version__", *_HOMES]

@@ -150,7 +150,8 @@ def _start_facts(span: SpanData) -> tuple:
     return (span.trace_id, span.parent_span_id, span.name, span.kind, span.start_ns)
 
 
-def _records_of(span: SpanData) -> list[EventLine]:
+def record_lines(span: SpanData) -> list[EventLine]:
+    """The seed-001 records a span carries as events, as events.jsonl lines (the span intake feeds them too)."""
     out = []
     for event in span.events:
         if not is_record_event(event):
@@ -166,7 +167,7 @@ def in_journal_form(span: SpanData) -> SpanData:
     ValueError when the journal could not hold it (e.g. a time beyond 64 bits).
     """
     lines = [decode(encode(line)) for line in (context_line(span.resource, span.scope), *span_lines(span))]
-    return rebuild(lines, _records_of(span)).spans[0]
+    return rebuild(lines, record_lines(span)).spans[0]
 
 
 def _diff(a: Mapping[str, Any], b: Mapping[str, Any]) -> str:
@@ -229,14 +230,14 @@ class _Session:
         self._take_records(span)
 
     def _take_records(self, span: SpanData) -> None:
-        for line in _records_of(span):
+        for line in record_lines(span):
             mid = line.record["message_id"]
             if mid not in self.records:
                 self.records[mid] = line
                 self.plan.new_records.append(line)
 
     def _check_records(self, span: SpanData, source: str) -> None:
-        for line in _records_of(span):
+        for line in record_lines(span):
             mid = line.record["message_id"]
             known = self.records.get(mid)
             if known is None:

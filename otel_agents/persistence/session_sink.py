@@ -192,6 +192,10 @@ class SessionSink(DerivedFiles):
         """``(message id, time ns)`` of the records written for this span so far."""
         return self._recorded.get(span_id, set())
 
+    def has_ended(self, span_id: str) -> bool:
+        """Whether this span's end is written already (this sink's, or the saved session's)."""
+        return span_id in self._finished or span_id in self._ended_before
+
     def start(self, span: SpanData) -> None:
         with self._lock:
             span_id = span.span_id

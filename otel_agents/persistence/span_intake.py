@@ -1,0 +1,330 @@
+"""SpanData batches in, session sinks fed: the per-session intake of the span exporter and the OTLP receiver.
+
+Spans come in batches, in any order, any number of times. A trace is held until its
+root span (no parent) has come (and, while none of its spans is a GenAI one, until it has
+been quiet for ``hold_s``), or until :meth:`SpanIntake.flush`; it is then *released*: put
+in our shape as a whole (``shape``, by default :func:`~otel_agents.tracing.foreign.understood`;
+an otel-agents run's trace is in it already), its model calls priced (``price``: the
+persistence layer knows no prices, so the caller passes ``llm.import_pricing.priced``), given its session as ``import`` gives it (``gen_ai.conversation.id`` /
+``otel_agents.session.id``, else ``trace-<id>``) and fed, records first, to that session's
+:class:`~otel_agents.persistence.session_sink.SessionSink` with ``live=False`` as import
+feeds it. Later spans of a released trace are shaped with the trace's known spans and
+fed at once. After each batch every touched session is checkpointed (tree.json.gz,
+meta.json); its ledger records are appended (ids dedupe) when it closes and at
+:meth:`SpanIntake.flush`, so the same spans again change nothing and the result equals
+one ``otel-agents import`` of all the spans.
+
+Traces with no GenAI span (no session id, no GenAI operation) are ignored and counted;
+a span the tree could not hold is rejected with a one-line reason. Each open session
+is owned (ownership.py) until :meth:`SpanIntake.close`, until it is fed nothing for
+``hold_s``, or until it is the least recently used of more than ``max_open`` sessions.
+:meth:`SpanIntake.sync` fsyncs what was written, for a receiver that acknowledges after it.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable, Sequence
+
+from otel_agents.persistence.artifacts import mark_billed
+from otel_agents.persistence.import_sessions import in_journal_form, record_lines, sessions_of_traces
+from otel_agents.persistence.ledger import LedgerAppender, LedgerError
+from otel_agents.persistence.ledger_records import ledger_records
+from otel_agents.persistence.notices import Warn, stderr_warning
+from otel_agents.persistence.ownership import Ownership, SessionBusy, take
+from otel_agents.persistence.paths import InvalidSessionId, Paths
+from otel_agents.persistence.private import open_private_append
+from otel_agents.persistence.session_sink import SessionSink
+from otel_agents.persistence.store import SessionStore, StoreError
+from otel_agents.persistence.timestamps import parse_iso_ts
+from otel_agents.persistence.tree_span_fields import session_id_of
+from otel_agents.tracing import semconv as sc
+from otel_agents.tracing.foreign import LLM_OPERATIONS, operation_of, understood
+from otel_agents.tracing.import_checks import span_problem
+from otel_agents.tracing.spandata import SpanData
+
+Shape = Callable[[list[SpanData]], list[SpanData]]
+
+
+def _unchanged(spans: list[SpanData]) -> list[SpanData]:
+    return spans
+GENAI_OPERATIONS = LLM_OPERATIONS | {sc.OP_EXECUTE_TOOL, sc.OP_INVOKE_AGENT, sc.OP_CREATE_AGENT, "embeddings"}
+
+
+@dataclass
+class IntakeResult:
+    """What one :meth:`SpanIntake.take` (or :meth:`SpanIntake.flush`) did."""
+
+    written: int = 0  # spans handed to a session's sink (durable once the call returns)
+    held: int = 0  # spans waiting for their trace's root
+    ignored: int = 0  # spans of traces with no GenAI span
+    rejected: list[tuple[SpanData, str]] = field(default_factory=list)  # (span, one-line reason)
+    sessions: set[str] = field(default_factory=set)  # sessions written to
+
+    def add(self, other: "IntakeResult") -> None:
+        self.written += other.written
+        self.ignored += other.ignored
+        self.rejected += other.rejected
+        self.sessions |= other.sessions
+
+
+@dataclass
+class _Trace:
+    spans: dict[str, SpanData] = field(default_factory=dict)
+    last_ns: int = 0  # monotonic time of the last span that came
+    has_root: bool = False  # a span without a parent came: the trace has ended (its spans end before it)
+    looked_at: int = 0  # how many spans it had when last found to hold no GenAI span
+    session_id: str | None = None  # set when released; None after release: ignored
+    released: bool = False
+
+
+class _Open:
+    """One session being written: its sink and the lock that makes this process its writer."""
+
+    def __init__(self, sink: SessionSink, ownership: Ownership):
+        self.sink = sink
+        self.ownership = ownership
+        self.last_ns = time.monotonic_ns()  # when spans were last fed to it
+        self.unbilled = False  # spans came since its ledger records were last appended
+
+
+class SpanIntake:
+    """Feeds session directories and the ledger from batches of plain spans; thread-unsafe (callers lock)."""
+
+    def __init__(self, sessions_dir: Path, billing_file: Path, *, shape: Shape = understood,
+                 price: Shape = _unchanged, warn: Warn = stderr_warning, hold_s: float = 30.0, max_open: int = 64, max_traces: int = 4096):
+        self.paths = Paths(Path(sessions_dir), Path(billing_file))
+        self.shape = shape
+        self.price = price
+        self.warn = warn
+        self.hold_s = hold_s
+        self.max_open = max_open
+        self.max_traces = max_traces
+        self.totals = IntakeResult()
+        self._traces: OrderedDict[str, _Trace] = OrderedDict()  # least recently touched first
+        self._held: set[str] = set()  # ids of the traces not released yet
+        self._unsynced: set[Path] = set()  # session directories written since the last sync()
+        self._open: OrderedDict[str, _Open] = OrderedDict()
+        self._ledger = LedgerAppender(self.paths.billing_file)
+
+    # ------------------------------------------------------------------ input
+    def take(self, spans: Iterable[SpanData]) -> IntakeResult:
+        """One batch: written, held, ignored or rejected, each span."""
+        result = IntakeResult()
+        due: dict[str, list[SpanData]] = {}  # released trace -> its new spans to feed
+        now = time.monotonic_ns()
+        for span in spans:
+            problem = span_problem(span)
+            if problem is not None:
+                result.rejected.append((span, f"span {span.span_id}: {problem.part}: {problem.message}"))
+                continue
+            trace = self._traces.get(span.trace_id)
+            if trace is None:
+                trace = self._traces[span.trace_id] = _Trace()
+                self._held.add(span.trace_id)
+            self._traces.move_to_end(span.trace_id)
+            trace.last_ns = now
+            if span.span_id in trace.spans:
+                continue  # delivered again: what it gave is there already (or held)
+            trace.spans[span.span_id] = span
+            trace.has_root = trace.has_root or span.parent_span_id is None
+            if trace.released:
+                due.setdefault(span.trace_id, []).append(span)
+        for trace_id, new in due.items():
+            self._feed_late(trace_id, self._traces[trace_id], new, result)
+        for trace_id in list(self._held):
+            trace = self._traces[trace_id]
+            quiet = now - trace.last_ns >= self.hold_s * 1e9
+            if quiet or (trace.has_root and len(trace.spans) > trace.looked_at):
+                self._release(trace_id, trace, result, final=quiet)
+        self._settle(result)
+        result.held = sum(len(self._traces[t].spans) for t in self._held)
+        self._forget_old()
+        self._close_idle(now)
+        self.totals.add(result)
+        return result
+
+    def flush(self) -> IntakeResult:
+        """Release every held trace now (as import would take a file holding only what came)."""
+        result = IntakeResult()
+        for trace_id in list(self._held):
+            self._release(trace_id, self._traces[trace_id], result)
+        self._settle(result)
+        for session_id, session in list(self._open.items()):
+            if session.unbilled:
+                self._bill(session_id, session)
+        self.totals.add(result)
+        return result
+
+    def sync(self) -> None:
+        """fsync the journals and events files written since the last call (each line is flushed
+        when written, so the kernel has them; this puts them on disk), for a receiver's acknowledgement."""
+        for directory in sorted(self._unsynced):
+            for name in ("spans.jsonl", "events.jsonl"):
+                try:
+                    fd = os.open(directory / name, os.O_RDONLY | os.O_CLOEXEC)
+                except FileNotFoundError:
+                    continue
+                try:
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+        self._unsynced.clear()
+
+    def close(self) -> IntakeResult:
+        """Flush, then close every session (final checkpoint) and give up their locks; idempotent."""
+        result = self.flush()
+        while self._open:
+            self._close_oldest()
+        return result
+
+    # ------------------------------------------------------------------ traces
+    def _release(self, trace_id: str, trace: _Trace, result: IntakeResult, final: bool = True) -> None:
+        """Write the trace; one with no GenAI span yet waits (its GenAI spans may come later) unless ``final``."""
+        spans = list(trace.spans.values())
+        shaped = self._shaped(spans)
+        if not any(session_id_of(s) or operation_of(s) in GENAI_OPERATIONS for s in shaped):
+            trace.looked_at = len(spans)  # looked at again only when more come
+            if final:
+                trace.released = True
+                self._held.discard(trace_id)
+                result.ignored += len(spans)
+                trace.spans = {}  # nothing to shape later spans with: they are ignored too
+            return
+        trace.released = True
+        self._held.discard(trace_id)
+        trace.session_id = sessions_of_traces(shaped)[trace_id]
+        if not self._feed(trace.session_id, shaped, result):
+            del self._traces[trace_id]  # not written: the same spans delivered again are tried again
+
+    def _feed_late(self, trace_id: str, trace: _Trace, new: list[SpanData], result: IntakeResult) -> None:
+        if trace.session_id is None:
+            result.ignored += len(new)
+            for span in new:
+                trace.spans.pop(span.span_id, None)
+            return
+        new_ids = {span.span_id for span in new}
+        shaped = self._shaped(list(trace.spans.values()))
+        # The new spans as the whole trace shapes them, and any synthetic span the trace now needs.
+        if not self._feed(trace.session_id, [s for s in shaped if s.span_id in new_ids or s.span_id not in trace.spans],
+                          result):
+            for span_id in new_ids:
+                trace.spans.pop(span_id, None)  # not written: tried again if delivered again
+
+    def _shaped(self, spans: list[SpanData]) -> list[SpanData]:
+        if any(sc.SESSION_ID in span.attributes for span in spans):
+            return self.price(spans)  # an otel-agents run's trace: in our shape already, whole or not
+        return self.price(self.shape(spans))
+
+    def _forget_old(self) -> None:
+        """Released traces are kept for shaping late spans, up to ``max_traces``."""
+        while len(self._traces) > self.max_traces:
+            trace_id, trace = next(iter(self._traces.items()))
+            if not trace.released:
+                break  # held ones go when they are released
+            del self._traces[trace_id]
+
+    # ------------------------------------------------------------------ sessions
+    def _feed(self, session_id: str, spans: Sequence[SpanData], result: IntakeResult) -> bool:
+        """Hand the spans to the session's sink; False when the session could not be opened (busy, say)."""
+        stored: list[SpanData] = []
+        for span in spans:
+            try:
+                stored.append(in_journal_form(span))
+            except (ValueError, OverflowError, TypeError) as exc:
+                result.rejected.append((span, f"span {span.span_id}: cannot be stored: {exc}"))
+        if not stored:
+            return True
+        try:
+            session = self._session(session_id, min(s.start_ns for s in stored))
+        except (SessionBusy, InvalidSessionId, StoreError, OSError) as exc:
+            reason = f"session {session_id}: {exc}"
+            result.rejected += [(span, reason) for span in stored]
+            return False
+        sink = session.sink
+        fresh = [s for s in stored if not sink.has_ended(s.span_id)]
+        for span in fresh:
+            for line in record_lines(span):
+                sink.record(line.record, parse_iso_ts(line.ts) if line.ts else 0, line.trace_id, line.span_id)
+        for span in sorted(fresh, key=lambda s: (s.start_ns, s.span_id)):
+            sink.start(span)
+            if span.end_ns is not None:
+                sink.end(span)
+        if fresh:
+            self._unsynced.add(sink.store.directory)
+            session.last_ns = time.monotonic_ns()
+            result.written += len(fresh)
+            result.sessions.add(session_id)
+        return True
+
+    def _session(self, session_id: str, created_ns: int) -> _Open:
+        session = self._open.get(session_id)
+        if session is not None:
+            self._open.move_to_end(session_id)
+            return session
+        directory = self.paths.session_dir(session_id)  # InvalidSessionId: not a usable name
+        existed = (directory / "spans.jsonl").exists()
+        if not existed and any((directory / name).exists() for name in ("events.jsonl", "tree.json.gz")):
+            # As import refuses it: a session saved without a journal cannot be merged with.
+            raise StoreError("exists without spans.jsonl (saved by an older otel-agents), so it is left as it is")
+        ownership = take(directory, create=True)
+        try:
+            store = SessionStore.create(self.paths.sessions_dir, session_id)
+            open_private_append(store.events_path).close()  # part of a session even with no record (as import)
+        except BaseException:
+            ownership.release()
+            raise
+        sink = SessionSink(store, session_id, resume=existed, from_journal=True, live=False,
+                           created_ns=created_ns, warn=self.warn)
+        session = self._open[session_id] = _Open(sink, ownership)
+        while len(self._open) > self.max_open:
+            self._close_oldest()
+        return session
+
+    def _settle(self, result: IntakeResult) -> None:
+        """The touched sessions' tree and meta.json, at once."""
+        for session_id in sorted(result.sessions):
+            session = self._open.get(session_id)
+            if session is not None:
+                session.sink.checkpoint()  # a failure: the sink says why, once
+                session.unbilled = True
+
+    def _bill(self, session_id: str, session: _Open) -> None:
+        """The session's ledger records, from its tree as it is now (as import ends), ids deduped.
+
+        Billed when the session closes or at :meth:`flush`, not per batch: a record's path
+        label counts its earlier siblings, which may come in a later batch, and a record
+        once appended is never rewritten.
+        """
+        session.unbilled = False
+        sink = session.sink
+        if not sink.saved_everything:
+            return  # the sink said why; a session not wholly saved is not billed from a partial tree
+        records = ledger_records(sink.tree())  # the tree its last checkpoint wrote
+        try:
+            if records:
+                self._ledger.append(records)
+            mark_billed(sink.store.directory, sink.store.read_meta())
+        except (LedgerError, StoreError, OSError) as exc:
+            self.warn(f"cannot bill session {session_id} in {self.paths.billing_file}: {exc}")
+
+    def _close_idle(self, now: int) -> None:
+        """Sessions fed nothing for ``hold_s`` are closed, so their locks do not outlive their traces."""
+        while self._open:
+            session = next(iter(self._open.values()))
+            if now - session.last_ns < self.hold_s * 1e9:
+                break  # least recently used first: the rest are newer
+            self._close_oldest()
+
+    def _close_oldest(self) -> None:
+        session_id, session = self._open.popitem(last=False)
+        try:
+            if session.unbilled:
+                self._bill(session_id, session)
+            session.sink.close()
+        finally:
+            session.ownership.release()
