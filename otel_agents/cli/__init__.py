@@ -17,6 +17,7 @@ from otel_agents.cli.export import export
 from otel_agents.cli.importer import import_traces
 from otel_agents.cli.resume import resume
 from otel_agents.cli.run import run
+from otel_agents.cli.send import send
 from otel_agents.cli.sessions import sessions
 from otel_agents.cli.view import view
 
@@ -27,7 +28,7 @@ def cli() -> None:
     """A multi-agent LLM runtime in which everything that happens is an OpenTelemetry span."""
 
 
-for command in (run, resume, sessions, billing, view, import_traces, export):
+for command in (run, resume, send, sessions, billing, view, import_traces, export):
     cli.add_command(command)
 
 

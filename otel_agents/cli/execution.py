@@ -190,15 +190,28 @@ def start_recording(tracing, paths: Paths, session_id: str, ownership=None, **re
         raise _as_click(exc) from None
 
 
-def attach_console(tracing, verbose: bool, trace_llm: bool, trace_tools: bool) -> None:
-    """Console lines come from spans; the labeler must see a span start before the renderer."""
+def attach_console(tracing, verbose: bool, trace_llm: bool, trace_tools: bool, txn: str | None = None) -> None:
+    """Console lines come from spans; the labeler must see a span start before the renderer.
+
+    ``txn``: the saved session's console id (``console.saved_txn``); None for a new session.
+    """
     from otel_agents.cli.live_labels import LivePathLabels
 
     labels = LivePathLabels()
-    renderer = ConsoleRenderer(labels.label_of, ConsoleOptions(verbose, trace_llm, trace_tools))
+    renderer = ConsoleRenderer(labels.label_of, ConsoleOptions(verbose, trace_llm, trace_tools), txn=txn)
     tracing.add_processor(labels)
     tracing.add_processor(renderer)
     tracing.add_listener(renderer)
+
+
+def label_runs(session, context, txn: str | None, sender: str | None = None) -> None:
+    """Every run ``context`` starts carries this process's ingress metadata (``sender``: who
+    delivered an outside event) and the session's console id (``txn``, None for a new session)."""
+    from otel_agents.cli.console import keep_session_txn
+    from otel_agents.tracing.ingress import ingress_attributes
+
+    context.extra.update(ingress_attributes(sender=sender))
+    keep_session_txn(session, context, txn)
 
 
 def _as_ctrl_c(signum, frame):
@@ -250,12 +263,14 @@ def next_steps(paths: Paths, session_id: str, view: str) -> NextSteps:
     return NextSteps(paths.sessions_dir / session_id, view, storage)
 
 
-def execute(session, prompts: list[str], context, tracing, recording, steps: NextSteps | None = None) -> int:
+def execute(session, prompts: list[str], context, tracing, recording, steps: NextSteps | None = None,
+            agent=None) -> int:
     """Run each prompt as its own trace; print utterances; always close the recording.
 
     A session that could not be saved whole ends the command with exit 1, whatever the run did.
     ``steps``: said on stderr just before the closing ``session: ID`` line (which stays last,
     for scripts), when the session was saved.
+    ``agent``: the agent that answers (``send``); by default the root.
     """
     from otel_agents.llm.client import LLMCallFailed
     from otel_agents.runtime.agent import MaxTurnsExceeded
@@ -270,7 +285,7 @@ def execute(session, prompts: list[str], context, tracing, recording, steps: Nex
         with asyncio.Runner() as runner:  # one loop for every prompt of the process
             for prompt in prompts:
                 streamed.clear()
-                utterance = runner.run(session.run(prompt, context=context))
+                utterance = runner.run(session.run(prompt, agent=agent, context=context))
                 # Streamed text is on stdout already: the line is ended, not printed twice.
                 click.echo("" if streamed else str(utterance))
     except (LLMCallFailed, MaxTurnsExceeded) as exc:

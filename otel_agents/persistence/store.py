@@ -34,6 +34,7 @@ from otel_agents.persistence.tree_encoding import TreeEncoder, encode_payload
 from otel_agents.persistence.tree_flat import FlatError, deeper_than, flat_session, unflatten_session
 from otel_agents.persistence.tree_shape import ShapeError, check_session_shape
 from otel_agents.tracing import semconv as sc
+from otel_agents.tracing.ingress import ingress_of
 
 TREE_FILE = "tree.json.gz"
 META_FILE = "meta.json"
@@ -295,6 +296,11 @@ def run_summary(run: Mapping[str, Any], position: int) -> dict[str, Any]:
         summary["app"] = attributes[sc.RUN_APP]
     if attributes.get(sc.RUN_PARAMS) is not None:  # likewise only runs given --param
         summary["params"] = attributes[sc.RUN_PARAMS]
+    if attributes.get(sc.SESSION_TXN) is not None:  # the console id, kept by resume and send
+        summary["txn"] = attributes[sc.SESSION_TXN]
+    ingress = ingress_of(attributes)
+    if ingress:  # where the run came from (seed 002); runs started through the Python API have none
+        summary["ingress"] = ingress
     return summary
 
 
