@@ -264,13 +264,15 @@ def next_steps(paths: Paths, session_id: str, view: str) -> NextSteps:
 
 
 def execute(session, prompts: list[str], context, tracing, recording, steps: NextSteps | None = None,
-            agent=None) -> int:
+            agent=None, watch=None) -> int:
     """Run each prompt as its own trace; print utterances; always close the recording.
 
     A session that could not be saved whole ends the command with exit 1, whatever the run did.
     ``steps``: said on stderr just before the closing ``session: ID`` line (which stays last,
     for scripts), when the session was saved.
-    ``agent``: the agent that answers (``send``); by default the root.
+    ``agent``: the agent that answers (``send``); by default the root. ``watch``: a
+    ``watch.FileWatch`` served after the prompts (its events' answers printed like theirs);
+    an interrupt while it waits between events ends the command normally.
     """
     from otel_agents.llm.client import LLMCallFailed
     from otel_agents.runtime.agent import MaxTurnsExceeded
@@ -280,6 +282,7 @@ def execute(session, prompts: list[str], context, tracing, recording, steps: Nex
     previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)
     previous = signal.signal(signal.SIGTERM, _as_ctrl_c)
     exit_code = EXIT_OK
+    watching = False
     streamed = _stream_root_text(session)
     try:
         with asyncio.Runner() as runner:  # one loop for every prompt of the process
@@ -288,12 +291,18 @@ def execute(session, prompts: list[str], context, tracing, recording, steps: Nex
                 utterance = runner.run(session.run(prompt, agent=agent, context=context))
                 # Streamed text is on stdout already: the line is ended, not printed twice.
                 click.echo("" if streamed else str(utterance))
+            if watch is not None:
+                watching = True
+                runner.run(_serve(watch, session, context, streamed))
     except (LLMCallFailed, MaxTurnsExceeded) as exc:
         click.echo(f"error: {exc}", err=True)
         exit_code = EXIT_FAILED
     except KeyboardInterrupt:
-        click.echo("interrupted: open spans were ended as cancelled and the session was saved", err=True)
-        exit_code = EXIT_INTERRUPTED
+        if watching and not watch.busy:  # the way to stop watching: nothing was cut short
+            click.echo("stopped watching", err=True)
+        else:
+            click.echo("interrupted: open spans were ended as cancelled and the session was saved", err=True)
+            exit_code = EXIT_INTERRUPTED
     finally:
         signal.signal(signal.SIGTERM, previous)
         signal.signal(signal.SIGINT, previous_int)
@@ -307,6 +316,19 @@ def execute(session, prompts: list[str], context, tracing, recording, steps: Nex
         click.echo(f"error: session {session.id} was not saved whole (see the warnings above)", err=True)
         exit_code = EXIT_FAILED
     return exit_code
+
+
+async def _serve(watch, session, context, streamed: list[str]) -> None:
+    """Say what is watched and for how long, then deliver its events until it ends."""
+    until = "until interrupted" if watch.duration is None else f"for {watch.duration:g}s"
+    paths = ", ".join(str(trigger.path) for trigger in watch.triggers)
+    click.echo(f"watching {paths} {until} (Ctrl-C stops)", err=True)
+
+    def answered(text: str) -> None:
+        click.echo("" if streamed else text)
+        streamed.clear()
+
+    await watch.serve(session, context, answered, warn=lambda text: click.echo(text, err=True))
 
 
 def finish(exit_code: int) -> None:
