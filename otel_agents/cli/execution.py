@@ -204,13 +204,14 @@ def attach_console(tracing, verbose: bool, trace_llm: bool, trace_tools: bool, t
     tracing.add_listener(renderer)
 
 
-def label_runs(session, context, txn: str | None, sender: str | None = None) -> None:
+def label_runs(session, context, txn: str | None, sender: str | None = None, keep_argv: bool = True) -> None:
     """Every run ``context`` starts carries this process's ingress metadata (``sender``: who
-    delivered an outside event) and the session's console id (``txn``, None for a new session)."""
+    delivered an outside event; ``keep_argv`` off for ``--redacted-save``, whose prompts are not
+    saved) and the session's console id (``txn``, None for a new session)."""
     from otel_agents.cli.console import keep_session_txn
     from otel_agents.tracing.ingress import ingress_attributes
 
-    context.extra.update(ingress_attributes(sender=sender))
+    context.extra.update(ingress_attributes(sender=sender, keep_argv=keep_argv))
     keep_session_txn(session, context, txn)
 
 

@@ -100,7 +100,7 @@ def run(prompts, script_name, app_reference, resume_id, watch_paths, watch_agent
         extra[sc.RUN_PARAMS] = model_opts.params.to_json()  # resume gives them to every agent again
     context = RunContext(source="cli", script=script.source if script is not None else None,
                          model_override=model_opts.model, extra=extra)
-    label_runs(session, context, txn=None)
+    label_runs(session, context, txn=None, keep_argv=not redacted_save)  # argv holds the prompts
     demo = app is None and (script_name or DEFAULT_SCRIPT) == DEFAULT_SCRIPT
     if demo and model_opts.model is None:  # on a real model neither failure is scripted
         click.echo(DEMO_NOTICE, err=True)

@@ -52,12 +52,14 @@ def _user() -> str | None:
         return None
 
 
-def ingress_attributes(argv: Sequence[str] | None = None, sender: str | None = None) -> dict[str, Any]:
+def ingress_attributes(argv: Sequence[str] | None = None, sender: str | None = None,
+                       keep_argv: bool = True) -> dict[str, Any]:
     """The root-span attributes of a run started by this process (``sender``: who delivered
-    an outside event, for ``send``/``--watch``). Absent facts are left out, never guessed."""
+    an outside event, for ``send``/``--watch``). Absent facts are left out, never guessed;
+    ``keep_argv`` off (``--redacted-save``) leaves out the command line, which holds the prompts."""
     attributes: dict[str, Any] = {
         sc.INGRESS_CWD: os.getcwd(),
-        sc.INGRESS_ARGV: redacted_argv(sys.argv if argv is None else argv),
+        sc.INGRESS_ARGV: redacted_argv(sys.argv if argv is None else argv) if keep_argv else None,
         sc.INGRESS_PID: os.getpid(),
         sc.INGRESS_USER: _user(),
         sc.INGRESS_HOST: socket.gethostname(),

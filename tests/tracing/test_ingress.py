@@ -86,3 +86,18 @@ def test_a_cli_run_carries_ingress_on_its_root_span_meta_json_and_sessions_show(
     assert f"cwd {tmp_path}" in shown.stdout and "argv " in shown.stdout
     ingress_lines = [line for line in shown.stdout.splitlines() if line.startswith(("  from", "  cwd", "  argv"))]
     assert ingress_lines and not any(SECRET in line for line in ingress_lines)
+
+
+def test_a_redacted_save_keeps_no_command_line_since_it_holds_the_prompts(home, tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_EXPORTER_OTLP")}
+    env.update(OTEL_TRACES_EXPORTER="none", OTEL_AGENTS_HOME=str(home), LITELLM_LOCAL_MODEL_COST_MAP="True")
+    prompt = "Create Jack and Jill for a secret cafe discussion"
+    done = subprocess.run([sys.executable, "-m", "otel_agents", "run", "--redacted-save", prompt], env=env,
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    (directory,) = (home / "sessions").iterdir()
+    saved = b"".join(gzip.decompress(p.read_bytes()) if p.suffix == ".gz" else p.read_bytes()
+                     for p in sorted(directory.iterdir()) if p.is_file())
+    assert prompt.encode() not in saved
+    meta = orjson.loads((directory / "meta.json").read_bytes())
+    assert "argv" not in meta["last_run"]["ingress"] and meta["last_run"]["ingress"]["cwd"] == str(tmp_path)
