@@ -50,7 +50,7 @@ def records(home: Path) -> tuple[str, list[dict]]:
 
 def test_a_watched_file_appearing_is_an_external_event_the_agent_answers(home, tmp_path):
     data = tmp_path / "data.json"
-    proc = start(home, tmp_path, "run", "--watch", "data.json", "--watch-to", "Jack", "--watch-for", "20", PROMPT)
+    proc = start(home, tmp_path, "run", "--watch", "data.json", "--watch-to", "Jack", "--watch-for", "5", PROMPT)
     wait_for_line(proc, "watching ")
     before = time.monotonic()
     data.write_text('{"x": 1}')
