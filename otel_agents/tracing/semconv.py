@@ -206,6 +206,7 @@ CONTENT_ATTRIBUTES = frozenset(
         LLM_PARTIAL_OUTPUT,
         LOG_MESSAGE,
         HOOK_REASON,
+        INGRESS_ARGV,  # the command line holds the prompts
     }
 )
 CONTENT_EVENT_FIELDS = frozenset({"content", "tool_calls", "reasoning_content", "thinking_blocks"})
