@@ -18,6 +18,7 @@ from otel_agents.cli.fork import fork
 from otel_agents.cli.importer import import_traces
 from otel_agents.cli.resume import resume
 from otel_agents.cli.run import run
+from otel_agents.cli.send import send
 from otel_agents.cli.sessions import sessions
 from otel_agents.cli.view import view
 
@@ -28,7 +29,7 @@ def cli() -> None:
     """A multi-agent LLM runtime in which everything that happens is an OpenTelemetry span."""
 
 
-for command in (run, resume, fork, sessions, billing, view, import_traces, export):
+for command in (run, resume, fork, send, sessions, billing, view, import_traces, export):
     cli.add_command(command)
 
 

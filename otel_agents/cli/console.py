@@ -1,9 +1,12 @@
 """Console log lines rendered from span data (seed 002 "Console Logging Semantics").
 
-Every stderr line reads ``[txn:<trace id prefix>] <path label> <kind>/<id>: <LEVEL> <message>``:
-the path label is the tree position of the operation the line concerns, the kind
-is llm, tool or session. Nothing in the runtime prints; this span processor (and
-live-record listener) is the only place console lines come from.
+Every stderr line reads ``[txn:<session txn>] <path label> <kind>/<id>: <LEVEL> <message>``:
+the txn is the session's console id (the first run's trace id prefix, the seed's
+originTxnId), the same on every run, resume and ``send`` of the session, so one grep
+finds all of it; each run's own trace id stays on its spans. The path label is the
+tree position of the operation the line concerns, the kind is llm, tool or session.
+Nothing in the runtime prints; this span processor (and live-record listener) is the
+only place console lines come from.
 
 Levels: by default only WRN and ERR. ``verbose`` adds one VRB line per LLM and
 tool request/response (latency, sizes, tokens, cost), THK lines for reasoning and
@@ -68,6 +71,50 @@ def kind_and_id(name: str, attributes: Mapping[str, Any]) -> tuple[str, str]:
     return "session", str(attributes.get(sc.GEN_AI_AGENT_NAME) or name.split(" ", 1)[-1])
 
 
+def txn_of(trace_id: int) -> str:
+    """The console id a trace id gives: its first hex digits."""
+    return format(trace_id, "032x")[:TXN_PREFIX]
+
+
+def saved_txn(runs: list[Mapping[str, Any]]) -> str | None:
+    """The console id of a saved session from its runs (the tree's ``runs``, or meta's
+    ``last_run`` alone): the one recorded on them, else, for a session saved before ids
+    were recorded, its first run's trace id prefix (when ``runs`` starts with run 1)."""
+    for run in reversed(runs):
+        txn = (run.get("attributes") or {}).get(sc.SESSION_TXN) or run.get("txn")
+        if isinstance(txn, str) and txn:
+            return txn
+    if not runs or runs[0].get("index") != 1:
+        return None
+    try:
+        return txn_of(int(runs[0]["trace_id"], 16))
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def keep_session_txn(session, context, txn: str | None) -> None:
+    """Record the console id on the root span of every run ``context`` starts (``SESSION_TXN``).
+
+    A new session's id is its first run's trace id prefix, known only once that run has
+    begun: it is set on that run's root span from inside the run, and on the later ones
+    at their start.
+    """
+    from opentelemetry import trace
+
+    if txn is not None:
+        context.extra[sc.SESSION_TXN] = txn
+        return
+
+    def first_run() -> None:
+        span = trace.get_current_span()
+        ctx = span.get_span_context()
+        if ctx.is_valid:
+            context.extra[sc.SESSION_TXN] = txn_of(ctx.trace_id)
+            span.set_attribute(sc.SESSION_TXN, context.extra[sc.SESSION_TXN])
+
+    session.before_next_run.append(first_run)
+
+
 def _money(cost: Any) -> str:
     return "unpriced" if cost is None else f"${cost:.6f}"
 
@@ -78,6 +125,7 @@ class ConsoleRenderer(SpanProcessor):
 
     label_of: Callable[[str], str | None]
     options: ConsoleOptions = field(default_factory=ConsoleOptions)
+    txn: str | None = None  # the session's console id; a new session's is its first run's trace id prefix
     out: TextIO = field(default_factory=lambda: sys.stderr)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -89,7 +137,8 @@ class ConsoleRenderer(SpanProcessor):
         attributes = getattr(span, "attributes", None) or {}
         kind, ident = kind_and_id(getattr(span, "name", ""), attributes)
         label = self.label_of(format(ctx.span_id, "016x")) or "?"
-        line = redact_text(f"[txn:{format(ctx.trace_id, '032x')[:TXN_PREFIX]}] {label} {kind}/{ident}: {level} {message}")
+        txn = self.txn or txn_of(ctx.trace_id)
+        line = redact_text(f"[txn:{txn}] {label} {kind}/{ident}: {level} {message}")
         with self._lock:
             print(line, file=self.out, flush=True)
 
@@ -119,6 +168,8 @@ class ConsoleRenderer(SpanProcessor):
     def on_start(self, span: Span, parent_context=None) -> None:
         attributes = span.attributes or {}
         operation = attributes.get(sc.GEN_AI_OPERATION_NAME)
+        if self.txn is None and operation == sc.OP_INVOKE_AGENT and span.parent is None:
+            self.txn = txn_of(span.context.trace_id)  # a new session: its first run names it
         if operation == sc.OP_CHAT:
             if self.options.verbose:
                 self._emit(span, "VRB", f"request attempt {attributes.get(sc.LLM_ATTEMPT, 1)}: "

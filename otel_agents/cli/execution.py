@@ -190,15 +190,29 @@ def start_recording(tracing, paths: Paths, session_id: str, ownership=None, **re
         raise _as_click(exc) from None
 
 
-def attach_console(tracing, verbose: bool, trace_llm: bool, trace_tools: bool) -> None:
-    """Console lines come from spans; the labeler must see a span start before the renderer."""
+def attach_console(tracing, verbose: bool, trace_llm: bool, trace_tools: bool, txn: str | None = None) -> None:
+    """Console lines come from spans; the labeler must see a span start before the renderer.
+
+    ``txn``: the saved session's console id (``console.saved_txn``); None for a new session.
+    """
     from otel_agents.cli.live_labels import LivePathLabels
 
     labels = LivePathLabels()
-    renderer = ConsoleRenderer(labels.label_of, ConsoleOptions(verbose, trace_llm, trace_tools))
+    renderer = ConsoleRenderer(labels.label_of, ConsoleOptions(verbose, trace_llm, trace_tools), txn=txn)
     tracing.add_processor(labels)
     tracing.add_processor(renderer)
     tracing.add_listener(renderer)
+
+
+def label_runs(session, context, txn: str | None, sender: str | None = None, keep_argv: bool = True) -> None:
+    """Every run ``context`` starts carries this process's ingress metadata (``sender``: who
+    delivered an outside event; ``keep_argv`` off for ``--redacted-save``, whose prompts are not
+    saved) and the session's console id (``txn``, None for a new session)."""
+    from otel_agents.cli.console import keep_session_txn
+    from otel_agents.tracing.ingress import ingress_attributes
+
+    context.extra.update(ingress_attributes(sender=sender, keep_argv=keep_argv))
+    keep_session_txn(session, context, txn)
 
 
 def _as_ctrl_c(signum, frame):
@@ -250,12 +264,16 @@ def next_steps(paths: Paths, session_id: str, view: str) -> NextSteps:
     return NextSteps(paths.sessions_dir / session_id, view, storage)
 
 
-def execute(session, prompts: list[str], context, tracing, recording, steps: NextSteps | None = None) -> int:
+def execute(session, prompts: list[str], context, tracing, recording, steps: NextSteps | None = None,
+            agent=None, watch=None) -> int:
     """Run each prompt as its own trace; print utterances; always close the recording.
 
     A session that could not be saved whole ends the command with exit 1, whatever the run did.
     ``steps``: said on stderr just before the closing ``session: ID`` line (which stays last,
     for scripts), when the session was saved.
+    ``agent``: the agent that answers (``send``); by default the root. ``watch``: a
+    ``watch.FileWatch`` served after the prompts (its events' answers printed like theirs);
+    an interrupt while it waits between events ends the command normally.
     """
     from otel_agents.llm.client import LLMCallFailed
     from otel_agents.runtime.agent import MaxTurnsExceeded
@@ -265,20 +283,27 @@ def execute(session, prompts: list[str], context, tracing, recording, steps: Nex
     previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)
     previous = signal.signal(signal.SIGTERM, _as_ctrl_c)
     exit_code = EXIT_OK
+    watching = False
     streamed = _stream_root_text(session)
     try:
         with asyncio.Runner() as runner:  # one loop for every prompt of the process
             for prompt in prompts:
                 streamed.clear()
-                utterance = runner.run(session.run(prompt, context=context))
+                utterance = runner.run(session.run(prompt, agent=agent, context=context))
                 # Streamed text is on stdout already: the line is ended, not printed twice.
                 click.echo("" if streamed else str(utterance))
+            if watch is not None:
+                watching = True
+                runner.run(_serve(watch, session, context, streamed))
     except (LLMCallFailed, MaxTurnsExceeded) as exc:
         click.echo(f"error: {exc}", err=True)
         exit_code = EXIT_FAILED
     except KeyboardInterrupt:
-        click.echo("interrupted: open spans were ended as cancelled and the session was saved", err=True)
-        exit_code = EXIT_INTERRUPTED
+        if watching and not watch.busy:  # the way to stop watching: nothing was cut short
+            click.echo("stopped watching", err=True)
+        else:
+            click.echo("interrupted: open spans were ended as cancelled and the session was saved", err=True)
+            exit_code = EXIT_INTERRUPTED
     finally:
         signal.signal(signal.SIGTERM, previous)
         signal.signal(signal.SIGINT, previous_int)
@@ -292,6 +317,19 @@ def execute(session, prompts: list[str], context, tracing, recording, steps: Nex
         click.echo(f"error: session {session.id} was not saved whole (see the warnings above)", err=True)
         exit_code = EXIT_FAILED
     return exit_code
+
+
+async def _serve(watch, session, context, streamed: list[str]) -> None:
+    """Say what is watched and for how long, then deliver its events until it ends."""
+    until = "until interrupted" if watch.duration is None else f"for {watch.duration:g}s"
+    paths = ", ".join(str(trigger.path) for trigger in watch.triggers)
+    click.echo(f"watching {paths} {until} (Ctrl-C stops)", err=True)
+
+    def answered(text: str) -> None:
+        click.echo("" if streamed else text)
+        streamed.clear()
+
+    await watch.serve(session, context, answered, warn=lambda text: click.echo(text, err=True))
 
 
 def finish(exit_code: int) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import click
 
 from otel_agents.cli.execution import (
@@ -9,6 +11,7 @@ from otel_agents.cli.execution import (
     configure,
     execute,
     finish,
+    label_runs,
     make_llm,
     model_options,
     output_options,
@@ -22,9 +25,17 @@ from otel_agents.tracing import semconv as sc
 FALLBACK_SCRIPT = "jack-and-jill"
 
 
+@dataclass(frozen=True)
+class Delivery:
+    """An outside event for one agent of the session (``send``): it answers instead of the root."""
+
+    agent: str  # name or id
+    sender: str | None = None  # named in the record's source and the run's ingress metadata
+
+
 @ledger_errors_are_data_errors
 def resume_session_command(session_id, prompts, script_name, model_opts, otlp_file, verbose, trace_llm,
-                           trace_tools, paths, redacted_save: bool = False) -> int:
+                           trace_tools, paths, redacted_save: bool = False, delivery: Delivery | None = None) -> int:
     """Own the session, load and check all of it, then run: nothing is called or billed before the checks."""
     from otel_agents.cli.execution import own_session
 
@@ -32,13 +43,35 @@ def resume_session_command(session_id, prompts, script_name, model_opts, otlp_fi
     ownership = own_session(session_dir)  # exit 2 while another process writes it
     try:
         return _resume_owned(session_dir, session_id, prompts, script_name, model_opts, otlp_file, verbose,
-                             trace_llm, trace_tools, paths, ownership)
+                             trace_llm, trace_tools, paths, ownership, delivery)
     finally:
         ownership.release()  # idempotent: a started recording has released it already
 
 
+def _saved_txn(tree, meta) -> str | None:
+    """The session's console id, from the tree's runs or else meta.json's last run."""
+    from otel_agents.cli.console import saved_txn
+
+    if tree is not None:
+        return saved_txn(tree.get("runs") or [])
+    last = (meta or {}).get("last_run")
+    return saved_txn([last]) if isinstance(last, dict) else None
+
+
+def _target_or_exit(session, delivery: Delivery | None, tracing):
+    """The agent a delivery names (None: the root answers), or a usage error listing the agents."""
+    if delivery is None:
+        return None
+    agent = session.find_agent(delivery.agent)
+    if agent is None:
+        tracing.shutdown()
+        names = ", ".join(sorted({a.name for a in session.agents.values()}))
+        raise click.UsageError(f"session {session.id} has no agent {delivery.agent!r} (its agents: {names})")
+    return agent
+
+
 def _resume_owned(session_dir, session_id, prompts, script_name, model_opts, otlp_file, verbose, trace_llm,
-                  trace_tools, paths, ownership) -> int:
+                  trace_tools, paths, ownership, delivery: Delivery | None = None) -> int:
     from otel_agents.llm.scripts import ScriptError, load_script
     from otel_agents.restore import ResumeError, restore_session, saved_params
     from otel_agents.saved_session import load_for_resume
@@ -95,6 +128,7 @@ def _resume_owned(session_dir, session_id, prompts, script_name, model_opts, otl
     except ResumeError as exc:
         tracing.shutdown()
         raise click.UsageError(str(exc)) from None
+    target = _target_or_exit(session, delivery, tracing)
     if script is not None:
         install_hooks(session, script.hooks)
     if app is not None:
@@ -110,13 +144,15 @@ def _resume_owned(session_dir, session_id, prompts, script_name, model_opts, otl
         tracing.shutdown()
         raise StorageUnwritable(str(exc)) from None
     recording = start_recording(tracing, paths, session_id, ownership=ownership, resume=True)
-    attach_console(tracing, verbose, trace_llm, trace_tools)
+    txn = _saved_txn(tree, meta)
+    attach_console(tracing, verbose, trace_llm, trace_tools, txn=txn)
     extra = {sc.RUN_APP: app.reference} if app else {}  # the next resume imports the same app
     if params is not None:
         extra[sc.RUN_PARAMS] = params.to_json()  # and gives every agent the same parameters
-    context = RunContext(source="resume", script=script.source if script else None, model_override=model,
-                         extra=extra)
-    return execute(session, prompt_list, context, tracing, recording)
+    context = RunContext(source="external" if delivery else "resume", script=script.source if script else None,
+                         model_override=model, extra=extra, sender=delivery.sender if delivery else None)
+    label_runs(session, context, txn, sender=delivery.sender if delivery else None)
+    return execute(session, prompt_list, context, tracing, recording, agent=target)
 
 
 @click.command()

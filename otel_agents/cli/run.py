@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from otel_agents.cli.execution import (
@@ -9,6 +11,7 @@ from otel_agents.cli.execution import (
     configure,
     execute,
     finish,
+    label_runs,
     make_llm,
     model_options,
     next_steps,
@@ -32,10 +35,18 @@ DEMO_NOTICE = ("demo: the scripted model answers one call with a 429 rate limit 
 @click.option("--app", "app_reference", metavar="MODULE:FACTORY",
               help="Run a Python app: the factory returns the root otel_agents.Agent (or (agent, hooks)).")
 @click.option("--resume", "resume_id", metavar="SESSION_ID", help="Continue a saved session (same as `resume`).")
+@click.option("--watch", "watch_paths", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="After the prompts, keep the session running and turn this file appearing or changing into an "
+                   "outside event (repeatable; polled every 0.25s; see also the script's 'triggers').")
+@click.option("--watch-to", "watch_agent", metavar="AGENT",
+              help="Agent (name or id) told of --watch changes [default: the root].")
+@click.option("--watch-for", "watch_for", type=click.FloatRange(0, min_open=True), metavar="SECONDS",
+              help="Stop watching after SECONDS [default: until Ctrl-C or SIGTERM].")
 @model_options
 @output_options
 @storage_options
-def run(prompts, script_name, app_reference, resume_id, model_opts, otlp_file, redacted_save, verbose, trace_llm, trace_tools, paths):
+def run(prompts, script_name, app_reference, resume_id, watch_paths, watch_agent, watch_for, model_opts, otlp_file,
+        redacted_save, verbose, trace_llm, trace_tools, paths):
     """Run PROMPTS (arguments, else stdin lines, else interactive) in a new session.
 
     stdout carries the root agent's utterances only; the session id goes to stderr.
@@ -47,6 +58,8 @@ def run(prompts, script_name, app_reference, resume_id, model_opts, otlp_file, r
             raise click.UsageError("--app applies to new sessions (a resumed session re-imports its own app)")
         if redacted_save:
             raise click.UsageError("--redacted-save applies to new sessions only")
+        if watch_paths or watch_agent or watch_for:
+            raise click.UsageError("--watch applies to new sessions (use `send` to tell a saved session's agent)")
         finish(resume_session_command(resume_id, prompts, script_name, model_opts, otlp_file,
                                       verbose, trace_llm, trace_tools, paths))
     from otel_agents.llm.scripts import ScriptError, load_script
@@ -59,6 +72,7 @@ def run(prompts, script_name, app_reference, resume_id, model_opts, otlp_file, r
     prompt_list = read_prompts(prompts, script.prompts if script is not None else ())
     if not prompt_list:
         raise click.UsageError("no prompt given (as arguments, on stdin, or in the script's 'prompts')")
+    watch = _file_watch(watch_paths, watch_agent, watch_for, script)
     tracing = configure(otlp_file)
 
     from otel_agents.runtime.scenario import build_session
@@ -86,8 +100,19 @@ def run(prompts, script_name, app_reference, resume_id, model_opts, otlp_file, r
         extra[sc.RUN_PARAMS] = model_opts.params.to_json()  # resume gives them to every agent again
     context = RunContext(source="cli", script=script.source if script is not None else None,
                          model_override=model_opts.model, extra=extra)
+    label_runs(session, context, txn=None, keep_argv=not redacted_save)  # argv holds the prompts
     demo = app is None and (script_name or DEFAULT_SCRIPT) == DEFAULT_SCRIPT
     if demo and model_opts.model is None:  # on a real model neither failure is scripted
         click.echo(DEMO_NOTICE, err=True)
     steps = next_steps(paths, session.id, "dialog Jack Jill" if demo else "agents")
-    finish(execute(session, prompt_list, context, tracing, recording, steps))
+    finish(execute(session, prompt_list, context, tracing, recording, steps, watch=watch))
+
+
+def _file_watch(paths, agent: str | None, duration: float | None, script):
+    """The files watched while the session runs (--watch and the script's triggers), or None."""
+    from otel_agents.cli.watch import FileWatch, triggers_of
+
+    if (agent or duration) and not paths and not (script and script.triggers):
+        raise click.UsageError("--watch-to and --watch-for need a --watch PATH or a script with 'triggers'")
+    triggers = triggers_of(paths, agent, script.triggers if script is not None else ())
+    return FileWatch(triggers, duration) if triggers else None

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import shlex
 import shutil
 import sys
 from typing import Any, Mapping
 
 import click
 
+from otel_agents.tracing import semconv as sc
 from otel_agents.cli.options import (
     ledger_errors_are_data_errors, reads_whole_sessions, session_dir_or_exit, storage_options,
 )
@@ -286,8 +288,28 @@ def _session_lines(node: Mapping[str, Any], indent: int, ids: bool = False) -> l
     return lines
 
 
+def _ingress_lines(attributes: Mapping[str, Any]) -> list[str]:
+    """Where a run came from (seed 002 ingress), from its root span; nothing for runs that carry none."""
+    from otel_agents.tracing.ingress import ingress_of
+
+    ingress = ingress_of(attributes)
+    source = attributes.get(sc.RUN_SOURCE)
+    if not ingress:
+        return []
+    who = f"{ingress.get('user', '?')}@{ingress.get('host', '?')} pid {ingress.get('pid', '?')}"
+    head = f"  from {source or '?'}" + (f" (sender {ingress['sender']})" if "sender" in ingress else "")
+    lines = [f"{head}: {who}, otel-agents {ingress.get('version', '?')}"]
+    if "cwd" in ingress:
+        lines.append(f"  cwd {ingress['cwd']}")
+    argv = ingress.get("argv")
+    if isinstance(argv, (list, tuple)):
+        lines.append("  argv " + shlex.join(str(arg) for arg in argv))
+    return lines
+
+
 def render_session(tree: Mapping[str, Any], meta: Mapping[str, Any] | None, ids: bool = False) -> list[str]:
     """``meta``: with its status as the reader sees it (``store.effective_status``); ``ids``: span ids on every line."""
+    from otel_agents.cli.console import saved_txn
     from otel_agents.persistence.tree_totals import agent_totals
 
     status = meta.get("status") if meta else tree.get("status")
@@ -296,6 +318,9 @@ def render_session(tree: Mapping[str, Any], meta: Mapping[str, Any] | None, ids:
     if meta:
         lines.append(f"  created {meta.get('created')}  updated {meta.get('updated')}")
     lines.append(f"  {len(tree.get('runs', []))} run(s), {len(tree.get('agents', {}))} agent(s)  {_tokens(tree['totals']['inclusive'])}")
+    txn = saved_txn(tree.get("runs") or [])
+    if txn:
+        lines.append(f"  console txn:{txn} (every run's stderr lines)")
     if tree.get("error"):
         lines.append(f"  error: {tree['error']}")
     for run in tree.get("runs", []):
@@ -306,6 +331,7 @@ def render_session(tree: Mapping[str, Any], meta: Mapping[str, Any] | None, ids:
         )
         if run.get("error"):
             lines.append(f"  error: {run['error']}")
+        lines.extend(_ingress_lines(run.get("attributes") or {}))
         lines.extend(_session_lines(run, 1, ids))
     if tree.get("ops"):
         lines.append("")

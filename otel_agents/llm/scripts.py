@@ -18,11 +18,13 @@ A script is a JSON file (see docs/scripts.md)::
       "fallback": "I have nothing further to add.",
       "params": {"temperature": 0.2, "max_tokens": 512},
       "agent_params": {"Jack": {"temperature": 0.9, "stop": ["END"]}},
-      "stream": true
+      "stream": true,
+      "triggers": [{"watch": "data.json", "agent": "Watcher", "text": "File changed: {path}"}]
     }
 
 ``params`` are the root agent's request parameters (its sub-agents inherit them),
-``agent_params`` those of the agents of a name; ``stream`` streams every call.
+``agent_params`` those of the agents of a name; ``stream`` streams every call;
+``triggers`` turn a file appearing or changing into an outside event (``run``).
 
 The model's answer is a pure function of the request: the agent's name and how
 many assistant turns its transcript already holds. An agent with no turn left
@@ -39,6 +41,7 @@ from typing import Any
 
 from otel_agents.json_nesting import NestingTooDeep, check_nesting
 from otel_agents.llm.model_settings import ModelSettings, ModelSettingsError, settings_from_mapping
+from otel_agents.llm.script_triggers import TriggerError, TriggerSpec, parse_triggers
 
 FALLBACK_UTTERANCE = "I have nothing further to add."
 BUILTIN_SCRIPTS = ("jack-and-jill",)
@@ -98,6 +101,7 @@ class Script:
     params: ModelSettings | None = None  # the root's request parameters, inherited by its sub-agents
     agent_params: dict[str, ModelSettings] = field(default_factory=dict)  # by agent name
     stream: bool = False
+    triggers: tuple[TriggerSpec, ...] = ()  # files watched while the session runs (script_triggers.py)
 
     def agent_settings(self, root_name: str, root_own: ModelSettings | None = None) -> dict[str, ModelSettings]:
         """Request parameters by agent name, the root's (``params`` and an app's own) included."""
@@ -266,6 +270,10 @@ def parse_script(data: Any, source: str) -> Script:
     stream = data.get("stream", False)
     if not isinstance(stream, bool):
         raise _fail(source, "'stream' must be true or false")
+    try:
+        triggers = parse_triggers(data.get("triggers"), source)
+    except TriggerError as exc:
+        raise ScriptError(str(exc)) from None
     return Script(
         name=name,
         source=source,
@@ -278,6 +286,7 @@ def parse_script(data: Any, source: str) -> Script:
         params=params,
         agent_params=agent_params,
         stream=stream,
+        triggers=triggers,
     )
 
 

@@ -33,6 +33,7 @@ from otel_agents.persistence.tree_file import (  # noqa: F401
     read_payload,
 )
 from otel_agents.tracing import semconv as sc
+from otel_agents.tracing.ingress import ingress_of
 
 META_FILE = "meta.json"
 TITLE_LIMIT = 80
@@ -244,6 +245,11 @@ def run_summary(run: Mapping[str, Any], position: int) -> dict[str, Any]:
         summary["app"] = attributes[sc.RUN_APP]
     if attributes.get(sc.RUN_PARAMS) is not None:  # likewise only runs given --param
         summary["params"] = attributes[sc.RUN_PARAMS]
+    if attributes.get(sc.SESSION_TXN) is not None:  # the console id, kept by resume and send
+        summary["txn"] = attributes[sc.SESSION_TXN]
+    ingress = ingress_of(attributes)
+    if ingress:  # where the run came from (seed 002); runs started through the Python API have none
+        summary["ingress"] = ingress
     return summary
 
 

@@ -48,6 +48,17 @@ class RunContext:
     script: str | None = None
     model_override: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    sender: str | None = None  # of an external prompt: named in its record's source (``external:<sender>``)
+
+    @property
+    def record_source(self) -> str | None:
+        """The ``source`` of the prompt's transcript entry: only outside events have one."""
+        return external_source(self.sender) if self.source == "external" else None
+
+
+def external_source(sender: str | None = None) -> str:
+    """A record's ``source`` for an outside event: ``external``, or ``external:<sender>``."""
+    return f"external:{sender}" if sender else "external"
 
 
 class Session:
@@ -277,16 +288,16 @@ class Session:
         return text
 
     # --- runs and outside events ---
-    def external(self, agent: "Agent", text: str) -> str:
+    def external(self, agent: "Agent", text: str, sender: str | None = None) -> str:
         """An outside event (seed example 4): a user message with source ``external``.
 
         Inside an operation the record joins the current span; on its own it gets
         an ``external_input {agent}`` span, so the trace holds it like any other.
         To have the agent answer at once, use ``run(text, agent=..., context=
-        RunContext(source="external"))`` instead.
+        RunContext(source="external"))`` instead. ``sender`` is named in the record's source.
         """
         if trace.get_current_span().is_recording():
-            return agent.harken(text, source="external")
+            return agent.harken(text, source=external_source(sender))
         attrs = {
             sc.GEN_AI_CONVERSATION_ID: self.id,
             sc.SESSION_ID: self.id,
@@ -296,7 +307,7 @@ class Session:
         with self.telemetry.tracer.start_as_current_span(
             sc.span_name(sc.OP_EXTERNAL_INPUT, agent.name), kind=SpanKind.INTERNAL, attributes=attrs
         ):
-            return agent.harken(text, source="external")
+            return agent.harken(text, source=external_source(sender))
 
     async def run(self, prompt: str | None, *, agent: "Agent | None" = None,
                   context: RunContext | None = None) -> LoggedString:
@@ -338,5 +349,5 @@ class Session:
             span.set_attributes(target.span_attributes())
             if prompt is None:
                 return LoggedString("")
-            target.harken(prompt, source="external" if context.source == "external" else None)
+            target.harken(prompt, source=context.record_source)
             return await target.respond_in_current_span()

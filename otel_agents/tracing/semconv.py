@@ -93,6 +93,16 @@ RUN_MODEL_CHANGES = "otel_agents.run.model_changes"  # resume: "<old> -> <new> f
 RUN_REDACTED_SAVE = "otel_agents.run.redacted_save"  # message contents were not saved (--redacted-save)
 RUN_FORK_SESSION = "otel_agents.run.fork.session"  # fork: the source session's id (on the fork's first run)
 RUN_FORK_MESSAGE = "otel_agents.run.fork.message"  # fork: the source message the fork starts just after
+SESSION_TXN = "otel_agents.session.txn"  # console id of the whole session: its first run's trace id prefix
+# Ingress metadata (seed 002): where a run came from, on its root span and in meta.json's last_run.
+INGRESS_CWD = "otel_agents.ingress.cwd"
+INGRESS_ARGV = "otel_agents.ingress.argv"  # redacted (tracing/redaction.py)
+INGRESS_PID = "otel_agents.ingress.pid"
+INGRESS_USER = "otel_agents.ingress.user"
+INGRESS_HOST = "otel_agents.ingress.host"
+INGRESS_VERSION = "otel_agents.ingress.version"  # otel-agents version
+INGRESS_SENDER = "otel_agents.ingress.sender"  # `send --source`, `run --watch` path: who delivered the event
+INGRESS_KEYS = (INGRESS_CWD, INGRESS_ARGV, INGRESS_PID, INGRESS_USER, INGRESS_HOST, INGRESS_VERSION, INGRESS_SENDER)
 RESUMED_FROM = "otel_agents.resumed_from"  # "<trace_id>:<span_id>" of the previous run root
 AGENT_ID = "otel_agents.agent.id"
 AGENT_PARENT_ID = "otel_agents.agent.parent_id"
@@ -198,6 +208,7 @@ CONTENT_ATTRIBUTES = frozenset(
         LLM_PARTIAL_OUTPUT,
         LOG_MESSAGE,
         HOOK_REASON,
+        INGRESS_ARGV,  # the command line holds the prompts
     }
 )
 CONTENT_EVENT_FIELDS = frozenset({"content", "tool_calls", "reasoning_content", "thinking_blocks"})

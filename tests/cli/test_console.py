@@ -113,3 +113,41 @@ def test_trace_llm_after_a_resume_shows_each_request_whole(home):
     assert counts and [len(r) for r in requests] == counts  # as many messages as each attempt sent
     assert requests[0][1] == {"role": "user", "content": PROMPT}  # the first run's prompt, from the saved history
     assert requests[0][-1] == {"role": "user", "content": "How did it go?"}
+
+
+def _txns(stderr: str) -> set[str]:
+    matches = [LINE.match(line) for line in stderr.splitlines() if line.startswith("[txn:")]
+    assert matches and all(matches), stderr
+    return {m["txn"] for m in matches}
+
+
+def test_one_txn_id_for_the_whole_session_across_runs_resume_and_send(home):
+    """One grep finds the session: every run's lines carry the first run's id; each run keeps its own trace id."""
+    first = CliRunner().invoke(cli, ["run", "-v", PROMPT, "Thanks"], catch_exceptions=False)
+    assert first.exit_code == 0, first.stderr
+    sid = first.stderr.strip().splitlines()[-1].split(": ", 1)[1]
+    resumed = CliRunner().invoke(cli, ["resume", sid, "-v", "And now?"], catch_exceptions=False)
+    assert resumed.exit_code == 0, resumed.stderr
+    sent = CliRunner().invoke(cli, ["send", sid, "-v", "--to", "Jill", "--source", "ci", "build done"],
+                              catch_exceptions=False)
+    assert sent.exit_code == 0, sent.stderr
+
+    tree = json.loads(gzip.decompress((home / "sessions" / sid / "tree.json.gz").read_bytes()))["session"]
+    runs = tree["runs"]
+    assert len(runs) == 4 and len({run["trace_id"] for run in runs}) == 4  # each run its own trace
+    txn = runs[0]["trace_id"][:8]
+    assert _txns(first.stderr) == _txns(resumed.stderr) == _txns(sent.stderr) == {txn}
+    assert [run["attributes"]["otel_agents.session.txn"] for run in runs] == [txn] * 4
+    assert all(not run["trace_id"].startswith(txn) for run in runs[1:])
+    shown = CliRunner().invoke(cli, ["sessions", "show", sid], catch_exceptions=False)
+    assert f"console txn:{txn}" in shown.stdout
+
+
+def test_a_session_saved_before_txn_ids_keeps_its_first_runs_trace_prefix():
+    from otel_agents.cli.console import saved_txn
+
+    runs = [{"index": 1, "trace_id": "ab" * 16, "attributes": {}}, {"index": 2, "trace_id": "cd" * 16}]
+    assert saved_txn(runs) == "abababab"
+    assert saved_txn([{"index": 2, "trace_id": "cd" * 16, "txn": "0123abcd"}]) == "0123abcd"  # meta's last_run
+    assert saved_txn([{"index": 2, "trace_id": "cd" * 16}]) is None  # not the first run's: unknown
+    assert saved_txn([]) is None

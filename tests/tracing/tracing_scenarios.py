@@ -77,6 +77,7 @@ def run_session(
     from otel_agents.runtime.agent import MaxTurnsExceeded
     from otel_agents.runtime.scenario import build_session
     from otel_agents.runtime.session import RunContext
+    from otel_agents.cli.execution import label_runs
 
     if tracing is None:
         tracing, memory, recorder = traced()
@@ -95,6 +96,7 @@ def run_session(
     )
     session = build_session(loaded, model=model, tools=tools, telemetry=tracing.telemetry, llm=llm, max_turns=max_turns)
     context = RunContext(source="cli", script=loaded.source, model_override=model, extra=extra or {})
+    label_runs(session, context, txn=None)  # ingress metadata and the console id, as the CLI sets them
     run = ScenarioRun([], {}, session.id)
     try:
         for prompt in prompts:
@@ -230,7 +232,8 @@ def run_every_scenario(directory: Path) -> list[ScenarioRun]:
         run_session(write_script(directory, "watcher", WATCHER_SCRIPT), ["watch"],
                     after=lambda session: session.external(session.root, "File changed: data.json"),
                     extra={"otel_agents.run.redacted_save": True,
-                           "otel_agents.run.app": "watcher_app:make"})[0]
+                           "otel_agents.run.app": "watcher_app:make",
+                           "otel_agents.ingress.sender": "watch:data.json"})[0]
     )
     runs.append(run_resumed_with_another_script(directory))
     runs.append(run_forked(directory))

@@ -1,0 +1,139 @@
+"""`run --watch` and script `triggers`: a file appearing or changing while a real session runs is an outside event."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import orjson
+
+from otel_agents.cli.watch import FileWatch, Trigger
+
+PROMPT = "Create Jack and Jill for a cafe discussion"
+
+
+def env(home: Path) -> dict[str, str]:
+    out = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_EXPORTER_OTLP")}
+    out.pop("OTEL_AGENTS_PRICES", None)
+    out.update(OTEL_TRACES_EXPORTER="none", OTEL_AGENTS_HOME=str(home), LITELLM_LOCAL_MODEL_COST_MAP="True",
+               PYTHONUNBUFFERED="1")
+    return out
+
+
+def start(home: Path, cwd: Path, *args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "otel_agents", *args], env=env(home), cwd=cwd,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def wait_for_line(proc: subprocess.Popen, prefix: str) -> list[str]:
+    """stderr lines up to the first starting with ``prefix`` (the process must still run)."""
+    seen = []
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        line = proc.stderr.readline()
+        assert line, (proc.poll(), seen)
+        seen.append(line)
+        if line.startswith(prefix):
+            return seen
+    raise AssertionError(seen)
+
+
+def records(home: Path) -> tuple[str, list[dict]]:
+    (directory,) = (home / "sessions").iterdir()
+    return directory.name, [orjson.loads(line) for line in (directory / "events.jsonl").read_bytes().splitlines()]
+
+
+def test_a_watched_file_appearing_is_an_external_event_the_agent_answers(home, tmp_path):
+    data = tmp_path / "data.json"
+    proc = start(home, tmp_path, "run", "--watch", "data.json", "--watch-to", "Jack", "--watch-for", "5", PROMPT)
+    wait_for_line(proc, "watching ")
+    before = time.monotonic()
+    data.write_text('{"x": 1}')
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    sid, saved = records(home)
+    jack = next(r["agent_id"] for r in saved if r["event_type"] == "agent_created" and r["name"] == "Jack")
+    (event,) = [r for r in saved if str(r.get("source", "")).startswith("external")]
+    assert event["agent_id"] == jack and event["role"] == "user"
+    assert event["content"] == f"File appeared: {data}"
+    assert event["source"] == f"external:watch:{data}"
+    answer = saved[saved.index(event) + 1]
+    assert answer["agent_id"] == jack and answer["role"] == "assistant"
+    assert out.splitlines()[-1] == answer["content"]
+    meta = orjson.loads((home / "sessions" / sid / "meta.json").read_bytes())
+    assert meta["runs"] == 2 and meta["last_run"]["ingress"]["sender"] == f"watch:{data}"
+    assert time.monotonic() - before < 60
+
+
+def test_a_script_trigger_changing_file_reaches_its_agent_and_sigterm_while_idle_stops_cleanly(home, tmp_path):
+    watched = tmp_path / "inbox.txt"
+    watched.write_text("old")  # there from the start: only its change is an event
+    script = tmp_path / "watcher.json"
+    script.write_text(json.dumps({
+        "name": "watcher",
+        "root": {"name": "main"},
+        "agents": {"main": ["ready", "I'll reload the data."]},
+        "triggers": [{"watch": str(watched), "text": "Inbox changed: {path}"}],
+    }))
+    proc = start(home, tmp_path, "run", "--script", str(script), "start")
+    wait_for_line(proc, "watching ")
+    time.sleep(0.3)  # a later mtime than the first look, on any file system clock
+    watched.write_text("new contents")
+    sid = None
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # the event is answered while the session still runs
+        directory = next((home / "sessions").iterdir(), None)
+        events = directory / "events.jsonl" if directory else None
+        if events and events.exists() and b"reload the data" in events.read_bytes():
+            sid = directory.name
+            break
+        time.sleep(0.1)
+    assert sid is not None
+    assert proc.poll() is None  # still watching: no --watch-for
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert "stopped watching" in err and "Traceback" not in err
+    _, saved = records(home)
+    (event,) = [r for r in saved if str(r.get("source", "")).startswith("external")]
+    assert event["content"] == f"Inbox changed: {watched}" and event["source"] == f"external:watch:{watched}"
+    assert out.splitlines() == ["ready", "I'll reload the data."]
+
+
+def test_file_watch_reports_appearing_and_changing_once_and_ignores_removal(tmp_path):
+    path = tmp_path / "f.txt"
+    watch = FileWatch([Trigger(path, "Jack")])
+    assert watch.due() == []
+    path.write_text("a")
+    assert [words for _, words in watch.due()] == [f"File appeared: {path}"]
+    assert watch.due() == []  # reported once
+    path.write_text("bb")  # another size: a change whatever the clock's granularity
+    assert [words for _, words in watch.due()] == [f"File changed: {path}"]
+    path.unlink()
+    assert watch.due() == []
+
+
+def test_watch_options_need_a_watch_and_do_not_apply_to_resume(home, tmp_path):
+    for args, expected in [
+        (["run", "--watch-for", "3", PROMPT], "--watch-to and --watch-for need"),
+        (["run", "--resume", "20990101-000000-abcdef", "--watch", "x", PROMPT], "--watch applies to new sessions"),
+    ]:
+        proc = start(home, tmp_path, *args)
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 2, (args, err)
+        assert expected in err and "Traceback" not in err, err
+    assert not (home / "sessions").exists() or not any((home / "sessions").iterdir())
+
+
+def test_a_script_with_a_bad_trigger_is_refused_in_one_line(home, tmp_path):
+    script = tmp_path / "bad.json"
+    script.write_text(json.dumps({"name": "bad", "agents": {}, "triggers": [{"watch": 3}]}))
+    proc = start(home, tmp_path, "run", "--script", str(script), "go")
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2 and "triggers[0]: 'watch' must be a non-empty path" in err, err
+    assert "Traceback" not in err
