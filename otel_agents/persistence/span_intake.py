@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
-from otel_agents.persistence.artifacts import mark_billed
+from otel_agents.persistence.repair import mark_billed
 from otel_agents.persistence.import_sessions import in_journal_form, record_lines, sessions_of_traces
 from otel_agents.persistence.ledger import LedgerAppender, LedgerError
 from otel_agents.persistence.ledger_records import ledger_records
