@@ -13,6 +13,7 @@ from otel_agents.version import __version__
 
 if TYPE_CHECKING:
     from otel_agents.api import Agent, Session, recording, resume
+    from otel_agents.llm.budget import Budget, BudgetExhausted
     from otel_agents.llm.model_settings import ModelSettings
     from otel_agents.restore import ResumeError
     from otel_agents.runtime.hooks import (
@@ -37,6 +38,8 @@ _HOMES = {
     "Agent": "otel_agents.api",
     "resume": "otel_agents.api",
     "ModelSettings": "otel_agents.llm.model_settings",
+    "Budget": "otel_agents.llm.budget",
+    "BudgetExhausted": "otel_agents.llm.budget",
     "tool": "otel_agents.runtime.tools",
     "Tool": "otel_agents.runtime.tools",
     "ToolContext": "otel_agents.runtime.tools",

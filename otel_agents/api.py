@@ -17,6 +17,7 @@ from typing import Any, Callable, Iterable, Sequence, Union
 
 from opentelemetry.sdk.trace import TracerProvider
 
+from otel_agents.llm.budget import Budget
 from otel_agents.llm.model_settings import ModelSettings
 from otel_agents.persistence.paths import Paths
 from otel_agents.runtime.hooks import ApprovalHook, ReviewHook, TransformHook
@@ -129,6 +130,8 @@ class Agent:
     the tools and the request parameters. ``model`` is any litellm model string; left out,
     the session's ``model`` or its script's offline model is used. ``model_settings``:
     temperature, max tokens, top_p, stop, seed (``ModelSettings``; unset ones are not sent).
+    ``budget``: limits on cost, tokens and LLM calls of this agent and its sub-agents
+    (``Budget``, docs/budgets.md); a script's ``agent_budgets`` limit sub-agents by name.
     """
 
     name: str
@@ -137,6 +140,13 @@ class Agent:
     tools: Sequence[Tool | Callable[..., Any]] = ()
     max_turns: int | None = None
     model_settings: ModelSettings | None = None
+    budget: Budget | None = None
+
+    def budgets_by_name(self, script: Any = None) -> dict[str, Budget]:
+        """Limits by agent name: a script's, this root agent's own on top."""
+        if script is not None:
+            return script.budgets_by_name(self.name, self.budget)
+        return {self.name: self.budget} if self.budget is not None else {}
 
     def tool_list(self) -> tuple[Tool, ...]:
         return tuple(t if isinstance(t, Tool) else make_tool(t) for t in self.tools)
@@ -230,6 +240,7 @@ class Session:
             max_turns=max_turns,
             agent_settings=agent.settings_by_name(loaded),
             settings_override=model_settings,
+            agent_budgets=agent.budgets_by_name(loaded),
         )
         self._setup(runtime, loaded, model, hooks, rec, source="api", app=app, on_text=on_text)
 
@@ -379,6 +390,7 @@ def resume(
             max_turns=max_turns,
             agent_settings=root_agent.settings_by_name(loaded),
             settings_override=saved_params(saved, model_settings),
+            agent_budgets=root_agent.budgets_by_name(loaded),
         )
         try:
             check_file_writable(rec.paths.billing_file)

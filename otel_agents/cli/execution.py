@@ -257,6 +257,7 @@ def execute(session, prompts: list[str], context, tracing, recording, steps: Nex
     ``steps``: said on stderr just before the closing ``session: ID`` line (which stays last,
     for scripts), when the session was saved.
     """
+    from otel_agents.llm.budget import BudgetExhausted
     from otel_agents.llm.client import LLMCallFailed
     from otel_agents.runtime.agent import MaxTurnsExceeded
 
@@ -273,7 +274,7 @@ def execute(session, prompts: list[str], context, tracing, recording, steps: Nex
                 utterance = runner.run(session.run(prompt, context=context))
                 # Streamed text is on stdout already: the line is ended, not printed twice.
                 click.echo("" if streamed else str(utterance))
-    except (LLMCallFailed, MaxTurnsExceeded) as exc:
+    except (LLMCallFailed, MaxTurnsExceeded, BudgetExhausted) as exc:  # the root's (or session's) budget: exit 1
         click.echo(f"error: {exc}", err=True)
         exit_code = EXIT_FAILED
     except KeyboardInterrupt:

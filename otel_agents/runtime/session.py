@@ -13,6 +13,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Link, SpanContext, SpanKind
 
 from otel_agents.llm.accounting import scope
+from otel_agents.llm.budget import Budget, BudgetMeter, metering
 from otel_agents.llm.model_settings import ModelSettings
 from otel_agents.runtime.hooks import ApprovalHook, Decision, ReviewHook, ToolRequest, TransformHook, hook_event
 from otel_agents.runtime.logged_string import LoggedString
@@ -67,6 +68,8 @@ class Session:
         previous_run: SpanContext | None = None,
         agent_settings: Mapping[str, ModelSettings] | None = None,
         settings_override: ModelSettings | None = None,
+        agent_budgets: Mapping[str, Budget] | None = None,
+        budget: BudgetMeter | None = None,
     ):
         self.id = session_id or new_session_id()
         if not valid_session_id(self.id):
@@ -82,6 +85,9 @@ class Session:
         # here on top; ``settings_override`` (``--param``) is on top of every agent's.
         self.agent_settings: dict[str, ModelSettings] = dict(agent_settings or {})
         self.settings_override = settings_override
+        # Limits: an agent's by its name (it and its sub-agents), ``budget`` the whole session's (--max-cost-usd).
+        self.agent_budgets: dict[str, Budget] = dict(agent_budgets or {})
+        self.budget = budget
         self.root_spec = root
         self.root: Agent | None = None
         self.agents: dict[str, Agent] = {}  # every agent that ever existed, by id
@@ -316,6 +322,8 @@ class Session:
             attrs[sc.RUN_SCRIPT] = context.script
         if context.model_override:
             attrs[sc.RUN_MODEL] = context.model_override
+        if self.budget is not None:
+            attrs[sc.RUN_BUDGET] = self.budget.budget.to_json()
         if self.previous_run is not None:
             attrs[sc.RESUMED_FROM] = f"{self.previous_run.trace_id:032x}:{self.previous_run.span_id:016x}"
         attrs.update(context.extra)
@@ -327,7 +335,7 @@ class Session:
             kind=SpanKind.INTERNAL,
             attributes=attrs,
             links=links,
-        ) as span, scope("agent", span), marks_error_type(span):
+        ) as span, scope("agent", span), marks_error_type(span), metering(self.budget):
             self.previous_run = span.get_span_context() if span.get_span_context().is_valid else self.previous_run
             target = agent or self.ensure_root()
             pending, self.before_next_run = self.before_next_run, []

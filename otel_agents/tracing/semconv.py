@@ -91,6 +91,7 @@ RUN_PARAMS = "otel_agents.run.params"  # JSON of the request parameters every ag
 RUN_APP = "otel_agents.run.app"  # `run --app` reference (module:factory), re-imported by resume
 RUN_MODEL_CHANGES = "otel_agents.run.model_changes"  # resume: "<old> -> <new> for N agents", one per change
 RUN_REDACTED_SAVE = "otel_agents.run.redacted_save"  # message contents were not saved (--redacted-save)
+RUN_BUDGET = "otel_agents.run.budget"  # JSON of the session's limits in force (--max-cost-usd ...), and their scope
 RESUMED_FROM = "otel_agents.resumed_from"  # "<trace_id>:<span_id>" of the previous run root
 AGENT_ID = "otel_agents.agent.id"
 AGENT_PARENT_ID = "otel_agents.agent.parent_id"
@@ -187,6 +188,12 @@ HOOK_NAME = "otel_agents.hook.name"
 HOOK_KIND = "otel_agents.hook.kind"  # approval | review | transform
 HOOK_DECISION = "otel_agents.hook.decision"  # allow | deny | accept | reject
 HOOK_REASON = "otel_agents.hook.reason"
+
+# An LLM attempt not made because a budget is spent (docs/budgets.md), on the operation that wanted it.
+EVENT_BUDGET_EXHAUSTED = "otel_agents.budget.exhausted"
+BUDGET_OWNER = "otel_agents.budget.owner"  # the agent whose budget is spent, or "session"
+BUDGET_KIND = "otel_agents.budget.kind"  # cost | tokens | llm_calls
+BUDGET_DETAIL = "otel_agents.budget.detail"  # "$X of $Y spent"
 
 # Content attributes: dropped from network exports when content export is off.
 CONTENT_ATTRIBUTES = frozenset(
