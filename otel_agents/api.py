@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterable, Sequence, Union
 
 from opentelemetry.sdk.trace import TracerProvider
 
-from otel_agents.llm.budget import Budget
+from otel_agents.llm.budget import Budget, BudgetMeter, totals_before
 from otel_agents.llm.model_settings import ModelSettings
 from otel_agents.persistence.paths import Paths
 from otel_agents.runtime.hooks import ApprovalHook, ReviewHook, TransformHook
@@ -224,6 +224,8 @@ class Session:
         model_settings: ModelSettings | None = None,
         stream: bool = False,
         on_text: Callable[[str, str], None] | None = None,
+        budget: Budget | None = None,
+        allow_unpriced: bool = False,
     ) -> None:
         loaded = _load_script(script)
         chosen = model or agent.model or (loaded.model if loaded else None)
@@ -241,7 +243,10 @@ class Session:
             agent_settings=agent.settings_by_name(loaded),
             settings_override=model_settings,
             agent_budgets=agent.budgets_by_name(loaded),
+            budget=BudgetMeter.for_session(budget),
         )
+        if not allow_unpriced:
+            runtime.refuse_unpriced()  # BudgetError (a ValueError), before anything runs
         self._setup(runtime, loaded, model, hooks, rec, source="api", app=app, on_text=on_text)
 
     def _setup(self, runtime: RuntimeSession, script: Any, model: str | None, hooks: Iterable[Hook],
@@ -350,13 +355,17 @@ def resume(
     model_settings: ModelSettings | None = None,
     stream: bool = False,
     on_text: Callable[[str, str], None] | None = None,
+    budget: Budget | None = None,
+    budget_scope: str = "session",
+    allow_unpriced: bool = False,
 ) -> Session:
     """Rebuild every agent of a saved session, inside a ``recording`` block, and return it to run on.
 
     Tools and hooks are not saved: a session started with ``app=`` (or ``run --app``) re-imports
     its app for the ones not given here, as ``otel-agents resume`` does; otherwise pass the ones
     the session had (every agent gets ``tools``). The script defaults to the one the session last
-    ran with; request parameters to the session's, ``model_settings`` on top. Raises ``ResumeError``
+    ran with; request parameters to the session's, ``model_settings`` on top. ``budget``: the session's
+    limits, counting what it spent before unless ``budget_scope="run"``. Raises ``ResumeError``
     (one line) when the session cannot be resumed; nothing is run or billed then.
     """
     from otel_agents.persistence.artifacts import flush_unbilled, mark_billed
@@ -391,7 +400,12 @@ def resume(
             agent_settings=root_agent.settings_by_name(loaded),
             settings_override=saved_params(saved, model_settings),
             agent_budgets=root_agent.budgets_by_name(loaded),
+            budget=BudgetMeter.for_session(budget),
         )
+        if not allow_unpriced:
+            runtime.refuse_unpriced()
+        if budget_scope == "session":
+            runtime.carry_spent(totals_before(tree, meta))
         try:
             check_file_writable(rec.paths.billing_file)
         except ValueError as exc:

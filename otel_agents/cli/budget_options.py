@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Mapping
 
 import click
 
@@ -19,10 +19,10 @@ class BudgetOptions:
 
     def meter(self) -> Any:
         """The session-wide ``BudgetMeter``, or None when no limit is given."""
-        from otel_agents.llm.budget import SESSION_OWNER, Budget, BudgetMeter
+        from otel_agents.llm.budget import Budget, BudgetMeter
 
-        budget = Budget(max_cost_usd=self.max_cost_usd, max_tokens=self.max_tokens, max_llm_calls=self.max_llm_calls)
-        return BudgetMeter(SESSION_OWNER, budget) if budget.limits_anything else None
+        return BudgetMeter.for_session(
+            Budget(max_cost_usd=self.max_cost_usd, max_tokens=self.max_tokens, max_llm_calls=self.max_llm_calls))
 
 
 def budget_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -50,41 +50,16 @@ def budget_options(func: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-def _priced(prices: Any, model: str) -> bool:
-    # The scripted provider registers its demo price with its first call: priced, though not yet in the map.
-    return model.startswith("scripted/") or prices.lookup(model)[0] is not None
+def check_session_budgets(session: Any, opts: BudgetOptions, spent_before: Mapping[str, Any] | None = None) -> None:
+    """Before anything is called or billed: a cost limit (the session's or an agent's) with an unpriced
+    model is a usage error (exit 2) unless ``--allow-unpriced``; on resume with scope ``session``
+    the session's and the root agent's limits count what was spent before."""
+    from otel_agents.llm.budget import BudgetError
 
-
-def refuse_unpriced(session: Any, models: Iterable[str], allow: bool) -> None:
-    """A cost limit (the session's or an agent's) with an unpriced model is a usage error (exit 2):
-    such a model's cost is unknown, not zero. Said before anything is called or billed."""
-    budgets = [session.budget.budget] if session.budget is not None else []
-    budgets += list(session.agent_budgets.values())
-    if allow or not any(b.max_cost_usd is not None for b in budgets):
-        return
-    unpriced = sorted({m for m in models if not _priced(session.llm.prices, m)})
-    if unpriced:
-        raise click.UsageError(
-            f"a cost limit cannot be kept with unpriced model(s) {', '.join(unpriced)}: their cost is unknown "
-            "(set a price with OTEL_AGENTS_PRICES, or pass --allow-unpriced)"
-        )
-
-
-def session_models(session: Any) -> list[str]:
-    """Every model the session's agents use or will use (sub-agents take their parent's)."""
-    models = [agent.model for agent in session.agents.values()]
-    if session.root_spec is not None:
-        models.append(session.root_spec.model)
-    return models
-
-
-def carry_spent(session: Any, opts: BudgetOptions, totals: Mapping[str, Any] | None) -> None:
-    """On resume with scope ``session``: the session's and the root agent's limits count what was spent before."""
-    from otel_agents.llm.budget import Spent
-
-    if opts.scope != "session" or not totals:
-        return
-    root = session.root
-    for meter in (session.budget, root.budget_meter if root is not None else None):
-        if meter is not None:
-            meter.spent = Spent.from_totals(totals)
+    if not opts.allow_unpriced:
+        try:
+            session.refuse_unpriced()
+        except BudgetError as exc:
+            raise click.UsageError(str(exc).replace("allow unpriced models", "pass --allow-unpriced")) from None
+    if opts.scope == "session":
+        session.carry_spent(spent_before)

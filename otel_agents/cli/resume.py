@@ -16,7 +16,7 @@ from otel_agents.cli.execution import (
     start_recording,
 )
 from otel_agents.cli.app_session import install_app_hooks, load_app_or_exit
-from otel_agents.cli.budget_options import BudgetOptions, budget_options, carry_spent, refuse_unpriced, session_models
+from otel_agents.cli.budget_options import BudgetOptions, budget_options, check_session_budgets
 from otel_agents.cli.options import ledger_errors_are_data_errors, session_dir_or_exit, storage_options
 from otel_agents.tracing import semconv as sc
 
@@ -41,6 +41,7 @@ def resume_session_command(session_id, prompts, script_name, model_opts, otlp_fi
 
 def _resume_owned(session_dir, session_id, prompts, script_name, model_opts, otlp_file, verbose, trace_llm,
                   trace_tools, paths, ownership, budget_opts) -> int:
+    from otel_agents.llm.budget import totals_before
     from otel_agents.llm.scripts import ScriptError, load_script
     from otel_agents.restore import ResumeError, restore_session, saved_params
     from otel_agents.saved_session import load_saved
@@ -98,14 +99,13 @@ def _resume_owned(session_dir, session_id, prompts, script_name, model_opts, otl
             agent_budgets=agent_budgets,
             budget=budget_opts.meter(),
         )
-        refuse_unpriced(session, session_models(session), budget_opts.allow_unpriced)
+        check_session_budgets(session, budget_opts, totals_before(tree, meta))
     except ResumeError as exc:
         tracing.shutdown()
         raise click.UsageError(str(exc)) from None
     except click.UsageError:
         tracing.shutdown()
         raise
-    carry_spent(session, budget_opts, _spent_before(tree, meta))
     if script is not None:
         install_hooks(session, script.hooks)
     if app is not None:
@@ -155,9 +155,3 @@ def resume(session_id, prompts, script_name, model_opts, budget_opts, otlp_file,
         raise click.UsageError("--redacted-save applies to new sessions only")
     finish(resume_session_command(session_id, prompts, script_name, model_opts, otlp_file, verbose,
                                   trace_llm, trace_tools, paths, budget_opts=budget_opts))
-
-
-def _spent_before(tree, meta):
-    """The session's totals so far: the loaded tree's (it may have been repaired), else meta.json's."""
-    totals = ((tree or {}).get("totals") or {}).get("inclusive")
-    return totals if totals else (meta or {}).get("totals")

@@ -16,7 +16,7 @@ from otel_agents.cli.execution import (
     read_prompts,
     start_recording,
 )
-from otel_agents.cli.budget_options import budget_options, refuse_unpriced, session_models
+from otel_agents.cli.budget_options import budget_options, check_session_budgets
 from otel_agents.cli.options import storage_options
 from otel_agents.cli.app_session import build_app_session, load_app_or_exit
 
@@ -81,7 +81,7 @@ def run(prompts, script_name, app_reference, resume_id, model_opts, budget_opts,
             tracing.shutdown()
             raise
     try:
-        refuse_unpriced(session, session_models(session), budget_opts.allow_unpriced)
+        check_session_budgets(session, budget_opts)
     except click.UsageError:
         tracing.shutdown()
         raise

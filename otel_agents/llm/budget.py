@@ -11,7 +11,7 @@ import contextvars
 import json
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 from opentelemetry import trace
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -98,6 +98,11 @@ class BudgetMeter:
     budget: Budget
     spent: Spent = field(default_factory=Spent)
 
+    @classmethod
+    def for_session(cls, budget: Budget | None) -> "BudgetMeter | None":
+        """The whole session's meter (the CLI's limits, ``Session(budget=)``); None when nothing is limited."""
+        return cls(SESSION_OWNER, budget) if budget is not None and budget.limits_anything else None
+
     def charge(self, usage: Usage, cost: float | None) -> None:
         self.spent.llm_calls += 1
         self.spent.tokens += usage.input_tokens + usage.output_tokens
@@ -124,6 +129,32 @@ class BudgetExhausted(RuntimeError):
         self.kind = kind
         self.detail = detail
         super().__init__(f"budget exhausted for {meter.owner}: {detail}")
+
+
+def totals_before(tree: Mapping[str, Any] | None, meta: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """A saved session's totals so far: its loaded tree's (it may have been repaired), else meta.json's."""
+    totals = ((tree or {}).get("totals") or {}).get("inclusive")
+    return totals if totals else (meta or {}).get("totals")
+
+
+def carry_over(meters: Iterable[BudgetMeter | None], totals: Mapping[str, Any] | None) -> None:
+    """A resumed session's limits count what it spent before (``totals`` as meta.json keeps them)."""
+    for meter in meters:
+        if meter is not None and totals:
+            meter.spent = Spent.from_totals(totals)
+
+
+def refuse_unpriced(budgets: Iterable[Budget | None], models: Iterable[str], prices: Any) -> None:
+    """``BudgetError`` when a cost limit is set and a model has no price: its cost is unknown, not zero."""
+    if not any(b is not None and b.max_cost_usd is not None for b in budgets):
+        return
+    # The scripted provider registers its demo price with its first call: priced, though not yet in the map.
+    unpriced = sorted({m for m in models if not m.startswith("scripted/") and prices.lookup(m)[0] is None})
+    if unpriced:
+        raise BudgetError(
+            f"a cost limit cannot be kept with unpriced model(s) {', '.join(unpriced)}: their cost is unknown "
+            "(set a price with OTEL_AGENTS_PRICES, or allow unpriced models)"
+        )
 
 
 _METERS: contextvars.ContextVar[tuple[BudgetMeter, ...]] = contextvars.ContextVar("otel_agents_budgets", default=())

@@ -13,7 +13,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Link, SpanContext, SpanKind
 
 from otel_agents.llm.accounting import scope
-from otel_agents.llm.budget import Budget, BudgetMeter, metering
+from otel_agents.llm.budget import Budget, BudgetMeter, carry_over, metering, refuse_unpriced
 from otel_agents.llm.model_settings import ModelSettings
 from otel_agents.runtime.hooks import ApprovalHook, Decision, ReviewHook, ToolRequest, TransformHook, hook_event
 from otel_agents.runtime.logged_string import LoggedString
@@ -174,6 +174,17 @@ class Session:
     def request_settings(self, agent: "Agent") -> ModelSettings:
         """What ``agent``'s next LLM request sends: its own parameters under the session's override."""
         return agent.settings.merged(self.settings_override)
+
+    def refuse_unpriced(self) -> None:
+        """``BudgetError`` when a cost limit is set and a model of the session (sub-agents take
+        their parent's) has no price: checked before anything runs."""
+        models = [a.model for a in self.agents.values()] + ([self.root_spec.model] if self.root_spec else [])
+        refuse_unpriced([self.budget.budget if self.budget else None, *self.agent_budgets.values()], models,
+                        self.llm.prices)
+
+    def carry_spent(self, totals: Mapping[str, Any] | None) -> None:
+        """Resumed: the session's and the root agent's limits count what the session spent before."""
+        carry_over((self.budget, self.root.budget_meter if self.root else None), totals)
 
     def find_agent(self, name_or_id: str) -> "Agent | None":
         """By id, else the most recently created agent of that name."""
