@@ -13,7 +13,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Link, SpanContext, SpanKind
 
 from otel_agents.llm.accounting import scope
-from otel_agents.llm.budget import Budget, BudgetMeter, carry_over, metering, refuse_unpriced
+from otel_agents.llm.budget import Budget, BudgetExhausted, BudgetMeter, carry_over, in_force, metering, refuse_unpriced
 from otel_agents.llm.model_settings import ModelSettings
 from otel_agents.runtime.hooks import ApprovalHook, Decision, ReviewHook, ToolRequest, TransformHook, hook_event
 from otel_agents.runtime.logged_string import LoggedString
@@ -263,6 +263,10 @@ class Session:
                 continue
             try:
                 decision = await hook.decide(request)
+            except BudgetExhausted as exc:
+                if in_force(exc.meter):  # the session's (or the asking agent's) budget: the run stops here
+                    raise
+                decision = Decision(False, f"hook failed: {exc}")
             except Exception as exc:  # a hook that cannot judge fails closed; the agent goes on
                 decision = Decision(False, f"hook failed: {type(exc).__name__}: {exc}")
             span.add_event(

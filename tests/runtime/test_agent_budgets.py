@@ -21,7 +21,8 @@ def calls(*names):
 
 
 def task(name, prompt="go"):
-    return {"tool_calls": [{"name": "task", "arguments": {"name": name, "user_prompt": prompt}}]}
+    arguments = {"name": name, "user_prompt": prompt} if prompt is not None else {"name": name}
+    return {"tool_calls": [{"name": "task", "arguments": arguments}]}
 
 
 def turn(input_tokens, output_tokens=0, **extra):
@@ -124,3 +125,26 @@ async def test_what_is_spent_never_passes_the_limit_by_more_than_the_attempt_alr
              if s.attributes.get(sc.GEN_AI_AGENT_NAME) == ("Worker" if in_worker else "main")]
     assert sum(costs[:-1]) < limit or limit == 0 and not costs  # every attempt but the last started under it
     assert sum(costs) <= limit + max(costs, default=0.0)
+
+
+async def test_a_hook_agent_stopped_by_the_session_budget_ends_the_run_instead_of_denying(scripted, span_tree):
+    session = scripted({
+        "agents": {"main": [task("Guard", None), calls("noop"), "never"], "Guard": ["ALLOW"]},
+        "hooks": [{"kind": "approval", "name": "Guard", "agent": "Guard", "tools": ["noop"]}],
+    }, tools=[noop], budget=BudgetMeter(SESSION_OWNER, Budget(max_llm_calls=2)))
+    with pytest.raises(BudgetExhausted, match="for session: 2 of 2 LLM calls made"):
+        await session.run("start")
+    results = [m["content"] for m in session.root.transcript if m["role"] == "tool"]
+    assert results == ["Created subagent: Guard"]  # no denial of noop was made up
+
+
+async def test_a_hook_agent_with_its_own_spent_budget_fails_closed(scripted):
+    session = scripted({
+        "agents": {"main": [task("Guard", None), calls("noop"), "denied, then"], "Guard": ["ALLOW"]},
+        "hooks": [{"kind": "approval", "name": "Guard", "agent": "Guard", "tools": ["noop"]}],
+        "agent_budgets": {"Guard": {"max_llm_calls": 0}},
+    }, tools=[noop])
+    assert await session.run("start") == "denied, then"
+    (_, result) = [m["content"] for m in session.root.transcript if m["role"] == "tool"]
+    assert result == ("Error: Action blocked by hook 'Guard': hook failed: "
+                      "budget exhausted for Guard: 0 of 0 LLM calls made")
