@@ -375,6 +375,8 @@ def resume(
     from otel_agents.saved_session import load_saved
     from otel_agents.session_recording import StorageUnwritable, own_session
 
+    if budget_scope not in ("session", "run"):
+        raise ValueError(f"budget_scope must be 'session' or 'run', not {budget_scope!r}")
     rec = active_recording()
     if rec is None:
         raise RuntimeError("resume needs an active otel_agents.recording() block (it writes the session)")
