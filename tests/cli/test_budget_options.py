@@ -1,5 +1,9 @@
 """``run``/``resume`` limits: exit 1 when the session's budget is spent, a sub-agent's is its caller's error
-result, resume counts what was spent, and a cost limit with an unpriced model is refused (exit 2)."""
+result, resume counts what was spent, and a cost limit with an unpriced model is refused (exit 2).
+
+Runs that call a model are real ``python -m otel_agents`` processes: litellm's logging worker
+outlives an in-process run's event loop and warns on the next one (other tests read stderr whole).
+"""
 
 from __future__ import annotations
 
@@ -27,6 +31,17 @@ def invoke(*args):
     return CliRunner().invoke(cli, list(args), catch_exceptions=False)
 
 
+def otel(home, *args, cwd=None):
+    """A real process, as a user runs it (``stderr``/``stdout``/``exit_code`` as click's runner names them)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_EXPORTER_OTLP")}
+    env.update(OTEL_TRACES_EXPORTER="none", OTEL_AGENTS_HOME=str(home))
+    env.pop("OTEL_AGENTS_PRICES", None)
+    done = subprocess.run([sys.executable, "-m", "otel_agents", *args], capture_output=True, text=True, env=env,
+                          cwd=cwd or home.parent, timeout=180)
+    done.exit_code = done.returncode
+    return done
+
+
 def session_of(stderr: str) -> str:
     return [line for line in stderr.splitlines() if line.startswith("session: ")][-1].split(": ", 1)[1]
 
@@ -43,7 +58,7 @@ def error_lines(stderr: str) -> list[str]:
 
 def test_a_session_cost_limit_ends_the_demo_with_exit_1_one_line_and_a_mark_in_sessions_show(cli_env):
     limit = 0.0006
-    result = invoke("run", "--max-cost-usd", str(limit))
+    result = otel(cli_env, "run", "--max-cost-usd", str(limit))
     assert result.exit_code == 1, result.stderr
     assert result.stdout == ""
     (line,) = error_lines(result.stderr)
@@ -70,10 +85,7 @@ def test_a_sub_agent_budget_from_a_script_is_its_callers_error_result_in_a_real_
         },
         "agent_budgets": {"Worker": {"max_tokens": 20}},
     }))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_EXPORTER_OTLP")}
-    env.update(OTEL_TRACES_EXPORTER="none", OTEL_AGENTS_HOME=str(cli_env))
-    proc = subprocess.run([sys.executable, "-m", "otel_agents", "run", "--script", str(script), "go"],
-                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    proc = otel(cli_env, "run", "--script", str(script), "go", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "The worker stopped early.\n"
     assert "ERR budget exhausted for Worker: 35 of 20 tokens spent" in proc.stderr
@@ -86,33 +98,33 @@ def test_a_sub_agent_budget_from_a_script_is_its_callers_error_result_in_a_real_
 
 
 def test_resume_counts_what_the_session_spent_and_a_higher_limit_carries_on(cli_env):
-    first = invoke("run", "--max-llm-calls", "5")
+    first = otel(cli_env, "run", "--max-llm-calls", "5")
     assert first.exit_code == 1
     sid = session_of(first.stderr)
     assert len(llm_records(cli_env, sid)) == 5  # the demo's 429 is one of them
 
-    again = invoke("resume", sid, "carry on", "--max-llm-calls", "5")
+    again = otel(cli_env, "resume", sid, "carry on", "--max-llm-calls", "5")
     assert again.exit_code == 1
     assert error_lines(again.stderr) == ["error: budget exhausted for session: 5 of 5 LLM calls made"]
     assert len(llm_records(cli_env, sid)) == 5  # no attempt was made
 
     # Counting this command's spending only, one more attempt is made.
-    scoped = invoke("resume", sid, "just this", "--max-llm-calls", "1", "--budget-scope", "run")
+    scoped = otel(cli_env, "resume", sid, "just this", "--max-llm-calls", "1", "--budget-scope", "run")
     assert error_lines(scoped.stderr) == ["error: budget exhausted for session: 1 of 1 LLM calls made"]
     assert len(llm_records(cli_env, sid)) == 6
 
-    raised = invoke("resume", sid, "carry on", "--max-llm-calls", "100")
+    raised = otel(cli_env, "resume", sid, "carry on", "--max-llm-calls", "100")
     assert raised.exit_code == 0, raised.stderr
     assert raised.stdout.strip()
     assert len(llm_records(cli_env, sid)) > 6
 
 
 def test_a_cost_limit_with_an_unpriced_model_is_refused_unless_allowed(cli_env, monkeypatch):
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")  # the processes inherit it
     with OpenAIServer() as server:
         server.plan(Reply(content="priced at nothing known"))
-        refused = CliRunner().invoke(cli, ["run", "--model", "openai/unpriced-local-model", "--api-base",
-                                           server.api_base, "--max-cost-usd", "1", "hi"])
+        refused = otel(cli_env, "run", "--model", "openai/unpriced-local-model", "--api-base", server.api_base,
+                       "--max-cost-usd", "1", "hi")
         assert refused.exit_code == 2
         assert refused.stderr.strip().splitlines()[-1] == (
             "Error: a cost limit cannot be kept with unpriced model(s) openai/unpriced-local-model: their cost is "
@@ -121,8 +133,8 @@ def test_a_cost_limit_with_an_unpriced_model_is_refused_unless_allowed(cli_env, 
         assert server.requests == [] and not (cli_env / "sessions").exists()
 
         # A token limit needs no price; --allow-unpriced takes the cost limit as given.
-        allowed = invoke("run", "--model", "openai/unpriced-local-model", "--api-base", server.api_base,
-                         "--max-cost-usd", "1", "--allow-unpriced", "hi")
+        allowed = otel(cli_env, "run", "--model", "openai/unpriced-local-model", "--api-base", server.api_base,
+                       "--max-cost-usd", "1", "--allow-unpriced", "hi")
         assert allowed.exit_code == 0, allowed.stderr
         assert allowed.stdout == "priced at nothing known\n"
         assert len(server.requests) == 1
