@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from otel_agents.api_fork import fork
     from otel_agents.forking import ForkError
     from otel_agents.exporter import SessionExporter
+    from otel_agents.llm.budget import Budget, BudgetExhausted
     from otel_agents.llm.model_settings import ModelSettings
     from otel_agents.restore import ResumeError
     from otel_agents.runtime.hooks import (
@@ -41,6 +42,8 @@ _HOMES = {
     "resume": "otel_agents.api",
     "fork": "otel_agents.api_fork",
     "ModelSettings": "otel_agents.llm.model_settings",
+    "Budget": "otel_agents.llm.budget",
+    "BudgetExhausted": "otel_agents.llm.budget",
     "tool": "otel_agents.runtime.tools",
     "Tool": "otel_agents.runtime.tools",
     "ToolContext": "otel_agents.runtime.tools",

@@ -17,6 +17,7 @@ from typing import Any, Callable, Iterable, Sequence, Union
 
 from opentelemetry.sdk.trace import TracerProvider
 
+from otel_agents.llm.budget import Budget, BudgetMeter, totals_before
 from otel_agents.llm.model_settings import ModelSettings
 from otel_agents.persistence.paths import Paths
 from otel_agents.runtime.hooks import ApprovalHook, ReviewHook, TransformHook
@@ -129,6 +130,8 @@ class Agent:
     the tools and the request parameters. ``model`` is any litellm model string; left out,
     the session's ``model`` or its script's offline model is used. ``model_settings``:
     temperature, max tokens, top_p, stop, seed (``ModelSettings``; unset ones are not sent).
+    ``budget``: limits on cost, tokens and LLM calls of this agent and its sub-agents
+    (``Budget``, docs/budgets.md); a script's ``agent_budgets`` limit sub-agents by name.
     """
 
     name: str
@@ -137,6 +140,13 @@ class Agent:
     tools: Sequence[Tool | Callable[..., Any]] = ()
     max_turns: int | None = None
     model_settings: ModelSettings | None = None
+    budget: Budget | None = None
+
+    def budgets_by_name(self, script: Any = None) -> dict[str, Budget]:
+        """Limits by agent name: a script's, this root agent's own on top."""
+        if script is not None:
+            return script.budgets_by_name(self.name, self.budget)
+        return {self.name: self.budget} if self.budget is not None else {}
 
     def tool_list(self) -> tuple[Tool, ...]:
         return tuple(t if isinstance(t, Tool) else make_tool(t) for t in self.tools)
@@ -214,6 +224,8 @@ class Session:
         model_settings: ModelSettings | None = None,
         stream: bool = False,
         on_text: Callable[[str, str], None] | None = None,
+        budget: Budget | None = None,
+        allow_unpriced: bool = False,
     ) -> None:
         loaded = _load_script(script)
         chosen = model or agent.model or (loaded.model if loaded else None)
@@ -230,7 +242,11 @@ class Session:
             max_turns=max_turns,
             agent_settings=agent.settings_by_name(loaded),
             settings_override=model_settings,
+            agent_budgets=agent.budgets_by_name(loaded),
+            budget=BudgetMeter.for_session(budget),
         )
+        if not allow_unpriced:
+            runtime.refuse_unpriced()  # BudgetError (a ValueError), before anything runs
         self._setup(runtime, loaded, model, hooks, rec, source="api", app=app, on_text=on_text)
 
     def _setup(self, runtime: RuntimeSession, script: Any, model: str | None, hooks: Iterable[Hook],
@@ -339,13 +355,17 @@ def resume(
     model_settings: ModelSettings | None = None,
     stream: bool = False,
     on_text: Callable[[str, str], None] | None = None,
+    budget: Budget | None = None,
+    budget_scope: str = "session",
+    allow_unpriced: bool = False,
 ) -> Session:
     """Rebuild every agent of a saved session, inside a ``recording`` block, and return it to run on.
 
     Tools and hooks are not saved: a session started with ``app=`` (or ``run --app``) re-imports
     its app for the ones not given here, as ``otel-agents resume`` does; otherwise pass the ones
     the session had (every agent gets ``tools``). The script defaults to the one the session last
-    ran with; request parameters to the session's, ``model_settings`` on top. Raises ``ResumeError``
+    ran with; request parameters to the session's, ``model_settings`` on top. ``budget``: the session's
+    limits, counting what it spent before unless ``budget_scope="run"``. Raises ``ResumeError``
     (one line) when the session cannot be resumed; nothing is run or billed then.
     """
     from otel_agents.apps import reimport_app
@@ -354,6 +374,8 @@ def resume(
     from otel_agents.saved_session import bill_before_resume, load_for_resume
     from otel_agents.session_recording import StorageUnwritable, own_session
 
+    if budget_scope not in ("session", "run"):
+        raise ValueError(f"budget_scope must be 'session' or 'run', not {budget_scope!r}")
     rec = active_recording()
     if rec is None:
         raise RuntimeError("resume needs an active otel_agents.recording() block (it writes the session)")
@@ -378,7 +400,13 @@ def resume(
             max_turns=max_turns,
             agent_settings=root_agent.settings_by_name(loaded),
             settings_override=saved_params(saved, model_settings),
+            agent_budgets=root_agent.budgets_by_name(loaded),
+            budget=BudgetMeter.for_session(budget),
         )
+        if not allow_unpriced:
+            runtime.refuse_unpriced()
+        if budget_scope == "session":
+            runtime.carry_spent(totals_before(tree, meta))
         try:  # a crashed run is billed once, before new runs
             bill_before_resume(session_dir, tree, meta, rec.paths.billing_file)
         except StoreError as exc:  # the ledger unwritable; a damaged ledger's own error goes up as it is

@@ -34,7 +34,8 @@ def build_app_session(app: App, script: Any, model: str | None, **session_kwargs
     if chosen is None:
         raise click.UsageError(f"app {app.reference!r}: agent {agent.name!r} has no model (pass --model or --script)")
     root = AgentSpec(agent.name, chosen, agent.system_prompt, agent.tool_list(), agent.max_turns)
-    session = Session(root=root, agent_settings=app.agent.settings_by_name(script), **session_kwargs)
+    session = Session(root=root, agent_settings=app.agent.settings_by_name(script),
+                      agent_budgets=app.agent.budgets_by_name(script), **session_kwargs)
     if script is not None:
         session.llm.stream = session.llm.stream or script.stream
         session.llm.use_script(script)  # registered at the first scripted call only: none with a real model

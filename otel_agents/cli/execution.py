@@ -275,6 +275,7 @@ def execute(session, prompts: list[str], context, tracing, recording, steps: Nex
     ``watch.FileWatch`` served after the prompts (its events' answers printed like theirs);
     an interrupt while it waits between events ends the command normally.
     """
+    from otel_agents.llm.budget import BudgetExhausted
     from otel_agents.llm.client import LLMCallFailed
     from otel_agents.runtime.agent import MaxTurnsExceeded
 
@@ -295,7 +296,7 @@ def execute(session, prompts: list[str], context, tracing, recording, steps: Nex
             if watch is not None:
                 watching = True
                 runner.run(_serve(watch, session, context, streamed))
-    except (LLMCallFailed, MaxTurnsExceeded) as exc:
+    except (LLMCallFailed, MaxTurnsExceeded, BudgetExhausted) as exc:  # the root's (or session's) budget: exit 1
         click.echo(f"error: {exc}", err=True)
         exit_code = EXIT_FAILED
     except KeyboardInterrupt:

@@ -19,6 +19,7 @@ from otel_agents.cli.execution import (
     start_recording,
 )
 from otel_agents.cli.app_session import install_app_hooks, load_app_or_exit
+from otel_agents.cli.budget_options import BudgetOptions, budget_options, check_session_budgets
 from otel_agents.cli.options import ledger_errors_are_data_errors, session_dir_or_exit, storage_options
 from otel_agents.tracing import semconv as sc
 
@@ -35,7 +36,8 @@ class Delivery:
 
 @ledger_errors_are_data_errors
 def resume_session_command(session_id, prompts, script_name, model_opts, otlp_file, verbose, trace_llm,
-                           trace_tools, paths, redacted_save: bool = False, delivery: Delivery | None = None) -> int:
+                           trace_tools, paths, redacted_save: bool = False, delivery: Delivery | None = None,
+                           budget_opts: BudgetOptions = BudgetOptions()) -> int:
     """Own the session, load and check all of it, then run: nothing is called or billed before the checks."""
     from otel_agents.cli.execution import own_session
 
@@ -43,7 +45,7 @@ def resume_session_command(session_id, prompts, script_name, model_opts, otlp_fi
     ownership = own_session(session_dir)  # exit 2 while another process writes it
     try:
         return _resume_owned(session_dir, session_id, prompts, script_name, model_opts, otlp_file, verbose,
-                             trace_llm, trace_tools, paths, ownership, delivery)
+                             trace_llm, trace_tools, paths, ownership, budget_opts, delivery)
     finally:
         ownership.release()  # idempotent: a started recording has released it already
 
@@ -71,7 +73,8 @@ def _target_or_exit(session, delivery: Delivery | None, tracing):
 
 
 def _resume_owned(session_dir, session_id, prompts, script_name, model_opts, otlp_file, verbose, trace_llm,
-                  trace_tools, paths, ownership, delivery: Delivery | None = None) -> int:
+                  trace_tools, paths, ownership, budget_opts, delivery: Delivery | None = None) -> int:
+    from otel_agents.llm.budget import totals_before
     from otel_agents.llm.scripts import ScriptError, load_script
     from otel_agents.restore import ResumeError, restore_session, saved_params
     from otel_agents.saved_session import load_for_resume
@@ -103,8 +106,10 @@ def _resume_owned(session_dir, session_id, prompts, script_name, model_opts, otl
     llm = make_llm(tracing, model_opts)
     if app is not None:
         agent_settings = app.agent.settings_by_name(script)
+        agent_budgets = app.agent.budgets_by_name(script)
     else:
         agent_settings = script.agent_settings(script.root_name) if script is not None else {}
+        agent_budgets = script.budgets_by_name(script.root_name) if script is not None else {}
     if script is not None:
         llm.stream = llm.stream or script.stream
         llm.use_script(script)  # the scripted model the saved agents name, if they use it
@@ -124,10 +129,16 @@ def _resume_owned(session_dir, session_id, prompts, script_name, model_opts, otl
             max_turns=model_opts.max_turns,
             agent_settings=agent_settings,
             settings_override=params,
+            agent_budgets=agent_budgets,
+            budget=budget_opts.meter(),
         )
+        check_session_budgets(session, budget_opts, totals_before(tree, meta))
     except ResumeError as exc:
         tracing.shutdown()
         raise click.UsageError(str(exc)) from None
+    except click.UsageError:
+        tracing.shutdown()
+        raise
     target = _target_or_exit(session, delivery, tracing)
     if script is not None:
         install_hooks(session, script.hooks)
@@ -163,10 +174,11 @@ def _resume_owned(session_dir, session_id, prompts, script_name, model_opts, otl
                    "script's model (scripted/<name>) move to this script's; --model moves every agent. "
                    "Each change is recorded on the run (otel_agents.run.model_changes).")
 @model_options
+@budget_options
 @output_options
 @storage_options
-def resume(session_id, prompts, script_name, model_opts, otlp_file, redacted_save, verbose, trace_llm, trace_tools,
-           paths):
+def resume(session_id, prompts, script_name, model_opts, budget_opts, otlp_file, redacted_save, verbose, trace_llm,
+           trace_tools, paths):
     """Rebuild every agent of SESSION_ID exactly as saved and run PROMPTS.
 
     Each resumed run is a new trace linked to the previous run, in the same session directory.
@@ -174,4 +186,4 @@ def resume(session_id, prompts, script_name, model_opts, otlp_file, redacted_sav
     if redacted_save:
         raise click.UsageError("--redacted-save applies to new sessions only")
     finish(resume_session_command(session_id, prompts, script_name, model_opts, otlp_file, verbose,
-                                  trace_llm, trace_tools, paths))
+                                  trace_llm, trace_tools, paths, budget_opts=budget_opts))

@@ -19,6 +19,7 @@ from otel_agents.cli.execution import (
     read_prompts,
     start_recording,
 )
+from otel_agents.cli.budget_options import budget_options, check_session_budgets
 from otel_agents.cli.options import storage_options
 from otel_agents.cli.app_session import build_app_session, load_app_or_exit
 
@@ -43,10 +44,11 @@ DEMO_NOTICE = ("demo: the scripted model answers one call with a 429 rate limit 
 @click.option("--watch-for", "watch_for", type=click.FloatRange(0, min_open=True), metavar="SECONDS",
               help="Stop watching after SECONDS [default: until Ctrl-C or SIGTERM].")
 @model_options
+@budget_options
 @output_options
 @storage_options
-def run(prompts, script_name, app_reference, resume_id, watch_paths, watch_agent, watch_for, model_opts, otlp_file,
-        redacted_save, verbose, trace_llm, trace_tools, paths):
+def run(prompts, script_name, app_reference, resume_id, watch_paths, watch_agent, watch_for, model_opts, budget_opts,
+        otlp_file, redacted_save, verbose, trace_llm, trace_tools, paths):
     """Run PROMPTS (arguments, else stdin lines, else interactive) in a new session.
 
     stdout carries the root agent's utterances only; the session id goes to stderr.
@@ -61,7 +63,7 @@ def run(prompts, script_name, app_reference, resume_id, watch_paths, watch_agent
         if watch_paths or watch_agent or watch_for:
             raise click.UsageError("--watch applies to new sessions (use `send` to tell a saved session's agent)")
         finish(resume_session_command(resume_id, prompts, script_name, model_opts, otlp_file,
-                                      verbose, trace_llm, trace_tools, paths))
+                                      verbose, trace_llm, trace_tools, paths, budget_opts=budget_opts))
     from otel_agents.llm.scripts import ScriptError, load_script
 
     app = load_app_or_exit(app_reference) if app_reference is not None else None
@@ -81,14 +83,21 @@ def run(prompts, script_name, app_reference, resume_id, watch_paths, watch_agent
     llm = make_llm(tracing, model_opts)
     if app is None:
         session = build_session(script, model=model_opts.model, telemetry=tracing.telemetry, llm=llm,
-                                max_turns=model_opts.max_turns, settings_override=model_opts.params)
+                                max_turns=model_opts.max_turns, settings_override=model_opts.params,
+                                budget=budget_opts.meter())
     else:
         try:
             session = build_app_session(app, script, model_opts.model, telemetry=tracing.telemetry, llm=llm,
-                                        max_turns=model_opts.max_turns, settings_override=model_opts.params)
+                                        max_turns=model_opts.max_turns, settings_override=model_opts.params,
+                                        budget=budget_opts.meter())
         except click.UsageError:
             tracing.shutdown()
             raise
+    try:
+        check_session_budgets(session, budget_opts)
+    except click.UsageError:
+        tracing.shutdown()
+        raise
     recording = start_recording(tracing, paths, session.id, redact_contents=redacted_save)
     attach_console(tracing, verbose, trace_llm, trace_tools)
     from otel_agents.tracing import semconv as sc

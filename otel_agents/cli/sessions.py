@@ -13,6 +13,7 @@ from otel_agents.tracing import semconv as sc
 from otel_agents.cli.options import (
     ledger_errors_are_data_errors, reads_whole_sessions, session_dir_or_exit, storage_options,
 )
+from otel_agents.tracing import semconv as sc
 
 
 class SessionDataUnreadable(click.ClickException):
@@ -255,6 +256,15 @@ def _span_id(node: Mapping[str, Any], ids: bool) -> str:
     return f"  span {node.get('span_id')}" if ids else ""
 
 
+def _budget_mark(turn: Mapping[str, Any]) -> str:
+    """Where a budget stopped the run: the turn whose LLM attempt was not made (docs/budgets.md)."""
+    for event in turn.get("span_events") or ():
+        if event.get("name") == sc.EVENT_BUDGET_EXHAUSTED:
+            attrs = event.get("attributes") or {}
+            return f"  BUDGET EXHAUSTED for {attrs.get(sc.BUDGET_OWNER)}: {attrs.get(sc.BUDGET_DETAIL)}"
+    return ""
+
+
 def _session_lines(node: Mapping[str, Any], indent: int, ids: bool = False) -> list[str]:
     """The lines of a session's turns and operations, sub-agents' sessions nested, with a
     stack instead of recursion (a chain of sub-agents can be thousands deep)."""
@@ -277,7 +287,8 @@ def _session_lines(node: Mapping[str, Any], indent: int, ids: bool = False) -> l
         if what == "turn":
             lines.append(
                 f"{pad}{item.get('path') or '?':<14} {_status(item):<11} {_duration(item):>8}  "
-                f"turn {item.get('index')}  {_tokens(item['totals']['inclusive'])}" + _span_id(item, ids)
+                f"turn {item.get('index')}  {_tokens(item['totals']['inclusive'])}" + _budget_mark(item)
+                + _span_id(item, ids)
             )
             continue
         pending: list[tuple[str, Mapping[str, Any], int]] = [("op", op, level) for op in item.get("ops", [])]

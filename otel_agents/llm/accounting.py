@@ -15,6 +15,7 @@ from typing import Iterator
 
 from opentelemetry import trace
 
+from otel_agents.llm import budget
 from otel_agents.llm.pricing import COST_DECIMALS, Usage
 from otel_agents.tracing import semconv as sc
 from otel_agents.tracing.telemetry import marks_cancellation
@@ -100,6 +101,7 @@ def charge_llm(usage: Usage, cost: float | None, failed: bool) -> None:
             inner.own.add_llm(usage, cost, failed)
     for s in chain:
         s.inclusive.add_llm(usage, cost, failed)
+    budget.charge(usage, cost)  # the same numbers, for the limits checked before the next attempt
 
 
 def charge_tool() -> None:

@@ -21,6 +21,7 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 from otel_agents.llm.pricing import PriceTable, Usage
 from otel_agents.llm.retry import RetryPolicy, error_type, is_transient
 from otel_agents.llm.accounting import charge_llm
+from otel_agents.llm.budget import check as check_budgets
 from otel_agents.llm.model_settings import ModelSettings
 from otel_agents.llm.streaming import STREAM_OPTIONS, StreamCutShort, StreamProgress, assemble, read_stream
 from otel_agents.tracing import content_capture, semconv as sc
@@ -195,6 +196,7 @@ class LLMClient:
         attempt = 0
         while True:
             attempt += 1
+            check_budgets(self.telemetry)  # an attempt that would start past a limit is not made
             try:
                 return await self._attempt(request, attempt, on_message)
             except _AttemptFailed as failed:

@@ -18,6 +18,8 @@ A script is a JSON file (see docs/scripts.md)::
       "fallback": "I have nothing further to add.",
       "params": {"temperature": 0.2, "max_tokens": 512},
       "agent_params": {"Jack": {"temperature": 0.9, "stop": ["END"]}},
+      "budget": {"max_cost_usd": 0.5},
+      "agent_budgets": {"Jack": {"max_llm_calls": 3}},
       "stream": true,
       "triggers": [{"watch": "data.json", "agent": "Watcher", "text": "File changed: {path}"}]
     }
@@ -25,6 +27,8 @@ A script is a JSON file (see docs/scripts.md)::
 ``params`` are the root agent's request parameters (its sub-agents inherit them),
 ``agent_params`` those of the agents of a name; ``stream`` streams every call;
 ``triggers`` turn a file appearing or changing into an outside event (``run``).
+``budget`` limits the root agent (sub-agents included), ``agent_budgets`` the agents
+of a name (docs/budgets.md).
 
 The model's answer is a pure function of the request: the agent's name and how
 many assistant turns its transcript already holds. An agent with no turn left
@@ -40,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from otel_agents.json_nesting import NestingTooDeep, check_nesting
+from otel_agents.llm.budget import Budget, BudgetError, budget_from_mapping
 from otel_agents.llm.model_settings import ModelSettings, ModelSettingsError, settings_from_mapping
 from otel_agents.llm.script_triggers import TriggerError, TriggerSpec, parse_triggers
 
@@ -102,6 +107,16 @@ class Script:
     agent_params: dict[str, ModelSettings] = field(default_factory=dict)  # by agent name
     stream: bool = False
     triggers: tuple[TriggerSpec, ...] = ()  # files watched while the session runs (script_triggers.py)
+    budget: Budget | None = None  # the root's limits, its sub-agents' spending included
+    agent_budgets: dict[str, Budget] = field(default_factory=dict)  # by agent name
+
+    def budgets_by_name(self, root_name: str, root_own: Budget | None = None) -> dict[str, Budget]:
+        """Limits by agent name: the root's (an app's own, else ``budget``) included."""
+        out = dict(self.agent_budgets)
+        root = root_own or self.budget
+        if root is not None:
+            out[root_name] = root
+        return out
 
     def agent_settings(self, root_name: str, root_own: ModelSettings | None = None) -> dict[str, ModelSettings]:
         """Request parameters by agent name, the root's (``params`` and an app's own) included."""
@@ -267,6 +282,7 @@ def parse_script(data: Any, source: str) -> Script:
         }
     except ModelSettingsError as exc:
         raise ScriptError(str(exc)) from None
+    budget, agent_budgets = _parse_budgets(data, source)
     stream = data.get("stream", False)
     if not isinstance(stream, bool):
         raise _fail(source, "'stream' must be true or false")
@@ -287,7 +303,21 @@ def parse_script(data: Any, source: str) -> Script:
         agent_params=agent_params,
         stream=stream,
         triggers=triggers,
+        budget=budget,
+        agent_budgets=agent_budgets,
     )
+
+
+def _parse_budgets(data: dict[str, Any], source: str) -> tuple[Budget | None, dict[str, Budget]]:
+    raw = data.get("agent_budgets", {})
+    if not isinstance(raw, dict):
+        raise _fail(source, "'agent_budgets' must map agent names to budgets")
+    try:
+        budget = budget_from_mapping(data["budget"], f"{source}: budget") if data.get("budget") is not None else None
+        return budget, {agent: budget_from_mapping(value, f"{source}: agent_budgets.{agent}")
+                        for agent, value in raw.items()}
+    except BudgetError as exc:
+        raise ScriptError(str(exc)) from None
 
 
 def load_script(name_or_path: str) -> Script:

@@ -11,6 +11,7 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from otel_agents.llm.client import ChatRequest, provider_of, request_model_of
 from otel_agents.llm.accounting import charge_tool, scope
+from otel_agents.llm.budget import Budget, BudgetExhausted, BudgetMeter, in_force, metering
 from otel_agents.llm.model_settings import ModelSettings
 from otel_agents.runtime.hooks import ToolRequest
 from otel_agents.runtime.logged_string import LoggedString, substance_of
@@ -55,6 +56,7 @@ class Agent:
         max_turns: int | None = None,
         builtin_tools: bool = True,
         settings: ModelSettings | None = None,
+        budget: Budget | None = None,
     ):
         self.session = session
         self.agent_id = agent_id or session.allocate_agent_id()
@@ -63,6 +65,9 @@ class Agent:
         self.parent = parent
         self.max_turns = max_turns
         self.settings = settings or ModelSettings()  # its own request parameters (sub-agents inherit them)
+        # Its limits, its sub-agents' spending included; by name from the session when not given (resume too).
+        self.budget = budget if budget is not None else session.agent_budgets.get(name)
+        self.budget_meter = BudgetMeter(name, self.budget) if self.budget and self.budget.limits_anything else None
         self.user_tools: dict[str, Tool] = {t.name: t for t in tools}
         self.builtin_tools = builtin_tools
         self.subagents: dict[str, Agent] = {}
@@ -166,6 +171,10 @@ class Agent:
             return await self.respond_in_current_span()
 
     async def respond_in_current_span(self) -> LoggedString:
+        with metering(self.budget_meter):  # sub-agents run inside: they spend from this budget too
+            return await self._turns()
+
+    async def _turns(self) -> LoggedString:
         tracer = self.session.telemetry.tracer
         limit = self.max_turns or self.session.max_turns
         for index in range(1, limit + 1):
@@ -245,6 +254,12 @@ class Agent:
                     else:
                         try:
                             result = await tool.invoke(ctx, arguments.values)
+                        except BudgetExhausted as exc:
+                            if in_force(exc.meter):  # this agent's budget or an enclosing one: it stops too
+                                span.set_status(Status(StatusCode.ERROR, str(exc)))
+                                span.set_attribute(sc.ERROR_TYPE, "budget_exhausted")
+                                raise
+                            status, result = "failed", f"Error: {exc}"  # a sub-agent's: its caller carries on
                         except Exception as exc:  # a failing tool is a result, not a crash
                             status = "failed"
                             result = f"Error: tool '{name}' failed: {type(exc).__name__}: {exc}"

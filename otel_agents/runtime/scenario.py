@@ -84,7 +84,8 @@ def build_session(
 ) -> Session:
     resolved = resolve_model(script, model)
     root = AgentSpec(script.root_name, resolved, script.root_system_prompt, tuple(tools))
-    session = Session(root=root, agent_settings=script.agent_settings(script.root_name), **session_kwargs)
+    session = Session(root=root, agent_settings=script.agent_settings(script.root_name),
+                      agent_budgets=script.budgets_by_name(script.root_name), **session_kwargs)
     session.llm.stream = session.llm.stream or script.stream
     session.llm.use_script(script)  # registered at the first scripted call only: none with a real model
     install_hooks(session, script.hooks)

@@ -13,6 +13,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Link, SpanContext, SpanKind
 
 from otel_agents.llm.accounting import scope
+from otel_agents.llm.budget import Budget, BudgetExhausted, BudgetMeter, carry_over, in_force, metering, refuse_unpriced
 from otel_agents.llm.model_settings import ModelSettings
 from otel_agents.runtime.hooks import ApprovalHook, Decision, ReviewHook, ToolRequest, TransformHook, hook_event
 from otel_agents.runtime.logged_string import LoggedString
@@ -78,6 +79,8 @@ class Session:
         previous_run: SpanContext | None = None,
         agent_settings: Mapping[str, ModelSettings] | None = None,
         settings_override: ModelSettings | None = None,
+        agent_budgets: Mapping[str, Budget] | None = None,
+        budget: BudgetMeter | None = None,
     ):
         self.id = session_id or new_session_id()
         if not valid_session_id(self.id):
@@ -93,6 +96,9 @@ class Session:
         # here on top; ``settings_override`` (``--param``) is on top of every agent's.
         self.agent_settings: dict[str, ModelSettings] = dict(agent_settings or {})
         self.settings_override = settings_override
+        # Limits: an agent's by its name (it and its sub-agents), ``budget`` the whole session's (--max-cost-usd).
+        self.agent_budgets: dict[str, Budget] = dict(agent_budgets or {})
+        self.budget = budget
         self.root_spec = root
         self.root: Agent | None = None
         self.agents: dict[str, Agent] = {}  # every agent that ever existed, by id
@@ -180,6 +186,17 @@ class Session:
         """What ``agent``'s next LLM request sends: its own parameters under the session's override."""
         return agent.settings.merged(self.settings_override)
 
+    def refuse_unpriced(self) -> None:
+        """``BudgetError`` when a cost limit is set and a model of the session (sub-agents take
+        their parent's) has no price: checked before anything runs."""
+        models = [a.model for a in self.agents.values()] + ([self.root_spec.model] if self.root_spec else [])
+        refuse_unpriced([self.budget.budget if self.budget else None, *self.agent_budgets.values()], models,
+                        self.llm.prices)
+
+    def carry_spent(self, totals: Mapping[str, Any] | None) -> None:
+        """Resumed: the session's and the root agent's limits count what the session spent before."""
+        carry_over((self.budget, self.root.budget_meter if self.root else None), totals)
+
     def find_agent(self, name_or_id: str) -> "Agent | None":
         """By id, else the most recently created agent of that name."""
         if name_or_id in self.agents:
@@ -257,6 +274,10 @@ class Session:
                 continue
             try:
                 decision = await hook.decide(request)
+            except BudgetExhausted as exc:
+                if in_force(exc.meter):  # the session's (or the asking agent's) budget: the run stops here
+                    raise
+                decision = Decision(False, f"hook failed: {exc}")
             except Exception as exc:  # a hook that cannot judge fails closed; the agent goes on
                 decision = Decision(False, f"hook failed: {type(exc).__name__}: {exc}")
             span.add_event(
@@ -329,6 +350,8 @@ class Session:
             attrs[sc.RUN_SCRIPT] = context.script
         if context.model_override:
             attrs[sc.RUN_MODEL] = context.model_override
+        if self.budget is not None:
+            attrs[sc.RUN_BUDGET] = self.budget.budget.to_json()
         if self.previous_run is not None:
             attrs[sc.RESUMED_FROM] = f"{self.previous_run.trace_id:032x}:{self.previous_run.span_id:016x}"
         attrs.update(context.extra)
@@ -340,7 +363,7 @@ class Session:
             kind=SpanKind.INTERNAL,
             attributes=attrs,
             links=links,
-        ) as span, scope("agent", span), marks_error_type(span):
+        ) as span, scope("agent", span), marks_error_type(span), metering(self.budget):
             self.previous_run = span.get_span_context() if span.get_span_context().is_valid else self.previous_run
             target = agent or self.ensure_root()
             pending, self.before_next_run = self.before_next_run, []

@@ -103,6 +103,7 @@ INGRESS_HOST = "otel_agents.ingress.host"
 INGRESS_VERSION = "otel_agents.ingress.version"  # otel-agents version
 INGRESS_SENDER = "otel_agents.ingress.sender"  # `send --source`, `run --watch` path: who delivered the event
 INGRESS_KEYS = (INGRESS_CWD, INGRESS_ARGV, INGRESS_PID, INGRESS_USER, INGRESS_HOST, INGRESS_VERSION, INGRESS_SENDER)
+RUN_BUDGET = "otel_agents.run.budget"  # JSON of the session's limits in force (--max-cost-usd ...), and their scope
 RESUMED_FROM = "otel_agents.resumed_from"  # "<trace_id>:<span_id>" of the previous run root
 AGENT_ID = "otel_agents.agent.id"
 AGENT_PARENT_ID = "otel_agents.agent.parent_id"
@@ -199,6 +200,12 @@ HOOK_NAME = "otel_agents.hook.name"
 HOOK_KIND = "otel_agents.hook.kind"  # approval | review | transform
 HOOK_DECISION = "otel_agents.hook.decision"  # allow | deny | accept | reject
 HOOK_REASON = "otel_agents.hook.reason"
+
+# An LLM attempt not made because a budget is spent (docs/budgets.md), on the operation that wanted it.
+EVENT_BUDGET_EXHAUSTED = "otel_agents.budget.exhausted"
+BUDGET_OWNER = "otel_agents.budget.owner"  # the agent whose budget is spent, or "session"
+BUDGET_KIND = "otel_agents.budget.kind"  # cost | tokens | llm_calls
+BUDGET_DETAIL = "otel_agents.budget.detail"  # "$X of $Y spent"
 
 # Content attributes: dropped from network exports when content export is off.
 CONTENT_ATTRIBUTES = frozenset(

@@ -5,7 +5,8 @@ path, hooks and user tools are real, and spans come from ``configure_tracing``
 (the provider the CLI uses) with an in-memory exporter and an on-start recorder
 added. Together the scenarios reach every span kind and the failure paths:
 unknown, denied and crashing tools, a retried and a fatal LLM failure, a review
-rejection, a transform hook, a truncation record, reasoning, and the turn limit.
+rejection, a transform hook, a truncation record, reasoning, the turn limit, and
+spent budgets (a sub-agent's, then the session's).
 """
 
 from __future__ import annotations
@@ -69,8 +70,10 @@ def run_session(
     shutdown: bool = True,
     after: Callable[[Any], None] | None = None,
     extra: dict[str, Any] | None = None,
+    budget: Any = None,
 ) -> tuple[ScenarioRun, Tracing]:
     """Run prompts as the CLI does (source ``cli``), catching the errors the CLI reports."""
+    from otel_agents.llm.budget import BudgetExhausted, BudgetMeter
     from otel_agents.llm.client import LLMCallFailed, LLMClient
     from otel_agents.llm.retry import RetryPolicy
     from otel_agents.llm.scripts import load_script
@@ -94,14 +97,15 @@ def run_session(
         capture_input_messages=capture_input_messages,
         sleep=_no_sleep,
     )
-    session = build_session(loaded, model=model, tools=tools, telemetry=tracing.telemetry, llm=llm, max_turns=max_turns)
+    session = build_session(loaded, model=model, tools=tools, telemetry=tracing.telemetry, llm=llm, max_turns=max_turns,
+                            budget=BudgetMeter.for_session(budget))
     context = RunContext(source="cli", script=loaded.source, model_override=model, extra=extra or {})
     label_runs(session, context, txn=None)  # ingress metadata and the console id, as the CLI sets them
     run = ScenarioRun([], {}, session.id)
     try:
         for prompt in prompts:
             run.utterances.append(str(asyncio.run(session.run(prompt, context=context))))
-    except (LLMCallFailed, MaxTurnsExceeded, KeyboardInterrupt) as exc:
+    except (LLMCallFailed, MaxTurnsExceeded, BudgetExhausted, KeyboardInterrupt) as exc:
         run.error = exc
     if after is not None:
         after(session)
@@ -215,6 +219,17 @@ STREAMED_SCRIPT = {"name": "streamed", "agents": {}, "stream": True,
                    "params": {"temperature": 0.5, "max_tokens": 64, "top_p": 0.9, "stop": ["END"], "seed": 3}}
 
 
+# The Worker's own budget is spent (its caller gets an error result), then the session's ends the run.
+BUDGET_SCRIPT: dict[str, Any] = {
+    "agents": {
+        "main": [{"tool_calls": [{"name": "task", "arguments": {"name": "Worker", "user_prompt": "work"}}]},
+                 {"tool_calls": [{"name": "task", "arguments": {"name": "Other"}}]}, "never said"],
+        "Worker": [{"tool_calls": [{"name": "task", "arguments": {"name": "Sub"}}]}, "never said"],
+    },
+    "agent_budgets": {"Worker": {"max_llm_calls": 1}},
+}
+
+
 def run_every_scenario(directory: Path) -> list[ScenarioRun]:
     """The demo (two prompts), the failure paths, a fatal LLM error, the turn limit,
     an OpenAI-compatible HTTP model with input-message capture, and one streamed with request parameters."""
@@ -237,6 +252,10 @@ def run_every_scenario(directory: Path) -> list[ScenarioRun]:
     )
     runs.append(run_resumed_with_another_script(directory))
     runs.append(run_forked(directory))
+    from otel_agents.llm.budget import Budget
+
+    runs.append(run_session(write_script(directory, "budget", BUDGET_SCRIPT), ["go"],
+                            budget=Budget(max_llm_calls=3))[0])
     with OpenAIServer() as server:
         server.plan(Reply(content="hi there", prompt_tokens=10, completion_tokens=2))
         runs.append(
