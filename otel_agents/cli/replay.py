@@ -19,7 +19,7 @@ from otel_agents.cli.execution import (
     start_recording,
 )
 from otel_agents.cli.app_session import build_app_session, load_app_or_exit
-from otel_agents.cli.options import session_dir_or_exit, storage_options
+from otel_agents.cli.options import DataError, session_dir_or_exit, storage_options
 
 # Recorded on the replay's runs: the session it replays (docs/replay.md).
 RUN_REPLAY_OF = "otel_agents.run.replay_of"
@@ -79,7 +79,7 @@ def replay_command(session_id: str, from_run: int, strict: bool, verbose: bool, 
     try:  # everything is read and checked before any model is called
         source = read_source(source_dir, from_run)
     except ReplayError as exc:
-        raise click.UsageError(str(exc)) from None
+        raise DataError(str(exc)) from None
     if source.app is None and source.script is None:
         raise click.UsageError(f"session {session_id} names neither a script nor an app to replay with")
     app = load_app_or_exit(source.app) if source.app else None
