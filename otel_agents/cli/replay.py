@@ -21,10 +21,6 @@ from otel_agents.cli.execution import (
 from otel_agents.cli.app_session import build_app_session, load_app_or_exit
 from otel_agents.cli.options import DataError, session_dir_or_exit, storage_options
 
-# Recorded on the replay's runs: the session it replays (docs/replay.md).
-RUN_REPLAY_OF = "otel_agents.run.replay_of"
-
-
 @dataclass
 class ReplayReport:
     """The lines said before the closing ``session:`` line (execute's ``steps``): the replay's verdict."""
@@ -38,7 +34,11 @@ class ReplayReport:
 
     def lines(self, session_id: str) -> list[str]:
         book = self.book
-        out = [f"replay: note: {line}" for note in book.notes for line in note.lines()]
+        out = []
+        for what in dict.fromkeys(note.what for note in book.notes):  # the first of each kind, with its diff
+            same = [note for note in book.notes if note.what == what]
+            out.append(f"replay: note: {same[0].summary()} (compared only with --strict; {len(same)} calls so)")
+            out += [f"replay: note: {line}" for line in same[0].diff.splitlines()]
         if book.divergence is not None:
             out += book.divergence.lines()
         elif book.unused():
@@ -117,7 +117,7 @@ def replay_command(session_id: str, from_run: int, strict: bool, verbose: bool, 
     from otel_agents.tracing import semconv as sc
 
     register_replay(source.session_id, book)
-    extra: dict[str, Any] = {RUN_REPLAY_OF: source.session_id}
+    extra: dict[str, Any] = {}  # the session replayed is named by the run's model: replay/<source>
     if app is not None:
         extra[sc.RUN_APP] = app.reference
     if params is not None:

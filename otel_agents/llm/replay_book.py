@@ -44,11 +44,12 @@ class Divergence:
     what: str  # "messages", "tools", "parameters" or "no recorded call"
     diff: str
 
+    def summary(self) -> str:
+        where = f"agent {self.agent}, turn {self.turn}, attempt {self.attempt}"
+        return f"{where}: no recorded call" if self.what == "no recorded call" else f"{where}: {self.what} differ"
+
     def lines(self) -> list[str]:
-        head = f"replay diverged: agent {self.agent}, turn {self.turn}, attempt {self.attempt}: {self.what} differ"
-        if self.what == "no recorded call":
-            head = f"replay diverged: agent {self.agent}, turn {self.turn}, attempt {self.attempt}: no recorded call"
-        return [head, *self.diff.splitlines()]
+        return [f"replay diverged: {self.summary()}", *self.diff.splitlines()]
 
 
 @dataclass
