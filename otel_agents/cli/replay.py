@@ -73,7 +73,7 @@ def replay_command(session_id: str, from_run: int, strict: bool, verbose: bool, 
     from otel_agents.llm.model_settings import ModelSettingsError, settings_from_json
     from otel_agents.llm.replay_book import ReplayBook
     from otel_agents.llm.scripts import ScriptError, load_script
-    from otel_agents.replay import ReplayError, read_source
+    from otel_agents.replay_source import ReplayError, read_source
 
     source_dir = session_dir_or_exit(paths, session_id)
     try:  # everything is read and checked before any model is called

@@ -238,3 +238,12 @@ def test_a_run_number_past_the_session_is_exit_2_and_writes_nothing(tmp_path):
     assert done.stderr.strip().splitlines() == [f"Error: --from-run 3: session {source} has runs 1 to 1"]
     assert sorted(p.name for p in (home / "sessions").iterdir()) == [source]
     assert checksums(home / "sessions" / source) == before
+
+
+def test_a_session_saved_without_contents_cannot_be_replayed(tmp_path):
+    home = tmp_path / "home"
+    source = session_of(cli("run", "--redacted-save", "--script", str(DEMO), "hello", home=home))
+    done = cli("replay", source, home=home, check=False)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        f"Error: session {source} was saved without contents (--redacted-save): nothing to replay"]

@@ -57,6 +57,8 @@ def read_source(session_dir: Path, from_run: int = 1) -> ReplaySource:
     runs = [run for run in tree["session"].get("runs") or [] if isinstance(run, dict)]
     if not runs:
         raise ReplayError(f"session {session_id} has no run to replay")
+    if any((run.get("attributes") or {}).get(sc.RUN_REDACTED_SAVE) for run in runs):
+        raise ReplayError(f"session {session_id} was saved without contents (--redacted-save): nothing to replay")
     if not 1 <= from_run <= len(runs):
         raise ReplayError(f"--from-run {from_run}: session {session_id} has runs 1 to {len(runs)}")
     run_of_span = {run["span_id"]: index for index, run in enumerate(runs, 1)}

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from otel_agents.replay import ReplayError, read_source
+from otel_agents.replay_source import ReplayError, read_source
 from otel_agents.views import SessionViewer
 
 
