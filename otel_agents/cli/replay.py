@@ -37,7 +37,7 @@ class ReplayReport:
         out = []
         for what in dict.fromkeys(note.what for note in book.notes):  # the first of each kind, with its diff
             same = [note for note in book.notes if note.what == what]
-            out.append(f"replay: note: {same[0].summary()} (compared only with --strict; {len(same)} calls so)")
+            out.append(f"replay: note: {same[0].summary()} (compared only with --strict; in {len(same)} of the calls)")
             out += [f"replay: note: {line}" for line in same[0].diff.splitlines()]
         if book.divergence is not None:
             out += book.divergence.lines()

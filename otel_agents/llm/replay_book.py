@@ -86,10 +86,10 @@ class ReplayBook:
         return call
 
     def _check(self, call: RecordedCall, messages: list[dict[str, Any]], optional_params: dict[str, Any]) -> None:
-        sent = [_comparable(m) for m in messages]
-        if sent != [_comparable(m) for m in call.messages]:
+        sent, recorded = [_comparable(m) for m in messages], [_comparable(m) for m in call.messages]
+        if sent != recorded:
             self.divergence = Divergence(call.agent, call.turn, call.attempt, "messages",
-                                         _diff(call.messages, messages, "recorded", "replayed"))
+                                         _diff(recorded, sent, "recorded", "replayed"))
             raise _stopped(self.divergence)
         others = [("tools", call.tools or None, optional_params.get("tools") or None),
                   ("parameters", call.parameters, _parameters(optional_params))]

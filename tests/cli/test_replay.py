@@ -188,7 +188,7 @@ def test_strict_fails_on_a_changed_parameter_that_the_default_only_notes(tmp_pat
     script.write_text(json.dumps(data))
 
     lenient = cli("replay", source, home=home)
-    assert ("replay: note: agent main, turn 1, attempt 1: parameters differ (compared only with --strict; 1 calls so)"
+    assert ("replay: note: agent main, turn 1, attempt 1: parameters differ (compared only with --strict; in 1 of the calls)"
             in lenient.stderr.splitlines())
     assert 'replay: note: + "temperature": 0.9' in lenient.stderr.splitlines()
     assert lenient.stdout == "Echo!\n"
