@@ -16,6 +16,7 @@ from otel_agents.cli.billing import billing
 from otel_agents.cli.export import export
 from otel_agents.cli.fork import fork
 from otel_agents.cli.importer import import_traces
+from otel_agents.cli.replay import replay
 from otel_agents.cli.resume import resume
 from otel_agents.cli.run import run
 from otel_agents.cli.send import send
@@ -29,7 +30,7 @@ def cli() -> None:
     """A multi-agent LLM runtime in which everything that happens is an OpenTelemetry span."""
 
 
-for command in (run, resume, fork, send, sessions, billing, view, import_traces, export):
+for command in (run, resume, fork, send, replay, sessions, billing, view, import_traces, export):
     cli.add_command(command)
 
 

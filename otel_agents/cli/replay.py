@@ -1,0 +1,131 @@
+"""``otel-agents replay ID [--from-run N] [--strict]``: re-run a saved session's prompts against its recorded answers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import click
+
+from otel_agents.cli.execution import (
+    EXIT_FAILED,
+    EXIT_OK,
+    ModelOptions,
+    attach_console,
+    configure,
+    execute,
+    finish,
+    make_llm,
+    start_recording,
+)
+from otel_agents.cli.app_session import build_app_session, load_app_or_exit
+from otel_agents.cli.options import DataError, session_dir_or_exit, storage_options
+
+@dataclass
+class ReplayReport:
+    """The lines said before the closing ``session:`` line (execute's ``steps``): the replay's verdict."""
+
+    book: Any  # llm.replay_book.ReplayBook
+    source_id: str
+    runs: int
+
+    def failed(self) -> bool:
+        return self.book.divergence is not None or bool(self.book.unused())
+
+    def lines(self, session_id: str) -> list[str]:
+        book = self.book
+        out = []
+        for what in dict.fromkeys(note.what for note in book.notes):  # the first of each kind, with its diff
+            same = [note for note in book.notes if note.what == what]
+            out.append(f"replay: note: {same[0].summary()} (compared only with --strict; in {len(same)} of the calls)")
+            out += [f"replay: note: {line}" for line in same[0].diff.splitlines()]
+        if book.divergence is not None:
+            out += book.divergence.lines()
+        elif book.unused():
+            first = book.unused()[0]
+            out.append(f"replay diverged: agent {first.agent}, turn {first.turn}, attempt {first.attempt}: "
+                       f"recorded but never requested ({len(book.unused())} recorded calls unused)")
+        else:
+            out.append(f"replay: {len(book.used)} LLM calls of {self.runs} runs matched session {self.source_id}")
+        return out
+
+
+@click.command()
+@click.argument("session_id")
+@click.option("--from-run", "from_run", type=click.IntRange(1), default=1, show_default=True,
+              help="Compare requests from run N on; earlier runs are re-run from their recorded answers "
+                   "without comparing, to rebuild the state run N started from.")
+@click.option("--strict", is_flag=True,
+              help="Any difference fails at once: tool definitions and request parameters too, not only the messages.")
+@click.option("-v", "--verbose", is_flag=True, help="One stderr line per LLM and tool request/response.")
+@storage_options
+def replay(session_id, from_run, strict, verbose, paths):
+    """Re-run SESSION_ID's prompts in a new session, answering every LLM request from the recorded ones.
+
+    The same app or script (re-imported, as resume does) runs the same prompts; each request is
+    checked against the recorded one. The first divergence is reported (agent, turn, a diff of the
+    request) and ends the replay with exit 1. Replayed calls cost nothing.
+    """
+    finish(replay_command(session_id, from_run, strict, verbose, paths))
+
+
+def replay_command(session_id: str, from_run: int, strict: bool, verbose: bool, paths) -> int:
+    from otel_agents.llm.model_settings import ModelSettingsError, settings_from_json
+    from otel_agents.llm.replay_book import ReplayBook
+    from otel_agents.llm.scripts import ScriptError, load_script
+    from otel_agents.replay_source import ReplayError, read_source
+
+    source_dir = session_dir_or_exit(paths, session_id)
+    try:  # everything is read and checked before any model is called
+        source = read_source(source_dir, from_run)
+    except ReplayError as exc:
+        raise DataError(str(exc)) from None
+    if source.app is None and source.script is None:
+        raise click.UsageError(f"session {session_id} names neither a script nor an app to replay with")
+    app = load_app_or_exit(source.app) if source.app else None
+    try:
+        script = load_script(source.script) if source.script else None
+    except ScriptError as exc:
+        raise click.UsageError(f"cannot load the session's script: {exc}") from None
+    try:
+        params = settings_from_json(source.params, "the last run")
+    except ModelSettingsError as exc:
+        raise click.UsageError(f"session {session_id}: {exc}") from None
+    book = ReplayBook({(c.agent, c.turn, c.attempt): c for c in source.calls}, strict=strict)
+    model = f"replay/{source.session_id}"
+
+    from otel_agents.runtime.scenario import build_session
+    from otel_agents.runtime.session import RunContext
+
+    tracing = configure(None)
+    llm = make_llm(tracing, ModelOptions(model, None, 20, 4, 120.0, params, source.stream))
+    try:
+        if app is None:
+            session = build_session(script, model=model, telemetry=tracing.telemetry, llm=llm,
+                                    settings_override=params)
+        else:
+            session = build_app_session(app, script, model, telemetry=tracing.telemetry, llm=llm,
+                                        settings_override=params)
+    except click.UsageError:
+        tracing.shutdown()
+        raise
+    llm.stream = source.stream  # as recorded, whatever the script says now
+    recording = start_recording(tracing, paths, session.id)
+    attach_console(tracing, verbose, False, False)
+
+    from otel_agents.llm.replay_provider import register_replay  # litellm: after the recorder forked
+    from otel_agents.tracing import semconv as sc
+
+    register_replay(source.session_id, book)
+    extra: dict[str, Any] = {}  # the session replayed is named by the run's model: replay/<source>
+    if app is not None:
+        extra[sc.RUN_APP] = app.reference
+    if params is not None:
+        extra[sc.RUN_PARAMS] = params.to_json()
+    context = RunContext(source="replay", script=script.source if script is not None else None,
+                         model_override=model, extra=extra)
+    report = ReplayReport(book, source.session_id, len({run for run, _ in source.prompts}))
+    code = execute(session, [prompt for _, prompt in source.prompts], context, tracing, recording, report)
+    if code == EXIT_OK and report.failed():
+        return EXIT_FAILED
+    return code

@@ -1,0 +1,130 @@
+"""What ``otel-agents replay`` replays: a saved session's prompts and recorded LLM calls, read from its files.
+
+Read-only on the saved session. Each chat span becomes a ``RecordedCall``: the request
+rebuilt exactly as sent (the views' chat context: messages and tool definitions), its
+request parameters, and the answer (the assistant entry it produced, its usage) or the
+error it failed with. A turn is the agent's n-th LLM call in the session, in start order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from otel_agents.tracing import semconv as sc
+from otel_agents.tracing.records import message_from_record
+
+# gen_ai.request.* attribute -> the litellm parameter it records (ModelSettings.span_attributes).
+_PARAMETER_ATTRIBUTES = {
+    sc.GEN_AI_REQUEST_TEMPERATURE: "temperature",
+    sc.GEN_AI_REQUEST_MAX_TOKENS: "max_tokens",
+    sc.GEN_AI_REQUEST_TOP_P: "top_p",
+    sc.GEN_AI_REQUEST_STOP_SEQUENCES: "stop",
+    sc.GEN_AI_REQUEST_SEED: "seed",
+}
+
+
+class ReplayError(ValueError):
+    """A saved session that cannot be replayed; the message is one line."""
+
+
+@dataclass
+class ReplaySource:
+    session_id: str
+    prompts: list[tuple[int, str]]  # (run index, prompt), in run order
+    calls: list[Any]  # llm.replay_provider.RecordedCall, in start order
+    script: str | None
+    app: str | None
+    params: str | None  # JSON of the session's --param (ModelSettings)
+    stream: bool
+
+
+def read_source(session_dir: Path, from_run: int = 1) -> ReplaySource:
+    """The saved session's runs and recorded calls; calls of runs before ``from_run`` are not compared."""
+    from otel_agents.llm.replay_book import RecordedCall
+    from otel_agents.views.errors import SessionDataError
+    from otel_agents.persistence.tree_walk import iter_nodes
+    from otel_agents.views.loading import read_tree
+    from otel_agents.views.viewer import SessionViewer
+
+    session_id = session_dir.name
+    try:
+        viewer = SessionViewer.from_session_dir(session_dir, warn=_refuse)
+        tree = read_tree(session_dir / "tree.json.gz")
+    except SessionDataError as exc:
+        raise ReplayError(f"session {session_id} cannot be replayed: {exc}") from None
+    runs = [run for run in tree["session"].get("runs") or [] if isinstance(run, dict)]
+    if not runs:
+        raise ReplayError(f"session {session_id} has no run to replay")
+    if any((run.get("attributes") or {}).get(sc.RUN_REDACTED_SAVE) for run in runs):
+        raise ReplayError(f"session {session_id} was saved without contents (--redacted-save): nothing to replay")
+    if not 1 <= from_run <= len(runs):
+        raise ReplayError(f"--from-run {from_run}: session {session_id} has runs 1 to {len(runs)}")
+    run_of_span = {run["span_id"]: index for index, run in enumerate(runs, 1)}
+    prompts = _prompts(viewer, run_of_span, session_id)
+    last = runs[-1].get("attributes") or {}
+
+    chats = [(run_of_span.get(top.get("span_id"), len(runs) + 1), node)
+             for top, node in iter_nodes(tree["session"])
+             if node.get("attributes", {}).get(sc.GEN_AI_OPERATION_NAME) == sc.OP_CHAT]
+    calls: list[RecordedCall] = []
+    turns: dict[str, int] = {}
+    stream = False
+    for run, node in sorted(chats, key=lambda item: item[1].get("started_ns") or 0):
+        attrs = node["attributes"]
+        agent, attempt = attrs.get(sc.GEN_AI_AGENT_NAME), attrs.get(sc.LLM_ATTEMPT, 1)
+        if attempt == 1:
+            turns[agent] = turns.get(agent, 0) + 1
+        stream = stream or bool(attrs.get(sc.GEN_AI_REQUEST_STREAM))
+        calls.append(_recorded(viewer, node, agent, turns.get(agent, 1), attempt, run >= from_run))
+    return ReplaySource(session_id, prompts, calls, last.get(sc.RUN_SCRIPT), last.get(sc.RUN_APP),
+                        last.get(sc.RUN_PARAMS), stream)
+
+
+def _refuse(text: str) -> None:
+    raise ReplayError(f"the saved session's events cannot be read whole: {text}")
+
+
+def _prompts(viewer: Any, run_of_span: dict[str, int], session_id: str) -> list[tuple[int, str]]:
+    """Each run's prompt: the root agent's user entry written by the run's own span."""
+    found: dict[int, str] = {}
+    for record in viewer.records:
+        run = run_of_span.get(record.get("span_id"))
+        if run is not None and record.get("role") == "user" and run not in found:
+            found[run] = record.get("content") or ""
+    missing = sorted(set(run_of_span.values()) - set(found))
+    if missing:
+        raise ReplayError(f"session {session_id}: run {missing[0]} has no prompt in its records (redacted?)")
+    return sorted(found.items())
+
+
+def _recorded(viewer: Any, node: dict[str, Any], agent: str, turn: int, attempt: int, compare: bool) -> Any:
+    from otel_agents.llm.replay_book import RecordedCall
+    from otel_agents.views.errors import ViewError
+
+    attrs = node["attributes"]
+    try:
+        context = viewer.chat_context(node["span_id"])
+        answered = attrs.get(sc.RESPONSE_MESSAGE_ID)
+        message = message_from_record(viewer.record(answered)) if answered else None
+    except (ViewError, KeyError, LookupError) as exc:
+        raise ReplayError(f"chat span {node['span_id']} of {agent} cannot be replayed: {exc}") from None
+    if message is None and attrs.get(sc.ERROR_TYPE) is None:
+        raise ReplayError(f"chat span {node['span_id']} of {agent} has neither an answer nor an error "
+                          "(an interrupted call cannot be replayed)")
+    parameters = {name: attrs[key] for key, name in _PARAMETER_ATTRIBUTES.items() if attrs.get(key) is not None}
+    if "stop" in parameters:
+        parameters["stop"] = list(parameters["stop"])
+    return RecordedCall(
+        agent=agent, turn=turn, attempt=attempt, messages=context.messages,
+        tools=context.tools, parameters=parameters, message=message,
+        usage={
+            "input_tokens": attrs.get(sc.GEN_AI_USAGE_INPUT_TOKENS) or 0,
+            "output_tokens": attrs.get(sc.GEN_AI_USAGE_OUTPUT_TOKENS) or 0,
+            "cache_read_tokens": attrs.get(sc.GEN_AI_USAGE_CACHE_READ) or 0,
+            "cache_write_tokens": attrs.get(sc.GEN_AI_USAGE_CACHE_CREATION) or 0,
+            "reasoning_tokens": attrs.get(sc.GEN_AI_USAGE_REASONING) or 0,
+        },
+        response_id=attrs.get(sc.GEN_AI_RESPONSE_ID), error_type=attrs.get(sc.ERROR_TYPE), compare=compare,
+    )

@@ -1,0 +1,80 @@
+"""`otel_agents.testing.assert_replays`: a saved session as a regression test, used as a project's suite would."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from otel_agents.testing import assert_replays
+
+ROOT = Path(__file__).resolve().parents[1]
+DEMO = ROOT / "otel_agents" / "llm" / "scripts" / "jack-and-jill.json"
+
+
+def record(home: Path, *args: str) -> Path:
+    """A session recorded by a real `otel-agents run`; its directory."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    env.update(OTEL_AGENTS_HOME=str(home), LITELLM_LOCAL_MODEL_COST_MAP="True")
+    done = subprocess.run([sys.executable, "-m", "otel_agents", "run", *args], env=env, capture_output=True,
+                          text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr
+    session_id = [line for line in done.stderr.splitlines() if line.startswith("session: ")][-1].split(": ", 1)[1]
+    return home / "sessions" / session_id
+
+
+def checksums(directory: Path) -> dict[str, str]:
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(directory.iterdir()) if p.is_file()}
+
+
+@pytest.fixture
+def cafe(tmp_path) -> tuple[Path, Path]:
+    """(the demo script copied where a test can edit it, a session recorded with it)."""
+    script = tmp_path / "cafe.json"
+    script.write_text(DEMO.read_text())
+    return script, record(tmp_path / "recorded", "--script", str(script))
+
+
+def test_an_unchanged_session_replays_and_its_directory_is_only_read(cafe, tmp_path):
+    _, session_dir = cafe
+    before = checksums(session_dir)
+    replayed = assert_replays(session_dir, workdir=tmp_path / "scratch")
+    assert "replay: 13 LLM calls of 1 runs matched" in replayed.report
+    assert (tmp_path / "scratch" / "sessions" / replayed.session_id / "events.jsonl").is_file()
+    assert checksums(session_dir) == before
+    assert sorted(p.name for p in session_dir.parent.iterdir()) == [session_dir.name]  # nothing written beside it
+
+
+def test_a_divergence_fails_the_test_with_the_agent_turn_and_diff(cafe):
+    script, session_dir = cafe
+    data = json.loads(script.read_text())
+    data["root"]["system_prompt"] = "You direct a play."
+    script.write_text(json.dumps(data))
+    with pytest.raises(AssertionError) as failed:
+        assert_replays(session_dir)
+    text = str(failed.value)
+    assert f"session {session_dir.name} does not replay (exit 1)" in text
+    assert "replay diverged: agent main, turn 1, attempt 1: messages differ" in text
+    assert '+  "content": "You direct a play.",' in text
+
+
+def test_strict_is_passed_on(tmp_path):
+    script = tmp_path / "echo.json"
+    data = {"name": "echo", "params": {"seed": 1}, "agents": {"main": ["Echo!"]}}
+    script.write_text(json.dumps(data))
+    session_dir = record(tmp_path / "recorded", "--script", str(script), "hello")
+    data["params"]["seed"] = 2
+    script.write_text(json.dumps(data))
+    assert "parameters differ" in assert_replays(session_dir).report  # noted only
+    with pytest.raises(AssertionError, match="parameters differ"):
+        assert_replays(session_dir, strict=True)
+
+
+def test_a_directory_that_is_no_session_is_said_so(tmp_path):
+    with pytest.raises(AssertionError, match="is not a saved session directory"):
+        assert_replays(tmp_path)
