@@ -189,12 +189,14 @@ class Intake:
     def _settle(self, state: _Open) -> None:
         sink = state.sink
         tree = sink.checkpoint()
+        whole = _every_trace_whole(sink.spans())
         sink.close()
         if tree is None:
             return
         _sort_events(sink.store.events_path)
-        # A parent may come after its children, so runs are billed from the settled tree (ids dedupe).
-        self._ledger.append(ledger_records(tree))
+        if not whole:
+            return  # billed once whole: a record's path and run number depend on every span of the session
+        self._ledger.append(ledger_records(tree))  # ids dedupe: runs billed before are not billed again
         try:
             mark_billed(sink.store.directory, sink.store.read_meta())
         except StoreError:
@@ -237,6 +239,18 @@ class Intake:
             os.fsync(handle.fileno())
         os.replace(tmp, path)
         self._dirty.discard(path)
+
+
+def _every_trace_whole(spans: list[SpanData]) -> bool:
+    """Each trace has its root ended and every parent present (nothing known to be missing)."""
+    ids = {span.span_id for span in spans}
+    roots: dict[str, bool] = {}
+    for span in spans:
+        if span.parent_span_id is None:
+            roots[span.trace_id] = roots.get(span.trace_id, False) or span.end_ns is not None
+        elif span.parent_span_id not in ids:
+            return False
+    return all(roots.get(span.trace_id) for span in spans)
 
 
 def _sort_events(path: Path) -> None:
