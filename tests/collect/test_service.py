@@ -65,3 +65,25 @@ def test_a_busy_port_is_one_line_and_exit_2(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "otel_agents", "collect", "--http", "nowhere"],
                          env=base_env(tmp_path), capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "invalid address 'nowhere'" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_a_collected_session_resumes_on_the_collecting_machine(tmp_path):
+    import subprocess
+    import sys
+
+    from support.collector import base_env
+
+    with Collector(tmp_path / "central") as collector:
+        session_id = session_id_of(run_session(tmp_path / "worker", collector.http_endpoint))
+        assert collector.stop() == 0
+    env = {**base_env(tmp_path / "central"), "OTEL_TRACES_EXPORTER": "none"}
+    resumed = subprocess.run([sys.executable, "-m", "otel_agents", "resume", session_id, "And now?"], env=env,
+                             capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr
+    assert resumed.stdout.strip()
+    verify = subprocess.run([sys.executable, "-m", "otel_agents", "sessions", "verify", session_id], env=env,
+                            capture_output=True, text=True, timeout=120)
+    assert verify.returncode == 0, verify.stdout + verify.stderr
+    shown = subprocess.run([sys.executable, "-m", "otel_agents", "sessions", "show", session_id, "--json"], env=env,
+                           capture_output=True, text=True, timeout=120)
+    assert shown.returncode == 0 and len(json.loads(shown.stdout)["session"]["runs"]) == 2, shown.stdout[:500] + shown.stderr
