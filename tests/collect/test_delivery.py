@@ -8,6 +8,7 @@ import json
 import random
 import signal
 import threading
+import time
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
@@ -158,3 +159,36 @@ def test_a_slow_writer_answers_429_with_retry_after_and_the_exporters_retry_deli
     assert refused > len(busy)  # the exporters met 429s too
     for h, session_id in zip(homes, ids):
         assert_same_session(h, tmp_path / "central", session_id)
+
+
+def test_a_slow_writer_answers_grpc_resource_exhausted_with_retry_info(tmp_path):
+    import grpc
+    from google.rpc.error_details_pb2 import RetryInfo
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import TraceServiceStub
+
+    home, session_id, triples = _local_run(tmp_path)
+    chunks = _chunks(triples, 6, seed=3)
+    args = ("--http", "off", "--max-queued", "1", "--write-delay", "0.3")
+    with Collector(tmp_path / "central", *args, grpc=True) as collector:
+        with grpc.insecure_channel(f"127.0.0.1:{collector.grpc_port}") as channel:
+            stub = TraceServiceStub(channel)
+
+            def export(chunk):
+                request = ExportTraceServiceRequest.FromString(_protobuf_body(chunk))
+                for _ in range(60):  # the sender's retry, after the delay the receiver asks for
+                    try:
+                        stub.Export(request, timeout=30)
+                        return None
+                    except grpc.RpcError as error:
+                        assert error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+                        retry = RetryInfo.FromString(dict(error.trailing_metadata())["google.rpc.retryinfo-bin"])
+                        delays.append(retry.retry_delay.seconds)
+                        time.sleep(0.2)
+                raise AssertionError("never accepted")
+
+            delays: list[int] = []
+            with ThreadPoolExecutor(6) as pool:
+                list(pool.map(export, chunks))
+        assert delays and set(delays) == {1}
+        assert collector.stop() == 0
+    assert_same_session(home, tmp_path / "central", session_id)
