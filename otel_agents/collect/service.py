@@ -57,6 +57,7 @@ def _bind(address: str) -> socket.socket:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
+        sock.listen(2048)  # connections queue from now on, before uvicorn's loop starts accepting
     except OSError as exc:
         sock.close()
         raise CollectError(f"cannot listen on {address}: {exc.strerror or exc}") from None
