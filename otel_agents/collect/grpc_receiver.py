@@ -10,7 +10,7 @@ from google.rpc.error_details_pb2 import RetryInfo
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
-from otel_agents.collect.otlp_request import BadRequest, decode_request, proto_document
+from otel_agents.collect.otlp_request import decode_message
 from otel_agents.collect.writer import Busy, Writer
 
 RETRY_DELAY_S = 1  # RESOURCE_EXHAUSTED carries it as google.rpc.RetryInfo, which OTLP exporters read
@@ -21,11 +21,7 @@ class TraceService(trace_service_pb2_grpc.TraceServiceServicer):
         self.writer = writer
 
     def Export(self, request, context):  # noqa: N802 (the generated interface's name)
-        try:
-            decoded = decode_request(proto_document(request))
-        except BadRequest as exc:
-            self.writer.count_rejected(1)
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        decoded = decode_message(request)  # grpcio parsed it: a body that does not parse never gets here
         try:
             future = self.writer.submit(decoded.spans)
         except Busy as exc:

@@ -15,7 +15,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from otel_agents.collect.otlp_request import BadRequest, Decoded, decode_request, request_document
+from otel_agents.collect.otlp_request import BadRequest, Decoded, decode_body
 from otel_agents.collect.writer import Busy, Writer
 
 RETRY_AFTER_S = 1  # what a 429 asks the sender to wait (OTLP/HTTP: the Retry-After header)
@@ -50,7 +50,7 @@ def _body(raw: bytes, encoding: str) -> bytes:
 
 
 def _decode(raw: bytes, content_type: str, encoding: str) -> Decoded:
-    return decode_request(request_document(_body(raw, encoding), content_type))
+    return decode_body(_body(raw, encoding), content_type)
 
 
 def http_app(writer: Writer) -> Starlette:
