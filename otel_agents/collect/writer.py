@@ -106,6 +106,7 @@ class Writer:
             if len(done) < len(batch):  # the stop marker: everything before it is written
                 self.intake.close()
                 return
+            self.intake.settle(self.settle_s)  # under steady load too: sessions quiet for settle_s
 
     def stop(self, timeout: float = 60.0) -> None:
         """Stop taking requests, write and acknowledge those queued, settle and close every session."""
