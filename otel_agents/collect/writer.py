@@ -73,7 +73,7 @@ class Writer:
             try:
                 first = self._queue.get(timeout=min(self.settle_s, 0.5))
             except queue.Empty:
-                self.intake.settle(self.settle_s)
+                self._settle()
                 continue
             batch = [first]
             while len(batch) < BATCH_REQUESTS:
@@ -106,7 +106,13 @@ class Writer:
             if len(done) < len(batch):  # the stop marker: everything before it is written
                 self.intake.close()
                 return
-            self.intake.settle(self.settle_s)  # under steady load too: sessions quiet for settle_s
+            self._settle()  # under steady load too: sessions quiet for settle_s
+
+    def _settle(self) -> None:
+        try:
+            self.intake.settle(self.settle_s)
+        except Exception as exc:  # the journals hold everything: a derived file fails, the writer goes on
+            self.intake.warn(f"collect: cannot write a session's tree or ledger records: {exc}")
 
     def stop(self, timeout: float = 60.0) -> None:
         """Stop taking requests, write and acknowledge those queued, settle and close every session."""
