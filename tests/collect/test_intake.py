@@ -58,7 +58,15 @@ def test_any_delivery_gives_the_local_session(local_run, data, settle_between):
         central, local = SessionStore(paths.sessions_dir / session_id), SessionStore(home / "sessions" / session_id)
         assert central.events_path.read_bytes() == local.events_path.read_bytes()
         assert central.load_tree() == local.load_tree()
-        assert ledger(Path(directory), session_id) == ledger(home, session_id)
+        central_ledger, local_ledger = ledger(Path(directory), session_id), ledger(home, session_id)
+        if not settle_between:
+            assert central_ledger == local_ledger
+        else:
+            # Known limit (docs/collect.md): a session settled while a leaf span of a whole-looking
+            # trace is still missing is billed then, and a record's path depends on its siblings;
+            # still every call is billed exactly once.
+            ids = [json.loads(r)["record_id"] for r in central_ledger]
+            assert sorted(ids) == sorted(json.loads(r)["record_id"] for r in local_ledger)
         assert json.loads(central.meta_path.read_text())["billed"]
 
 
