@@ -13,6 +13,7 @@ import click
 
 from otel_agents.version import __version__
 from otel_agents.cli.billing import billing
+from otel_agents.cli.collect import collect
 from otel_agents.cli.export import export
 from otel_agents.cli.fork import fork
 from otel_agents.cli.importer import import_traces
@@ -30,7 +31,7 @@ def cli() -> None:
     """A multi-agent LLM runtime in which everything that happens is an OpenTelemetry span."""
 
 
-for command in (run, resume, fork, send, replay, sessions, billing, view, import_traces, export):
+for command in (run, resume, fork, send, replay, sessions, billing, view, import_traces, export, collect):
     cli.add_command(command)
 
 

@@ -1,0 +1,36 @@
+"""``otel-agents collect``: an OTLP trace receiver writing sessions and the ledger (docs/collect.md)."""
+
+from __future__ import annotations
+
+import click
+
+from otel_agents.cli.options import storage_options
+
+
+class CollectRefused(click.ClickException):
+    exit_code = 2
+
+
+@click.command()
+@click.option("--http", "http", default="127.0.0.1:4318", show_default=True, metavar="HOST:PORT",
+              help="OTLP/HTTP address (POST /v1/traces); 'off' for none.")
+@click.option("--grpc", "grpc", default=None, metavar="HOST:PORT", help="OTLP/gRPC address (e.g. 127.0.0.1:4317).")
+@click.option("--json-log", is_flag=True, help="The per-minute log line as JSON.")
+@click.option("--log-every", type=click.FloatRange(min=0.1), default=60.0, hidden=True)
+@click.option("--max-queued", type=click.IntRange(min=1), default=256, hidden=True,
+              help="Decoded requests waiting for the writer before the receiver answers 429/RESOURCE_EXHAUSTED.")
+@click.option("--settle", type=click.FloatRange(min=0.0), default=1.0, hidden=True,
+              help="Seconds without a new span before a session's tree, meta.json and ledger records are written.")
+@click.option("--write-delay", type=click.FloatRange(min=0.0), default=0.0, hidden=True,
+              help="Make the writer slow (tests of backpressure).")
+@storage_options
+def collect(http, grpc, json_log, log_every, max_queued, settle, write_delay, paths) -> None:
+    """Receive OTLP traces and write each otel-agents session and its ledger records, until SIGTERM/SIGINT."""
+    from otel_agents.collect.service import CollectError, CollectOptions, run_collect
+
+    try:
+        run_collect(CollectOptions(paths=paths, http=None if http == "off" else http, grpc=grpc, json_log=json_log,
+                                   log_every_s=log_every, max_queued=max_queued, settle_s=settle,
+                                   write_delay_s=write_delay))
+    except CollectError as exc:
+        raise CollectRefused(str(exc)) from None

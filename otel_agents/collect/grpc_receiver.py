@@ -1,0 +1,51 @@
+"""OTLP/gRPC ``TraceService/Export`` with grpcio and opentelemetry-proto's service definition."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import grpc
+from google.protobuf.duration_pb2 import Duration
+from google.rpc.error_details_pb2 import RetryInfo
+from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+
+from otel_agents.collect.otlp_request import decode_message
+from otel_agents.collect.writer import Busy, Writer
+
+RETRY_DELAY_S = 1  # RESOURCE_EXHAUSTED carries it as google.rpc.RetryInfo, which OTLP exporters read
+
+
+class TraceService(trace_service_pb2_grpc.TraceServiceServicer):
+    def __init__(self, writer: Writer):
+        self.writer = writer
+
+    def Export(self, request, context):  # noqa: N802 (the generated interface's name)
+        decoded = decode_message(request)  # grpcio parsed it: a body that does not parse never gets here
+        try:
+            future = self.writer.submit(decoded.spans)
+        except Busy as exc:
+            retry = RetryInfo(retry_delay=Duration(seconds=RETRY_DELAY_S))
+            context.set_trailing_metadata((("google.rpc.retryinfo-bin", retry.SerializeToString()),))
+            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))
+        try:
+            accepted = future.result()
+        except Exception as exc:
+            context.abort(grpc.StatusCode.UNAVAILABLE, f"cannot write: {exc}")
+        self.writer.count_rejected(decoded.rejected)
+        response = ExportTraceServiceResponse()
+        rejected = decoded.rejected + accepted.rejected
+        if rejected:
+            response.partial_success.rejected_spans = rejected
+            response.partial_success.error_message = decoded.message or accepted.message
+        return response
+
+
+def grpc_server(writer: Writer, address: str) -> grpc.Server:
+    """Bound and started; raises RuntimeError when the address cannot be bound."""
+    server = grpc.server(ThreadPoolExecutor(max_workers=8, thread_name_prefix="collect-grpc"))
+    trace_service_pb2_grpc.add_TraceServiceServicer_to_server(TraceService(writer), server)
+    if server.add_insecure_port(address) == 0:
+        raise RuntimeError(f"cannot listen on {address}")
+    server.start()
+    return server

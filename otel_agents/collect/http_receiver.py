@@ -1,0 +1,85 @@
+"""OTLP/HTTP ``POST /v1/traces`` (protobuf or JSON, gzip or not) as a Starlette app over the writer."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import zlib
+
+from google.protobuf.json_format import MessageToJson
+from google.rpc.status_pb2 import Status
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from otel_agents.collect.otlp_request import BadRequest, Decoded, decode_body
+from otel_agents.collect.writer import Busy, Writer
+
+RETRY_AFTER_S = 1  # what a 429 asks the sender to wait (OTLP/HTTP: the Retry-After header)
+PROTOBUF = "application/x-protobuf"
+JSON = "application/json"
+
+
+def _encode(message, as_json: bool) -> Response:
+    if as_json:
+        return Response(MessageToJson(message, indent=None), media_type=JSON)
+    return Response(message.SerializeToString(), media_type=PROTOBUF)
+
+
+def _status(code: int, message: str, as_json: bool, headers: dict[str, str] | None = None) -> Response:
+    response = _encode(Status(code=code, message=message), as_json)
+    response.status_code = {3: 400, 8: 429, 14: 503}.get(code, 500)
+    if headers:
+        response.headers.update(headers)
+    return response
+
+
+def _body(raw: bytes, encoding: str) -> bytes:
+    encoding = encoding.strip().lower()
+    if encoding in ("", "identity"):
+        return raw
+    if encoding == "gzip":
+        try:
+            return gzip.decompress(raw)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise BadRequest(f"the gzip body is cut or damaged: {exc}") from None
+    raise BadRequest(f"unsupported Content-Encoding {encoding!r}")
+
+
+def _decode(raw: bytes, content_type: str, encoding: str) -> Decoded:
+    return decode_body(_body(raw, encoding), content_type)
+
+
+def http_app(writer: Writer) -> Starlette:
+    async def export(request: Request) -> Response:
+        content_type = request.headers.get("content-type", PROTOBUF)
+        as_json = JSON in content_type.lower()
+        try:
+            raw = await request.body()
+        except ClientDisconnect:
+            return Response(status_code=400)
+        try:
+            decoded = await run_in_threadpool(_decode, raw, content_type, request.headers.get("content-encoding", ""))
+        except BadRequest as exc:
+            writer.count_rejected(1)
+            return _status(3, str(exc), as_json)  # INVALID_ARGUMENT: the request is refused whole
+        try:
+            future = writer.submit(decoded.spans)
+        except Busy as exc:
+            return _status(8, str(exc), as_json, {"Retry-After": str(RETRY_AFTER_S)})
+        try:
+            accepted = await asyncio.wrap_future(future)
+        except Exception as exc:  # the disk failed: nothing acknowledged, the sender retries
+            return _status(14, f"cannot write: {exc}", as_json, {"Retry-After": str(RETRY_AFTER_S)})
+        writer.count_rejected(decoded.rejected)
+        response = ExportTraceServiceResponse()
+        rejected = decoded.rejected + accepted.rejected
+        if rejected:
+            response.partial_success.rejected_spans = rejected
+            response.partial_success.error_message = decoded.message or accepted.message
+        return _encode(response, as_json)
+
+    return Starlette(routes=[Route("/v1/traces", export, methods=["POST"])])

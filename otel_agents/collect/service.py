@@ -1,0 +1,117 @@
+"""`otel-agents collect` as a process: the writer, the HTTP and gRPC receivers, signals, the log line."""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import sys
+import threading
+import time
+from dataclasses import dataclass
+
+import uvicorn
+
+from otel_agents.collect.grpc_receiver import grpc_server
+from otel_agents.collect.http_receiver import http_app
+from otel_agents.collect.intake import Intake
+from otel_agents.collect.writer import Writer
+from otel_agents.persistence.paths import Paths
+
+
+class CollectError(Exception):
+    """A set-up problem (an address that cannot be bound, a sessions directory that cannot be written): one line."""
+
+
+@dataclass(frozen=True)
+class CollectOptions:
+    paths: Paths
+    http: str | None = "127.0.0.1:4318"
+    grpc: str | None = None
+    json_log: bool = False
+    log_every_s: float = 60.0
+    max_queued: int = 256
+    settle_s: float = 1.0
+    write_delay_s: float = 0.0
+
+
+def split_address(address: str) -> tuple[str, int]:
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or not host:
+        raise CollectError(f"invalid address {address!r}: expected HOST:PORT")
+    return host.strip("[]"), int(port)
+
+
+def _log(options: CollectOptions, fields: dict) -> None:
+    if options.json_log:
+        line = json.dumps({"ts": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **fields})
+    else:
+        line = "collect: " + " ".join(f"{k}={v}" for k, v in fields.items())
+    print(line, file=sys.stderr, flush=True)
+
+
+def _bind(address: str) -> socket.socket:
+    host, port = split_address(address)
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+        sock.listen(2048)  # connections queue from now on, before uvicorn's loop starts accepting
+    except OSError as exc:
+        sock.close()
+        raise CollectError(f"cannot listen on {address}: {exc.strerror or exc}") from None
+    return sock
+
+
+def run_collect(options: CollectOptions) -> None:
+    """Receive until SIGTERM/SIGINT; then stop accepting, write what was acknowledged, return."""
+    if not options.http and not options.grpc:
+        raise CollectError("nothing to listen on: give --http or --grpc")
+    http_socket = _bind(options.http) if options.http else None  # bound first: a busy port fails before anything runs
+    try:
+        intake = Intake(options.paths)
+    except OSError as exc:
+        raise CollectError(f"cannot write {options.paths.sessions_dir}: {exc}") from None
+    writer = Writer(intake, options.max_queued, options.settle_s, options.write_delay_s)
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    grpc = http = http_thread = None
+    try:
+        if options.grpc:
+            try:
+                grpc = grpc_server(writer, options.grpc)
+            except RuntimeError as exc:
+                raise CollectError(str(exc)) from None
+        if http_socket is not None:
+            config = uvicorn.Config(http_app(writer), log_level="warning", lifespan="off", access_log=False)
+            http = uvicorn.Server(config)
+            http_thread = threading.Thread(target=http.run, kwargs={"sockets": [http_socket]}, daemon=True)
+            http_thread.start()
+        _log(options, {"listening": True, "http": options.http, "grpc": options.grpc,
+                       "sessions_dir": str(options.paths.sessions_dir)})
+        started = time.monotonic()
+        while not stop.wait(options.log_every_s):
+            _minute_line(options, writer, time.monotonic() - started)
+            started = time.monotonic()
+    finally:
+        # In-flight requests finish (the writer still runs) before the writer drains and closes.
+        if http is not None:
+            http.should_exit = True
+            http_thread.join(30)
+        if grpc is not None:
+            grpc.stop(grace=30).wait()
+        writer.stop()
+        _log(options, {"stopped": True})
+
+
+def _minute_line(options: CollectOptions, writer: Writer, elapsed_s: float) -> None:
+    counters = writer.take_counters()
+    _log(options, {
+        "spans_per_s": round(counters.spans / max(elapsed_s, 1e-9), 1),
+        "sessions": len(counters.sessions),
+        "rejected": counters.rejected,
+        "ignored": counters.ignored,
+        "busy": counters.refused_busy,
+    })

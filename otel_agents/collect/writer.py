@@ -1,0 +1,121 @@
+"""The one thread that writes: a bounded queue of decoded requests, applied in batches, fsynced, then acknowledged.
+
+A request's future resolves only after :meth:`Intake.sync` made its spans durable, so the
+receiver answers after the data is on disk; the requests that queued while one batch was
+written share the next fsync. A full queue is :class:`Busy`: the receiver says when to retry.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+
+from otel_agents.collect.intake import Accepted, Intake
+from otel_agents.tracing.spandata import SpanData
+
+BATCH_REQUESTS = 64
+
+
+class Busy(Exception):
+    """The writer is behind: the queue of decoded requests is full."""
+
+
+@dataclass
+class Counters:
+    """Since the last :meth:`Writer.take_counters`: what the per-minute log line says."""
+
+    spans: int = 0
+    sessions: set[str] = field(default_factory=set)
+    rejected: int = 0
+    ignored: int = 0
+    refused_busy: int = 0
+
+
+class Writer:
+    def __init__(self, intake: Intake, max_queued: int = 256, settle_s: float = 1.0, write_delay_s: float = 0.0):
+        self.intake = intake
+        self.settle_s = settle_s
+        self.write_delay_s = write_delay_s  # a slow disk, for tests of backpressure
+        self._queue: queue.Queue[tuple[list[SpanData], Future] | None] = queue.Queue(max_queued)
+        self._accepting = True
+        self._lock = threading.Lock()
+        self._counters = Counters()
+        self._thread = threading.Thread(target=self._run, name="collect-writer", daemon=True)
+        self._thread.start()
+
+    def submit(self, spans: list[SpanData]) -> "Future[Accepted]":
+        future: Future[Accepted] = Future()
+        if not self._accepting:
+            raise Busy("shutting down")
+        try:
+            self._queue.put_nowait((spans, future))
+        except queue.Full:
+            with self._lock:
+                self._counters.refused_busy += 1
+            raise Busy("the writer is behind") from None
+        return future
+
+    def count_rejected(self, n: int) -> None:
+        with self._lock:
+            self._counters.rejected += n
+
+    def take_counters(self) -> Counters:
+        with self._lock:
+            counters, self._counters = self._counters, Counters()
+        counters.ignored = self.intake.pending_spans()
+        return counters
+
+    def _run(self) -> None:
+        while True:
+            try:
+                first = self._queue.get(timeout=min(self.settle_s, 0.5))
+            except queue.Empty:
+                self._settle()
+                continue
+            batch = [first]
+            while len(batch) < BATCH_REQUESTS:
+                try:
+                    batch.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            done = [item for item in batch if item is not None]
+            results = []
+            for spans, future in done:
+                try:
+                    results.append((future, self.intake.accept(spans), None))
+                except Exception as exc:  # one bad request must not stop the writer
+                    results.append((future, None, exc))
+            if self.write_delay_s:
+                time.sleep(self.write_delay_s)
+            try:
+                self.intake.sync()
+            except OSError as exc:
+                results = [(future, None, exc) for future, _, _ in results]
+            for future, accepted, error in results:
+                if error is not None:
+                    future.set_exception(error)
+                    continue
+                with self._lock:
+                    self._counters.spans += sum(accepted.counts.values())
+                    self._counters.sessions.update(accepted.counts)
+                    self._counters.rejected += accepted.rejected
+                future.set_result(accepted)
+            if len(done) < len(batch):  # the stop marker: everything before it is written
+                self.intake.close()
+                return
+            self._settle()  # under steady load too: sessions quiet for settle_s
+
+    def _settle(self) -> None:
+        try:
+            self.intake.settle(self.settle_s)
+        except Exception as exc:  # the journals hold everything: a derived file fails, the writer goes on
+            self.intake.warn(f"collect: cannot write a session's tree or ledger records: {exc}")
+
+    def stop(self, timeout: float = 60.0) -> None:
+        """Stop taking requests, write and acknowledge those queued, settle and close every session."""
+        self._accepting = False
+        self._queue.put(None)
+        self._thread.join(timeout)

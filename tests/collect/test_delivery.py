@@ -1,0 +1,200 @@
+"""Delivery semantics over loopback HTTP with the real spans of a scripted run: duplicates, any order,
+a cut body, a malformed span, kill -9 and restart, backpressure."""
+
+from __future__ import annotations
+
+import base64
+import json
+import random
+import signal
+import threading
+import time
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from google.protobuf.json_format import ParseDict
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest, ExportTraceServiceResponse,
+)
+
+from otel_agents.persistence.journal import read_journal
+from support.collector import Collector, assert_same_session, run_session, session_id_of
+
+
+def _local_run(tmp_path: Path) -> tuple[Path, str, list[dict]]:
+    """A scripted run saved locally, and its spans as OTLP/JSON (resource, scope, span) triples."""
+    home = tmp_path / "local"
+    otlp = tmp_path / "spans.jsonl"
+    session_id = session_id_of(run_session(home, None, "http/protobuf", "--otlp-file", str(otlp)))
+    triples = []
+    for line in otlp.read_text().splitlines():
+        for rs in json.loads(line)["resourceSpans"]:
+            for ss in rs["scopeSpans"]:
+                triples += [(rs.get("resource", {}), ss.get("scope", {}), span) for span in ss["spans"]]
+    return home, session_id, triples
+
+
+def _json_body(triples) -> bytes:
+    return json.dumps({"resourceSpans": [{"resource": r, "scopeSpans": [{"scope": s, "spans": [span]}]}
+                                         for r, s, span in triples]}).encode()
+
+
+def _protobuf_body(triples) -> bytes:
+    """The same request as protobuf: OTLP/JSON's hex ids are base64 in protobuf's JSON mapping."""
+    def b64(hex_id):
+        return base64.b64encode(bytes.fromhex(hex_id)).decode()
+    doc = json.loads(_json_body(triples))
+    for rs in doc["resourceSpans"]:
+        for ss in rs["scopeSpans"]:
+            for span in ss["spans"]:
+                for key in ("traceId", "spanId", "parentSpanId"):
+                    if span.get(key):
+                        span[key] = b64(span[key])
+                for link in span.get("links", []):
+                    link["traceId"], link["spanId"] = b64(link["traceId"]), b64(link["spanId"])
+    return ParseDict(doc, ExportTraceServiceRequest()).SerializeToString()
+
+
+def _post(collector: Collector, body: bytes, content_type: str = "application/x-protobuf"):
+    request = urllib.request.Request(collector.http_endpoint + "/v1/traces", data=body,
+                                     headers={"Content-Type": content_type}, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return response.status, response.headers, response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, error.headers, error.read()
+
+
+def _chunks(triples, n: int, seed: int):
+    shuffled = list(triples)
+    random.Random(seed).shuffle(shuffled)  # parents after children, across requests
+    return [shuffled[i::n] for i in range(n)]
+
+
+def test_duplicates_any_order_a_cut_body_and_a_bad_span(tmp_path):
+    home, session_id, triples = _local_run(tmp_path)
+    chunks = _chunks(triples, 5, seed=20)
+    with Collector(tmp_path / "central") as collector:
+        cut = _protobuf_body(chunks[0])
+        status, _, _ = _post(collector, cut[: len(cut) // 2])
+        assert status == 400  # refused whole
+        status, _, _ = _post(collector, _json_body(chunks[1])[:-7], "application/json")
+        assert status == 400
+        for number, chunk in enumerate(chunks):
+            for _ in range(2):  # each request delivered twice
+                if number % 2:
+                    status, _, _ = _post(collector, _json_body(chunk), "application/json")
+                else:
+                    status, _, _ = _post(collector, _protobuf_body(chunk))
+                assert status == 200
+        # One malformed span beside a good one: partial success, the good one kept.
+        bad = dict(chunks[2][0][2], spanId="zz")
+        status, _, body = _post(collector, _json_body([(chunks[2][0][0], chunks[2][0][1], bad), chunks[2][1]]),
+                                "application/json")
+        assert status == 200
+        answer = json.loads(body)
+        assert int(answer["partialSuccess"]["rejectedSpans"]) == 1 and "zz" in answer["partialSuccess"]["errorMessage"]
+        assert collector.stop() == 0
+    assert_same_session(home, tmp_path / "central", session_id)
+    journal = read_journal(tmp_path / "central" / "sessions" / session_id / "spans.jsonl")
+    assert sorted(line["end"] for line in journal if "end" in line) == sorted(t[2]["spanId"] for t in triples)
+
+
+def test_kill_9_mid_stream_keeps_what_was_acknowledged_and_the_retry_delivers_the_rest(tmp_path):
+    home, session_id, triples = _local_run(tmp_path)
+    chunks = _chunks(triples, 8, seed=9)
+    central = tmp_path / "central"
+    collector = Collector(central).start()
+    try:
+        for chunk in chunks[:4]:
+            assert _post(collector, _protobuf_body(chunk))[0] == 200
+        def send_unanswered():
+            try:
+                _post(collector, _protobuf_body(chunks[4]))
+            except OSError:
+                pass  # the receiver died under it: the sender retries it below
+
+        in_flight = threading.Thread(target=send_unanswered, daemon=True)
+        in_flight.start()
+        collector.proc.send_signal(signal.SIGKILL)
+        collector.proc.wait(30)
+        journal = read_journal(central / "sessions" / session_id / "spans.jsonl")
+        ended = {line["end"] for line in journal if "end" in line}
+        assert {t[2]["spanId"] for chunk in chunks[:4] for t in chunk} <= ended  # acknowledged = durable
+        collector.start()  # the same home: the sender retries what was not acknowledged
+        for chunk in chunks[4:]:
+            assert _post(collector, _protobuf_body(chunk))[0] == 200
+        assert collector.stop() == 0
+    finally:
+        if collector.proc.poll() is None:
+            collector.proc.kill()
+    assert_same_session(home, central, session_id)
+
+
+def test_a_slow_writer_answers_429_with_retry_after_and_the_exporters_retry_delivers_everything(tmp_path):
+    home, _, triples = _local_run(tmp_path)
+    args = ("--max-queued", "1", "--write-delay", "0.1", "--json-log", "--log-every", "0.5")
+    with Collector(tmp_path / "central", *args) as collector:
+        with ThreadPoolExecutor(6) as pool:
+            answers = list(pool.map(lambda chunk: _post(collector, _protobuf_body(chunk)), _chunks(triples, 6, 1)))
+        busy = [headers for status, headers, _ in answers if status == 429]
+        assert busy and all(headers["Retry-After"] == "1" for headers in busy)
+        # Real exporters while the writer stays behind (the test keeps its queue full with
+        # redeliveries, which change nothing): their 429s are retried after Retry-After.
+        done = threading.Event()
+
+        def keep_busy():
+            body = _protobuf_body(triples)
+            while not done.wait(0.05):  # half the writer's pace: the exporters' retries still get through
+                _post(collector, body)
+
+        fillers = [threading.Thread(target=keep_busy, daemon=True)]
+        for filler in fillers:
+            filler.start()
+        env = {"OTEL_BSP_SCHEDULE_DELAY": "20", "OTEL_BSP_MAX_EXPORT_BATCH_SIZE": "8"}
+        homes = [tmp_path / f"worker{i}" for i in range(2)]
+        procs = [run_session(h, collector.http_endpoint, "http/protobuf", env=env) for h in homes]
+        ids = [session_id_of(proc) for proc in procs]
+        done.set()
+        for filler in fillers:
+            filler.join(30)
+        assert collector.stop() == 0
+    refused = sum(json.loads(line).get("busy", 0) for line in collector.lines)
+    assert refused > len(busy)  # the exporters met 429s too
+    for h, session_id in zip(homes, ids):
+        assert_same_session(h, tmp_path / "central", session_id)
+
+
+def test_a_slow_writer_answers_grpc_resource_exhausted_with_retry_info(tmp_path):
+    import grpc
+    from google.rpc.error_details_pb2 import RetryInfo
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import TraceServiceStub
+
+    home, session_id, triples = _local_run(tmp_path)
+    chunks = _chunks(triples, 6, seed=3)
+    args = ("--http", "off", "--max-queued", "1", "--write-delay", "0.3")
+    with Collector(tmp_path / "central", *args, grpc=True) as collector:
+        with grpc.insecure_channel(f"127.0.0.1:{collector.grpc_port}") as channel:
+            stub = TraceServiceStub(channel)
+
+            def export(chunk):
+                request = ExportTraceServiceRequest.FromString(_protobuf_body(chunk))
+                for _ in range(60):  # the sender's retry, after the delay the receiver asks for
+                    try:
+                        stub.Export(request, timeout=30)
+                        return None
+                    except grpc.RpcError as error:
+                        assert error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+                        retry = RetryInfo.FromString(dict(error.trailing_metadata())["google.rpc.retryinfo-bin"])
+                        delays.append(retry.retry_delay.seconds)
+                        time.sleep(0.2)
+                raise AssertionError("never accepted")
+
+            delays: list[int] = []
+            with ThreadPoolExecutor(6) as pool:
+                list(pool.map(export, chunks))
+        assert delays and set(delays) == {1}
+        assert collector.stop() == 0
+    assert_same_session(home, tmp_path / "central", session_id)
