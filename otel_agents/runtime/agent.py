@@ -128,17 +128,22 @@ class Agent:
         del self.transcript[keep:]
         del self.transcript_ids[keep:]
 
-    def _log_entry(self, message: dict[str, Any], substance: str | None = None, source: str | None = None) -> str:
-        message_id, record = self.session.log_transcript_entry(self.agent_id, message, substance, source)
+    def _log_entry(
+        self, message: dict[str, Any], substance: str | None = None, source: str | None = None, cause: str | None = None
+    ) -> str:
+        message_id, record = self.session.log_transcript_entry(self.agent_id, message, substance, source, cause)
         self._append(record, message_id)
         return message_id
 
     def add_system(self, content: str) -> str:
         return self._log_entry({"role": "system", "content": content})
 
-    def harken(self, input: str, source: str | None = None) -> str:
-        """Add a user message; a LoggedString's id becomes the entry's substance."""
-        return self._log_entry({"role": "user", "content": str(input)}, substance=substance_of(input), source=source)
+    def harken(self, input: str, source: str | None = None, cause: str | None = None) -> str:
+        """Add a user message; a LoggedString's id becomes the entry's substance (``cause``: what made the
+        host add it, e.g. a reminder's trigger)."""
+        return self._log_entry(
+            {"role": "user", "content": str(input)}, substance=substance_of(input), source=source, cause=cause
+        )
 
     def harken_tool_result(self, tool_call_id: str, name: str, content: str) -> str:
         return self._log_entry({"role": "tool", "tool_call_id": tool_call_id, "name": name, "content": content})
@@ -173,6 +178,7 @@ class Agent:
             with tracer.start_as_current_span(sc.OP_TURN, kind=SpanKind.INTERNAL, attributes=attrs) as span, scope(
                 "turn", span
             ):
+                self.session.remind(self)
                 request = ChatRequest(
                     model=self.model,
                     messages=self.transcript,
@@ -184,6 +190,7 @@ class Agent:
                     settings=self.session.request_settings(self),
                 )
                 await self.session.llm.complete(request, on_message=self._log_entry)
+                self.session.turn_taken(self)
                 message_id = self.transcript_ids[-1]
                 # The reply as recorded (credentials scrubbed), as a resumed agent would hold it.
                 message = self.transcript[-1]
@@ -262,6 +269,7 @@ class Agent:
                 out_chars = len(content)
                 result_id = self.harken_tool_result(call["id"], name, content)
                 span.set_attribute(sc.TOOL_RESULT_MESSAGE_ID, result_id)
+                self.session.tool_used(self, name, result_id)
                 if capture and status == "ok":  # the registry's result is a successful execution's
                     telemetry.set_attributes(
                         span, {sc.GEN_AI_TOOL_CALL_RESULT: content_capture.as_json(content_capture.tool_call_result(content))}

@@ -14,7 +14,9 @@ from opentelemetry.trace import Link, SpanContext, SpanKind
 
 from otel_agents.llm.accounting import scope
 from otel_agents.llm.model_settings import ModelSettings
-from otel_agents.runtime.hooks import ApprovalHook, Decision, ReviewHook, ToolRequest, TransformHook, hook_event
+from otel_agents.runtime.hooks import (
+    ApprovalHook, Decision, RemindHook, ReviewHook, ToolRequest, TransformHook, hook_event,
+)
 from otel_agents.runtime.logged_string import LoggedString
 from otel_agents.tracing import semconv as sc
 from otel_agents.tracing.records import make_record
@@ -88,6 +90,7 @@ class Session:
         self.approval_hooks: list[ApprovalHook] = []
         self.review_hooks: list[ReviewHook] = []
         self.transform_hooks: list[TransformHook] = []
+        self.remind_hooks: list[RemindHook] = []
         self._message_counter = message_counter
         self._agent_counter = agent_counter
         self.runs = runs
@@ -127,7 +130,8 @@ class Session:
         )
 
     def log_transcript_entry(
-        self, agent_id: str, message: Mapping[str, Any], substance: str | None = None, source: str | None = None
+        self, agent_id: str, message: Mapping[str, Any], substance: str | None = None, source: str | None = None,
+        cause: str | None = None,
     ) -> tuple[str, dict[str, Any]]:
         """Returns the message id and the record as recorded (credentials scrubbed): the transcript
         holds exactly that, so a resumed agent, rebuilt from the records, sends the same bytes."""
@@ -145,6 +149,7 @@ class Session:
             source=source,
             reasoning_content=message.get("reasoning_content"),
             thinking_blocks=message.get("thinking_blocks"),
+            cause=cause,
         )
         return message_id, self.telemetry.record(record)
 
@@ -267,6 +272,28 @@ class Session:
             if not decision.allowed:
                 return hook.name, decision
         return None
+
+    def remind(self, agent: "Agent") -> None:
+        """Before an LLM turn: each due remind hook adds its message, caused by what triggered it."""
+        for hook in self.remind_hooks:
+            if not hook.applies_to(agent):
+                continue
+            due = hook.due(agent)
+            if due is None:
+                continue
+            reason, cause = due
+            trace.get_current_span().add_event(sc.EVENT_HOOK, hook_event("remind", hook.name, "remind", reason))
+            agent.harken(hook.message, source="system", cause=cause)
+
+    def tool_used(self, agent: "Agent", tool: str, result_id: str) -> None:
+        for hook in self.remind_hooks:
+            if hook.applies_to(agent):
+                hook.tool_used(agent, tool, result_id)
+
+    def turn_taken(self, agent: "Agent") -> None:
+        for hook in self.remind_hooks:
+            if hook.applies_to(agent):
+                hook.turn_taken(agent)
 
     def transform(self, sender: "Agent", recipient: "Agent", text: str) -> str:
         for hook in self.transform_hooks:

@@ -148,3 +148,23 @@ def test_interactive_prompts_from_a_terminal(cli_env, tmp_path):
     assert proc.returncode == 0, err
     assert out.decode() == "answer one\nanswer two\n"
     assert b"session: " in err
+
+
+def test_a_scripted_remind_hook_fires_at_its_turn_and_is_recorded_with_its_cause(cli_env, tmp_path):
+    script = {
+        "name": "remind-cli",
+        "hooks": [{"kind": "remind", "name": "Nudge", "message": "Remember the budget.", "after_turns": 1}],
+        "agents": {"main": ["first", "second"]},
+    }
+    path = tmp_path / "remind.json"
+    path.write_text(json.dumps(script))
+    result = invoke(["--script", str(path), "one", "two"])
+    assert result.exit_code == 0, result.stderr
+    session_id = session_line(result.stderr)
+    lines = [json.loads(x) for x in (cli_env / "sessions" / session_id / "events.jsonl").read_text().splitlines()]
+    entries = [x for x in lines if x["event_type"] == "transcript_entry"]
+    contents = [x.get("content") for x in entries]
+    # One turn ("first"), then the reminder joins before the next turn, after the second prompt.
+    assert contents[-4:] == ["first", "two", "Remember the budget.", "second"]
+    reminder, first = entries[-2], entries[-4]
+    assert reminder["source"] == "system" and reminder["cause"] == entries[-3]["message_id"] != first["message_id"]
