@@ -128,22 +128,17 @@ class Agent:
         del self.transcript[keep:]
         del self.transcript_ids[keep:]
 
-    def _log_entry(
-        self, message: dict[str, Any], substance: str | None = None, source: str | None = None, cause: str | None = None
-    ) -> str:
-        message_id, record = self.session.log_transcript_entry(self.agent_id, message, substance, source, cause)
+    def _log_entry(self, message: dict[str, Any], substance: str | None = None, source: str | None = None) -> str:
+        message_id, record = self.session.log_transcript_entry(self.agent_id, message, substance, source)
         self._append(record, message_id)
         return message_id
 
     def add_system(self, content: str) -> str:
         return self._log_entry({"role": "system", "content": content})
 
-    def harken(self, input: str, source: str | None = None, cause: str | None = None) -> str:
-        """Add a user message; a LoggedString's id becomes the entry's substance (``cause``: what made the
-        host add it, e.g. a reminder's trigger)."""
-        return self._log_entry(
-            {"role": "user", "content": str(input)}, substance=substance_of(input), source=source, cause=cause
-        )
+    def harken(self, input: str, source: str | None = None) -> str:
+        """Add a user message; a LoggedString's id becomes the entry's substance."""
+        return self._log_entry({"role": "user", "content": str(input)}, substance=substance_of(input), source=source)
 
     def harken_tool_result(self, tool_call_id: str, name: str, content: str) -> str:
         return self._log_entry({"role": "tool", "tool_call_id": tool_call_id, "name": name, "content": content})

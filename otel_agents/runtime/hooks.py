@@ -10,7 +10,7 @@
   original's substance, so the intervention is visible by comparing the two.
 - Remind hooks push context: before a watched agent's next LLM turn they add a
   system-sourced message after every N turns, after a named tool ran, or once a
-  timer has run out; the entry's ``cause`` is the message that triggered it.
+  timer has run out; the hook event names the entry and the message that triggered it.
 
 Every decision is a span event ``otel_agents.hook`` on the span it concerns. The
 decorators ``approval``, ``review`` and ``transform`` and the ``reset`` and ``remind`` factories build them
@@ -185,7 +185,8 @@ class RemindHook:
             tool, result_id = self._tool_used[key]
             due = (f"tool '{tool}' was used", result_id)
         elif self.after_turns is not None and self._turns.get(key, 0) >= self.after_turns:
-            due = (f"after {self._turns[key]} turns", last)
+            turns = self._turns[key]
+            due = (f"after {turns} turn{'' if turns == 1 else 's'}", last)
         elif self.every_seconds is not None and now - since >= self.every_seconds:
             due = (f"{self.every_seconds:g}s passed", last)
         else:

@@ -130,8 +130,7 @@ class Session:
         )
 
     def log_transcript_entry(
-        self, agent_id: str, message: Mapping[str, Any], substance: str | None = None, source: str | None = None,
-        cause: str | None = None,
+        self, agent_id: str, message: Mapping[str, Any], substance: str | None = None, source: str | None = None
     ) -> tuple[str, dict[str, Any]]:
         """Returns the message id and the record as recorded (credentials scrubbed): the transcript
         holds exactly that, so a resumed agent, rebuilt from the records, sends the same bytes."""
@@ -149,7 +148,6 @@ class Session:
             source=source,
             reasoning_content=message.get("reasoning_content"),
             thinking_blocks=message.get("thinking_blocks"),
-            cause=cause,
         )
         return message_id, self.telemetry.record(record)
 
@@ -274,7 +272,9 @@ class Session:
         return None
 
     def remind(self, agent: "Agent") -> None:
-        """Before an LLM turn: each due remind hook adds its message, caused by what triggered it."""
+        """Before an LLM turn: each due remind hook adds its message as a system-sourced entry; the hook
+        event beside it (same span) names the entry and its cause (a transcript entry has substance,
+        never a cause: seed 001)."""
         for hook in self.remind_hooks:
             if not hook.applies_to(agent):
                 continue
@@ -282,8 +282,12 @@ class Session:
             if due is None:
                 continue
             reason, cause = due
-            trace.get_current_span().add_event(sc.EVENT_HOOK, hook_event("remind", hook.name, "remind", reason))
-            agent.harken(hook.message, source="system", cause=cause)
+            message_id = agent.harken(hook.message, source="system")
+            attrs = hook_event("remind", hook.name, "remind", reason)
+            attrs[sc.HOOK_MESSAGE_ID] = message_id
+            if cause is not None:
+                attrs[sc.HOOK_CAUSE] = cause
+            trace.get_current_span().add_event(sc.EVENT_HOOK, attrs)
 
     def tool_used(self, agent: "Agent", tool: str, result_id: str) -> None:
         for hook in self.remind_hooks:

@@ -28,7 +28,6 @@ RECORD_FIELDS: dict[str, tuple[str, ...]] = {
         "source",
         "reasoning_content",
         "thinking_blocks",
-        "cause",  # what made the host add it (a reminder's trigger); absent for ordinary entries
     ),
     sc.EVENT_PIECE_OF_TEXT: ("agent_id", "content", "cause"),
     sc.EVENT_TRANSCRIPT_TRUNCATED: ("agent_id", "keep", "cause"),

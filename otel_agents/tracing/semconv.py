@@ -184,9 +184,11 @@ LOG_LEVELS = ("VRB", "WRN", "ERR", "TRC", "THK", "FIN")
 
 EVENT_HOOK = "otel_agents.hook"
 HOOK_NAME = "otel_agents.hook.name"
-HOOK_KIND = "otel_agents.hook.kind"  # approval | review | transform
-HOOK_DECISION = "otel_agents.hook.decision"  # allow | deny | accept | reject
+HOOK_KIND = "otel_agents.hook.kind"  # approval | review | transform | remind
+HOOK_DECISION = "otel_agents.hook.decision"  # allow | deny | accept | reject | rewrite | remind
 HOOK_REASON = "otel_agents.hook.reason"
+HOOK_MESSAGE_ID = "otel_agents.hook.message_id"  # remind: the transcript entry it added...
+HOOK_CAUSE = "otel_agents.hook.cause"  # ...and the message that triggered it
 
 # Content attributes: dropped from network exports when content export is off.
 CONTENT_ATTRIBUTES = frozenset(

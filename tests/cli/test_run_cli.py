@@ -166,5 +166,14 @@ def test_a_scripted_remind_hook_fires_at_its_turn_and_is_recorded_with_its_cause
     contents = [x.get("content") for x in entries]
     # One turn ("first"), then the reminder joins before the next turn, after the second prompt.
     assert contents[-4:] == ["first", "two", "Remember the budget.", "second"]
-    reminder, first = entries[-2], entries[-4]
-    assert reminder["source"] == "system" and reminder["cause"] == entries[-3]["message_id"] != first["message_id"]
+    reminder = entries[-2]
+    assert reminder["source"] == "system"
+    # Its span (the turn) carries the hook event naming the entry and its cause, the prompt before it.
+    journal = [json.loads(x) for x in (cli_env / "sessions" / session_id / "spans.jsonl").read_text().splitlines()]
+    ended = {x["end"]: x for x in journal if "end" in x}
+    events = [e for e in ended[reminder["span_id"]].get("events", []) if e[0] == "otel_agents.hook"]
+    assert [e[2] for e in events] == [{
+        "otel_agents.hook.kind": "remind", "otel_agents.hook.name": "Nudge", "otel_agents.hook.decision": "remind",
+        "otel_agents.hook.reason": "after 1 turn", "otel_agents.hook.message_id": reminder["message_id"],
+        "otel_agents.hook.cause": entries[-3]["message_id"],
+    }]

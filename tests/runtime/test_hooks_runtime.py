@@ -153,12 +153,16 @@ async def test_a_remind_hook_fires_before_the_turn_after_every_n_turns(scripted,
     assert main.transcript[index + 1]["content"] == "done"
     record = next(r for r in span_tree().records() if r["message_id"] == main.transcript_ids[index])
     assert record["source"] == "system" and record["role"] == "user"
-    assert record["cause"] == main.transcript_ids[index - 1]
-    # The Kid is not watched; the third turn's span carries the hook's decision.
+    # The Kid is not watched; the third turn's span carries the hook event: the entry and its cause.
     assert "Stay on topic." not in [m["content"] for m in session.find_agent("Kid").transcript]
     turns = [s for s in span_tree().named("turn") if s.attributes.get("otel_agents.agent.id") == main.agent_id]
-    hooked = [s.attributes["otel_agents.turn.index"] for s in turns for e in s.events if e.name == "otel_agents.hook"]
-    assert hooked == [3]
+    hooked = [(s.attributes["otel_agents.turn.index"], dict(e.attributes))
+              for s in turns for e in s.events if e.name == "otel_agents.hook"]
+    assert hooked == [(3, {
+        "otel_agents.hook.kind": "remind", "otel_agents.hook.name": "Focus", "otel_agents.hook.decision": "remind",
+        "otel_agents.hook.reason": "after 2 turns", "otel_agents.hook.message_id": main.transcript_ids[index],
+        "otel_agents.hook.cause": main.transcript_ids[index - 1],
+    })]
 
 
 async def test_a_remind_hook_on_a_tool_is_caused_by_that_tools_result(scripted, span_tree):
@@ -176,7 +180,11 @@ async def test_a_remind_hook_on_a_tool_is_caused_by_that_tools_result(scripted, 
     result_id = main.transcript_ids[index - 1]
     assert main.transcript[index - 1]["role"] == "tool"
     record = next(r for r in span_tree().records() if r["message_id"] == main.transcript_ids[index])
-    assert record["cause"] == result_id and record["source"] == "system"
+    assert record["source"] == "system"
+    events = [dict(e.attributes) for s in span_tree().named("turn") for e in s.events if e.name == "otel_agents.hook"]
+    assert [(e["otel_agents.hook.reason"], e["otel_agents.hook.cause"]) for e in events] == [
+        ("tool 'task' was used", result_id)
+    ]
 
 
 async def test_a_remind_hook_on_a_timer_fires_once_the_time_has_passed():
