@@ -113,3 +113,38 @@ def test_trace_llm_after_a_resume_shows_each_request_whole(home):
     assert counts and [len(r) for r in requests] == counts  # as many messages as each attempt sent
     assert requests[0][1] == {"role": "user", "content": PROMPT}  # the first run's prompt, from the saved history
     assert requests[0][-1] == {"role": "user", "content": "How did it go?"}
+
+
+def test_ips_are_masked_in_console_lines_and_exports_and_kept_with_the_switch(home, tmp_path, monkeypatch):
+    from otel_agents.tracing import ip_masking
+
+    script = tmp_path / "ips.json"
+    script.write_text(json.dumps({"name": "ips-console", "agents": {"main": ["Seen from 198.51.100.23."]}}))
+
+    def run_with_ip(keep: str | None):
+        if keep is None:
+            monkeypatch.delenv(ip_masking.KEEP_IPS_ENV, raising=False)
+        else:
+            monkeypatch.setenv(ip_masking.KEEP_IPS_ENV, keep)
+        ip_masking.reload_ip_setting()
+        otlp = tmp_path / f"export-{keep}.jsonl"
+        args = ["run", "--script", str(script), "--trace-llm", "--otlp-file", str(otlp), "ping from 203.0.113.9"]
+        result = CliRunner().invoke(cli, args, catch_exceptions=False)
+        ip_masking.reload_ip_setting()
+        assert result.exit_code == 0, result.stderr
+        sid = result.stderr.strip().splitlines()[-1].split(": ", 1)[1]
+        events = (home / "sessions" / sid / "events.jsonl").read_text()
+        return result, otlp.read_text(), events
+
+    result, exported, events = run_with_ip(None)
+    console = [line for line in result.stderr.splitlines() if line.startswith("[txn:")]
+    assert any("TRC request" in line and "ping from [IP]" in line for line in console)
+    assert "203.0.113.9" not in result.stderr and "198.51.100.23" not in result.stderr
+    assert "203.0.113.9" not in exported and "198.51.100.23" not in exported and "[IP]" in exported
+    # The session directory is not a copy that leaves: it keeps what the model was sent.
+    assert "ping from 203.0.113.9" in events and "198.51.100.23" in events
+    assert result.stdout == "Seen from 198.51.100.23.\n"  # the answer itself is the user's, not a log line
+
+    result, exported, _ = run_with_ip("true")
+    assert "ping from 203.0.113.9" in result.stderr and "203.0.113.9" in exported and "[IP]" not in exported
+    monkeypatch.delenv(ip_masking.KEEP_IPS_ENV)
