@@ -153,8 +153,12 @@ class Agent:
         if keep < 0:
             raise ValueError("keep must be >= 0")
         message_id = self.session.log_truncation(self.agent_id, keep, cause)
-        self.replay_truncation(keep)
+        self.replay_truncation(keep)  # its record (transcript_truncated) is the user's notice already
         return message_id
+
+    def host_notice(self, notice: str, content: str) -> str:
+        """Tell the user, never the model (a ``host_notice`` record on the current span)."""
+        return self.session.host_notice(self.agent_id, notice, content)
 
     # --- the loop ---
     async def response(self) -> LoggedString:
@@ -184,7 +188,7 @@ class Agent:
                     context_last_message_id=self.transcript_ids[-1] if self.transcript_ids else None,
                     settings=self.session.request_settings(self),
                 )
-                await self.session.llm.complete(request, on_message=self._log_entry)
+                await self.session.llm.complete(request, on_message=self._log_entry, on_notice=self.host_notice)
                 self.session.turn_taken(self)
                 message_id = self.transcript_ids[-1]
                 # The reply as recorded (credentials scrubbed), as a resumed agent would hold it.
@@ -244,6 +248,8 @@ class Agent:
                     if denial is not None:
                         hook_name, decision = denial
                         status, result = "denied", f"Error: Action blocked by hook '{hook_name}': {decision.reason}"
+                        self.host_notice("denial", f"{self.name} may not run {name}: hook '{hook_name}' denied it "
+                                                   f"({decision.reason})")
                     else:
                         try:
                             result = await tool.invoke(ctx, arguments.values)

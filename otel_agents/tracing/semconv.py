@@ -157,9 +157,13 @@ EVENT_AGENT_CREATED = "agent_created"
 EVENT_TRANSCRIPT_ENTRY = "transcript_entry"
 EVENT_PIECE_OF_TEXT = "piece_of_text"
 EVENT_TRANSCRIPT_TRUNCATED = "transcript_truncated"
+# What the harness tells the user and never the model (seed 004's ``host`` sender): retries, denials,
+# budget warnings, truncations. Recorded on the span that caused it; never in any model request.
+EVENT_HOST_NOTICE = "host_notice"
 SESSION_EVENT_TYPES = frozenset(
-    {EVENT_AGENT_CREATED, EVENT_TRANSCRIPT_ENTRY, EVENT_PIECE_OF_TEXT, EVENT_TRANSCRIPT_TRUNCATED}
+    {EVENT_AGENT_CREATED, EVENT_TRANSCRIPT_ENTRY, EVENT_PIECE_OF_TEXT, EVENT_TRANSCRIPT_TRUNCATED, EVENT_HOST_NOTICE}
 )
+HOST_NOTICE_KINDS = ("retry", "denial", "budget", "truncation")
 
 
 def record_event_name(event_type: str) -> str:
