@@ -20,14 +20,14 @@ from opentelemetry.sdk.trace import TracerProvider
 from otel_agents.llm.budget import Budget, BudgetMeter, totals_before
 from otel_agents.llm.model_settings import ModelSettings
 from otel_agents.persistence.paths import Paths
-from otel_agents.runtime.hooks import ApprovalHook, ReviewHook, TransformHook
+from otel_agents.runtime.hooks import ApprovalHook, RemindHook, ReviewHook, TransformHook
 from otel_agents.runtime.session import DEFAULT_MAX_TURNS, AgentSpec, RunContext
 from otel_agents.runtime.session import Session as RuntimeSession
 from otel_agents.runtime.tools import Tool, make_tool
 from otel_agents.session_recording import Recording, application_provider, configure, start_recording
 from otel_agents.tracing.telemetry import noop_telemetry
 
-Hook = Union[ApprovalHook, ReviewHook, TransformHook]
+Hook = Union[ApprovalHook, ReviewHook, TransformHook, RemindHook]
 
 _active: ContextVar["recording | None"] = ContextVar("otel_agents_recording", default=None)
 
@@ -191,8 +191,10 @@ def _install(runtime: RuntimeSession, hooks: Iterable[Hook]) -> None:
             runtime.review_hooks.append(hook)
         elif isinstance(hook, TransformHook):
             runtime.transform_hooks.append(hook)
+        elif isinstance(hook, RemindHook):
+            runtime.remind_hooks.append(hook)
         else:
-            raise TypeError(f"not a hook: {hook!r} (use approval, review, transform or reset)")
+            raise TypeError(f"not a hook: {hook!r} (use approval, review, transform, reset or remind)")
 
 
 class Session:

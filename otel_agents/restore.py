@@ -154,7 +154,7 @@ def check_records(records: list[dict[str, Any]]) -> None:
                 if not isinstance(keep, int) or keep < 0 or keep > lengths[agent_id]:
                     raise ResumeError(f"{where}: truncation of {agent_id} keeps {keep!r} of {lengths[agent_id]} entries")
                 lengths[agent_id] = keep
-        else:
+        elif kind != sc.EVENT_HOST_NOTICE:  # a notice for the user: no agent state to check or rebuild
             raise ResumeError(f"{where}: unknown event type {kind!r}")
 
 

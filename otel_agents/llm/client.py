@@ -189,16 +189,18 @@ class LLMClient:
         return script.model
 
     async def complete(
-        self, request: ChatRequest, on_message: Callable[[dict[str, Any]], str]
+        self, request: ChatRequest, on_message: Callable[[dict[str, Any]], str],
+        on_notice: Callable[[str, str], Any] | None = None,
     ) -> ChatResult:
         """Call the model until an attempt succeeds; ``on_message`` records the reply
-        inside the successful attempt's span and returns its message id."""
+        inside the successful attempt's span and returns its message id; ``on_notice(kind, text)``
+        records a host notice (a retry) inside the failed attempt's span."""
         attempt = 0
         while True:
             attempt += 1
             check_budgets(self.telemetry)  # an attempt that would start past a limit is not made
             try:
-                return await self._attempt(request, attempt, on_message)
+                return await self._attempt(request, attempt, on_message, on_notice)
             except _AttemptFailed as failed:
                 exc = failed.cause
                 if not is_transient(exc) or attempt >= self.retry.max_attempts:
@@ -272,7 +274,8 @@ class LLMClient:
         return attrs
 
     async def _attempt(
-        self, request: ChatRequest, attempt: int, on_message: Callable[[dict[str, Any]], str]
+        self, request: ChatRequest, attempt: int, on_message: Callable[[dict[str, Any]], str],
+        on_notice: Callable[[str, str], Any] | None = None,
     ) -> ChatResult:
         from otel_agents.llm.litellm_loader import load_litellm
 
@@ -329,6 +332,8 @@ class LLMClient:
                 span.set_attribute(sc.LLM_PRICE_SOURCE, price_source)
                 span.set_status(Status(StatusCode.ERROR, _short(f"{error_type(exc)}: {exc}")))
                 self.telemetry.log("WRN" if transient else "ERR", _short(f"{error_type(exc)}: {exc}"), span=span)
+                if on_notice is not None and transient and attempt < self.retry.max_attempts:
+                    on_notice("retry", f"attempt {attempt} of {request.model} failed ({error_type(exc)}); retrying")
                 charge_llm(Usage(), None, failed=True)
                 raise _AttemptFailed(exc) from exc
             latency_ms = (time.perf_counter() - started) * 1000

@@ -81,7 +81,7 @@ class ScriptedTurn:
 
 @dataclass(frozen=True)
 class HookSpec:
-    kind: str  # approval | review | transform | reset
+    kind: str  # approval | review | transform | reset | remind
     name: str
     agent: str | None = None  # approval by an agent of this name
     tools: tuple[str, ...] | None = None  # approval: only these tools
@@ -91,6 +91,9 @@ class HookSpec:
     replace: dict[str, str] | None = None  # transform: substring replacements on delivery
     max_entries: int | None = None  # reset: when a transcript grows past this after an utterance...
     keep: int = 1  # reset: ...truncate it to its first `keep` entries (working memory reset)
+    message: str | None = None  # remind: the system-sourced text added to watched agents...
+    after_turns: int | None = None  # ...after every N LLM turns, and/or after one of `tools` ran,
+    every_seconds: float | None = None  # ...and/or once this many seconds passed (at the next turn)
 
 
 @dataclass(frozen=True)
@@ -189,9 +192,10 @@ def _parse_turn(raw: Any, where: str) -> ScriptedTurn:
     return ScriptedTurn(text, tuple(calls), reasoning, usage, latency, parsed_failure)
 
 
-_HOOK_KINDS = ("approval", "review", "transform", "reset")
+_HOOK_KINDS = ("approval", "review", "transform", "reset", "remind")
 _HOOK_FIELDS = frozenset(
-    {"kind", "name", "agent", "tools", "agents", "deny_tools", "reject_if_contains", "replace", "max_entries", "keep"}
+    {"kind", "name", "agent", "tools", "agents", "deny_tools", "reject_if_contains", "replace", "max_entries", "keep",
+     "message", "after_turns", "every_seconds"}
 )
 
 
@@ -213,7 +217,7 @@ def _parse_hook(raw: Any, where: str) -> HookSpec:
     unknown = set(raw) - _HOOK_FIELDS
     if unknown:
         raise _fail(where, f"unknown hook field(s) {sorted(unknown)}")
-    for key in ("agent", "reject_if_contains"):
+    for key in ("agent", "reject_if_contains", "message"):
         if raw.get(key) is not None and not isinstance(raw[key], str):
             raise _fail(where, f"'{key}' must be a string")
     replace = raw.get("replace")
@@ -227,6 +231,7 @@ def _parse_hook(raw: Any, where: str) -> HookSpec:
             raise _fail(where, f"'{key}' must be a non-negative integer")
     if raw["kind"] == "reset" and raw.get("max_entries") is None:
         raise _fail(where, "a reset hook needs 'max_entries'")
+    _check_remind(raw, where)
     return HookSpec(
         kind=raw["kind"],
         name=raw["name"],
@@ -238,7 +243,24 @@ def _parse_hook(raw: Any, where: str) -> HookSpec:
         replace=replace,
         max_entries=raw.get("max_entries"),
         keep=raw.get("keep", 1),
+        message=raw.get("message"),
+        after_turns=raw.get("after_turns"),
+        every_seconds=raw.get("every_seconds"),
     )
+
+
+def _check_remind(raw: dict, where: str) -> None:
+    after, every = raw.get("after_turns"), raw.get("every_seconds")
+    if after is not None and (not isinstance(after, int) or isinstance(after, bool) or after < 1):
+        raise _fail(where, "'after_turns' must be a positive integer")
+    if every is not None and (not isinstance(every, (int, float)) or isinstance(every, bool) or not every > 0):
+        raise _fail(where, "'every_seconds' must be a positive number")
+    if raw["kind"] != "remind":
+        return
+    if not raw.get("message"):
+        raise _fail(where, "a remind hook needs a 'message'")
+    if after is None and every is None and raw.get("tools") is None:
+        raise _fail(where, "a remind hook needs 'after_turns', 'tools' or 'every_seconds'")
 
 
 def parse_script(data: Any, source: str) -> Script:

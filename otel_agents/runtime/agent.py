@@ -158,8 +158,12 @@ class Agent:
         if keep < 0:
             raise ValueError("keep must be >= 0")
         message_id = self.session.log_truncation(self.agent_id, keep, cause)
-        self.replay_truncation(keep)
+        self.replay_truncation(keep)  # its record (transcript_truncated) is the user's notice already
         return message_id
+
+    def host_notice(self, notice: str, content: str) -> str:
+        """Tell the user, never the model (a ``host_notice`` record on the current span)."""
+        return self.session.host_notice(self.agent_id, notice, content)
 
     # --- the loop ---
     async def response(self) -> LoggedString:
@@ -182,6 +186,7 @@ class Agent:
             with tracer.start_as_current_span(sc.OP_TURN, kind=SpanKind.INTERNAL, attributes=attrs) as span, scope(
                 "turn", span
             ):
+                self.session.remind(self)
                 request = ChatRequest(
                     model=self.model,
                     messages=self.transcript,
@@ -192,7 +197,8 @@ class Agent:
                     context_last_message_id=self.transcript_ids[-1] if self.transcript_ids else None,
                     settings=self.session.request_settings(self),
                 )
-                await self.session.llm.complete(request, on_message=self._log_entry)
+                await self.session.llm.complete(request, on_message=self._log_entry, on_notice=self.host_notice)
+                self.session.turn_taken(self)
                 message_id = self.transcript_ids[-1]
                 # The reply as recorded (credentials scrubbed), as a resumed agent would hold it.
                 message = self.transcript[-1]
@@ -251,6 +257,8 @@ class Agent:
                     if denial is not None:
                         hook_name, decision = denial
                         status, result = "denied", f"Error: Action blocked by hook '{hook_name}': {decision.reason}"
+                        self.host_notice("denial", f"{self.name} may not run {name}: hook '{hook_name}' denied it "
+                                                   f"({decision.reason})")
                     else:
                         try:
                             result = await tool.invoke(ctx, arguments.values)
@@ -277,6 +285,7 @@ class Agent:
                 out_chars = len(content)
                 result_id = self.harken_tool_result(call["id"], name, content)
                 span.set_attribute(sc.TOOL_RESULT_MESSAGE_ID, result_id)
+                self.session.tool_used(self, name, result_id)
                 if capture and status == "ok":  # the registry's result is a successful execution's
                     telemetry.set_attributes(
                         span, {sc.GEN_AI_TOOL_CALL_RESULT: content_capture.as_json(content_capture.tool_call_result(content))}

@@ -8,9 +8,12 @@
   the agent (as a system-sourced user turn) and the agent tries again.
 - Transform hooks rewrite a delivery (e.g. redaction); the result keeps the
   original's substance, so the intervention is visible by comparing the two.
+- Remind hooks push context: before a watched agent's next LLM turn they add a
+  system-sourced message after every N turns, after a named tool ran, or once a
+  timer has run out; the hook event names the entry and the message that triggered it.
 
 Every decision is a span event ``otel_agents.hook`` on the span it concerns. The
-decorators ``approval``, ``review`` and ``transform`` and the ``reset`` factory build them
+decorators ``approval``, ``review`` and ``transform`` and the ``reset`` and ``remind`` factories build them
 for the public API (docs/python-api.md).
 """
 
@@ -18,7 +21,8 @@ from __future__ import annotations
 
 import inspect
 import json
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable, Union
 
 from otel_agents.tracing import semconv as sc
@@ -131,6 +135,67 @@ class TransformHook:
     transform: Callable[["Agent", "Agent", str], str]  # (sender, recipient, text) -> text
 
 
+@dataclass
+class RemindHook:
+    """Adds ``message`` (source ``system``) to a watched agent's transcript before its next LLM turn.
+
+    Triggers (any combination): every ``after_turns`` LLM turns of the agent, after one of ``tools``
+    ran, or once ``every_seconds`` have passed since the agent was last reminded (or first seen).
+    Reminders join at turn boundaries only, so a tool call is never separated from its result.
+    Counts live in the running process: a resumed session starts them afresh.
+    """
+
+    name: str
+    message: str
+    agents: frozenset[str] | None = None  # agent names; None: every agent
+    after_turns: int | None = None
+    tools: frozenset[str] | None = None
+    every_seconds: float | None = None
+    # Process state, not configuration: the clock is replaceable (tests), the counts are per agent id.
+    _clock: Callable[[], float] = field(default=time.monotonic, init=False, repr=False)
+    _turns: dict[str, int] = field(default_factory=dict, init=False, repr=False)  # turns since the last reminder
+    _since: dict[str, float] = field(default_factory=dict, init=False, repr=False)  # when its timer started
+    _tool_used: dict[str, tuple[str, str]] = field(default_factory=dict, init=False, repr=False)  # (tool, result id)
+
+    def __post_init__(self) -> None:
+        if self.after_turns is None and self.tools is None and self.every_seconds is None:
+            raise ValueError(f"remind hook {self.name!r} needs after_turns, tools or every_seconds")
+        if self.after_turns is not None and self.after_turns < 1:
+            raise ValueError(f"remind hook {self.name!r}: after_turns must be at least 1")
+        if self.every_seconds is not None and self.every_seconds <= 0:
+            raise ValueError(f"remind hook {self.name!r}: every_seconds must be positive")
+
+    def applies_to(self, agent: "Agent") -> bool:
+        return self.agents is None or agent.name in self.agents
+
+    def turn_taken(self, agent: "Agent") -> None:
+        self._turns[agent.agent_id] = self._turns.get(agent.agent_id, 0) + 1
+
+    def tool_used(self, agent: "Agent", tool: str, result_id: str) -> None:
+        if self.tools is not None and tool in self.tools:
+            self._tool_used[agent.agent_id] = (tool, result_id)
+
+    def due(self, agent: "Agent") -> tuple[str, str | None] | None:
+        """Why the agent is reminded now and the message that triggered it (the tool's result, else the
+        agent's last entry); the counts restart. None when no reminder is due."""
+        key, now = agent.agent_id, self._clock()
+        since = self._since.setdefault(key, now)
+        last = agent.transcript_ids[-1] if agent.transcript_ids else None
+        if key in self._tool_used:
+            tool, result_id = self._tool_used[key]
+            due = (f"tool '{tool}' was used", result_id)
+        elif self.after_turns is not None and self._turns.get(key, 0) >= self.after_turns:
+            turns = self._turns[key]
+            due = (f"after {turns} turn{'' if turns == 1 else 's'}", last)
+        elif self.every_seconds is not None and now - since >= self.every_seconds:
+            due = (f"{self.every_seconds:g}s passed", last)
+        else:
+            return None
+        self._turns[key], self._since[key] = 0, now
+        self._tool_used.pop(key, None)
+        return due
+
+
 def hook_event(kind: str, name: str, decision: str, reason: str = "") -> dict[str, Any]:
     return {sc.HOOK_KIND: kind, sc.HOOK_NAME: name, sc.HOOK_DECISION: decision, sc.HOOK_REASON: reason}
 
@@ -179,3 +244,10 @@ def reset(max_entries: int, keep: int = 1, *, name: str = "reset", agents: Itera
         return Decision(True)
 
     return ReviewHook(name, check, _names(agents))
+
+
+def remind(message: str, *, name: str = "remind", agents: Iterable[str] | None = None, after_turns: int | None = None,
+           tools: Iterable[str] | None = None, every_seconds: float | None = None) -> RemindHook:
+    """A :class:`RemindHook`: ``message`` is added (source ``system``) after every ``after_turns`` LLM turns,
+    after one of ``tools`` ran, or every ``every_seconds`` (at the next turn boundary)."""
+    return RemindHook(name, message, _names(agents), after_turns, _names(tools), every_seconds)

@@ -8,7 +8,9 @@ from __future__ import annotations
 from typing import Iterable
 
 from otel_agents.llm.scripts import HookSpec, Script
-from otel_agents.runtime.hooks import ApprovalHook, Decision, ReviewHook, TransformHook, agent_approval_hook, reset
+from otel_agents.runtime.hooks import (
+    ApprovalHook, Decision, RemindHook, ReviewHook, TransformHook, agent_approval_hook, remind, reset,
+)
 from otel_agents.runtime.session import AgentSpec, Session
 from otel_agents.runtime.tools import Tool
 
@@ -55,6 +57,11 @@ def _reset(spec: HookSpec) -> ReviewHook:
     return reset(spec.max_entries or 0, spec.keep, name=spec.name, agents=spec.agents)
 
 
+def _remind(spec: HookSpec) -> RemindHook:
+    return remind(spec.message or "", name=spec.name, agents=spec.agents, after_turns=spec.after_turns,
+                  tools=spec.tools, every_seconds=spec.every_seconds)
+
+
 def install_hooks(session: Session, specs: Iterable[HookSpec]) -> None:
     for spec in specs:
         if spec.kind == "approval":
@@ -63,6 +70,8 @@ def install_hooks(session: Session, specs: Iterable[HookSpec]) -> None:
             session.review_hooks.append(_review(spec))
         elif spec.kind == "reset":
             session.review_hooks.append(_reset(spec))
+        elif spec.kind == "remind":
+            session.remind_hooks.append(_remind(spec))
         else:
             session.transform_hooks.append(_transform(spec))
 

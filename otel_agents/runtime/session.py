@@ -15,7 +15,9 @@ from opentelemetry.trace import Link, SpanContext, SpanKind
 from otel_agents.llm.accounting import scope
 from otel_agents.llm.budget import Budget, BudgetExhausted, BudgetMeter, carry_over, in_force, metering, refuse_unpriced
 from otel_agents.llm.model_settings import ModelSettings
-from otel_agents.runtime.hooks import ApprovalHook, Decision, ReviewHook, ToolRequest, TransformHook, hook_event
+from otel_agents.runtime.hooks import (
+    ApprovalHook, Decision, RemindHook, ReviewHook, ToolRequest, TransformHook, hook_event,
+)
 from otel_agents.runtime.logged_string import LoggedString
 from otel_agents.tracing import semconv as sc
 from otel_agents.tracing.records import make_record
@@ -105,6 +107,7 @@ class Session:
         self.approval_hooks: list[ApprovalHook] = []
         self.review_hooks: list[ReviewHook] = []
         self.transform_hooks: list[TransformHook] = []
+        self.remind_hooks: list[RemindHook] = []
         self._message_counter = message_counter
         self._agent_counter = agent_counter
         self.runs = runs
@@ -170,6 +173,12 @@ class Session:
 
     def log_truncation(self, agent_id: str, keep: int, cause: str | None = None) -> str:
         return self._log(sc.EVENT_TRANSCRIPT_TRUNCATED, agent_id=agent_id, keep=keep, cause=cause)
+
+    def host_notice(self, agent_id: str, notice: str, content: str) -> str:
+        """A notice for the user, never the model (seed 004): a ``host_notice`` record on the current
+        span, the one that caused it. ``notice`` is its kind (``retry``, ``denial``, ``budget``,
+        ``truncation``); no transcript holds it, so no model request ever carries it."""
+        return self._log(sc.EVENT_HOST_NOTICE, agent_id=agent_id, notice=notice, content=content)
 
     # --- agents ---
     def register(self, agent: "Agent") -> None:
@@ -299,6 +308,34 @@ class Session:
             if not decision.allowed:
                 return hook.name, decision
         return None
+
+    def remind(self, agent: "Agent") -> None:
+        """Before an LLM turn: each due remind hook adds its message as a system-sourced entry; the hook
+        event beside it (same span) names the entry and its cause (a transcript entry has substance,
+        never a cause: seed 001)."""
+        for hook in self.remind_hooks:
+            if not hook.applies_to(agent):
+                continue
+            due = hook.due(agent)
+            if due is None:
+                continue
+            reason, cause = due
+            message_id = agent.harken(hook.message, source="system")
+            attrs = hook_event("remind", hook.name, "remind", reason)
+            attrs[sc.HOOK_MESSAGE_ID] = message_id
+            if cause is not None:
+                attrs[sc.HOOK_CAUSE] = cause
+            trace.get_current_span().add_event(sc.EVENT_HOOK, attrs)
+
+    def tool_used(self, agent: "Agent", tool: str, result_id: str) -> None:
+        for hook in self.remind_hooks:
+            if hook.applies_to(agent):
+                hook.tool_used(agent, tool, result_id)
+
+    def turn_taken(self, agent: "Agent") -> None:
+        for hook in self.remind_hooks:
+            if hook.applies_to(agent):
+                hook.turn_taken(agent)
 
     def transform(self, sender: "Agent", recipient: "Agent", text: str) -> str:
         for hook in self.transform_hooks:

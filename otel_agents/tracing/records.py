@@ -31,6 +31,7 @@ RECORD_FIELDS: dict[str, tuple[str, ...]] = {
     ),
     sc.EVENT_PIECE_OF_TEXT: ("agent_id", "content", "cause"),
     sc.EVENT_TRANSCRIPT_TRUNCATED: ("agent_id", "keep", "cause"),
+    sc.EVENT_HOST_NOTICE: ("agent_id", "notice", "content"),  # notice: one of sc.HOST_NOTICE_KINDS
 }
 # Structured fields that span attributes cannot hold natively travel as JSON text.
 _JSON_FIELDS = frozenset({"tool_calls", "thinking_blocks"})
@@ -113,7 +114,8 @@ def from_span_event(name: str, attributes: Mapping[str, Any]) -> dict[str, Any] 
 _MESSAGE_ID = re.compile(r"^msg_\d+$")
 ROLES = frozenset({"system", "user", "assistant", "tool"})  # of a transcript entry
 _TEXT_FIELDS = frozenset(
-    {"agent_id", "name", "language_model", "parent", "tool_call_id", "substance", "source", "reasoning_content"}
+    {"agent_id", "name", "language_model", "parent", "tool_call_id", "substance", "source", "reasoning_content",
+     "notice"}
 )
 
 
@@ -149,6 +151,8 @@ def validate_record(record: Any) -> None:
         raise RecordError(f"{message_id}: role must be one of {sorted(ROLES)}")
     if kind == "transcript_truncated" and record.get("keep") is None:
         raise RecordError(f"{message_id}: a truncation needs keep")
+    if kind == "host_notice" and not isinstance(record.get("notice"), str):
+        raise RecordError(f"{message_id}: a host notice needs notice (its kind)")
     if record.get("substance") is not None and record.get("cause") is not None:
         raise RecordError(f"{message_id}: an event has substance or cause, never both")
 

@@ -14,6 +14,10 @@ values written after a secret key inside text (``Authorization: Basic ...``,
 ``api_key='...'``, ``"x-api-key": "..."``), since error messages and tool
 arguments quote headers and keyword arguments verbatim.
 
+The headers seed 002 names (``SEED_002_HEADERS``: ``authorization``, ``x-api-key``,
+``x-openai-api-key``, ``x-slack-signature``, ...) are among the secret keys, and IP addresses
+are masked too (``ip_masking.py``; ``OTEL_AGENTS_KEEP_IPS=true`` keeps them).
+
 Redaction is idempotent: redacting redacted data changes nothing, so a trace
 can pass through it any number of times (live, on export, on import).
 """
@@ -24,9 +28,28 @@ import re
 from typing import Any, Callable, Mapping
 
 from otel_agents.tracing.credentials import MARKER, scrub_text
+from otel_agents.tracing.ip_masking import mask_ips
+
+# Seed 002's redaction policy: "authorization, x-api-key, x-openai-api-key, x-slack-signature, etc."
+# (the etc.: the other credential headers of the providers and of Slack's request signing).
+SEED_002_HEADERS = (
+    "authorization",
+    "proxy-authorization",
+    "x-api-key",
+    "x-openai-api-key",
+    "openai-api-key",
+    "x-anthropic-api-key",
+    "anthropic-api-key",
+    "x-goog-api-key",
+    "x-slack-signature",
+    "x-auth-token",
+    "cookie",
+    "set-cookie",
+)
 
 SECRET_KEYS = frozenset(
     {
+        *SEED_002_HEADERS,
         "authorization",
         "proxy-authorization",
         "x-api-key",
@@ -76,7 +99,7 @@ _VALUE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
 # Case-insensitive: anchored on the lower-cased text.
 _BEARER = re.compile(r"[Bb][Ee][Aa][Rr][Ee][Rr](?<![A-Za-z][Bb][Ee][Aa][Rr][Ee][Rr])\s+[A-Za-z0-9._~+/\-]{8,}=*")
 # Every secret key name contains one of these (lower case).
-_KEY_ANCHORS = ("auth", "key", "token", "secret", "cookie", "passw")  # spelled out in redact_text: faster than any()
+_KEY_ANCHORS = ("auth", "key", "token", "secret", "cookie", "passw", "signature")  # spelled out in redact_text
 # The shortest text any value pattern or the bearer pattern matches ("xox" + "b-" + 10,
 # "bearer" + " " + 8); keyed values and cookie headers need ':' or '=' instead.
 _MIN_SECRET_CHARS = 15
@@ -147,8 +170,8 @@ known_safe_key = _KNOWN_SAFE_KEYS.__contains__
 def redact_text(text: str) -> str:
     text = scrub_text(text)
     # Every secret shape needs 15 characters, or a ':' or '=' (a keyed value, a cookie
-    # header): most attribute values (ids, names, numbers as text) are done here.
-    if not text or (len(text) < _MIN_SECRET_CHARS and ":" not in text and "=" not in text):
+    # header), and an IP address a '.' or ':': most attribute values (ids, names) are done here.
+    if not text or (len(text) < _MIN_SECRET_CHARS and ":" not in text and "=" not in text and "." not in text):
         return text
     for anchor, pattern in _VALUE_PATTERNS:
         if anchor in text:
@@ -158,12 +181,12 @@ def redact_text(text: str) -> str:
         text = _BEARER.sub(MARKER, text)
     if (
         "auth" in lowered or "key" in lowered or "token" in lowered
-        or "secret" in lowered or "cookie" in lowered or "passw" in lowered
+        or "secret" in lowered or "cookie" in lowered or "passw" in lowered or "signature" in lowered
     ):
         if "cookie" in lowered:
             text = _COOKIE_HEADER.sub(lambda m: m.group(1) + MARKER, text)
         text = _KEYED_VALUE.sub(lambda m: m.group(1) + MARKER, text)
-    return text
+    return mask_ips(text)
 
 
 def redact(value: Any) -> Any:

@@ -170,9 +170,13 @@ EVENT_AGENT_CREATED = "agent_created"
 EVENT_TRANSCRIPT_ENTRY = "transcript_entry"
 EVENT_PIECE_OF_TEXT = "piece_of_text"
 EVENT_TRANSCRIPT_TRUNCATED = "transcript_truncated"
+# What the harness tells the user and never the model (seed 004's ``host`` sender): retries, denials,
+# budget warnings, truncations. Recorded on the span that caused it; never in any model request.
+EVENT_HOST_NOTICE = "host_notice"
 SESSION_EVENT_TYPES = frozenset(
-    {EVENT_AGENT_CREATED, EVENT_TRANSCRIPT_ENTRY, EVENT_PIECE_OF_TEXT, EVENT_TRANSCRIPT_TRUNCATED}
+    {EVENT_AGENT_CREATED, EVENT_TRANSCRIPT_ENTRY, EVENT_PIECE_OF_TEXT, EVENT_TRANSCRIPT_TRUNCATED, EVENT_HOST_NOTICE}
 )
+HOST_NOTICE_KINDS = ("retry", "denial", "budget", "truncation")
 
 
 def record_event_name(event_type: str) -> str:
@@ -197,9 +201,11 @@ LOG_LEVELS = ("VRB", "WRN", "ERR", "TRC", "THK", "FIN")
 
 EVENT_HOOK = "otel_agents.hook"
 HOOK_NAME = "otel_agents.hook.name"
-HOOK_KIND = "otel_agents.hook.kind"  # approval | review | transform
-HOOK_DECISION = "otel_agents.hook.decision"  # allow | deny | accept | reject
+HOOK_KIND = "otel_agents.hook.kind"  # approval | review | transform | remind
+HOOK_DECISION = "otel_agents.hook.decision"  # allow | deny | accept | reject | rewrite | remind
 HOOK_REASON = "otel_agents.hook.reason"
+HOOK_MESSAGE_ID = "otel_agents.hook.message_id"  # remind: the transcript entry it added...
+HOOK_CAUSE = "otel_agents.hook.cause"  # ...and the message that triggered it
 
 # An LLM attempt not made because a budget is spent (docs/budgets.md), on the operation that wanted it.
 EVENT_BUDGET_EXHAUSTED = "otel_agents.budget.exhausted"

@@ -61,7 +61,7 @@ class DialogItem:
 @dataclass(frozen=True)
 class PerspectiveItem:
     message_id: str
-    kind: str  # heard | thought | said | action | received | truncated
+    kind: str  # heard | thought | said | action | received | truncated | host (a host notice, not in the transcript)
     ts: Any = None
     content: str | None = None
     speaker: Speaker | None = None  # heard: who it came from
@@ -70,6 +70,7 @@ class PerspectiveItem:
     tool: str | None = None  # received: the tool's name
     tool_call_id: str | None = None  # received
     keep: int | None = None  # truncated
+    notice: str | None = None  # host: the notice's kind
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ TAGS = {
     "action": "[Action]",
     "received": "[Received]",
     "truncated": "[Truncated]",
+    "host": "[Host]",  # a host notice: shown to the user, never sent to the model
 }
 
 
@@ -135,6 +136,8 @@ def perspective_line(item: PerspectiveItem) -> str:
         text = f"{item.tool or '?'}: {block(item.content)}"
     elif item.kind == "truncated":
         text = f"kept the first {item.keep} entries"
+    elif item.kind == "host":
+        text = f"{item.notice}: {block(item.content)} (not sent to the model)"
     else:
         text = block(item.content)
     return f"{item.message_id} {tag} {text}"
@@ -156,6 +159,8 @@ def event_text(step: FlowStep) -> str:
         return f"[Text] {block(record.get('content'))}"
     if event_type == sc.EVENT_TRANSCRIPT_TRUNCATED:
         return f"[Truncated] kept the first {record.get('keep')} entries"
+    if event_type == sc.EVENT_HOST_NOTICE:
+        return f"[Host] {record.get('notice')}: {block(record.get('content'))} (not sent to the model)"
     role = record.get("role")
     if role in ("user", "system"):
         return f"[Heard] {step.speaker.label if step.speaker else 'unknown'}: {block(record.get('content'))}"

@@ -274,6 +274,9 @@ class SessionViewer:
             if event_type == sc.EVENT_TRANSCRIPT_TRUNCATED:
                 append(PerspectiveItem(message_id, "truncated", ts, keep=int(r.get("keep", 0))))
                 continue
+            if event_type == sc.EVENT_HOST_NOTICE:  # shown apart: the agent never heard it
+                append(PerspectiveItem(message_id, "host", ts, r.get("content"), notice=r.get("notice")))
+                continue
             if event_type != sc.EVENT_TRANSCRIPT_ENTRY:
                 continue  # its creation, pieces of text: not entries it had
             role = r.get("role")

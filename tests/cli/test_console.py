@@ -151,3 +151,36 @@ def test_a_session_saved_before_txn_ids_keeps_its_first_runs_trace_prefix():
     assert saved_txn([{"index": 2, "trace_id": "cd" * 16, "txn": "0123abcd"}]) == "0123abcd"  # meta's last_run
     assert saved_txn([{"index": 2, "trace_id": "cd" * 16}]) is None  # not the first run's: unknown
     assert saved_txn([]) is None
+def test_ips_are_masked_in_console_lines_and_exports_and_kept_with_the_switch(home, tmp_path, monkeypatch):
+    from otel_agents.tracing import ip_masking
+
+    script = tmp_path / "ips.json"
+    script.write_text(json.dumps({"name": "ips-console", "agents": {"main": ["Seen from 198.51.100.23."]}}))
+
+    def run_with_ip(keep: str | None):
+        if keep is None:
+            monkeypatch.delenv(ip_masking.KEEP_IPS_ENV, raising=False)
+        else:
+            monkeypatch.setenv(ip_masking.KEEP_IPS_ENV, keep)
+        ip_masking.reload_ip_setting()
+        otlp = tmp_path / f"export-{keep}.jsonl"
+        args = ["run", "--script", str(script), "--trace-llm", "--otlp-file", str(otlp), "ping from 203.0.113.9"]
+        result = CliRunner().invoke(cli, args, catch_exceptions=False)
+        ip_masking.reload_ip_setting()
+        assert result.exit_code == 0, result.stderr
+        sid = result.stderr.strip().splitlines()[-1].split(": ", 1)[1]
+        events = (home / "sessions" / sid / "events.jsonl").read_text()
+        return result, otlp.read_text(), events
+
+    result, exported, events = run_with_ip(None)
+    console = [line for line in result.stderr.splitlines() if line.startswith("[txn:")]
+    assert any("TRC request" in line and "ping from [IP]" in line for line in console)
+    assert "203.0.113.9" not in result.stderr and "198.51.100.23" not in result.stderr
+    assert "203.0.113.9" not in exported and "198.51.100.23" not in exported and "[IP]" in exported
+    # The session directory is not a copy that leaves: it keeps what the model was sent.
+    assert "ping from 203.0.113.9" in events and "198.51.100.23" in events
+    assert result.stdout == "Seen from 198.51.100.23.\n"  # the answer itself is the user's, not a log line
+
+    result, exported, _ = run_with_ip("true")
+    assert "ping from 203.0.113.9" in result.stderr and "203.0.113.9" in exported and "[IP]" not in exported
+    monkeypatch.delenv(ip_masking.KEEP_IPS_ENV)

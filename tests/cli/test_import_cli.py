@@ -69,7 +69,8 @@ def test_an_exported_session_imports_as_the_live_one(live, env):
     result = invoke("import", otlp, *storage(env))
     assert result.exit_code == 0, result.stderr
     sid = live_store.session_id
-    assert result.stdout.strip() == f"session {sid}: created: 45 span(s), 41 record(s), 2 run(s); 21 ledger record(s) added"
+    # issue 23: 43 records, the demo's 41 and its two host notices (the 429 retry, the denial)
+    assert result.stdout.strip() == f"session {sid}: created: 45 span(s), 43 record(s), 2 run(s); 21 ledger record(s) added"
     store = SessionStore(env / "sessions" / sid)
     assert sorted(p.name for p in store.directory.iterdir()) == ["events.jsonl", "meta.json", "owner.lock", "spans.jsonl", "tree.json.gz"]
     # Same event stream, byte for byte; same tree; same ledger records.

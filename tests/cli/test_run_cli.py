@@ -148,3 +148,66 @@ def test_interactive_prompts_from_a_terminal(cli_env, tmp_path):
     assert proc.returncode == 0, err
     assert out.decode() == "answer one\nanswer two\n"
     assert b"session: " in err
+
+
+def test_a_scripted_remind_hook_fires_at_its_turn_and_is_recorded_with_its_cause(cli_env, tmp_path):
+    script = {
+        "name": "remind-cli",
+        "hooks": [{"kind": "remind", "name": "Nudge", "message": "Remember the budget.", "after_turns": 1}],
+        "agents": {"main": ["first", "second"]},
+    }
+    path = tmp_path / "remind.json"
+    path.write_text(json.dumps(script))
+    result = invoke(["--script", str(path), "one", "two"])
+    assert result.exit_code == 0, result.stderr
+    session_id = session_line(result.stderr)
+    lines = [json.loads(x) for x in (cli_env / "sessions" / session_id / "events.jsonl").read_text().splitlines()]
+    entries = [x for x in lines if x["event_type"] == "transcript_entry"]
+    contents = [x.get("content") for x in entries]
+    # One turn ("first"), then the reminder joins before the next turn, after the second prompt.
+    assert contents[-4:] == ["first", "two", "Remember the budget.", "second"]
+    reminder = entries[-2]
+    assert reminder["source"] == "system"
+    # Its span (the turn) carries the hook event naming the entry and its cause, the prompt before it.
+    journal = [json.loads(x) for x in (cli_env / "sessions" / session_id / "spans.jsonl").read_text().splitlines()]
+    ended = {x["end"]: x for x in journal if "end" in x}
+    events = [e for e in ended[reminder["span_id"]].get("events", []) if e[0] == "otel_agents.hook"]
+    assert [e[2] for e in events] == [{
+        "otel_agents.hook.kind": "remind", "otel_agents.hook.name": "Nudge", "otel_agents.hook.decision": "remind",
+        "otel_agents.hook.reason": "after 1 turn", "otel_agents.hook.message_id": reminder["message_id"],
+        "otel_agents.hook.cause": entries[-3]["message_id"],
+    }]
+
+
+def test_host_notices_are_recorded_on_their_spans_and_never_sent_to_the_model(cli_env, tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    script = tmp_path / "hooks.json"
+    script.write_text(json.dumps({"name": "notices-cli", "agents": {},
+                                  "hooks": [{"kind": "approval", "name": "NoHelpers", "deny_tools": ["task"]}]}))
+    with OpenAIServer() as server:
+        server.plan(
+            Reply.error(429, retry_after=0.05),
+            Reply(tool_calls=[("task", {"name": "Spy", "system_prompt": "x"})]),
+            Reply(content="Done without helpers."),
+        )
+        result = invoke(["--script", str(script), "--model", "openai/x", "--api-base", server.api_base, "hi"])
+        bodies = server.bodies
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == "Done without helpers.\n"
+    session_dir = cli_env / "sessions" / session_line(result.stderr)
+    lines = [json.loads(x) for x in (session_dir / "events.jsonl").read_text().splitlines()]
+    notices = [x for x in lines if x["event_type"] == "host_notice"]
+    assert [n["notice"] for n in notices] == ["retry", "denial"]
+    assert "RateLimitError" in notices[0]["content"] and "NoHelpers" in notices[1]["content"]
+    # Each on the span that caused it: the failed attempt, the denied tool call.
+    journal = [json.loads(x) for x in (session_dir / "spans.jsonl").read_text().splitlines()]
+    names = {x["start"]: x["name"] for x in journal if "start" in x}
+    assert [names[n["span_id"]] for n in notices] == ["chat x", "execute_tool task"]
+    # No model request carries them: the model saw the denial only as the tool result it always gets.
+    assert len(bodies) == 3
+    sent = json.dumps([body["messages"] for body in bodies])
+    assert all(n["content"] not in sent for n in notices) and "Action blocked by hook 'NoHelpers'" in sent
+    # Views show them apart from what the agent heard.
+    view = CliRunner().invoke(cli, ["view", str(session_dir), "perspective", "main"], catch_exceptions=False)
+    host_lines = [line for line in view.stdout.splitlines() if "[Host]" in line]
+    assert len(host_lines) == 2 and all(line.endswith("(not sent to the model)") for line in host_lines)

@@ -76,7 +76,8 @@ def test_list_show_verify_rm(env):
 
     verified = invoke("sessions", "verify", first)
     assert verified.exit_code == 0, verified.stdout
-    assert "agree" in verified.stdout and "39 records" in verified.stdout and "20 records" in verified.stdout
+    # issue 23: 41 records, the demo's 39 and its two host notices (the 429 retry, the denial)
+    assert "agree" in verified.stdout and "41 records" in verified.stdout and "20 records" in verified.stdout
 
     ledger_before = (env / "billing.jsonl").read_bytes()
     removed = invoke("sessions", "rm", first)

@@ -129,3 +129,109 @@ async def test_hook_decorators_judge_rewrite_and_reset_as_the_scripted_kinds_do(
     session.review_hooks[:] = [reset(2, keep=1, name="forget")]
     await session.run("again")
     assert len(session.root.transcript) == 1  # the reset kept the first entry only
+
+
+# --- remind hooks ---
+
+def _entries(session, agent):
+    return list(zip(agent.transcript_ids, agent.transcript))
+
+
+async def test_a_remind_hook_fires_before_the_turn_after_every_n_turns(scripted, span_tree):
+    task = {"tool_calls": [{"name": "task", "arguments": {"name": "Kid", "system_prompt": "x", "user_prompt": "hi"}}]}
+    data = {
+        "hooks": [{"kind": "remind", "name": "Focus", "message": "Stay on topic.", "after_turns": 2, "agents": ["main"]}],
+        "agents": {"main": [task, task, "done"], "Kid": ["ok", "ok"]},
+    }
+    session = scripted(data)
+    assert await session.run("go") == "done"
+    main = session.root
+    reminders = [i for i, m in enumerate(main.transcript) if m["content"] == "Stay on topic."]
+    assert len(reminders) == 1  # two turns taken, then reminded once before the third
+    index = reminders[0]
+    assert main.transcript[index - 1]["role"] == "tool" and main.transcript[index + 1]["role"] == "assistant"
+    assert main.transcript[index + 1]["content"] == "done"
+    record = next(r for r in span_tree().records() if r["message_id"] == main.transcript_ids[index])
+    assert record["source"] == "system" and record["role"] == "user"
+    # The Kid is not watched; the third turn's span carries the hook event: the entry and its cause.
+    assert "Stay on topic." not in [m["content"] for m in session.find_agent("Kid").transcript]
+    turns = [s for s in span_tree().named("turn") if s.attributes.get("otel_agents.agent.id") == main.agent_id]
+    hooked = [(s.attributes["otel_agents.turn.index"], dict(e.attributes))
+              for s in turns for e in s.events if e.name == "otel_agents.hook"]
+    assert hooked == [(3, {
+        "otel_agents.hook.kind": "remind", "otel_agents.hook.name": "Focus", "otel_agents.hook.decision": "remind",
+        "otel_agents.hook.reason": "after 2 turns", "otel_agents.hook.message_id": main.transcript_ids[index],
+        "otel_agents.hook.cause": main.transcript_ids[index - 1],
+    })]
+
+
+async def test_a_remind_hook_on_a_tool_is_caused_by_that_tools_result(scripted, span_tree):
+    task = {"tool_calls": [{"name": "task", "arguments": {"name": "Kid", "system_prompt": "x", "user_prompt": "hi"}}]}
+    data = {
+        "hooks": [{"kind": "remind", "name": "AfterTask", "message": "Check the helper's work.", "tools": ["task"]}],
+        "agents": {"main": ["first", task, "second"], "Kid": ["ok"]},
+    }
+    session = scripted(data)
+    assert await session.run("go") == "first"
+    assert "Check the helper's work." not in [m["content"] for m in session.root.transcript]
+    assert await session.run("again") == "second"
+    main = session.root
+    index = [m["content"] for m in main.transcript].index("Check the helper's work.")
+    result_id = main.transcript_ids[index - 1]
+    assert main.transcript[index - 1]["role"] == "tool"
+    record = next(r for r in span_tree().records() if r["message_id"] == main.transcript_ids[index])
+    assert record["source"] == "system"
+    events = [dict(e.attributes) for s in span_tree().named("turn") for e in s.events if e.name == "otel_agents.hook"]
+    assert [(e["otel_agents.hook.reason"], e["otel_agents.hook.cause"]) for e in events] == [
+        ("tool 'task' was used", result_id)
+    ]
+
+
+async def test_a_remind_hook_on_a_timer_fires_once_the_time_has_passed():
+    from otel_agents.runtime.hooks import remind
+
+    session = Session()
+    agent = session.create_agent("main", "scripted/x")
+    hook = remind("Time check.", every_seconds=30)
+    now = [100.0]
+    hook._clock = lambda: now[0]
+    assert hook.due(agent) is None  # the timer starts when the agent is first seen
+    now[0] = 129.0
+    assert hook.due(agent) is None
+    now[0] = 130.0
+    assert hook.due(agent) == ("30s passed", agent.transcript_ids[-1] if agent.transcript_ids else None)
+    assert hook.due(agent) is None  # and starts again
+
+
+def test_remind_hooks_need_a_trigger_and_a_message():
+    import pytest
+
+    from otel_agents.llm.scripts import ScriptError, parse_script
+    from otel_agents.runtime.hooks import remind
+
+    with pytest.raises(ValueError, match="needs after_turns"):
+        remind("x")
+    base = {"name": "r", "agents": {"main": ["x"]}}
+    for hook, why in [
+        ({"kind": "remind", "name": "R", "after_turns": 1}, "needs a 'message'"),
+        ({"kind": "remind", "name": "R", "message": "m"}, "needs 'after_turns', 'tools' or 'every_seconds'"),
+        ({"kind": "remind", "name": "R", "message": "m", "after_turns": 0}, "positive integer"),
+        ({"kind": "remind", "name": "R", "message": "m", "every_seconds": -1}, "positive number"),
+    ]:
+        with pytest.raises(ScriptError, match=why):
+            parse_script({**base, "hooks": [hook]}, "s.json")
+
+
+async def test_the_public_remind_hook_is_accepted_by_the_api_session(tmp_path):
+    import json
+
+    import otel_agents
+
+    script = tmp_path / "s.json"
+    script.write_text(json.dumps({"name": f"remind-api-{tmp_path.name}", "agents": {"main": ["one", "two"]}}))
+    hook = otel_agents.remind("Be brief.", after_turns=1)
+    session = otel_agents.Session(otel_agents.Agent("main"), hooks=[hook], script=str(script))
+    assert await session.run("a") == "one"
+    assert await session.run("b") == "two"
+    contents = [m["content"] for m in session.runtime.root.transcript]
+    assert contents.count("Be brief.") == 1 and contents.index("Be brief.") == contents.index("b") + 1

@@ -230,7 +230,8 @@ def test_hook_denial_result(run):
 def test_every_record_is_a_span_event(run):
     assert run.tree.records() == run.records
     kinds = {r["event_type"] for r in run.records}
-    assert kinds == {"agent_created", "transcript_entry", "piece_of_text"}
+    # issue 23: the demo's retry (429) and its denial are host notices too, recorded for the user
+    assert kinds == {"agent_created", "transcript_entry", "piece_of_text", "host_notice"}
     for record in run.records:
         assert not ("substance" in record and "cause" in record)
 

@@ -200,7 +200,10 @@ async def test_example_3_resource_monitor_denies(scripted, memory_tracing):
     }
     session = scripted(data)
     await session.run("Set up the team")
-    records = memory_tracing.recorder.records
+    # issue 23: the denial is also a host notice for the user; the seed's records are the rest
+    notices = [r for r in memory_tracing.recorder.records if r["event_type"] == "host_notice"]
+    assert [n["notice"] for n in notices] == ["denial"]
+    records = [r for r in memory_tracing.recorder.records if r["event_type"] != "host_notice"]
 
     start = next(i for i, r in enumerate(records) if "ResourceMonitor" in json.dumps(r.get("tool_calls") or ""))
     stop = next(i for i, r in enumerate(records) if (r.get("content") or "").startswith("Error: Action blocked")) + 1

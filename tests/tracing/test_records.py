@@ -146,3 +146,18 @@ def test_truncation_keep_must_be_a_count():
             record["keep"] = keep
         with _pytest.raises(_RecordError):
             _validate(record)
+
+
+def test_a_host_notice_round_trips_and_needs_its_kind():
+    from otel_agents.tracing.records import (
+        RecordError, from_span_event, make_record, to_span_attributes, validate_record,
+    )
+
+    notice = make_record("host_notice", "msg_000007", agent_id="agent_001", notice="retry", content="retrying")
+    validate_record(notice)
+    assert from_span_event("otel_agents.host_notice", to_span_attributes(notice)) == notice
+    without_kind = {k: v for k, v in notice.items() if k != "notice"}
+    with pytest.raises(RecordError, match="host notice needs notice"):
+        validate_record(without_kind)
+    with pytest.raises(RecordError, match="no field"):
+        make_record("host_notice", "msg_000008", agent_id="agent_001", notice="retry", content="x", role="user")

@@ -249,3 +249,27 @@ def test_the_api_key_of_a_real_litellm_call_stays_out(tmp_path):
         assert b"canary0123456789" not in content, path
         if path.name == "billing.jsonl":
             assert_clean(str(path), content)
+
+
+# --- seed 002's redaction list ---
+
+from otel_agents.tracing.redaction import SEED_002_HEADERS  # noqa: E402
+
+
+def test_the_seed_list_names_the_headers_it_quotes():
+    assert {"authorization", "x-api-key", "x-openai-api-key", "x-slack-signature"} <= set(SEED_002_HEADERS)
+
+
+@pytest.mark.parametrize("header", SEED_002_HEADERS)
+def test_every_header_of_the_seed_list_is_redacted_wherever_it_appears(header):
+    value = "v0=4f1c2e9ab7d3"  # shaped like no known key: only the header name can give it away
+    spellings = {header, header.upper(), "-".join(part.capitalize() for part in header.split("-"))}
+    for name in spellings:
+        assert is_secret_key(name) and is_secret_key(f"http.request.header.{name}")
+        assert redact({"headers": {name: value}}) == {"headers": {name: MARKER}}
+        assert redact([(name, value)]) == [(name, MARKER)]
+        assert redact_attributes({f"http.request.header.{name}": value}) == {f"http.request.header.{name}": MARKER}
+        for text in (f"{name}: {value}", f'-H "{name}: {value}"', json.dumps({name: value})):
+            redacted = redact_text(text)
+            assert value not in redacted and MARKER in redacted, (name, text, redacted)
+            assert redact_text(redacted) == redacted

@@ -167,6 +167,7 @@ FAILURE_SCRIPT: dict[str, Any] = {
         {"kind": "approval", "name": "Guard", "deny_tools": ["forbidden"]},
         {"kind": "review", "name": "Critic", "reject_if_contains": "SECRETWORD", "agents": ["main"]},
         {"kind": "transform", "name": "Scrub", "replace": {"Bob": "B."}},
+        {"kind": "remind", "name": "Nudge", "message": "Mind the checkpoint.", "tools": ["checkpoint"]},
     ],
     "agents": {
         "main": [
