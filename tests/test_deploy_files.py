@@ -2,8 +2,10 @@
 
 Validated files:
 
-* ``docker-compose.yml``            - Jaeger v2 + OpenTelemetry Collector contrib
-* ``collector/otel-collector.yaml`` - the collector pipeline
+* ``docker-compose.yml``            - Jaeger v2 + OpenTelemetry Collector contrib + ``otel-agents collect``
+* ``collector/otel-collector.yaml`` - the collector pipeline (fans traces out to Jaeger and collect)
+* ``collector/otel-collector-sharded.yaml`` - the collector sharding sessions over several collect instances
+* ``collector/collect.Dockerfile``  - the image of the ``collect`` service
 * ``collector/jaeger.yaml``         - Jaeger v2's own (collector-style) config
 * ``collector/prometheus.yml``      - Prometheus, scraping the collector's GenAI metrics
 * ``collector/data/.gitignore``     - keeps the export directory, not its data
@@ -31,6 +33,9 @@ COLLECTOR_CONFIG = REPO / "collector" / "otel-collector.yaml"
 JAEGER_CONFIG = REPO / "collector" / "jaeger.yaml"
 PROMETHEUS_CONFIG = REPO / "collector" / "prometheus.yml"
 COLLECTOR_README = REPO / "collector" / "README.md"
+SHARDED_CONFIG = REPO / "collector" / "otel-collector-sharded.yaml"
+COLLECT_DOCKERFILE = "collector/collect.Dockerfile"
+COLLECT_DOC = REPO / "docs" / "collect.md"
 DATA_GITIGNORE = REPO / "collector" / "data" / ".gitignore"
 
 JAEGER_SERVICE = "jaeger"
@@ -39,6 +44,12 @@ JAEGER_IMAGE = "jaegertracing/jaeger"
 COLLECTOR_IMAGE = "otel/opentelemetry-collector-contrib"
 PROMETHEUS_SERVICE = "prometheus"
 PROMETHEUS_IMAGE = "prom/prometheus"
+COLLECT_SERVICE = "collect"
+# The attribute every span of an otel-agents session carries (semconv.GEN_AI_CONVERSATION_ID).
+SESSION_ATTRIBUTE = "gen_ai.conversation.id"
+# The contrib release whose loadbalancing exporter first takes routing_key: attributes
+# ("loadbalancingexporter: Add support for route with composite keys", #35320).
+ATTRIBUTE_ROUTING_SINCE = (0, 122, 0)
 
 PIPELINE_SIGNALS = {"traces", "metrics", "logs", "profiles"}
 COMPONENT_KINDS = ("receivers", "processors", "exporters", "connectors", "extensions")
@@ -275,6 +286,8 @@ def validate_collector_config(
     data_mount_target: str = "/data",
     jaeger_service: str = JAEGER_SERVICE,
     mem_limit_bytes: int | None = None,
+    collect_service: str = COLLECT_SERVICE,
+    collect_port: str | None = "4317",
 ) -> list[str]:
     label = "collector/otel-collector.yaml"
     problems = validate_pipelines(cfg, label)
@@ -388,6 +401,42 @@ def validate_collector_config(
                 f"(the default is localhost, unreachable from outside the container), got {hp}"
             )
     problems += validate_metrics_pipeline(cfg)
+    problems += validate_fanout(cfg, collect_service=collect_service, collect_grpc_port=collect_port)
+    return problems
+
+
+def exporters_to(cfg: dict[str, Any], service: str) -> list[str]:
+    """The ids of the otlp exporters whose endpoint is the compose service ``service``."""
+    return [
+        name for name, exp in as_mapping(cfg.get("exporters")).items()
+        if component_type(name) == "otlp" and (endpoint_host_port(as_mapping(exp).get("endpoint")) or ("",))[0] == service
+    ]
+
+
+def validate_fanout(cfg: dict[str, Any], *, collect_service: str = COLLECT_SERVICE,
+                    collect_grpc_port: str | None = "4317") -> list[str]:
+    """The traces pipeline sends every span to Jaeger and to ``otel-agents collect``."""
+    label = "collector/otel-collector.yaml"
+    problems: list[str] = []
+    exporters = as_mapping(cfg.get("exporters"))
+    traces = as_mapping(as_mapping(as_mapping(cfg.get("service")).get("pipelines")).get("traces"))
+    wired = traces.get("exporters") or []
+    to_collect = exporters_to(cfg, collect_service)
+    if not to_collect:
+        return [f"{label}: no otlp exporter points at the compose service '{collect_service}' (otel-agents collect)"]
+    for name in to_collect:
+        exp = as_mapping(exporters[name])
+        port = endpoint_host_port(exp.get("endpoint"))[1]
+        if collect_grpc_port is not None and port != collect_grpc_port:
+            problems.append(
+                f"{label}: exporters.{name}.endpoint uses port {port}, but collect listens for OTLP gRPC on {collect_grpc_port}"
+            )
+        if as_mapping(exp.get("tls")).get("insecure") is not True:
+            problems.append(f"{label}: exporters.{name}.tls.insecure must be true (plain gRPC inside compose)")
+    if not any(name in wired for name in to_collect):
+        problems.append(f"{label}: the traces pipeline does not export to collect ({to_collect}), got {wired}")
+    if "otlp/jaeger" not in wired:
+        problems.append(f"{label}: the traces pipeline must fan out to both Jaeger and collect, got {wired}")
     return problems
 
 
@@ -675,6 +724,74 @@ def validate_compose(compose: dict[str, Any], project_dir: Path) -> list[str]:
     elif config_path_from_command(jaeger.get("command")) != jaeger_cfg_target:
         problems.append(f"{label}: jaeger command must pass --config {jaeger_cfg_target}, got {jaeger.get('command')!r}")
     problems += validate_compose_prometheus(services, declared)
+    problems += validate_compose_collect(services, declared, project_dir)
+    return problems
+
+
+def command_option(command: Any, option: str) -> str | None:
+    """The value of ``--option VALUE`` / ``--option=VALUE`` in a compose ``command``."""
+    args = command.split() if isinstance(command, str) else [str(a) for a in command or []]
+    for i, arg in enumerate(args):
+        if arg.startswith(option + "="):
+            return arg.split("=", 1)[1]
+        if arg == option and i + 1 < len(args):
+            return args[i + 1]
+    return None
+
+
+def collect_grpc_port(service: dict[str, Any]) -> str | None:
+    hp = endpoint_host_port(command_option(service.get("command"), "--grpc"))
+    return hp[1] if hp else None
+
+
+def validate_compose_collect(services: dict[str, Any], declared: set[str], project_dir: Path) -> list[str]:
+    """``otel-agents collect`` built from this repository, on all interfaces, its home on a named volume."""
+    label = "docker-compose.yml"
+    svc = as_mapping(services.get(COLLECT_SERVICE))
+    if not svc:
+        return [f"{label}: service '{COLLECT_SERVICE}' is missing (otel-agents collect beside Jaeger)"]
+    problems: list[str] = []
+    build = svc.get("build")
+    build = {"context": build} if isinstance(build, str) else as_mapping(build)
+    context = project_dir / str(build.get("context", "."))
+    dockerfile = context / str(build.get("dockerfile", "Dockerfile"))
+    if not build:
+        problems.append(f"{label}: collect must be built from this repository (build:)")
+    elif not (context / "pyproject.toml").is_file():
+        problems.append(f"{label}: collect build context {build.get('context')!r} is not the repository root (no pyproject.toml)")
+    elif not dockerfile.is_file():
+        problems.append(f"{label}: collect build dockerfile {build.get('dockerfile')!r} does not exist")
+    command = svc.get("command")
+    args = command.split() if isinstance(command, str) else [str(a) for a in command or []]
+    if not args or args[0] != "collect":
+        problems.append(f"{label}: collect command must run `otel-agents collect`, got {command!r}")
+    for option, port in (("--http", "4318"), ("--grpc", "4317")):
+        hp = endpoint_host_port(command_option(command, option))
+        if hp != ("0.0.0.0", port):
+            problems.append(
+                f"{label}: collect command must pass {option} 0.0.0.0:{port} (reachable from the collector), got {hp}"
+            )
+    published = [p for p in (parse_port(x) for x in svc.get("ports") or []) if p["published"]]
+    if published:
+        problems.append(
+            f"{label}: collect publishes {[p['target'] for p in published]}; only the collector may receive OTLP from the host"
+        )
+    home = as_mapping(svc.get("environment")).get("OTEL_AGENTS_HOME")
+    volume = named_volume_target(svc, declared)
+    if volume is None:
+        problems.append(f"{label}: collect must keep $OTEL_AGENTS_HOME on a named volume")
+    elif home != volume:
+        problems.append(
+            f"{label}: collect OTEL_AGENTS_HOME {home!r} must be the named volume's mount point {volume!r}"
+        )
+    if not healthcheck_enabled(svc):
+        problems.append(f"{label}: collect has no healthcheck")
+    col_deps = as_mapping(services.get(COLLECTOR_SERVICE)).get("depends_on")
+    if not isinstance(col_deps, dict) or COLLECT_SERVICE not in col_deps:
+        problems.append(f"{label}: collector must depend on collect (its otlp/collect exporter target)")
+    col_nets = as_mapping(services.get(COLLECTOR_SERVICE)).get("networks") or []
+    if set(col_nets) - set(svc.get("networks") or []):
+        problems.append(f"{label}: collect must be on the collector's networks {col_nets}, got {svc.get('networks')}")
     return problems
 
 
@@ -707,6 +824,76 @@ def validate_compose_prometheus(services: dict[str, Any], declared: set[str]) ->
 
 
 # --------------------------------------------------------------------------
+# validator: collector/otel-collector-sharded.yaml
+# --------------------------------------------------------------------------
+
+
+def version_tuple(tag: str | None) -> tuple[int, ...] | None:
+    match = re.fullmatch(r"v?(\d+)\.(\d+)\.(\d+)", tag or "")
+    return tuple(int(g) for g in match.groups()) if match else None
+
+
+def documented_image_tag(path: Path, repository: str = COLLECTOR_IMAGE) -> str | None:
+    """The ``repository:tag`` a config file's header comment says it runs on."""
+    match = re.search(re.escape(repository) + r":(\S+?)[\s)]", path.read_text(encoding="utf-8"))
+    return match.group(1) if match else None
+
+
+def validate_sharded_config(cfg: dict[str, Any], *, image_tag: str | None,
+                            collect_port: str | None = "4317") -> list[str]:
+    """Sessions sharded over several collect instances: attribute routing on the session id, a static ring."""
+    label = "collector/otel-collector-sharded.yaml"
+    problems = validate_pipelines(cfg, label)
+    version = version_tuple(image_tag)
+    if version is None:
+        problems.append(f"{label}: the collector-contrib image must be pinned to a 0.x.y release, got {image_tag!r}")
+    elif version < ATTRIBUTE_ROUTING_SINCE:
+        problems.append(
+            f"{label}: collector-contrib {image_tag} predates routing_key: attributes "
+            f"(needs {'.'.join(map(str, ATTRIBUTE_ROUTING_SINCE))} or later)"
+        )
+    exporters = as_mapping(cfg.get("exporters"))
+    traces = as_mapping(as_mapping(as_mapping(cfg.get("service")).get("pipelines")).get("traces"))
+    wired = traces.get("exporters") or []
+    balancers = [n for n in wired if component_type(n) in ("loadbalancing", "load_balancing") and n in exporters]
+    if not balancers:
+        return problems + [f"{label}: the traces pipeline must export through a loadbalancing exporter, got {wired}"]
+    if len(wired) != len(balancers):
+        problems.append(f"{label}: the traces pipeline must only load-balance (a plain exporter would bypass the shards), got {wired}")
+    if (traces.get("processors") or [None])[0] != "memory_limiter":
+        problems.append(f"{label}: memory_limiter must be the first processor of the traces pipeline")
+    for name in balancers:
+        lb = as_mapping(exporters[name])
+        where = f"{label}: exporters.{name}"
+        if lb.get("routing_key") != "attributes":
+            problems.append(f"{where}.routing_key must be attributes (route on the session id), got {lb.get('routing_key')!r}")
+        if lb.get("routing_attributes") != [SESSION_ATTRIBUTE]:
+            problems.append(
+                f"{where}.routing_attributes must be [{SESSION_ATTRIBUTE}] (one session, one instance), "
+                f"got {lb.get('routing_attributes')!r}"
+            )
+        otlp = as_mapping(as_mapping(lb.get("protocol")).get("otlp"))
+        if "endpoint" in otlp:
+            problems.append(f"{where}.protocol.otlp.endpoint must not be set (the resolver supplies each instance)")
+        if as_mapping(otlp.get("tls")).get("insecure") is not True:
+            problems.append(f"{where}.protocol.otlp.tls.insecure must be true (plain gRPC on the internal network)")
+        resolver = as_mapping(lb.get("resolver"))
+        if set(resolver) != {"static"}:
+            problems.append(f"{where}.resolver must be exactly one static resolver listing the instances, got {sorted(resolver)}")
+            continue
+        hosts = as_mapping(resolver["static"]).get("hostnames") or []
+        if len(hosts) < 2:
+            problems.append(f"{where}.resolver.static.hostnames must list several collect instances, got {hosts}")
+        if len(hosts) != len(set(hosts)):
+            problems.append(f"{where}.resolver.static.hostnames lists an instance twice: {hosts}")
+        for host in hosts:
+            hp = endpoint_host_port(host)
+            if hp is None or (collect_port is not None and hp[1] != collect_port):
+                problems.append(f"{where}: instance {host!r} must be host:{collect_port} (collect's OTLP gRPC port)")
+    return problems
+
+
+# --------------------------------------------------------------------------
 # glue: validate the three files together, as they are deployed
 # --------------------------------------------------------------------------
 
@@ -718,11 +905,21 @@ def validate_all(compose: dict[str, Any], collector_cfg: dict[str, Any], jaeger_
     col = as_mapping(services.get(COLLECTOR_SERVICE))
     jaeger = as_mapping(services.get(JAEGER_SERVICE))
     declared = set(as_mapping(compose.get("volumes")))
+    port = collect_grpc_port(as_mapping(services.get(COLLECT_SERVICE)))
     problems += validate_collector_config(
         collector_cfg,
         data_mount_target=bind_target_for(col, "./collector/data") or "/nonexistent-mount",
         mem_limit_bytes=parse_mem(col.get("mem_limit")),
+        collect_port=port,
     )
+    compose_tag = split_image(str(col.get("image") or ""))[1]
+    sharded_tag = documented_image_tag(SHARDED_CONFIG)
+    if sharded_tag != compose_tag:
+        problems.append(
+            f"collector/otel-collector-sharded.yaml: documents image tag {sharded_tag!r}, "
+            f"but docker-compose.yml pins {compose_tag!r}"
+        )
+    problems += validate_sharded_config(load_yaml(SHARDED_CONFIG), image_tag=compose_tag, collect_port=port)
     problems += validate_jaeger_config(
         jaeger_cfg,
         volume_mount_target=named_volume_target(jaeger, declared),
@@ -786,7 +983,8 @@ def test_collector_pipeline_shape(collector_cfg):
     assert traces["receivers"] == ["otlp"], f"traces receivers: {traces['receivers']}"
     assert traces["processors"][0] == "memory_limiter", f"memory_limiter not first: {traces['processors']}"
     assert traces["processors"] == ["memory_limiter", "batch"], f"traces processors: {traces['processors']}"
-    assert set(traces["exporters"]) == {"otlp/jaeger", "file"}, f"traces exporters: {traces['exporters']}"
+    # Issue 20: the traces fan out to otel-agents collect as well.
+    assert set(traces["exporters"]) == {"otlp/jaeger", "otlp/collect", "file"}, f"traces exporters: {traces['exporters']}"
     assert "health_check" in collector_cfg["service"]["extensions"]
 
 
@@ -1135,3 +1333,243 @@ def test_parse_port(entry, expected):
 )
 def test_split_image(image, expected):
     assert split_image(image) == expected
+
+
+# --------------------------------------------------------------------------
+# the fleet: collect beside Jaeger, and the sharded collector
+# --------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def sharded_cfg() -> dict[str, Any]:
+    return load_yaml(SHARDED_CONFIG)
+
+
+def test_collect_service_is_valid(compose):
+    problems = validate_compose_collect(compose["services"], set(as_mapping(compose.get("volumes"))), REPO)
+    assert not problems, report(problems)
+
+
+def test_collector_fans_traces_out_to_jaeger_and_collect(compose, collector_cfg):
+    port = collect_grpc_port(compose["services"][COLLECT_SERVICE])
+    assert port == "4317", f"collect's --grpc port: {port}"
+    problems = validate_fanout(collector_cfg, collect_grpc_port=port)
+    assert not problems, report(problems)
+    assert exporters_to(collector_cfg, COLLECT_SERVICE) == ["otlp/collect"]
+
+
+def test_sharded_config_is_valid(compose, sharded_cfg):
+    tag = split_image(compose["services"][COLLECTOR_SERVICE]["image"])[1]
+    problems = validate_sharded_config(sharded_cfg, image_tag=tag)
+    assert not problems, report(problems)
+
+
+def test_sharded_config_routes_on_the_session_id(sharded_cfg):
+    """Spelled out: one loadbalancing exporter, keyed on gen_ai.conversation.id, over a static list."""
+    lb = sharded_cfg["exporters"]["loadbalancing/collect"]
+    assert lb["routing_key"] == "attributes"
+    assert lb["routing_attributes"] == ["gen_ai.conversation.id"]
+    assert len(lb["resolver"]["static"]["hostnames"]) >= 2
+    assert sharded_cfg["service"]["pipelines"]["traces"]["exporters"] == ["loadbalancing/collect"]
+
+
+def test_pinned_images_take_attribute_routing(compose):
+    """The pinned contrib image (compose, and the sharded config's header) has routing_key: attributes."""
+    tag = split_image(compose["services"][COLLECTOR_SERVICE]["image"])[1]
+    assert version_tuple(tag) >= ATTRIBUTE_ROUTING_SINCE, tag
+    assert documented_image_tag(SHARDED_CONFIG) == tag
+    assert documented_image_tag(COLLECTOR_CONFIG) == tag
+    repo, collect_tag, _ = split_image(compose["services"][COLLECT_SERVICE]["image"])
+    assert collect_tag and collect_tag != "latest", compose["services"][COLLECT_SERVICE]["image"]
+
+
+def test_collect_dockerfile_runs_collect_from_this_repository():
+    text = (REPO / COLLECT_DOCKERFILE).read_text(encoding="utf-8")
+    assert re.search(r"^FROM python:3\.11-slim$", text, re.M), "collect image must be python:3.11-slim"
+    assert "pip install --no-cache-dir ." in text
+    assert re.search(r"^ENV OTEL_AGENTS_HOME=/var/lib/otel-agents$", text, re.M)
+    assert re.search(r"^USER \d+$", text, re.M), "collect must not run as root"
+
+
+def test_collect_doc_has_a_fleet_section():
+    text = COLLECT_DOC.read_text(encoding="utf-8")
+    assert "## Fleet" in text
+    fleet = text.split("## Fleet", 1)[1]
+    for needle in ("otel-collector-sharded.yaml", "routing_key: attributes", "gen_ai.conversation.id",
+                   "not available on this machine", "0.122.0"):
+        assert needle in fleet, f"docs/collect.md, Fleet: does not mention {needle!r}"
+
+
+FANOUT_BREAKAGES = {
+    "collect exporter not in the pipeline": (
+        _set("service.pipelines.traces.exporters", ["otlp/jaeger", "file"]),
+        "the traces pipeline does not export to collect",
+    ),
+    "no exporter to collect": (
+        _delete("exporters.otlp|collect"),
+        "no otlp exporter points at the compose service 'collect'",
+    ),
+    "collect on its HTTP port": (
+        _set("exporters.otlp|collect.endpoint", "collect:4318"),
+        "uses port 4318, but collect listens for OTLP gRPC on 4317",
+    ),
+    "collect over TLS": (
+        _set("exporters.otlp|collect.tls", {"insecure": False}),
+        "exporters.otlp/collect.tls.insecure must be true",
+    ),
+    "jaeger dropped": (
+        _set("service.pipelines.traces.exporters", ["otlp/collect", "file"]),
+        "must fan out to both Jaeger and collect",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(FANOUT_BREAKAGES))
+def test_fanout_validator_catches_broken_copy(case, tmp_path):
+    mutate, expected = FANOUT_BREAKAGES[case]
+    broken = _write_broken_copy(COLLECTOR_CONFIG, tmp_path, mutate)
+    problems = validate_collector_config(broken, data_mount_target="/data")
+    assert any(expected in p for p in problems), f"{case}: expected {expected!r} in{report(problems or ['<none>'])}"
+
+
+COLLECT_COMPOSE_BREAKAGES = {
+    "no collect service": (
+        _delete("services.collect"),
+        "service 'collect' is missing",
+    ),
+    "collect unpinned": (
+        _set("services.collect.image", "otel-agents-collect:latest"),
+        "must use an explicit, fixed version tag",
+    ),
+    "collect not built here": (
+        _delete("services.collect.build"),
+        "collect must be built from this repository",
+    ),
+    "collect dockerfile missing": (
+        _set("services.collect.build", {"context": ".", "dockerfile": "collector/nope.Dockerfile"}),
+        "collect build dockerfile 'collector/nope.Dockerfile' does not exist",
+    ),
+    "collect on loopback": (
+        _set("services.collect.command", ["collect", "--http", "127.0.0.1:4318", "--grpc", "0.0.0.0:4317"]),
+        "collect command must pass --http 0.0.0.0:4318",
+    ),
+    "collect without grpc": (
+        _set("services.collect.command", ["collect", "--http", "0.0.0.0:4318"]),
+        "collect command must pass --grpc 0.0.0.0:4317",
+    ),
+    "collect publishes OTLP": (
+        _set("services.collect.ports", ["4318:4318"]),
+        "collect publishes ['4318']",
+    ),
+    "collect home in the container": (
+        _set("services.collect.volumes", []),
+        "collect must keep $OTEL_AGENTS_HOME on a named volume",
+    ),
+    "collect home not the volume": (
+        _set("services.collect.environment", {"OTEL_AGENTS_HOME": "/home/otel-agents"}),
+        "collect OTEL_AGENTS_HOME '/home/otel-agents' must be the named volume's mount point",
+    ),
+    "collect unprobed": (
+        _delete("services.collect.healthcheck"),
+        "collect has no healthcheck",
+    ),
+    "collector does not wait for collect": (
+        _set("services.collector.depends_on", {"jaeger": {"condition": "service_healthy"}}),
+        "collector must depend on collect",
+    ),
+    "collect off the network": (
+        _set("services.collect.networks", ["other"]),
+        "collect must be on the collector's networks",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(COLLECT_COMPOSE_BREAKAGES))
+def test_compose_validator_catches_broken_collect(case, tmp_path):
+    mutate, expected = COLLECT_COMPOSE_BREAKAGES[case]
+    broken = _write_broken_copy(COMPOSE_FILE, tmp_path, mutate)
+    problems = validate_compose(broken, REPO)
+    assert any(expected in p for p in problems), f"{case}: expected {expected!r} in{report(problems or ['<none>'])}"
+
+
+SHARDED_BREAKAGES = {
+    "trace id routing": (
+        _set("exporters.loadbalancing|collect.routing_key", "traceID"),
+        "routing_key must be attributes",
+    ),
+    "another attribute": (
+        _set("exporters.loadbalancing|collect.routing_attributes", ["session.id"]),
+        "routing_attributes must be [gen_ai.conversation.id]",
+    ),
+    "composite key": (
+        _set("exporters.loadbalancing|collect.routing_attributes", ["gen_ai.conversation.id", "service.name"]),
+        "routing_attributes must be [gen_ai.conversation.id]",
+    ),
+    "one instance": (
+        _set("exporters.loadbalancing|collect.resolver.static.hostnames", ["collect-1:4317"]),
+        "must list several collect instances",
+    ),
+    "instance twice": (
+        _set("exporters.loadbalancing|collect.resolver.static.hostnames", ["collect-1:4317", "collect-1:4317"]),
+        "lists an instance twice",
+    ),
+    "instance on the HTTP port": (
+        _set("exporters.loadbalancing|collect.resolver.static.hostnames", ["collect-1:4317", "collect-2:4318"]),
+        "instance 'collect-2:4318' must be host:4317",
+    ),
+    "dns as well as static": (
+        _set("exporters.loadbalancing|collect.resolver.dns", {"hostname": "collect"}),
+        "must be exactly one static resolver",
+    ),
+    "endpoint in the template": (
+        _set("exporters.loadbalancing|collect.protocol.otlp.endpoint", "collect-1:4317"),
+        "protocol.otlp.endpoint must not be set",
+    ),
+    "plain exporter beside the balancer": (
+        _set("service.pipelines.traces.exporters", ["loadbalancing/collect", "debug"]),
+        "references 'debug', which is not defined",
+    ),
+    "no balancer": (
+        _set("service.pipelines.traces.exporters", []),
+        "must export through a loadbalancing exporter",
+    ),
+    "memory_limiter not first": (
+        _set("service.pipelines.traces.processors", ["batch", "memory_limiter"]),
+        "memory_limiter must be the first processor",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SHARDED_BREAKAGES))
+def test_sharded_validator_catches_broken_copy(case, tmp_path):
+    mutate, expected = SHARDED_BREAKAGES[case]
+    broken = _write_broken_copy(SHARDED_CONFIG, tmp_path, mutate)
+    problems = validate_sharded_config(broken, image_tag="0.135.0")
+    assert any(expected in p for p in problems), f"{case}: expected {expected!r} in{report(problems or ['<none>'])}"
+
+
+@pytest.mark.parametrize(("tag", "expected"), [
+    ("0.121.0", "predates routing_key: attributes"),
+    ("latest", "must be pinned to a 0.x.y release"),
+    (None, "must be pinned to a 0.x.y release"),
+])
+def test_sharded_validator_rejects_images_without_attribute_routing(tag, expected, sharded_cfg):
+    problems = validate_sharded_config(sharded_cfg, image_tag=tag)
+    assert any(expected in p for p in problems), report(problems or ["<none>"])
+
+
+def test_validate_all_flags_a_collector_image_the_sharded_config_does_not_name(compose, collector_cfg, jaeger_cfg):
+    """Cross-file check: bumping the compose image without the sharded config's header is caught."""
+    bumped = copy.deepcopy(compose)
+    bumped["services"][COLLECTOR_SERVICE]["image"] = "otel/opentelemetry-collector-contrib:0.136.0"
+    problems = validate_all(bumped, collector_cfg, jaeger_cfg)
+    assert any("documents image tag '0.135.0'" in p for p in problems), report(problems)
+
+
+def test_validate_all_flags_collect_on_another_grpc_port(compose, collector_cfg, jaeger_cfg):
+    """Cross-file check: moving collect's --grpc port breaks the fan-out and the shard list."""
+    moved = copy.deepcopy(compose)
+    moved["services"][COLLECT_SERVICE]["command"] = ["collect", "--http", "0.0.0.0:4318", "--grpc", "0.0.0.0:5317"]
+    problems = validate_all(moved, collector_cfg, jaeger_cfg)
+    assert any("collect listens for OTLP gRPC on 5317" in p for p in problems), report(problems)
+    assert any("must be host:5317" in p for p in problems), report(problems)
