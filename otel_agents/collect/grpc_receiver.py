@@ -41,9 +41,14 @@ class TraceService(trace_service_pb2_grpc.TraceServiceServicer):
         return response
 
 
+MAX_MESSAGE_BYTES = 16 << 20
+
+
 def grpc_server(writer: Writer, address: str) -> grpc.Server:
     """Bound and started; raises RuntimeError when the address cannot be bound."""
-    server = grpc.server(ThreadPoolExecutor(max_workers=8, thread_name_prefix="collect-grpc"))
+    # 16 MiB as Jaeger takes: grpcio's 4 MiB default refuses a batch of large LLM spans with no retry delay.
+    server = grpc.server(ThreadPoolExecutor(max_workers=8, thread_name_prefix="collect-grpc"),
+                         options=[("grpc.max_receive_message_length", MAX_MESSAGE_BYTES)])
     trace_service_pb2_grpc.add_TraceServiceServicer_to_server(TraceService(writer), server)
     if server.add_insecure_port(address) == 0:
         raise RuntimeError(f"cannot listen on {address}")

@@ -182,7 +182,9 @@ class Agent:
         tracer = self.session.telemetry.tracer
         limit = self.max_turns or self.session.max_turns
         for index in range(1, limit + 1):
-            attrs = {sc.TURN_INDEX: index, sc.AGENT_ID: self.agent_id, sc.GEN_AI_AGENT_NAME: self.name}
+            # The session id on every span: a Collector's load balancer routes a batch by its first span.
+            attrs = {sc.TURN_INDEX: index, sc.AGENT_ID: self.agent_id, sc.GEN_AI_AGENT_NAME: self.name,
+                     sc.GEN_AI_CONVERSATION_ID: self.session.id}
             with tracer.start_as_current_span(sc.OP_TURN, kind=SpanKind.INTERNAL, attributes=attrs) as span, scope(
                 "turn", span
             ):
