@@ -21,6 +21,9 @@ DECODER = "otel_agents/persistence/tree_file.py"
 CODECS = ("otel_agents/persistence/tree_encoding.py", "otel_agents/persistence/tree_flat.py")
 # Calls that decode tree.json.gz's bytes or its version-2 form.
 DECODING_CALLS = {"decompress", "decompressobj", "decode_payload", "unflatten_session", "unflatten", "GzipFile"}
+# Modules whose gzip is not tree.json.gz: OTLP request bodies (Content-Encoding: gzip). They must
+# not name the tree file either, which test_other_gzip_users_never_name_the_tree_file checks.
+OTHER_GZIP = ("otel_agents/collect/http_receiver.py",)
 COMPRESSION_MODULES = {"gzip"}  # zlib is also a checksum (views/cache.py): its decompress calls are what count
 
 
@@ -61,7 +64,7 @@ def test_only_tree_file_decodes_tree_json_gz():
     sites = []
     for path in sorted(PACKAGE.rglob("*.py")):
         relative = path.relative_to(PACKAGE.parent).as_posix()
-        if relative == DECODER or relative in CODECS:
+        if relative == DECODER or relative in CODECS or relative in OTHER_GZIP:
             continue
         sites += decoding_sites(path.read_text(encoding="utf-8"), relative)
     # views/loading.py names the file without importing the store (a test checks the two names agree).
@@ -69,6 +72,12 @@ def test_only_tree_file_decodes_tree_json_gz():
                and site.endswith(f"the file name {TREE_FILE!r} spelled out")}
     assert [site for site in sites if site not in allowed] == []
     assert len(allowed) == 1
+
+
+def test_other_gzip_users_never_name_the_tree_file():
+    for relative in OTHER_GZIP:
+        source = (PACKAGE.parent / relative).read_text(encoding="utf-8")
+        assert TREE_FILE not in source and "tree_file" not in source and "decode_payload" not in source
 
 
 def test_the_codec_decompresses_only_for_the_decoder():
