@@ -45,13 +45,14 @@ def read_source(session_dir: Path, from_run: int = 1) -> ReplaySource:
     from otel_agents.llm.replay_book import RecordedCall
     from otel_agents.views.errors import SessionDataError
     from otel_agents.persistence.tree_walk import iter_nodes
+    from otel_agents.persistence.tree_file import TREE_FILE
     from otel_agents.views.loading import read_tree
     from otel_agents.views.viewer import SessionViewer
 
     session_id = session_dir.name
     try:
         viewer = SessionViewer.from_session_dir(session_dir, warn=_refuse)
-        tree = read_tree(session_dir / "tree.json.gz")
+        tree = read_tree(session_dir / TREE_FILE)
     except SessionDataError as exc:
         raise ReplayError(f"session {session_id} cannot be replayed: {exc}") from None
     runs = [run for run in tree["session"].get("runs") or [] if isinstance(run, dict)]

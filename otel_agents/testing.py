@@ -30,9 +30,11 @@ def assert_replays(session_dir: str | os.PathLike, *, strict: bool = False, from
     there. The app or script the session names is imported from the current directory and
     ``sys.path``, as ``resume`` does: run the test from the project's root.
     """
+    from otel_agents.persistence.tree_file import TREE_FILE
+
     source = Path(session_dir)
-    if not (source / "tree.json.gz").is_file():
-        raise AssertionError(f"{source} is not a saved session directory (no tree.json.gz)")
+    if not (source / TREE_FILE).is_file():
+        raise AssertionError(f"{source} is not a saved session directory (no {TREE_FILE})")
     if workdir is not None:
         return _replay(source, Path(workdir), strict, from_run, timeout)
     with tempfile.TemporaryDirectory(prefix="otel-agents-replay-") as scratch:

@@ -41,6 +41,7 @@ from otel_agents.persistence.private import open_private_append
 from otel_agents.persistence.session_sink import SessionSink
 from otel_agents.persistence.store import SessionStore, StoreError
 from otel_agents.persistence.timestamps import parse_iso_ts
+from otel_agents.persistence.tree_file import TREE_FILE
 from otel_agents.persistence.tree_span_fields import session_id_of
 from otel_agents.tracing import semconv as sc
 from otel_agents.tracing.foreign import LLM_OPERATIONS, operation_of, understood
@@ -268,7 +269,7 @@ class SpanIntake:
             return session
         directory = self.paths.session_dir(session_id)  # InvalidSessionId: not a usable name
         existed = (directory / "spans.jsonl").exists()
-        if not existed and any((directory / name).exists() for name in ("events.jsonl", "tree.json.gz")):
+        if not existed and any((directory / name).exists() for name in ("events.jsonl", TREE_FILE)):
             # As import refuses it: a session saved without a journal cannot be merged with.
             raise StoreError("exists without spans.jsonl (saved by an older otel-agents), so it is left as it is")
         ownership = take(directory, create=True)

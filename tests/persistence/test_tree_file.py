@@ -85,7 +85,7 @@ def test_the_codec_decompresses_only_for_the_decoder():
     callers = []
     for path in sorted(PACKAGE.rglob("*.py")):
         relative = path.relative_to(PACKAGE.parent).as_posix()
-        if relative == DECODER:
+        if relative == DECODER or relative in OTHER_GZIP:
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
