@@ -1,6 +1,7 @@
 """``otel-agents billing``: summary, export, rebuild.
 
-Reads the ledger in one streaming pass; ``rebuild`` re-derives it from the saved
+Reads the ledger in one streaming pass (summary and export also read several ledgers, the
+shards of a fleet, as one: persistence/ledger_shards.py); ``rebuild`` re-derives it from the saved
 session trees (persistence/ledger_rebuild.py) and says what differed, keeping the costs recorded at call time
 unless ``--reprice`` asks for the current prices. Dates are UTC days, both ends inclusive.
 """
@@ -14,7 +15,13 @@ from pathlib import Path
 
 import click
 
-from otel_agents.cli.options import SafePath, ledger_errors_are_data_errors, reads_whole_sessions, storage_options
+from otel_agents.cli.options import (
+    SafePath,
+    ledger_errors_are_data_errors,
+    ledger_sources_options,
+    reads_whole_sessions,
+    storage_options,
+)
 
 DATE_FORMAT = "%Y-%m-%d"
 
@@ -83,20 +90,31 @@ def _table_row(row) -> list[str]:
               help="Group rows by this.")
 @filter_options
 @click.option("--json", "as_json", is_flag=True, help="JSON for machines instead of a table.")
-@storage_options
 @ledger_errors_are_data_errors
-def summary(by: str, since: date | None, until: date | None, session_id: str | None, as_json: bool, paths) -> None:
-    """Calls, tokens and cost from the ledger, grouped; a null cost counts as unpriced, never as 0."""
-    from otel_agents.persistence.ledger_summary import summarize_file, total
+@ledger_sources_options
+def summary(by: str, since: date | None, until: date | None, session_id: str | None, as_json: bool, paths,
+            ledgers: list[Path]) -> None:
+    """Calls, tokens and cost from the ledger(s), grouped; a null cost counts as unpriced, never as 0."""
+    from otel_agents.persistence.ledger_shards import LedgerShards
+    from otel_agents.persistence.ledger_summary import summarize, summarize_file, total
 
     filters = _filters(since, until, session_id)
-    rows = summarize_file(paths.billing_file, by, filters, warn=_warn)
+    shards = LedgerShards(ledgers, _warn)
+    if len(ledgers) == 1:  # one ledger keeps the parallel path for large files
+        rows = summarize_file(ledgers[0], by, filters, warn=_warn)
+    else:
+        rows = summarize(filters.apply(shards), by)
+    if shards.duplicates:
+        click.echo(f"note: {shards.duplicates} records found in more than one ledger were counted once", err=True)
     grand = total(rows)
+    named = str(ledgers[0]) if len(ledgers) == 1 else ", ".join(map(str, ledgers))
     if as_json:
         import orjson
 
         doc = {
-            "ledger": str(paths.billing_file),
+            "ledger": str(ledgers[0]) if len(ledgers) == 1 else None,
+            "ledgers": [str(p) for p in ledgers],
+            "duplicates": shards.duplicates,
             "by": by,
             "filters": {
                 "since": since.isoformat() if since else None,
@@ -110,7 +128,7 @@ def summary(by: str, since: date | None, until: date | None, session_id: str | N
         sys.stdout.flush()
         return
     if not rows:
-        click.echo(f"no ledger records{' match' if filters != type(filters)() else ''} ({paths.billing_file})")
+        click.echo(f"no ledger records{' match' if filters != type(filters)() else ''} ({named})")
         return
     header = [by.upper(), "CALLS", "LLM", "TOOLS", "FAILED", "INPUT", "OUTPUT", "CACHE_R", "CACHE_W", "REASONING",
               "TOKENS", "COST_USD", "UNPRICED"]
@@ -127,17 +145,18 @@ def summary(by: str, since: date | None, until: date | None, session_id: str | N
 @click.option("--format", "fmt", type=click.Choice(["csv", "jsonl"]), required=True, help="Output format.")
 @filter_options
 @click.option("-o", "--output", type=SafePath(dir_okay=False, path_type=Path), help="Write here instead of stdout.")
-@storage_options
 @ledger_errors_are_data_errors
-def export(fmt: str, since: date | None, until: date | None, session_id: str | None, output: Path | None, paths) -> None:
-    """The ledger's records (filtered) as CSV or JSON lines."""
+@ledger_sources_options
+def export(fmt: str, since: date | None, until: date | None, session_id: str | None, output: Path | None, paths,
+           ledgers: list[Path]) -> None:
+    """The ledger's records (filtered) as CSV or JSON lines; several ledgers give each record once."""
+    from otel_agents.persistence.ledger_shards import LedgerShards
     from otel_agents.persistence.ledger_summary import export_csv, export_jsonl
-    from otel_agents.persistence.ledger_read import iter_records
 
     filters = _filters(since, until, session_id)
-    if output is not None and output.resolve() == paths.billing_file.resolve():
-        raise click.UsageError(f"--output {output} is the ledger itself; choose another file")
-    records = filters.apply(iter_records(paths.billing_file, _warn))
+    if output is not None and output.resolve() in {p.resolve() for p in ledgers}:
+        raise click.UsageError(f"--output {output} is the ledger itself (one being read); choose another file")
+    records = filters.apply(LedgerShards(ledgers, _warn))
     if fmt == "csv":
         import io
 

@@ -24,19 +24,52 @@ class SafePath(click.Path):
 def storage_options(func):
     """Adds ``--sessions-dir`` and ``--billing-file``; passes ``paths: Paths``."""
     func = click.option(
-        "--billing-file", type=SafePath(dir_okay=False, path_type=Path),
+        # multiple=True only to refuse a repeat: click would silently keep the last one.
+        "--billing-file", type=SafePath(dir_okay=False, path_type=Path), multiple=True,
         help="Billing ledger (default: $OTEL_AGENTS_HOME/billing.jsonl).",
     )(func)
+    func = _sessions_dir_option(func)
+
+    @functools.wraps(func)  # carries click's collected params along
+    def wrapper(*args, sessions_dir=None, billing_file=(), **kwargs):
+        if len(billing_file) > 1:
+            raise click.UsageError(
+                f"--billing-file given {len(billing_file)} times; this command uses exactly one ledger "
+                "(only `billing summary` and `billing export` read several)"
+            )
+        return func(*args, paths=Paths.resolve(sessions_dir, billing_file[0] if billing_file else None), **kwargs)
+
+    return wrapper
+
+
+def ledger_sources_options(func):
+    """Adds ``--sessions-dir`` and a repeatable ``--billing-file`` (a ledger, or a directory of
+    ``*.jsonl`` ledgers); passes ``paths: Paths`` and ``ledgers: list[Path]``, for commands that
+    only read the ledger and so can add up the shards of a fleet."""
     func = click.option(
+        "--billing-file", type=SafePath(path_type=Path), multiple=True,
+        help="Billing ledger, or a directory whose *.jsonl files are ledgers; repeat to read several as one "
+             "(a record in two of them counts once). Default: $OTEL_AGENTS_HOME/billing.jsonl.",
+    )(func)
+    func = _sessions_dir_option(func)
+
+    @functools.wraps(func)
+    def wrapper(*args, sessions_dir=None, billing_file=(), **kwargs):
+        from otel_agents.persistence.ledger_shards import ledger_files
+
+        paths = Paths.resolve(sessions_dir, billing_file[0] if len(billing_file) == 1 else None)
+        ledgers = ledger_files(billing_file) if billing_file else [paths.billing_file]
+        return func(*args, paths=paths, ledgers=ledgers, **kwargs)
+
+    return wrapper
+
+
+def _sessions_dir_option(func):
+    return click.option(
         "--sessions-dir", type=SafePath(file_okay=False, path_type=Path),
         help="Sessions directory (default: $OTEL_AGENTS_HOME/sessions).",
     )(func)
 
-    @functools.wraps(func)  # carries click's collected params along
-    def wrapper(*args, sessions_dir=None, billing_file=None, **kwargs):
-        return func(*args, paths=Paths.resolve(sessions_dir, billing_file), **kwargs)
-
-    return wrapper
 
 def session_dir_or_exit(paths: Paths, session_id: str, must_exist: bool = True) -> Path:
     """The session's directory; bad or unknown ids are usage errors (exit 2)."""

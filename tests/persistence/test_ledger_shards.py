@@ -1,0 +1,80 @@
+"""Several ledgers read as one: files and directories named, each record_id once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ledger_samples import llm, tool
+from otel_agents.persistence.ledger import append_records
+from otel_agents.persistence.ledger_read import LedgerError, iter_records
+from otel_agents.persistence.ledger_shards import LedgerShards, ledger_files
+from otel_agents.persistence.ledger_summary import summarize
+
+
+def _records(n: int) -> list[dict]:
+    return [llm(i, session=f"s{i % 3}", cost=i / 1000) if i % 4 else tool(i, session=f"s{i % 3}") for i in range(1, n + 1)]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    count=st.integers(1, 30),
+    placement=st.lists(st.sets(st.integers(0, 2), min_size=1), min_size=30, max_size=30),
+    data=st.data(),
+)
+def test_shards_add_up_to_one_ledger_whatever_the_split_and_overlap(tmp_path_factory, count, placement, data):
+    """Each record goes to one or more of three shards (an overlap is a redelivery): read together they
+    summarize exactly as the single ledger of all records, and the duplicates are counted."""
+    base = tmp_path_factory.mktemp("shards")
+    records = _records(count)
+    shards = [base / f"shard{i}.jsonl" for i in range(3)]
+    for i, shard in enumerate(shards):
+        shard.touch()
+        # The ledger appender itself drops repeats within one file; across files nothing does.
+        append_records(shard, [r for r, where in zip(records, placement) if i in where])
+    order = data.draw(st.permutations(shards))
+    reader = LedgerShards(ledger_files(order))
+    together = summarize(reader, "session")
+    assert [r.as_dict() for r in together] == [r.as_dict() for r in summarize(records, "session")]
+    assert reader.duplicates == sum(len(where) - 1 for where in placement[:count])
+
+
+def test_a_directory_is_its_jsonl_files_sorted(tmp_path):
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    for name in ("b.jsonl", "a.jsonl", "notes.txt"):
+        (shards / name).write_text("")
+    (shards / "sub.jsonl").mkdir()  # a directory with the suffix is not a ledger
+    assert ledger_files([shards]) == [shards / "a.jsonl", shards / "b.jsonl"]
+
+
+def test_the_same_file_named_twice_is_read_once(tmp_path):
+    ledger = tmp_path / "billing.jsonl"
+    append_records(ledger, _records(3))
+    assert ledger_files([ledger, tmp_path / "." / "billing.jsonl"]) == [ledger]
+
+
+def test_one_missing_ledger_is_empty_but_among_several_it_is_an_error(tmp_path):
+    missing = tmp_path / "missing.jsonl"
+    assert list(LedgerShards(ledger_files([missing]))) == []
+    present = tmp_path / "billing.jsonl"
+    append_records(present, _records(2))
+    with pytest.raises(LedgerError, match="no billing ledger .*missing.jsonl"):
+        ledger_files([present, missing])
+
+
+def test_a_directory_without_ledgers_is_an_error(tmp_path):
+    with pytest.raises(LedgerError, match="no \\*.jsonl ledgers"):
+        ledger_files([tmp_path])
+
+
+def test_one_ledger_reads_exactly_as_before(tmp_path):
+    """A single ledger is not deduplicated by the reader: it is the file as written."""
+    ledger = tmp_path / "billing.jsonl"
+    append_records(ledger, _records(4))
+    with open(ledger, "ab") as fh:  # a line repeated by hand
+        fh.write(ledger.read_bytes().splitlines(keepends=True)[0])
+    assert list(LedgerShards([ledger])) == list(iter_records(ledger))
