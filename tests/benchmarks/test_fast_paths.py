@@ -327,6 +327,8 @@ def plain_validate_record(record):
         raise RecordError(f"{message_id}: role must be one of {sorted(RECORDS_MOD.ROLES)}")
     if kind == "transcript_truncated" and record.get("keep") is None:
         raise RecordError(f"{message_id}: a truncation needs keep")
+    if kind == "host_notice" and not isinstance(record.get("notice"), str):
+        raise RecordError(f"{message_id}: a host notice needs notice (its kind)")
     if record.get("substance") is not None and record.get("cause") is not None:
         raise RecordError(f"{message_id}: an event has substance or cause, never both")
 

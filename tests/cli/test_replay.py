@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -71,6 +72,8 @@ def events(home: Path, session_id: str) -> list[dict]:
     for line in (home / "sessions" / session_id / "events.jsonl").read_bytes().splitlines():
         record = {k: v for k, v in orjson.loads(line).items() if k not in VOLATILE}
         record.pop("language_model", None)
+        if record.get("event_type") == "host_notice":  # a retry notice names the model it retried
+            record["content"] = re.sub(r"\b(?:scripted|replay|openai)/\S+", "<model>", record.get("content") or "")
         out.append(record)
     return out
 
