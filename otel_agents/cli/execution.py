@@ -190,6 +190,19 @@ def start_recording(tracing, paths: Paths, session_id: str, ownership=None, **re
         raise _as_click(exc) from None
 
 
+def use_saved_script(llm, script, model: str | None) -> str | None:
+    """Point the LLM client at the session's script (its scripted model, its stream switch) and
+    return the model override for restored agents: None when the script's own model stands."""
+    if script is None:
+        return model
+    from otel_agents.runtime.scenario import resolve_model
+
+    llm.stream = llm.stream or script.stream
+    llm.use_script(script)  # the scripted model the saved agents name, if they use it
+    resolved = resolve_model(script, model)
+    return None if resolved == script.model else resolved
+
+
 def attach_console(tracing, verbose: bool, trace_llm: bool, trace_tools: bool, txn: str | None = None) -> None:
     """Console lines come from spans; the labeler must see a span start before the renderer.
 

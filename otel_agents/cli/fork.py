@@ -15,6 +15,7 @@ from otel_agents.cli.execution import (
     output_options,
     read_prompts,
     start_recording,
+    use_saved_script,
 )
 from otel_agents.cli.app_session import install_app_hooks, load_app_or_exit
 from otel_agents.cli.options import ledger_errors_are_data_errors, session_dir_or_exit, storage_options
@@ -58,7 +59,7 @@ def fork_session_command(source_id, at, prompts, script_name, model_opts, otlp_f
         raise click.UsageError(str(exc)) from None
     params = recorded.merged(model_opts.params) if recorded is not None else model_opts.params
 
-    from otel_agents.runtime.scenario import install_hooks, resolve_model
+    from otel_agents.runtime.scenario import install_hooks
     from otel_agents.runtime.session import RunContext
 
     tracing = configure(otlp_file)
@@ -67,13 +68,7 @@ def fork_session_command(source_id, at, prompts, script_name, model_opts, otlp_f
         agent_settings = app.agent.settings_by_name(script)
     else:
         agent_settings = script.agent_settings(script.root_name) if script is not None else {}
-    if script is not None:
-        llm.stream = llm.stream or script.stream
-        llm.use_script(script)
-        resolved = resolve_model(script, model)
-        override = None if resolved == script.model else resolved
-    else:
-        override = model
+    override = use_saved_script(llm, script, model)
     try:
         session = fork_session(
             source, point, new_session_id(),

@@ -17,6 +17,7 @@ from otel_agents.cli.execution import (
     output_options,
     read_prompts,
     start_recording,
+    use_saved_script,
 )
 from otel_agents.cli.app_session import install_app_hooks, load_app_or_exit
 from otel_agents.cli.budget_options import BudgetOptions, budget_options, check_session_budgets
@@ -99,7 +100,7 @@ def _resume_owned(session_dir, session_id, prompts, script_name, model_opts, otl
     except ResumeError as exc:
         raise click.UsageError(str(exc)) from None
 
-    from otel_agents.runtime.scenario import install_hooks, resolve_model
+    from otel_agents.runtime.scenario import install_hooks
     from otel_agents.runtime.session import RunContext
 
     tracing = configure(otlp_file)
@@ -110,13 +111,7 @@ def _resume_owned(session_dir, session_id, prompts, script_name, model_opts, otl
     else:
         agent_settings = script.agent_settings(script.root_name) if script is not None else {}
         agent_budgets = script.budgets_by_name(script.root_name) if script is not None else {}
-    if script is not None:
-        llm.stream = llm.stream or script.stream
-        llm.use_script(script)  # the scripted model the saved agents name, if they use it
-        resolved = resolve_model(script, model)
-        override = None if resolved == script.model else resolved
-    else:
-        override = model
+    override = use_saved_script(llm, script, model)
     try:
         session = restore_session(
             saved,

@@ -14,12 +14,12 @@ import httpx
 
 from otel_agents.llm.litellm_loader import load_litellm
 from otel_agents.llm.replay_book import RecordedCall, ReplayBook, Stopped
-from otel_agents.llm.scripted_provider import META_AGENT_NAME, META_ATTEMPT, _Answer, _chunks, price_map_changed
+from otel_agents.llm.scripted_provider import META_AGENT_NAME, META_ATTEMPT, Answer, answer_chunks, fill_response, price_map_changed
 
 litellm = load_litellm()
 from litellm import CustomLLM  # noqa: E402
 from litellm.llms.custom_llm import CustomLLMError  # noqa: E402
-from litellm.types.utils import ChatCompletionMessageToolCall, Function, Message, Usage  # noqa: E402
+from litellm.types.utils import ChatCompletionMessageToolCall, Function  # noqa: E402
 
 PROVIDER = "replay"
 
@@ -30,7 +30,7 @@ class ReplayLLM(CustomLLM):
         self.books: dict[str, ReplayBook] = {}
 
     def _answer(self, model: str, messages: list[dict[str, Any]], optional_params: Any,
-                litellm_params: Any) -> _Answer:
+                litellm_params: Any) -> Answer:
         book = self.books.get(model)
         if book is None:
             raise CustomLLMError(status_code=404, message=f"no replay model {model!r} is loaded")
@@ -52,7 +52,7 @@ class ReplayLLM(CustomLLM):
             for c in message.get("tool_calls") or []
         ]
         usage = call.usage
-        return _Answer(
+        return Answer(
             response_id=call.response_id or f"replay-{agent}-{call.turn}",
             text=message.get("content"),
             reasoning=message.get("reasoning_content"),
@@ -71,21 +71,13 @@ class ReplayLLM(CustomLLM):
                           encoding, api_key, logging_obj, optional_params, acompletion=None, litellm_params=None,
                           logger_fn=None, headers={}, timeout=None, client=None):  # noqa: B006 - litellm's signature
         answer = self._answer(model, messages, optional_params, litellm_params)
-        message = Message(content=answer.text, role="assistant", tool_calls=answer.tool_calls or None)
-        if answer.reasoning:
-            message.reasoning_content = answer.reasoning
-        model_response.choices[0].message = message
-        model_response.choices[0].finish_reason = answer.finish_reason
-        model_response.model = model
-        model_response.id = answer.response_id
-        model_response.usage = Usage(**answer.usage)
-        return model_response
+        return fill_response(model_response, model, answer)
 
     async def astreaming(self, model, messages, api_base, custom_prompt_dict, model_response, print_verbose,
                          encoding, api_key, logging_obj, optional_params, acompletion=None, litellm_params=None,
                          logger_fn=None, headers={}, timeout=None, client=None):  # noqa: B006 - litellm's signature
         answer = self._answer(model, messages, optional_params, litellm_params)
-        async for chunk in _chunks(model, answer):
+        async for chunk in answer_chunks(model, answer):
             yield chunk
 
 

@@ -61,7 +61,7 @@ class ScriptedLLM(CustomLLM):
         super().__init__()
         self.scripts: dict[str, Script] = {}
 
-    async def _answer(self, model: str, messages: list[dict[str, Any]], litellm_params: Any) -> "_Answer":
+    async def _answer(self, model: str, messages: list[dict[str, Any]], litellm_params: Any) -> "Answer":
         """The script's turn for this request (after its latency and any scripted first-attempt failure)."""
         script = self.scripts.get(model)
         if script is None:
@@ -89,7 +89,7 @@ class ScriptedLLM(CustomLLM):
         reasoning_tokens = usage.get("reasoning_tokens", count_tokens(turn.reasoning or ""))
         prompt_tokens = usage.get("input_tokens", count_tokens(request_text(messages)))
         completion_tokens = usage.get("output_tokens", count_tokens(out_text) + reasoning_tokens)
-        return _Answer(
+        return Answer(
             response_id=f"scripted-{agent}-{assistant_turns + 1}",
             text=turn.text,
             reasoning=turn.reasoning,
@@ -107,26 +107,18 @@ class ScriptedLLM(CustomLLM):
                           encoding, api_key, logging_obj, optional_params, acompletion=None, litellm_params=None,
                           logger_fn=None, headers={}, timeout=None, client=None):  # noqa: B006 - litellm's signature
         answer = await self._answer(model, messages, litellm_params)
-        message = Message(content=answer.text, role="assistant", tool_calls=answer.tool_calls or None)
-        if answer.reasoning:
-            message.reasoning_content = answer.reasoning
-        model_response.choices[0].message = message
-        model_response.choices[0].finish_reason = answer.finish_reason
-        model_response.model = model
-        model_response.id = answer.response_id
-        model_response.usage = Usage(**answer.usage)
-        return model_response
+        return fill_response(model_response, model, answer)
 
     async def astreaming(self, model, messages, api_base, custom_prompt_dict, model_response, print_verbose,
                          encoding, api_key, logging_obj, optional_params, acompletion=None, litellm_params=None,
                          logger_fn=None, headers={}, timeout=None, client=None):  # noqa: B006 - litellm's signature
         answer = await self._answer(model, messages, litellm_params)
-        async for chunk in _chunks(model, answer):
+        async for chunk in answer_chunks(model, answer):
             yield chunk
 
 
 @dataclass
-class _Answer:
+class Answer:
     response_id: str
     text: str | None
     reasoning: str | None
@@ -144,7 +136,20 @@ def _pieces(text: str) -> list[str]:
     return [" ".join(words[i : i + 3]) + (" " if i + 3 < len(words) else "") for i in range(0, len(words), 3)]
 
 
-async def _chunks(model: str, answer: _Answer) -> AsyncIterator[Any]:
+def fill_response(model_response: Any, model: str, answer: "Answer") -> Any:
+    """litellm's response object filled with one whole answer (what a non-streamed call returns)."""
+    message = Message(content=answer.text, role="assistant", tool_calls=answer.tool_calls or None)
+    if answer.reasoning:
+        message.reasoning_content = answer.reasoning
+    model_response.choices[0].message = message
+    model_response.choices[0].finish_reason = answer.finish_reason
+    model_response.model = model
+    model_response.id = answer.response_id
+    model_response.usage = Usage(**answer.usage)
+    return model_response
+
+
+async def answer_chunks(model: str, answer: Answer) -> AsyncIterator[Any]:
     """Chunks in OpenAI's shape; the last (litellm's generic chunk) carries the finish reason and usage."""
 
     def chunk(delta: Delta) -> ModelResponseStream:

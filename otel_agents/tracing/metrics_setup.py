@@ -23,10 +23,10 @@ from typing import Any
 
 from otel_agents.tracing.setup import (
     DEFAULT_EXPORT_TIMEOUT_S,
-    PROTOCOLS,
     ConfigError,
     check_endpoint,
     make_resource,
+    otlp_protocol,
 )
 
 EXPORTERS = ("otlp", "console", "none")
@@ -41,17 +41,6 @@ def metrics_file_for(otlp_file: Path) -> Path:
 
 def metrics_endpoint() -> str | None:
     return os.environ.get("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT") or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
-
-
-def metrics_protocol() -> str:
-    name = "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL"
-    value = os.environ.get(name)
-    if not value:
-        name, value = "OTEL_EXPORTER_OTLP_PROTOCOL", os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL")
-    protocol = (value or "http/protobuf").strip().lower()
-    if protocol not in PROTOCOLS:
-        raise ConfigError(f"unsupported {name} {value!r} (use grpc or http/protobuf)")
-    return protocol
 
 
 def export_interval_ms() -> float | None:
@@ -117,7 +106,7 @@ def _console_exporter() -> Any:
 
 def _otlp_exporter() -> Any:
     endpoint = metrics_endpoint()
-    protocol = metrics_protocol()
+    protocol = otlp_protocol("METRICS")
     check_endpoint(endpoint, protocol)
     timeout_set = any(os.environ.get(v) for v in ("OTEL_EXPORTER_OTLP_TIMEOUT", "OTEL_EXPORTER_OTLP_METRICS_TIMEOUT"))
     kwargs = {} if timeout_set else {"timeout": DEFAULT_EXPORT_TIMEOUT_S}

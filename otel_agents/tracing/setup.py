@@ -272,8 +272,9 @@ def make_resource() -> Resource:
     return detected.merge(Resource({"service.name": DEFAULT_SERVICE_NAME}))
 
 
-def otlp_protocol() -> str:
-    name = "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"
+def otlp_protocol(signal: str = "TRACES") -> str:
+    """The signal's protocol variable (TRACES or METRICS), else the general one; http/protobuf by default."""
+    name = f"OTEL_EXPORTER_OTLP_{signal}_PROTOCOL"
     value = os.environ.get(name)
     if not value:
         name, value = "OTEL_EXPORTER_OTLP_PROTOCOL", os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL")
