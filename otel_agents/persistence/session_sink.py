@@ -18,7 +18,7 @@ Contract:
 - Idempotence by span id: a second start of a span id, or a second end, is ignored
   (a span open in a resumed session's journal may still be ended once).
 - Derived files: ``tree.json.gz`` and ``meta.json`` come from the existing pure
-  functions (:func:`build_tree` trace by trace, :func:`make_meta`/``meta_after_run``)
+  functions (:func:`build_nodes` trace by trace, :func:`make_meta`/``meta_after_run``)
   at checkpoints (sub-agent and run ends, coalesced by :class:`CheckpointPolicy`) and
   at :meth:`close`; the ledger records of a run are derived from its trace's nodes
   when its root span ends (``sink_ledger.RunBilling``, ids dedupe). With
@@ -45,7 +45,7 @@ from otel_agents.persistence.sink_ledger import RunBilling, failure_reason
 from otel_agents.persistence.sink_derived import CheckpointPolicy, DerivedFiles, RecorderStats
 from otel_agents.persistence.store import SessionStore, StoreError, checkpoint_is_current
 from otel_agents.persistence.timestamps import parse_iso_ts
-from otel_agents.persistence.tree import assemble_session, build_tree, merge_trees
+from otel_agents.persistence.tree import assemble_session, build_nodes, merge_trees
 from otel_agents.persistence.tree_encoding import TreeEncoder
 from otel_agents.persistence.tree_span_fields import span_operation
 from otel_agents.tracing import semconv as sc
@@ -312,8 +312,8 @@ class SessionSink(DerivedFiles):
         if nodes is None:
             open_ids = self._trace_open.get(trace_id) or ()
             spans = self._trace_spans.get(trace_id, []) + [self._open[i] for i in open_ids]
-            part = build_tree(spans, self.session_id)
-            nodes = self._trace_nodes[trace_id] = (part["runs"], part["ops"])
+            _, runs, ops = build_nodes(spans, self.session_id)  # assembled with the other traces' by the caller
+            nodes = self._trace_nodes[trace_id] = (runs, ops)
         return nodes
 
     def _run_ended(self, root: SpanData) -> None:

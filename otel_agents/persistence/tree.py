@@ -61,6 +61,12 @@ def build_tree(spans: Iterable[SpanData], session_id: str | None = None) -> dict
 
     Pure: the same spans give the same tree, whatever order they come in.
     """
+    return assemble_session(*build_nodes(spans, session_id))
+
+
+def build_nodes(spans: Iterable[SpanData], session_id: str | None = None) -> tuple[str | None, list[dict], list[dict]]:
+    """``(session id, run nodes, operation nodes)`` of these spans, not yet assembled: a writer
+    that assembles several traces' nodes into one session summarises once, not once per trace."""
     index: dict[str, SpanData] = {}
     for span in spans:
         known = index.get(span.span_id)
@@ -86,7 +92,7 @@ def build_tree(spans: Iterable[SpanData], session_id: str | None = None) -> dict
             session_id = session_id_of(span)
             if session_id:
                 break
-    return assemble_session(session_id, runs, ops)
+    return session_id, runs, ops
 
 
 def merge_trees(base: Mapping[str, Any], newer: Mapping[str, Any]) -> dict[str, Any]:
