@@ -25,9 +25,14 @@ class CheckpointPolicy:
     most ``(1 + growth) / growth`` times the final tree, plus the final write of
     ``close()``. The journal makes every finished span durable in between. Sizes
     are the bytes of spans.jsonl and events.jsonl, which grow as the tree does.
+
+    ``growth`` 3 (a write once the streams are four times what the last one covered):
+    half the checkpoints of doubling, and at most 1.33 times the final tree in all.
+    Readers of a running or crashed session rebuild from the journal anyway; the
+    checkpoints in between were an eighth of the recorder process's CPU at 500 calls.
     """
 
-    growth: float = 1.0
+    growth: float = 3.0
     min_bytes: int = 16_384
 
     def due(self, pending: int, written: int) -> bool:
