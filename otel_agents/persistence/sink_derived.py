@@ -144,18 +144,30 @@ class DerivedFiles:
         self._changed_traces.clear()
 
     def _settle_tree(self, tree: Mapping[str, Any], meta: Mapping[str, Any]) -> None:
-        """``meta``: made from ``tree``, the whole session; settled only while no run is open."""
+        """``meta``: made from ``tree``, the whole session; settled only while no run is open.
+
+        A checkpoint while a run is open leaves the settled runs as they were: they are
+        still every run before it, and ``_settle_run`` checks that nothing else changed.
+        Forgetting them made the next run's end summarise the whole session's tree.
+        """
         ended = tree.get("ended_ns")
         if self._open_runs == 0 and isinstance(ended, int):
             self._settle(meta, ended)
-        else:
+        elif self._open_runs == 0:
             self._settled = None
 
     def _settle_run(self, root: SpanData, run_tree: Mapping[str, Any]) -> None:
         settled, self._settled = self._settled, None
+        if settled is None:
+            if not self._open_runs and self.defer_run_end_writes:
+                # Summarised now, while no run is open: a recorder process writes a run's end
+                # later, when the next run may have begun, and then never settled (each run's
+                # end summarised the whole session's tree). Inline, the write follows at once.
+                tree = self.tree()
+                self._settle_tree(tree, self._meta(tree))
+            return
         if (
-            settled is None
-            or self._open_runs
+            self._open_runs
             or self._changed_traces != {root.trace_id}  # nothing but this run since
             or root.start_ns <= self._settled_end_ns  # began after the settled runs' entries
             or root.end_ns is None

@@ -201,6 +201,31 @@ def test_a_runs_end_writes_meta_and_bills_that_run_once(saved, tmp_path):
     assert sink.store.journal_path.read_bytes() == journal and read_records(billing) == saved["ledger"]
 
 
+def test_deferred_run_end_writes_still_add_each_run_to_the_settled_summary(saved, tmp_path):
+    """The recorder process writes a run's end once its pipe is empty, often after the next run began.
+    Each run is still added to the summary of the runs before it at its end: the whole tree is built
+    only for the first run's start (no meta.json yet) and end, never again at later run ends."""
+    sink = _sink(tmp_path, saved["store"].session_id, policy=CheckpointPolicy(growth=1e9))
+    sink.defer_run_end_writes = True
+    builds = []
+    whole_tree = sink.tree
+    sink.tree = lambda: builds.append(1) or whole_tree()
+    roots = {s.span_id for s in saved["spans"] if s.parent_span_id is None and span_operation(s) == sc.OP_INVOKE_AGENT}
+    assert len(roots) == 2
+    for step in _steps(saved["spans"], saved["lines"]):
+        _feed(sink, [step])
+        kind, item = step
+        if kind == "start" and item.span_id in roots:
+            sink.idle()  # the previous run's end is written only now, with this run open
+    sink.idle()
+    assert len(builds) == 2
+    drop = {"updated", "checkpoint", "writer"}
+    written = orjson.loads(sink.store.meta_path.read_bytes())
+    whole = sink._meta(whole_tree())
+    assert written["runs"] == 2 and {k: v for k, v in written.items() if k not in drop} == {
+        k: v for k, v in whole.items() if k not in drop}
+
+
 def test_checkpoints_at_sub_agent_ends_follow_the_policy(saved, tmp_path):
     every = _sink(tmp_path / "every", saved["store"].session_id, policy=CheckpointPolicy(growth=0, min_bytes=0))
     trees = []
