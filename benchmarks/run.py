@@ -2,6 +2,7 @@
 
     python benchmarks/run.py                  # full sizes (a few minutes on 2 cores)
     python benchmarks/run.py --quick          # tiny sizes: a smoke run (< 1 min); figures are not comparable
+    python benchmarks/run.py --only cpu       # the recording path's figures only (overhead, CPU, export, peer)
     python benchmarks/run.py --json out.json  # also write {"figures": {...}, "targets": ..., "details": ..., "machine": ...}
 
 Comparisons run both sides in this one invocation, alternating, and report the
@@ -107,8 +108,13 @@ class Results:
 # --------------------------------------------------------------------------- scripted sessions
 
 
-def session_benchmarks(sizes: Sizes, tmp: Path, results: Results, measure: bool = True) -> tuple[Path | None, Any]:
+def session_benchmarks(sizes: Sizes, tmp: Path, results: Results, measure: bool = True,
+                       cpu_only: bool = False) -> tuple[Path | None, Any]:
     """overhead_ratio, instrumentation_vs_bare, bytes_growth (unless ``measure`` is False).
+
+    ``cpu_only``: the overhead pairs, the CPU figures (cpu_us_per_call, the export, the
+    litellm peer) and the instrumentation replay, nothing else: what a change to the
+    recording path moves.
 
     Returns the long recorded session's directory and a capture of a session with many
     agents (the seed of the large saved sessions).
@@ -120,9 +126,11 @@ def session_benchmarks(sizes: Sizes, tmp: Path, results: Results, measure: bool 
     def home() -> Path:
         return tmp / f"home-{next(homes)}"
 
-    many = bench_session.make_script(sizes.overhead_calls, agents=sizes.capture_agents)
-    many_capture = bench_instrumentation.capture_session(bench_session.write_script(many, tmp / "many"),
-                                                         many.prompts, home())
+    many_capture = None
+    if not cpu_only:
+        many = bench_session.make_script(sizes.overhead_calls, agents=sizes.capture_agents)
+        many_capture = bench_instrumentation.capture_session(bench_session.write_script(many, tmp / "many"),
+                                                             many.prompts, home())
     if not measure:
         return None, many_capture
 
@@ -159,9 +167,10 @@ def session_benchmarks(sizes: Sizes, tmp: Path, results: Results, measure: bool 
         return traced, disabled
 
     traced, disabled = overhead("overhead_ratio")
-    # The same with the recorder in the run's process (OTEL_AGENTS_RECORDER=inline, the only mode off Linux).
-    with bench_session.recorder_mode("inline"):
-        overhead("overhead_ratio_inline")
+    if not cpu_only:
+        # The same with the recorder in the run's process (OTEL_AGENTS_RECORDER=inline, the only mode off Linux).
+        with bench_session.recorder_mode("inline"):
+            overhead("overhead_ratio_inline")
     bench_cpu.cpu_figures(plan, script, traced, disabled, home, results.add,
                           export_pairs=sizes.overhead_pairs, peer_pairs=sizes.instrumentation_pairs)
 
@@ -185,6 +194,8 @@ def session_benchmarks(sizes: Sizes, tmp: Path, results: Results, measure: bool 
     results.add("instrumentation_vs_sdk_same_data", instrumented.median_a / same_data,
                 instrumented_us_per_turn=instrumented.median_a / turns * 1e6,
                 sdk_same_data_us_per_turn=same_data / turns * 1e6)
+    if cpu_only:
+        return None, None
 
     sizes_by_length = {}
     directories = {}
@@ -369,7 +380,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, metavar="FILE", help="also write the figures as JSON here")
     parser.add_argument("--skip", action="append", default=[], choices=["sessions", "saved", "billing", "cli"],
                         help="leave out a group of benchmarks (repeatable)")
+    parser.add_argument("--only", choices=["cpu"],
+                        help="cpu: only overhead_ratio, the CPU figures (cpu_us_per_call, the export, the peer) "
+                             "and instrumentation_vs_sdk_same_data")
     args = parser.parse_args(argv)
+    if args.only == "cpu":
+        args.skip = ["saved", "billing", "cli"]
     sizes = QUICK if args.quick else FULL
     results = Results()
     started = time.perf_counter()
@@ -382,7 +398,8 @@ def main(argv: list[str] | None = None) -> int:
             del os.environ[variable]
         recorded = capture = None
         if "sessions" not in args.skip or "saved" not in args.skip:
-            recorded, capture = session_benchmarks(sizes, tmp, results, measure="sessions" not in args.skip)
+            recorded, capture = session_benchmarks(sizes, tmp, results, measure="sessions" not in args.skip,
+                                                   cpu_only=args.only == "cpu")
         if "saved" not in args.skip:
             saved_session_benchmarks(sizes, tmp, capture, results)
         if "billing" not in args.skip:

@@ -97,3 +97,19 @@ def test_quick_run_reports_the_cpu_figures_against_the_peer(quick_run, harness):
 def test_quick_run_leaves_nothing_in_the_working_directory(quick_run):
     workdir, _, _ = quick_run
     assert sorted(p.name for p in workdir.iterdir()) == ["out.json"]
+
+
+def test_only_cpu_reports_the_recording_paths_figures_and_nothing_else(tmp_path):
+    out = tmp_path / "out.json"
+    done = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "run.py"), "--quick", "--only", "cpu", "--json", str(out)],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+        env={k: v for k, v in __import__("os").environ.items() if not k.startswith("OTEL_")},
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    figures = json.loads(out.read_text())["figures"]
+    assert set(figures) == {
+        "overhead_ratio", "cpu_us_per_call", "cpu_vs_peer_litellm_otel", "peer_litellm_otel_cpu_us_per_call",
+        "otlp_export_cpu_us_per_call", "instrumentation_vs_bare", "instrumentation_vs_sdk_same_data",
+    }
+    assert all(isinstance(v, (int, float)) and math.isfinite(v) and v >= 0 for v in figures.values())
