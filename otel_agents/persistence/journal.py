@@ -74,12 +74,16 @@ def _links(links: Iterable[LinkData]) -> list[list[Any]]:
     return [[link.trace_id, link.span_id, dict(link.attributes)] for link in links]
 
 
-def start_line(span: SpanData) -> dict[str, Any]:
-    """The line for a span's start (its context line must be written first: :func:`context_line`)."""
+def start_line(span: SpanData, ctx: str | None = None) -> dict[str, Any]:
+    """The line for a span's start (its context line must be written first: :func:`context_line`).
+
+    ``ctx``: ``context_id`` of the span's resource and scope, when the writer knows it already.
+    """
     line: dict[str, Any] = {"start": span.span_id, "trace": span.trace_id}
     if span.parent_span_id:
         line["parent"] = span.parent_span_id
-    line.update({"name": span.name, "kind": span.kind, "ns": span.start_ns, "ctx": context_id(span.resource, span.scope)})
+    ctx = ctx if ctx is not None else context_id(span.resource, span.scope)
+    line.update({"name": span.name, "kind": span.kind, "ns": span.start_ns, "ctx": ctx})
     if span.attributes:
         line["attrs"] = dict(span.attributes)
     if span.links:
@@ -203,7 +207,7 @@ class JournalWriter:
             self._last_context = (span.resource, span.scope, ctx)
         if ctx not in self._contexts:
             lines.append(context_line(span.resource, span.scope))
-        lines.append(start_line(span))
+        lines.append(start_line(span, ctx))  # the resource serialised and hashed once per provider, not per span
         self.write(lines)
         self._contexts.add(ctx)
 
