@@ -25,7 +25,7 @@ from otel_agents.persistence.ownership import owner_of
 POLL_S = 0.1
 HEARTBEAT_S = 10.0
 STATUS_EVERY_S = 1.0  # a writer that dies changes no file: liveness is asked of the lock this often
-CURSOR = re.compile(r"^(\d{1,15})\.(\d{1,15})$")
+CURSOR = re.compile(r"^([0-9]{1,15})\.([0-9]{1,15})$")
 READ_LIMIT = 8 << 20  # bytes read per file per poll: a huge backlog arrives in several messages
 
 
