@@ -70,3 +70,14 @@ def test_an_unreadable_session_is_a_one_line_422(own_home):
     with pytest.raises(ApiError) as caught:
         SessionCache(own_home.sessions).get("broken")
     assert caught.value.status == 422 and "\n" not in caught.value.message
+
+
+def test_without_a_journal_the_tree_is_the_one_load_saved_gives(own_home):
+    from otel_agents.persistence.saved import load_saved
+
+    directory = own_home.sessions / own_home.demo
+    (directory / "spans.jsonl").unlink()
+    (directory / "meta.json").unlink()
+    ours = SessionCache(own_home.sessions).get(own_home.demo)
+    assert ours.tree == load_saved(directory, lambda _: None).tree
+    assert len(ours.index.entries) > 30 and ours.meta is None
