@@ -173,3 +173,34 @@ def test_cursors():
     for bad in ("", "12", "a.b", "-1.2", "1.2.3", "１.2"):
         with pytest.raises(Exception):
             live.parse_cursor(bad)
+
+
+def test_a_restarted_server_resumes_from_the_cursor(ui_home, staged):
+    reader = EventReader(staged.url)
+    try:
+        first = started(staged.append(0.5))
+        got = reader.until(lambda seen: first <= node_ids(seen), BOUND_S)
+        cursor = [e[2] for e in got if e[2]][-1]
+    finally:
+        reader.close()
+    rest = started(staged.append(1.0))
+    # Another server process would know nothing of the first: only the cursor carries over.
+    with RunningServer(create_app(staged.directory.parent, [ui_home.billing])) as other:
+        again = EventReader(f"{other.url}/api/sessions/{ui_home.demo}/live", headers={"last-event-id": cursor})
+        try:
+            got = again.until(lambda seen: rest <= node_ids(seen), BOUND_S)
+            assert got[0][1] in ("status", "nodes")
+        finally:
+            again.close()
+
+
+def test_an_idle_stream_costs_almost_no_cpu(staged):
+    reader = EventReader(staged.url)
+    try:
+        reader.until(lambda seen: any(e[1] == "status" for e in seen), BOUND_S)
+        before = time.process_time()
+        time.sleep(2.0)
+        used = time.process_time() - before
+    finally:
+        reader.close()
+    assert used < 0.5, f"{used:.2f} s of CPU in 2 s of nothing happening"
