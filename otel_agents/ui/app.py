@@ -7,6 +7,7 @@ import threading
 from pathlib import Path
 from typing import Any, Callable
 
+import orjson
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
@@ -21,18 +22,10 @@ from otel_agents.ui.security import ApiError, Guard, check_session_id, error_res
 STATIC_DIR = Path(__file__).with_name("static")
 
 
-@functools.lru_cache(maxsize=1)
-def _json_dumps():
-    import orjson
-
-    return orjson
-
-
 class OrjsonResponse(JSONResponse):
     """Rows of a large tree are many small dicts: orjson encodes them several times faster."""
 
     def render(self, content: Any) -> bytes:
-        orjson = _json_dumps()
         return orjson.dumps(content, option=orjson.OPT_NON_STR_KEYS)
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import hmac
 import re
-from http.cookies import SimpleCookie
+from http.cookies import CookieError, SimpleCookie
+from typing import Mapping
 from urllib.parse import parse_qs
 
 from starlette.datastructures import MutableHeaders
@@ -67,12 +68,11 @@ def check_agent(value: str) -> str:
     return value
 
 
-def paging(query: dict[str, str] | object, default_limit: int) -> tuple[int, int]:
+def paging(query: Mapping[str, str], default_limit: int) -> tuple[int, int]:
     """``offset`` and ``limit`` from the query: integers, offset >= 0, 1 <= limit <= MAX_LIMIT."""
-    get = getattr(query, "get")
     out = []
     for name, default, low in (("offset", 0, 0), ("limit", default_limit, 1)):
-        raw = get(name)
+        raw = query.get(name)
         if raw is None or raw == "":
             out.append(default)
             continue
@@ -132,7 +132,7 @@ class Guard:
         cookie = SimpleCookie()
         try:
             cookie.load(headers.get("cookie", ""))
-        except Exception:  # a malformed cookie header is no token
+        except CookieError:  # a malformed cookie header is no token
             cookie = SimpleCookie()
         if TOKEN_COOKIE in cookie and self._right(cookie[TOKEN_COOKIE].value):
             return "cookie"

@@ -47,7 +47,7 @@ def summary(session_id: str, directory: Path, meta: Mapping[str, Any] | None, pr
         "id": session_id,
         "title": meta.get("title") if isinstance(meta.get("title"), str) else None,
         "status": status,
-        "live": status == "running" or (owner_of(directory) is not None),
+        "live": owner_of(directory) is not None,
         "created": meta.get("created") if isinstance(meta.get("created"), str) else None,
         "updated": meta.get("updated") if isinstance(meta.get("updated"), str) else None,
         "runs": _int(meta.get("runs")),

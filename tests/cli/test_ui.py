@@ -7,7 +7,6 @@ import json
 import signal
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -22,7 +21,7 @@ def start(home: Path, *args: str) -> subprocess.Popen:
                             stderr=subprocess.PIPE, text=True, env=clean_env(home))
 
 
-def first_line(process: subprocess.Popen, timeout: float = 30) -> str:
+def first_line(process: subprocess.Popen) -> str:
     line = process.stdout.readline()  # the URL is printed once the socket listens
     assert line, process.stderr.read()
     return line.strip()
