@@ -17,6 +17,7 @@ from otel_agents.ui.app import create_app
 from support.ui_sessions import RunningServer
 
 BOUND_S = 2.0  # the UI needs 0.5 s end to end; the poll is 0.1 s, the slack is for a loaded machine
+SETTLE_S = 10.0  # waits that measure nothing (a first connection, a reconnect): only "without loss" is asserted
 
 
 class EventReader:
@@ -110,7 +111,7 @@ def staged(ui_home, tmp_path):
 def test_new_spans_arrive_as_rows_within_the_bound_and_a_reconnect_loses_nothing(staged):
     reader = EventReader(staged.url)
     try:
-        reader.until(lambda seen: any(e[1] == "status" for e in seen), BOUND_S)
+        reader.until(lambda seen: any(e[1] == "status" for e in seen), SETTLE_S)
         second = started(staged.append(0.5))
         assert second
         written = time.monotonic()
@@ -131,7 +132,7 @@ def test_new_spans_arrive_as_rows_within_the_bound_and_a_reconnect_loses_nothing
     third = started(staged.append(0.8))  # lands while no client is connected
     again = EventReader(staged.url, headers={"last-event-id": cursor})
     try:
-        got = again.until(lambda seen: third <= node_ids(seen), BOUND_S)
+        got = again.until(lambda seen: third <= node_ids(seen), SETTLE_S)
         assert third <= node_ids(got)
         fourth = started(staged.append(1.0))
         got = again.until(lambda seen: fourth <= node_ids(seen), BOUND_S)
@@ -147,7 +148,7 @@ def test_a_reconnect_from_the_start_replays_every_node(staged):
     reader = EventReader(staged.url, headers={"last-event-id": "0.0"})
     everything = started(staged.directory.joinpath("spans.jsonl").read_bytes().splitlines())
     try:
-        reader.until(lambda seen: everything <= node_ids(seen), BOUND_S * 3)
+        reader.until(lambda seen: everything <= node_ids(seen), SETTLE_S)
     finally:
         reader.close()
 
@@ -179,7 +180,7 @@ def test_a_restarted_server_resumes_from_the_cursor(ui_home, staged):
     reader = EventReader(staged.url)
     try:
         first = started(staged.append(0.5))
-        got = reader.until(lambda seen: first <= node_ids(seen), BOUND_S)
+        got = reader.until(lambda seen: first <= node_ids(seen), SETTLE_S)
         cursor = [e[2] for e in got if e[2]][-1]
     finally:
         reader.close()
@@ -188,7 +189,7 @@ def test_a_restarted_server_resumes_from_the_cursor(ui_home, staged):
     with RunningServer(create_app(staged.directory.parent, [ui_home.billing])) as other:
         again = EventReader(f"{other.url}/api/sessions/{ui_home.demo}/live", headers={"last-event-id": cursor})
         try:
-            got = again.until(lambda seen: rest <= node_ids(seen), BOUND_S)
+            got = again.until(lambda seen: rest <= node_ids(seen), SETTLE_S)
             assert got[0][1] in ("status", "nodes")
         finally:
             again.close()
@@ -197,7 +198,7 @@ def test_a_restarted_server_resumes_from_the_cursor(ui_home, staged):
 def test_an_idle_stream_costs_almost_no_cpu(staged):
     reader = EventReader(staged.url)
     try:
-        reader.until(lambda seen: any(e[1] == "status" for e in seen), BOUND_S)
+        reader.until(lambda seen: any(e[1] == "status" for e in seen), SETTLE_S)
         before = time.process_time()
         time.sleep(2.0)
         used = time.process_time() - before
