@@ -1,0 +1,107 @@
+"""The UI's Starlette app: routes of the pages, static files and the JSON API, behind the security middleware."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Any, Callable
+
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from otel_agents.ui import sessions_api, tree_api
+from otel_agents.ui.loaded import SessionCache
+from otel_agents.ui.security import ApiError, Guard, check_session_id, error_response
+
+STATIC_DIR = Path(__file__).with_name("static")
+
+
+@functools.lru_cache(maxsize=1)
+def _json_dumps():
+    import orjson
+
+    return orjson
+
+
+class OrjsonResponse(JSONResponse):
+    """Rows of a large tree are many small dicts: orjson encodes them several times faster."""
+
+    def render(self, content: Any) -> bytes:
+        orjson = _json_dumps()
+        return orjson.dumps(content, option=orjson.OPT_NON_STR_KEYS)
+
+
+def api(handler: Callable[..., Any]) -> Callable[[Request], Response]:
+    """A sync JSON endpoint (run in Starlette's thread pool): its ApiError becomes ``{"error"}`` with its status."""
+
+    @functools.wraps(handler)
+    def endpoint(request: Request) -> Response:
+        try:
+            return OrjsonResponse(handler(request))
+        except ApiError as exc:
+            return error_response(exc.status, exc.message)
+
+    return endpoint
+
+
+def _traversal(request: Request) -> bool:
+    """A path that tried to climb out of an id (``..``, ``%2F``): malformed rather than unknown."""
+    raw = request.scope.get("raw_path") or request.url.path.encode()
+    raw = raw.decode("latin-1").lower()
+    return "%2f" in raw or "%5c" in raw or any(part in ("..", ".") for part in request.url.path.split("/"))
+
+
+def create_app(
+    sessions_dir: Path, billing_files: list[Path], *, token: str | None = None, jaeger_url: str | None = None,
+    static_dir: Path | None = None,
+) -> Starlette:
+    """The read-only app over ``sessions_dir`` and the ledgers ``billing_files`` (docs/ui.md)."""
+    sessions_dir = Path(sessions_dir)
+    static = Path(static_dir) if static_dir is not None else STATIC_DIR
+    cache = SessionCache(sessions_dir)
+
+    def page(request: Request) -> Response:
+        if "session_id" in request.path_params:
+            try:
+                check_session_id(request.path_params["session_id"])
+            except ApiError as exc:
+                return error_response(exc.status, exc.message)
+        index = static / "index.html"
+        if not index.is_file():
+            return error_response(503, f"the UI's pages are missing: no {index}")
+        return FileResponse(index, media_type="text/html; charset=utf-8")
+
+    def session_of(request: Request):
+        return cache.get(request.path_params["session_id"])
+
+    routes = [
+        Route("/", page),
+        Route("/s/{session_id}", page),
+        Route("/api/sessions", api(lambda r: sessions_api.list_api(sessions_dir, r.query_params))),
+        Route("/api/sessions/{session_id}", api(lambda r: sessions_api.detail_api(session_of(r), jaeger_url))),
+        Route("/api/sessions/{session_id}/nodes", api(lambda r: tree_api.nodes_api(session_of(r), r.query_params))),
+        Route("/api/sessions/{session_id}/nodes/{span_id}",
+              api(lambda r: tree_api.node_api(session_of(r), r.path_params["span_id"]))),
+        Mount("/static", app=StaticFiles(directory=static, check_dir=False), name="static"),
+    ]
+
+    async def not_found(request: Request, exc: Exception) -> Response:
+        if _traversal(request):
+            return error_response(400, "malformed path: no '..' segments or encoded slashes in an id")
+        return error_response(404, f"no such page or endpoint: {request.url.path[:200]}")
+
+    async def method_not_allowed(request: Request, exc: Exception) -> Response:
+        return error_response(405, f"method {request.method} not allowed: this server is read-only")
+
+    app = Starlette(
+        routes=routes,
+        middleware=[Middleware(Guard, token=token)],
+        exception_handlers={404: not_found, 405: method_not_allowed},
+    )
+    app.state.cache = cache
+    app.state.billing_files = [Path(p) for p in billing_files]
+    return app
