@@ -7,6 +7,11 @@ const ROW_HEIGHT = 24; // px; must match .tree .row in style.css
 const OVERSCAN = 10;
 const PAGE = 200;
 
+// Only a model call has a price of its own; "unpriced" is kept for a call whose model has none.
+function selfCost(row) {
+  return row.kind === "llm" || row.self.cost_usd !== null ? fmt.cost(row.self.cost_usd) : "–";
+}
+
 export class TreeView {
   constructor(pane, context) {
     this.context = context;
@@ -266,7 +271,7 @@ export class TreeView {
       el("span", { class: `st status ${row.status}` }, row.status),
       el("span", { class: "dur" }, fmt.duration(row.duration_ms)),
       el("span", { class: "tok" }, `${fmt.tokens(row.self.tokens)} / ${fmt.tokens(row.inclusive.tokens)}`),
-      el("span", { class: "cost" }, `${fmt.cost(row.self.cost_usd)} / ${fmt.cost(row.inclusive.cost_usd)}`),
+      el("span", { class: "cost" }, `${selfCost(row)} / ${row.inclusive.tokens ? fmt.cost(row.inclusive.cost_usd) : "–"}`),
       el("span", { class: "wf" }, bar));
     node.style.top = `${index * ROW_HEIGHT}px`;
     return node;

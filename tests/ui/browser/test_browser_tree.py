@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -40,7 +41,7 @@ def test_expanding_the_tree_loads_children_lazily(driver, saved_home, demo_rows)
     assert turn["label"] in text and str(turn["inclusive"]["tokens"]) in text.replace(",", "")
     driver.expand(run["id"])  # already open: nothing changes
     driver.row(run["id"]).locator(".toggle").click()  # collapse
-    driver.page.wait_for_function("document.querySelectorAll('.tree .row[data-id]').length === %d" % len(top))
+    driver.page.wait_for_function("n => document.querySelectorAll('.tree .row[data-id]').length === n", arg=len(top))
 
 
 def test_failed_attempt_is_visible_and_its_retry_grouped(driver, saved_home, demo_rows):
@@ -78,7 +79,7 @@ def test_selected_llm_attempt_shows_the_context_view_context_gives(driver, saved
 
 
 def test_selected_tool_call_shows_its_arguments_and_result(driver, saved_home, demo_rows):
-    tool = next(row for row in demo_rows.values() if row["kind"] == "tool" and row["name"].endswith("task"))
+    tool = demo_rows["1-2"]  # the demo's first tool call: task, creating Jack
     driver.open(saved_home.demo)
     driver.reveal(demo_rows, tool["id"])
     driver.select(tool["id"])
@@ -118,7 +119,9 @@ def test_deep_link_opens_the_node_selected_and_scrolled_to(driver, saved_home, d
 def big_session(saved_home, ui):
     spec = importlib.util.spec_from_file_location("bench_views", BENCH_VIEWS)
     bench_views = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench_views)
+    sys.modules.setdefault("bench_views", bench_views)  # its dataclasses look their module up
+    spec.loader.exec_module(sys.modules["bench_views"])
+    bench_views = sys.modules["bench_views"]
     synthetic = bench_views.synthetic_session(4_000, agents=12)
     bench_views.write_session_dir(synthetic, saved_home.sessions)
     return synthetic.session_id
@@ -143,5 +146,6 @@ def test_a_long_tree_keeps_only_visible_rows_in_the_page(driver, big_session):
             break
     assert f"{total + 2} loaded" in driver.page.inner_text("#tree-count")
     assert driver.page.locator(".tree .row[data-id]").count() < 80
+    driver.page.eval_on_selector("#tree", "tree => { tree.scrollTop = tree.scrollHeight; }")
     last = driver.api(f"/api/sessions/{big_session}/nodes", parent=turn["id"], offset=total - 1, limit=1)["nodes"][0]
     driver.row(last["id"]).wait_for()
