@@ -9,11 +9,11 @@ from typing import Any, Callable
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import FileResponse, JSONResponse, Response
+from starlette.responses import FileResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from otel_agents.ui import sessions_api, tree_api
+from otel_agents.ui import costs_api, live, sessions_api, tree_api, views_api
 from otel_agents.ui.loaded import SessionCache
 from otel_agents.ui.security import ApiError, Guard, check_session_id, error_response
 
@@ -75,6 +75,30 @@ def create_app(
             return error_response(503, f"the UI's pages are missing: no {index}")
         return FileResponse(index, media_type="text/html; charset=utf-8")
 
+    billing_files = [Path(p) for p in billing_files]
+
+    def ledger_csv(request: Request) -> Response:
+        try:
+            session_id = cache.directory(request.path_params["session_id"]).name
+            body = costs_api.ledger_csv(billing_files, session_id)
+        except ApiError as exc:
+            return error_response(exc.status, exc.message)
+        return Response(body, media_type="text/csv; charset=utf-8",
+                        headers={"content-disposition": f'attachment; filename="{session_id}-ledger.csv"'})
+
+    async def live_events(request: Request) -> Response:
+        try:
+            session_id = request.path_params["session_id"]
+            cache.directory(session_id)
+            given = request.headers.get("last-event-id") or request.query_params.get("cursor")
+            start = live.parse_cursor(given) if given else None
+        except ApiError as exc:
+            return error_response(exc.status, exc.message)
+        return StreamingResponse(
+            live.follow(cache, session_id, start, request.is_disconnected),
+            media_type="text/event-stream", headers={"cache-control": "no-store", "x-accel-buffering": "no"},
+        )
+
     def session_of(request: Request):
         return cache.get(request.path_params["session_id"])
 
@@ -86,6 +110,22 @@ def create_app(
         Route("/api/sessions/{session_id}/nodes", api(lambda r: tree_api.nodes_api(session_of(r), r.query_params))),
         Route("/api/sessions/{session_id}/nodes/{span_id}",
               api(lambda r: tree_api.node_api(session_of(r), r.path_params["span_id"]))),
+        Route("/api/sessions/{session_id}/agents", api(lambda r: views_api.agents_api(session_of(r)))),
+        Route("/api/sessions/{session_id}/dialog",
+              api(lambda r: views_api.dialog_api(session_of(r), r.query_params.getlist("agents")))),
+        Route("/api/sessions/{session_id}/perspective/{agent:path}",
+              api(lambda r: views_api.perspective_api(session_of(r), r.path_params["agent"]))),
+        Route("/api/sessions/{session_id}/messages/{message_id}/trace",
+              api(lambda r: views_api.trace_api(session_of(r), r.path_params["message_id"]))),
+        Route("/api/sessions/{session_id}/messages/{message_id}/heard",
+              api(lambda r: views_api.heard_api(session_of(r), r.path_params["message_id"]))),
+        Route("/api/sessions/{session_id}/context/{key}",
+              api(lambda r: views_api.context_api(session_of(r), r.path_params["key"]))),
+        Route("/api/sessions/{session_id}/costs", api(lambda r: costs_api.costs_api(session_of(r)))),
+        Route("/api/sessions/{session_id}/ledger", api(lambda r: costs_api.ledger_api(
+            billing_files, cache.directory(r.path_params["session_id"]).name, r.query_params))),
+        Route("/api/sessions/{session_id}/ledger.csv", ledger_csv),
+        Route("/api/sessions/{session_id}/live", live_events),
         Mount("/static", app=StaticFiles(directory=static, check_dir=False), name="static"),
     ]
 
@@ -103,5 +143,5 @@ def create_app(
         exception_handlers={404: not_found, 405: method_not_allowed},
     )
     app.state.cache = cache
-    app.state.billing_files = [Path(p) for p in billing_files]
+    app.state.billing_files = billing_files
     return app

@@ -76,7 +76,7 @@ def paging(query: dict[str, str] | object, default_limit: int) -> tuple[int, int
         if raw is None or raw == "":
             out.append(default)
             continue
-        if not re.fullmatch(r"\d{1,9}", raw) or not (low <= int(raw) <= (MAX_LIMIT if name == "limit" else 10**9)):
+        if not re.fullmatch(r"[0-9]{1,9}", raw) or not (low <= int(raw) <= (MAX_LIMIT if name == "limit" else 10**9)):
             bound = f"1..{MAX_LIMIT}" if name == "limit" else "a whole number >= 0"
             raise ApiError(400, f"bad {name} {raw[:40]!r}: {bound} expected")
         out.append(int(raw))
