@@ -49,7 +49,11 @@ def test_perspective_shows_what_view_perspective_shows(page, ui, saved_home):
 def test_clicking_a_message_shows_its_causes_and_who_heard_it(page, ui, saved_home):
     jack, jill = agent_ids(saved_home, "Jack", "Jill")
     page.goto(f"{ui.url}/s/{saved_home.demo}?view=dialog&agents={jack},{jill}")
-    message = page.eval_on_selector_all("#messages article", "items => items.map(a => a.dataset.message)")[-1]
+    page.wait_for_selector("#messages article[data-message]")
+    shown = page.eval_on_selector_all("#messages article", "items => items.map(a => a.dataset.message)")
+    # A message with a cause: its chain has more than itself.
+    message = next(m for m in reversed(shown) if len(json.loads(urllib.request.urlopen(
+        f"{ui.url}/api/sessions/{saved_home.demo}/messages/{m}/trace").read())["chain"]) > 1)
     page.click(f'#messages article[data-message="{message}"]')
     page.wait_for_selector("#cause-chain li")
     trace = saved_home.cli_json("view", saved_home.demo, "trace", message)
