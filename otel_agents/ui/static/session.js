@@ -71,7 +71,8 @@ export function showSession(main, sessionId) {
     if (push) link.set({ view: view === "tree" ? null : view, message: null }, true);
     drawTabs(view);
     clear(pane);
-    const context = { base, link, pane, get session() { return session; } };
+    const context = { base, link, pane, get session() { return session; }, firstPage: prefetch };
+    prefetch = null;
     if (view === "tree") {
       tree = new TreeView(pane, context);
       closeView = () => { tree.close(); tree = null; };
@@ -90,6 +91,11 @@ export function showSession(main, sessionId) {
     if (!gone) drawHeader();
   }
 
+  // The tree's first page is asked for beside the session itself: the first screen waits for one round trip, not two.
+  const firstView = link.get("view") || "tree";
+  let prefetch = firstView === "tree" ? getJSON(`${base}/nodes`, { offset: 0, limit: 200 }) : null;
+  if (prefetch) prefetch.catch(() => {}); // a failure shows when the tree asks again
+
   (async () => {
     try {
       session = await getJSON(base);
@@ -99,7 +105,7 @@ export function showSession(main, sessionId) {
     }
     if (gone) return;
     drawHeader();
-    open(link.get("view") || "tree");
+    open(firstView);
     feed = new LiveFeed(`${base}/live`, {
       nodes: (rows) => { if (tree) tree.applyLive(rows); },
       status: (state) => {

@@ -66,7 +66,10 @@ export class TreeView {
     this.pending.add(parent);
     const offset = holder.children ? holder.children.length : 0;
     try {
-      const page = await getJSON(`${this.context.base}/nodes`, { parent, offset, limit: PAGE });
+      const early = parent === null && offset === 0 ? this.context.firstPage : null;
+      this.context.firstPage = null;
+      const page = await (early || getJSON(`${this.context.base}/nodes`, { parent, offset, limit: PAGE })).catch(
+        (error) => (early ? getJSON(`${this.context.base}/nodes`, { parent, offset, limit: PAGE }) : Promise.reject(error)));
       if (this.closed) return;
       if (!holder.children) holder.children = [];
       holder.total = page.total;
