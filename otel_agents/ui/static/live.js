@@ -3,16 +3,20 @@
 const RETRY_MS = 1000;
 
 export class LiveFeed {
-  constructor(url, handlers) {
+  // cursor: where the stream starts (the session detail's, so nothing written since it was read is missed).
+  constructor(url, handlers, cursor = null) {
     this.url = url;
     this.handlers = handlers;
     this.closed = false;
+    this.cursor = cursor;
     this.connect(false);
   }
 
   connect(again) {
     if (this.closed) return;
-    const source = new EventSource(this.url, { withCredentials: true });
+    // The browser's own reconnection sends Last-Event-ID; a new EventSource says where it was with ?cursor=.
+    const url = this.cursor ? `${this.url}?cursor=${encodeURIComponent(this.cursor)}` : this.url;
+    const source = new EventSource(url, { withCredentials: true });
     this.source = source;
     let opened = false;
     source.addEventListener("open", () => {
@@ -22,11 +26,20 @@ export class LiveFeed {
       if (again && !opened) this.handlers.reconnected();
       opened = true;
     });
+    const keep = (event) => { if (event.lastEventId) this.cursor = event.lastEventId; };
+    source.addEventListener("cursor", keep);
+    source.addEventListener("records", (event) => {
+      keep(event);
+      const data = parse(event.data);
+      if (data && this.handlers.records) this.handlers.records(data.message_ids || []);
+    });
     source.addEventListener("nodes", (event) => {
+      keep(event);
       const data = parse(event.data);
       if (data && Array.isArray(data.nodes)) this.handlers.nodes(data.nodes);
     });
     source.addEventListener("status", (event) => {
+      keep(event);
       const data = parse(event.data);
       if (data) this.handlers.status(data);
     });

@@ -34,6 +34,8 @@ export function showSession(main, sessionId) {
   let session = null;
   let tree = null;
   let closeView = null;
+  let shownView = null;
+  let refreshTimer = null;
   let feed = null;
   let gone = false;
 
@@ -70,6 +72,7 @@ export function showSession(main, sessionId) {
     if (!VIEWS.some(([name]) => name === view)) view = "tree";
     if (push) link.set({ view: view === "tree" ? null : view, message: null }, true);
     drawTabs(view);
+    shownView = view;
     clear(pane);
     const context = { base, link, pane, get session() { return session; }, firstPage: prefetch };
     prefetch = null;
@@ -111,13 +114,20 @@ export function showSession(main, sessionId) {
       status: (state) => {
         if (state.status !== session.status || state.live !== session.live) reloadSession();
       },
+      // New transcript entries: the dialog or perspective shown is read again (at most once a second).
+      records: () => {
+        if (shownView !== "dialog" && shownView !== "perspective") return;
+        clearTimeout(refreshTimer);
+        refreshTimer = setTimeout(() => { if (!gone) open(shownView); }, 1000);
+      },
       reconnected: () => { reloadSession(); if (tree) tree.refresh(); },
       state: (text) => { liveState.hidden = !text; liveState.textContent = text; },
-    });
+    }, session.cursor || null);
   })();
 
   return () => {
     gone = true;
+    clearTimeout(refreshTimer);
     if (closeView) closeView();
     if (feed) feed.close();
     liveState.hidden = true;
