@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import threading
 from pathlib import Path
 from typing import Any, Callable
 
@@ -55,6 +56,13 @@ def _traversal(request: Request) -> bool:
     return "%2f" in raw or "%5c" in raw or any(part in ("..", ".") for part in request.url.path.split("/"))
 
 
+def _warm(cache: SessionCache, session_id: str) -> None:
+    try:
+        cache.get(session_id).viewer()  # node details need the views' index too
+    except ApiError:
+        pass  # the page's own request reports it
+
+
 def create_app(
     sessions_dir: Path, billing_files: list[Path], *, token: str | None = None, jaeger_url: str | None = None,
     static_dir: Path | None = None,
@@ -70,6 +78,8 @@ def create_app(
                 check_session_id(request.path_params["session_id"])
             except ApiError as exc:
                 return error_response(exc.status, exc.message)
+            # The page asks for the tree once its scripts run: the (possibly seconds long) load starts now.
+            threading.Thread(target=_warm, args=(cache, request.path_params["session_id"]), daemon=True).start()
         index = static / "index.html"
         if not index.is_file():
             return error_response(503, f"the UI's pages are missing: no {index}")

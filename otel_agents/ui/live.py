@@ -145,7 +145,10 @@ async def follow(cache: SessionCache, session_id: str, start: tuple[int, int] | 
         changed = spans_named(span_lines)
         sent = False
         if changed:
-            rows = await run_in_threadpool(_rows, cache, session_id, changed)
+            try:
+                rows = await run_in_threadpool(_rows, cache, session_id, changed)
+            except ApiError:
+                return  # removed or unreadable now: the client reconnects and is told why, in one line
             yield _event("nodes", {"nodes": rows}, cursor)
             sent = True
         if event_lines:

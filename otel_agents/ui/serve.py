@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import secrets
+import signal
 import socket
 import sys
 import threading
@@ -67,13 +68,21 @@ def serve(options: ServeOptions) -> None:
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{port}/" + (f"?token={token}" if token else "")
     app = create_app(options.sessions_dir, options.billing_files, token=token, jaeger_url=options.jaeger_url)
+    config = uvicorn.Config(app, log_level="warning", lifespan="off", access_log=False,
+                            timeout_graceful_shutdown=2)
+    server = uvicorn.Server(config)
+
+    def stop(*_: object) -> None:
+        server.should_exit = True
+
+    # Ours from before the URL is printed (a signal right after it must not kill the process). uvicorn
+    # puts its own in place while serving, and afterwards raises what it caught again: here, harmlessly.
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, stop)
     print(url, flush=True)
     if token is not None and options.token is None:
         print(f"ui: {options.host} is not loopback, so every request needs a token; generated {token}: open {url}",
               file=sys.stderr, flush=True)
     if options.open_browser:
         threading.Timer(0.5, webbrowser.open, args=(url,)).start()
-    config = uvicorn.Config(app, log_level="warning", lifespan="off", access_log=False,
-                            timeout_graceful_shutdown=2)
-    # uvicorn's own SIGINT/SIGTERM handlers end run() normally: the command then exits 0.
-    uvicorn.Server(config).run(sockets=[sock])
+    server.run(sockets=[sock])

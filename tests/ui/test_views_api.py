@@ -87,3 +87,28 @@ def _all_rows(client, base):
         rows += page
         pending += [r["id"] for r in page if r["child_count"]]
     return rows
+
+
+XSS = ["<script>alert(1)</script>", '<img src=x onerror="alert(1)">']
+
+
+def test_markup_in_messages_comes_back_as_literal_json_text(own_home):
+    from starlette.testclient import TestClient
+
+    from otel_agents.ui.app import create_app
+
+    directory = own_home.sessions / "xss"
+    directory.mkdir()
+    records = [
+        {"message_id": "msg_001", "event_type": "agent_created", "agent_id": "agent_root", "language_model": "m"},
+        {"message_id": "msg_002", "event_type": "transcript_entry", "agent_id": "agent_root", "role": "user",
+         "content": XSS[0]},
+        {"message_id": "msg_003", "event_type": "transcript_entry", "agent_id": "agent_root", "role": "assistant",
+         "content": XSS[1]},
+    ]
+    (directory / "events.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    client = TestClient(create_app(own_home.sessions, [own_home.billing]))
+    response = client.get("/api/sessions/xss/perspective/agent_root")
+    assert response.headers["content-type"] == "application/json"
+    assert response.headers["x-content-type-options"] == "nosniff"
+    assert [item["content"] for item in response.json()["items"]] == XSS
