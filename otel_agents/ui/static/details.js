@@ -43,13 +43,14 @@ function render(detail, context) {
     el("h2", {}, el("span", { class: "path" }, node.label || ""), " ", node.kind, " ", node.name || "",
       agent ? el("span", { class: `agent ${colorClass(agent.color)}` }, agent.name) : null),
     facts([
-      ["span", node.id], ["status", node.status], ["start", fmt.duration(node.start_ms)],
+      ["span", node.id], ["status", node.status], ["error", node.error], ["start", fmt.duration(node.start_ms)],
       ["duration", fmt.duration(node.duration_ms)], ["attempt", node.attempt], ["retry of", node.retry_of],
       ["tokens (self)", node.self.tokens], ["tokens (inclusive)", node.inclusive.tokens],
       ["cost (self)", fmt.cost(node.self.cost_usd)], ["cost (inclusive)", fmt.cost(node.inclusive.cost_usd)],
     ]),
   ];
   if (detail.context) parts.push(section("Context sent", contextBlock(detail.context)));
+  else if (detail.context_error) parts.push(section("Context sent", el("p", { class: "muted" }, detail.context_error)));
   if (detail.response !== undefined && detail.response !== null) parts.push(section("Response", pre(detail.response, "response")));
   if (detail.reasoning) parts.push(section("Reasoning", pre(detail.reasoning, "reasoning")));
   if (detail.usage || detail.cost_usd !== undefined || detail.price_source) {
@@ -89,6 +90,7 @@ function eventList(events) {
       el("span", { class: "level" }, level.toUpperCase()), " ",
       el("span", { class: "muted small" }, fmt.when(event.time)), " ",
       el("span", { class: "event-name" }, event.name || ""),
+      event.message ? el("div", { class: "event-message" }, event.message) : null,
       event.attributes && Object.keys(event.attributes).length ? pre(event.attributes, "event-attributes") : null));
   }
   return list;
