@@ -177,11 +177,14 @@ export class TreeView {
       const at = holder.children.findIndex((other) => this.nodes.get(other).row.start_ms > row.start_ms);
       if (at < 0) holder.children.push(row.id); else holder.children.splice(at, 0, row.id);
       this.stretch(row);
-      if (holder === this.top && row.status === "running" && this.follow.checked) this.expand(row.id, true);
     }
+    // Each running run is opened once; a run the user closes stays closed.
     for (const row of rows) {
       const entry = this.nodes.get(row.id);
-      if (entry && entry.depth === 0 && row.status === "running" && this.follow.checked && !entry.expanded) this.expand(row.id, true);
+      if (entry && entry.depth === 0 && row.status === "running" && this.follow.checked && !entry.followed) {
+        entry.followed = true;
+        this.expand(row.id, true);
+      }
     }
     this.rebuild();
   }
