@@ -204,3 +204,70 @@ def test_an_idle_stream_costs_almost_no_cpu(staged):
     finally:
         reader.close()
     assert used < 0.5, f"{used:.2f} s of CPU in 2 s of nothing happening"
+
+
+def slow_script(path: Path, latency_ms: int) -> Path:
+    """The demo's script with every model answer slowed, so a run is watched while it writes."""
+    import json
+    from importlib import resources
+
+    script = json.loads(resources.files("otel_agents.llm").joinpath("scripts", "jack-and-jill.json").read_text())
+    for turns in script["agents"].values():  # a turn is its text, or a dict
+        turns[:] = [{**(t if isinstance(t, dict) else {"text": t}), "latency_ms": latency_ms} for t in turns]
+    path.write_text(json.dumps(script))
+    return path
+
+
+def test_a_real_run_and_its_resume_are_followed_live(ui_home, tmp_path):
+    import subprocess
+    import sys
+
+    from support.ui_sessions import DEMO_PROMPT, clean_env
+
+    home = tmp_path / "home"
+    sessions = home / "sessions"
+    script = slow_script(tmp_path / "slow.json", 150)
+    command = [sys.executable, "-m", "otel_agents"]
+    writer = subprocess.Popen([*command, "run", "--script", str(script), DEMO_PROMPT], env=clean_env(home),
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    seen_all = []
+    try:
+        with RunningServer(create_app(sessions, [home / "billing.jsonl"])) as server:
+            deadline = time.monotonic() + 60
+            while not (sessions.is_dir() and any(sessions.iterdir())):
+                assert time.monotonic() < deadline and writer.poll() is None, "the run made no session"
+                time.sleep(0.05)
+            session_id = next(sessions.iterdir()).name
+            reader = EventReader(f"{server.url}/api/sessions/{session_id}/live?cursor=0.0")
+            try:
+                seen_all += reader.until(lambda seen: any(
+                    e[1] == "nodes" and any(r["status"] == "running" for r in e[3]["nodes"]) for e in seen)
+                    and any(e[1] == "status" and e[3]["live"] for e in seen), 60)
+                assert writer.wait(120) == 0, writer.stderr.read()
+                seen_all += reader.until(lambda seen: any(
+                    e[1] == "status" and e[3] == {"status": "ok", "live": False} for e in seen), 10)
+                resumed = subprocess.Popen([*command, "resume", "--script", str(script), session_id, "Again, please"],
+                                           env=clean_env(home), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                assert resumed.wait(120) == 0, resumed.stderr.read()
+                seen_all += reader.until(lambda seen: any(
+                    e[1] == "nodes" and any(r["parent"] is None and r["label"] == "run 2" for r in e[3]["nodes"])
+                    for e in seen) and any(e[1] == "status" and e[3] == {"status": "ok", "live": False}
+                                           for e in seen), 10)
+            finally:
+                reader.close()
+            with httpx.Client() as plain:
+                base = f"{server.url}/api/sessions/{session_id}"
+                runs = plain.get(f"{base}/nodes").json()["nodes"]
+                assert [r["label"] for r in runs] == ["run 1", "run 2"]
+                everything = {r["id"] for r in runs}
+                pending = [r["id"] for r in runs]
+                while pending:
+                    rows = plain.get(f"{base}/nodes", params={"parent": pending.pop(), "limit": 1000}).json()["nodes"]
+                    everything |= {r["id"] for r in rows}
+                    pending += [r["id"] for r in rows if r["child_count"]]
+        assert everything <= node_ids(seen_all)  # every node of both runs arrived live
+        final = {row["id"]: row for _, name, _, data in seen_all if name == "nodes" for row in data["nodes"]}
+        assert all(final[i]["status"] != "running" for i in everything)  # the last word on each is its end
+    finally:
+        if writer.poll() is None:
+            writer.kill()
