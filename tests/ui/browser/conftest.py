@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import threading
+from concurrent.futures import ThreadPoolExecutor
 import time
 import urllib.parse
 import urllib.request
@@ -81,13 +82,15 @@ def cli_env():
 @pytest.fixture(scope="session")
 def saved_home(tmp_path_factory) -> Home:
     home = tmp_path_factory.mktemp("ui-browser") / "home"
-    demo = session_id_of(run_cli(home, "run", "Create Jack and Jill for a cafe discussion"))
     script = write_script(home.parent / "xss.json", {
         "name": "xss", "root": {"name": "main", "system_prompt": "Say HTML."},
         "agents": {"main": [f"{XSS_SCRIPT} and {XSS_IMG}"]},
     })
-    xss = session_id_of(run_cli(home, "run", "--script", str(script), XSS_PROMPT))
-    return Home(home, demo, xss)
+    # Both runs at once (each is mostly interpreter and litellm start-up); the ledger takes both.
+    with ThreadPoolExecutor(2) as pool:
+        demo = pool.submit(run_cli, home, "run", "Create Jack and Jill for a cafe discussion")
+        xss = pool.submit(run_cli, home, "run", "--script", str(script), XSS_PROMPT)
+        return Home(home, session_id_of(demo.result()), session_id_of(xss.result()))
 
 
 @dataclass
