@@ -58,3 +58,19 @@ def test_unknown_session_is_a_one_line_error_on_the_page(page, ui):
     page.wait_for_selector("#session-head .error")
     assert page.inner_text("#session-head .error").strip()
     assert not page.console_errors
+
+
+def test_with_a_token_the_first_load_carries_it_and_the_page_works_on_its_cookie(page, servers, saved_home):
+    server = servers.start(saved_home.sessions, [saved_home.billing], token="s3cret-token")
+    try:
+        assert page.goto(f"{server.url}/").status == 401
+        page.goto(f"{server.url}/?token=s3cret-token")
+        page.wait_for_selector(f'#sessions-body tr[data-id="{saved_home.demo}"]')  # its fetches carried the cookie
+        page.wait_for_function("() => !location.search.includes('token')")  # not left in the address bar
+        page.click(f'#sessions-body tr[data-id="{saved_home.demo}"] a')
+        page.wait_for_selector(".tree .row[data-id]")
+        page.reload()  # a later load needs no token in the URL: the cookie carries it
+        page.wait_for_selector(".tree .row[data-id]")
+    finally:
+        servers.stop(server)
+        page.context.clear_cookies()
