@@ -40,6 +40,7 @@ export class TreeView {
 
     this.viewport.addEventListener("scroll", () => this.schedule());
     this.viewport.addEventListener("click", (event) => this.onClick(event));
+    this.viewport.addEventListener("keydown", (event) => this.onKey(event));
     this.resize = () => this.schedule();
     window.addEventListener("resize", this.resize);
     this.start();
@@ -148,6 +149,25 @@ export class TreeView {
     } else {
       this.select(id);
     }
+  }
+
+  // Up/Down move the selection, Right opens a node, Left closes it (or goes to its parent).
+  onKey(event) {
+    const index = this.flat.findIndex((item) => item.id === this.selected);
+    const entry = index >= 0 ? this.flat[index].entry : null;
+    let target = null;
+    if (event.key === "ArrowDown") target = this.flat.slice(index + 1).find((item) => item.entry);
+    else if (event.key === "ArrowUp" && index > 0) target = this.flat.slice(0, index).reverse().find((item) => item.entry);
+    else if (event.key === "ArrowRight" && entry && entry.row.child_count > 0 && !entry.expanded) this.expand(entry.row.id, true);
+    else if (event.key === "ArrowLeft" && entry && entry.expanded) this.expand(entry.row.id, false);
+    else if (event.key === "ArrowLeft" && entry && entry.row.parent) target = this.flat.find((item) => item.id === entry.row.parent);
+    else return;
+    event.preventDefault();
+    if (!target) return;
+    this.select(target.id);
+    const top = this.flat.indexOf(target) * ROW_HEIGHT;
+    if (top < this.viewport.scrollTop) this.viewport.scrollTop = top;
+    else if (top + ROW_HEIGHT > this.viewport.scrollTop + this.viewport.clientHeight) this.viewport.scrollTop = top + ROW_HEIGHT - this.viewport.clientHeight;
   }
 
   update(row) {

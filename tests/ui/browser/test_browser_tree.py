@@ -149,3 +149,23 @@ def test_a_long_tree_keeps_only_visible_rows_in_the_page(driver, big_session):
     driver.page.eval_on_selector("#tree", "tree => { tree.scrollTop = tree.scrollHeight; }")
     last = driver.api(f"/api/sessions/{big_session}/nodes", parent=turn["id"], offset=total - 1, limit=1)["nodes"][0]
     driver.row(last["id"]).wait_for()
+
+
+def test_keys_move_the_selection_and_open_and_close_nodes(driver, saved_home, demo_rows):
+    run = next(row for row in demo_rows.values() if row["parent"] is None)
+    children = sorted((row for row in demo_rows.values() if row["parent"] == run["id"]), key=lambda row: row["start_ms"])
+    driver.open(saved_home.demo)
+    driver.select(run["id"])
+    driver.page.focus("#tree")
+    driver.page.keyboard.press("ArrowRight")  # opens the run
+    driver.row(children[0]["id"]).wait_for()
+    driver.page.keyboard.press("ArrowDown")
+    driver.page.wait_for_selector(f'#details[data-node="{children[0]["id"]}"]')
+    driver.page.keyboard.press("ArrowDown")
+    driver.page.wait_for_selector(f'#details[data-node="{children[1]["id"]}"]')
+    assert f"node={children[1]['id']}" in driver.page.url
+    driver.page.keyboard.press("ArrowLeft")  # a closed child: to its parent
+    driver.page.wait_for_selector(f'#details[data-node="{run["id"]}"]')
+    driver.page.keyboard.press("ArrowLeft")  # the open run closes
+    driver.page.wait_for_function("n => document.querySelectorAll('.tree .row[data-id]').length === n",
+                                  arg=sum(row["parent"] is None for row in demo_rows.values()))
