@@ -61,6 +61,14 @@ def test_running_session_gains_nodes_without_reload_and_survives_a_server_restar
             "ids => ids.every(id => document.querySelector(`.tree .row[data-id=\"${id}\"][data-status=\"ok\"]`))",
             arg=[row["id"] for row in expected["nodes"]], timeout=15_000)
         assert expected["total"] == RUNS
+
+        # A resume appends a new run to the same files: it shows up on the same page.
+        resumed = subprocess.run([sys.executable, "-m", "otel_agents", "resume", session_id, "one more question"],
+                                 capture_output=True, text=True, env=cli_env(home), timeout=120)
+        assert resumed.returncode == 0, resumed.stderr[-2000:]
+        page.wait_for_function(
+            "n => document.querySelectorAll('.tree .row.kind-run[data-status=\"ok\"]').length === n", arg=RUNS + 1,
+            timeout=15_000)
         assert page.evaluate("() => window.notReloaded") is True
         assert not page.console_errors
     finally:
