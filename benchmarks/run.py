@@ -17,6 +17,7 @@ import json
 import os
 import platform
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -34,6 +35,7 @@ import bench_instrumentation  # noqa: E402
 import bench_recorded  # noqa: E402
 import bench_resume  # noqa: E402
 import bench_session  # noqa: E402
+import bench_ui  # noqa: E402
 import bench_views  # noqa: E402
 from bench_timing import alternate, median_of, run_process  # noqa: E402
 
@@ -49,10 +51,13 @@ class Sizes:
     resume_repeat: int
     ledger_records: int  # named 1m
     process_repeat: int  # cold processes per command figure
+    ui_entries: int = 100_000  # the synthetic session the UI's first screen shows (named 100k)
+    ui_repeat: int = 5  # navigations to it, after the server's first read
+    ui_live_runs: int = 8  # runs of the scripted session the live page follows
 
 
 FULL = Sizes(500, 9, 7, 200, (1_000, 10_000, 100_000), 20, 3, 1_000_000, 5)
-QUICK = Sizes(40, 1, 1, 30, (300, 1_000, 3_000), 4, 1, 20_000, 1)
+QUICK = Sizes(40, 1, 1, 30, (300, 1_000, 3_000), 4, 1, 20_000, 1, ui_entries=3_000, ui_repeat=1, ui_live_runs=2)
 
 # name -> (target, unit); a figure passes when it is at most its target.
 TARGETS: dict[str, tuple[float | None, str]] = {
@@ -82,6 +87,8 @@ TARGETS: dict[str, tuple[float | None, str]] = {
     "ledger_append_s_1m": (None, "s"),
     "cli_start_s": (0.35, "s"),
     "cli_start_imports_litellm": (0, "bool"),
+    "ui_first_screen_s_100k": (1.0, "s"),
+    "ui_live_lag_s": (0.5, "s"),
 }
 
 
@@ -340,6 +347,19 @@ def cli_benchmark(sizes: Sizes, sessions_dir: Path, results: Results) -> None:
     results.add("cli_start_imports_litellm", int(imported))
 
 
+def ui_benchmark(sizes: Sizes, tmp: Path, results: Results) -> None:
+    print("web UI (Debian's chromium through Playwright, a real `otel-agents ui` process)", flush=True)
+    screen = bench_ui.first_screen(sizes.ui_entries, tmp, sizes.ui_repeat)
+    results.add("ui_first_screen_s_100k", statistics.median(screen.seconds), runs=screen.seconds,
+                after_html_s=screen.after_html_s, cold_server_s=screen.cold_server_s, nodes=screen.nodes,
+                entries=sizes.ui_entries,
+                note="navigation to the tree's first rows, each in a new browser context; cold_server_s: "
+                     "the first navigation after the server started, its first read of the session included")
+    lag = bench_ui.live_lag(tmp, sizes.ui_live_runs)
+    results.add("ui_live_lag_s", max(lag.lags_s), median_s=statistics.median(lag.lags_s), lags_s=lag.lags_s,
+                runs=lag.runs, note="the slowest node: its span's end to its row showing it ended, on the open page")
+
+
 # --------------------------------------------------------------------------- machine and main
 
 
@@ -358,12 +378,18 @@ def machine() -> dict[str, Any]:
     except (ValueError, OSError, AttributeError):
         pass
     versions = {}
-    for package in ("otel-agents", "opentelemetry-sdk", "litellm", "orjson"):
+    for package in ("otel-agents", "opentelemetry-sdk", "litellm", "orjson", "starlette", "uvicorn", "playwright"):
         try:
             versions[package] = metadata.version(package)
         except metadata.PackageNotFoundError:
             versions[package] = None
+    browser = None
+    try:  # the UI figures' browser
+        browser = subprocess.run([bench_ui.CHROMIUM, "--version"], capture_output=True, text=True, timeout=30).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        pass
     return {
+        "browser": browser,
         "platform": platform.platform(),
         "python": platform.python_version(),
         "cpu": cpu,
@@ -378,14 +404,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="tiny sizes: checks the harness, not the targets")
     parser.add_argument("--json", type=Path, metavar="FILE", help="also write the figures as JSON here")
-    parser.add_argument("--skip", action="append", default=[], choices=["sessions", "saved", "billing", "cli"],
+    parser.add_argument("--skip", action="append", default=[], choices=["sessions", "saved", "billing", "cli", "ui"],
                         help="leave out a group of benchmarks (repeatable)")
     parser.add_argument("--only", choices=["cpu"],
                         help="cpu: only overhead_ratio, the CPU figures (cpu_us_per_call, the export, the peer) "
                              "and instrumentation_vs_sdk_same_data")
     args = parser.parse_args(argv)
     if args.only == "cpu":
-        args.skip = ["saved", "billing", "cli"]
+        args.skip = ["saved", "billing", "cli", "ui"]
     sizes = QUICK if args.quick else FULL
     results = Results()
     started = time.perf_counter()
@@ -406,6 +432,8 @@ def main(argv: list[str] | None = None) -> int:
             billing_benchmark(sizes, tmp, results)
         if "cli" not in args.skip:
             cli_benchmark(sizes, listing_home(recorded, tmp / "listing" / "sessions"), results)
+        if "ui" not in args.skip:
+            ui_benchmark(sizes, tmp, results)
     elapsed = time.perf_counter() - started
     missed = [n for n, v in results.figures.items() if n in results.targets and v > results.targets[n]]
     print(f"done in {elapsed:.0f} s; " + (f"missed: {', '.join(missed)}" if missed else "every target met"))

@@ -367,13 +367,14 @@ def resume(
     its app for the ones not given here, as ``otel-agents resume`` does; otherwise pass the ones
     the session had (every agent gets ``tools``). The script defaults to the one the session last
     ran with; request parameters to the session's, ``model_settings`` on top. ``budget``: the session's
-    limits, counting what it spent before unless ``budget_scope="run"``. Raises ``ResumeError``
+    limits (its last run's carry on, these on top), counting what it spent before unless
+    ``budget_scope="run"``; agents' budgets count what each spent before likewise. Raises ``ResumeError``
     (one line) when the session cannot be resumed; nothing is run or billed then.
     """
     from otel_agents.apps import reimport_app
     from otel_agents.persistence.store import StoreError
-    from otel_agents.restore import restore_session, root_name, saved_params
-    from otel_agents.saved_session import bill_before_resume, load_for_resume
+    from otel_agents.restore import restore_session, root_name, saved_budget, saved_params
+    from otel_agents.saved_session import agents_spent, bill_before_resume, load_for_resume
     from otel_agents.session_recording import StorageUnwritable, own_session
 
     if budget_scope not in ("session", "run"):
@@ -403,12 +404,12 @@ def resume(
             agent_settings=root_agent.settings_by_name(loaded),
             settings_override=saved_params(saved, model_settings),
             agent_budgets=root_agent.budgets_by_name(loaded),
-            budget=BudgetMeter.for_session(budget),
+            budget=BudgetMeter.for_session(saved_budget(saved, budget)),  # the session's limits, these on top
         )
         if not allow_unpriced:
             runtime.refuse_unpriced()
         if budget_scope == "session":
-            runtime.carry_spent(totals_before(tree, meta))
+            runtime.carry_spent(totals_before(tree, meta), lambda: agents_spent(session_dir, tree))
         try:  # a crashed run is billed once, before new runs
             bill_before_resume(session_dir, tree, meta, rec.paths.billing_file)
         except StoreError as exc:  # the ledger unwritable; a damaged ledger's own error goes up as it is

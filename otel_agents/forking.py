@@ -146,12 +146,14 @@ def records_until(records: list[dict[str, Any]], message_id: str) -> list[dict[s
     return [r for r in records if message_id_number(r["message_id"]) <= end]
 
 
-def fork_session(source: ForkSource, point: ForkPoint, new_session_id: str, **restore_kwargs: Any):
+def fork_session(source: ForkSource, point: ForkPoint, new_session_id: str, pending_result: str = FORKED_RESULT,
+                 **restore_kwargs: Any):
     """A runtime Session in state just after ``point``: agents, transcripts and id counters as the source had them.
 
     Its first run links to the source span of the message and records the inherited
     records again (before its prompt), so the fork's directory is complete on its own.
-    ``restore_kwargs``: as for :func:`otel_agents.restore.restore_session` (tools, models, telemetry, llm...).
+    ``restore_kwargs``: as for :func:`otel_agents.restore.restore_session` (tools, models, telemetry, llm...);
+    ``pending_result``: for tool calls open at the point (replay, cutting between runs, gives resume's).
     """
     if source.redacted:
         raise ForkError(f"session {source.session_id} was saved with --redacted-save: message contents were not "
@@ -159,7 +161,7 @@ def fork_session(source: ForkSource, point: ForkPoint, new_session_id: str, **re
     prefix = records_until(source.records, point.message_id)
     saved = SavedSession(new_session_id, prefix)
     try:
-        session = restore_session(saved, pending_result=FORKED_RESULT, **restore_kwargs)
+        session = restore_session(saved, pending_result=pending_result, **restore_kwargs)
     except ResumeError as exc:
         raise ForkError(str(exc)) from None
     session.previous_run = point.link()

@@ -4,6 +4,8 @@ Read-only on the saved session. Each chat span becomes a ``RecordedCall``: the r
 rebuilt exactly as sent (the views' chat context: messages and tool definitions), its
 request parameters, and the answer (the assistant entry it produced, its usage) or the
 error it failed with. A turn is the agent's n-th LLM call in the session, in start order.
+``--from-run N`` starts from a fork of the session just before run N's first record
+(:func:`state_before_run`), so runs before N are not made again.
 """
 
 from __future__ import annotations
@@ -81,6 +83,42 @@ def read_source(session_dir: Path, from_run: int = 1) -> ReplaySource:
         calls.append(_recorded(viewer, node, agent, turns.get(agent, 1), attempt, run >= from_run))
     return ReplaySource(session_id, prompts, calls, last.get(sc.RUN_SCRIPT), last.get(sc.RUN_APP),
                         last.get(sc.RUN_PARAMS), stream)
+
+
+@dataclass
+class StateBeforeRun:
+    """The saved session as run N started: where to fork it, and what its runs before N spent."""
+
+    source: Any  # forking.ForkSource
+    point: Any  # forking.ForkPoint: the last record before run N
+    spent: dict[str, Any]  # totals of runs 1..N-1, as meta.json keeps them
+    agents_spent: dict[str, Any]  # agent id -> its inclusive totals over runs 1..N-1
+
+
+def state_before_run(session_dir: Path, run: int) -> StateBeforeRun:
+    """Where run ``run`` (from 2) started: a fork point just before its first record (the source read only)."""
+    from otel_agents.forking import ForkError, load_source, resolve_at
+    from otel_agents.persistence.tree_totals import agent_totals, fold_totals, session_entries
+    from otel_agents.persistence.tree_walk import iter_records
+    from otel_agents.tracing.records import message_id_number
+
+    session_id = session_dir.name
+    try:
+        source = load_source(session_dir, session_id, warn=_refuse)
+        runs = [r for r in source.tree.get("runs", []) if isinstance(r, dict)]
+        trace_id = runs[run - 1].get("trace_id")
+        first = min((message_id_number(ref.record["message_id"]) for ref in iter_records(source.tree)
+                     if ref.trace_id == trace_id), default=None)
+        before = [r["message_id"] for r in source.records
+                  if first is not None and message_id_number(r["message_id"]) < first]
+        if not before:
+            raise ReplayError(f"--from-run {run}: session {session_id} has no record before run {run} to start from")
+        point = resolve_at(source, before[-1])
+    except ForkError as exc:
+        raise ReplayError(f"--from-run {run}: {exc}") from None
+    earlier = {**source.tree, "runs": runs[: run - 1], "ops": []}
+    per_agent = {agent: totals["inclusive"] for agent, totals in agent_totals(earlier).items()}
+    return StateBeforeRun(source, point, fold_totals(session_entries(earlier["runs"], [])), per_agent)
 
 
 def _refuse(text: str) -> None:

@@ -23,6 +23,7 @@ from typing import Any, Iterable, Mapping
 from opentelemetry import trace
 from opentelemetry.trace import SpanContext, TraceFlags
 
+from otel_agents.llm.budget import Budget, BudgetError, budget_from_json
 from otel_agents.llm.model_settings import ModelSettings, ModelSettingsError, settings_from_json
 from otel_agents.persistence.gc_pause import collector_paused
 from otel_agents.runtime.agent import Agent
@@ -47,6 +48,7 @@ class SavedRun:
     model_override: str | None = None
     app: str | None = None  # `run --app` reference the resume re-imports
     params: str | None = None  # JSON of the request parameters every agent was given (--param)
+    budget: str | None = None  # JSON of the session's limits in force (--max-cost-usd ...), carried on by resume
 
 
 @dataclass
@@ -67,19 +69,19 @@ def saved_runs(tree: Mapping[str, Any] | None) -> tuple[int, SavedRun | None]:
     attributes = last.get("attributes") or {}
     run = _last_run(int(last.get("index") or len(runs)), last.get("trace_id"), last.get("span_id"),
                     attributes.get(sc.RUN_SCRIPT), attributes.get(sc.RUN_MODEL), attributes.get(sc.RUN_APP),
-                    attributes.get(sc.RUN_PARAMS))
+                    attributes.get(sc.RUN_PARAMS), attributes.get(sc.RUN_BUDGET))
     return max(len(runs), run.index), run
 
 
 def _last_run(index: int, trace_id: Any, span_id: Any, script: Any, model: Any, app: Any = None,
-              params: Any = None) -> SavedRun:
+              params: Any = None, budget: Any = None) -> SavedRun:
     """The run the next one links to, checked: hex ids, and names that are names."""
     try:
         int(trace_id, 16), int(span_id, 16)
     except (TypeError, ValueError):
         raise ResumeError("the last run's trace and span ids are not hex") from None
     return SavedRun(index, trace_id, span_id, _name_or_none(script, "script"), _name_or_none(model, "model"),
-                    _name_or_none(app, "app"), _name_or_none(params, "params"))
+                    _name_or_none(app, "app"), _name_or_none(params, "params"), _name_or_none(budget, "budget"))
 
 
 def _name_or_none(value: Any, what: str) -> str | None:
@@ -99,7 +101,7 @@ def runs_from_meta(meta: Mapping[str, Any]) -> tuple[int, SavedRun | None]:
         return count, None
     try:
         run = _last_run(int(last["index"]), str(last["trace_id"]), str(last["span_id"]), last.get("script"),
-                        last.get("model"), last.get("app"), last.get("params"))
+                        last.get("model"), last.get("app"), last.get("params"), last.get("budget"))
     except (KeyError, TypeError, ValueError, AttributeError, ResumeError):
         raise ResumeError("meta.json has a damaged last_run") from None
     return max(count, run.index), run
@@ -201,6 +203,18 @@ def saved_params(saved: SavedSession, given: ModelSettings | None) -> ModelSetti
     try:
         recorded = settings_from_json(last.params if last else None, "the last run")
     except ModelSettingsError as exc:
+        raise ResumeError(str(exc)) from None
+    if recorded is None:
+        return given
+    return recorded.merged(given)
+
+
+def saved_budget(saved: SavedSession, given: Budget | None) -> Budget | None:
+    """The session's limits on resume: the last run's (as recorded on it), with ``given`` (--max-...) on top."""
+    last = saved.last_run
+    try:
+        recorded = budget_from_json(last.budget if last else None, "the last run")
+    except BudgetError as exc:
         raise ResumeError(str(exc)) from None
     if recorded is None:
         return given

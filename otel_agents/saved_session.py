@@ -6,7 +6,7 @@ checkpoint mark holds); otherwise the owner's careful load (``load_saved`` with
 file that exists but cannot be read whole, or records that contradict the checkpoint,
 are a :class:`~otel_agents.restore.ResumeError`: no model is called and nothing billed.
 The CLI and the Python API both resume through :func:`load_for_resume` and
-:func:`bill_before_resume`.
+:func:`bill_before_resume` (and :func:`agents_spent`, what agents with a budget spent before).
 """
 
 from __future__ import annotations
@@ -55,6 +55,21 @@ def bill_before_resume(session_dir: Path, tree: Mapping[str, Any] | None, meta: 
     if tree is not None:
         flush_unbilled(tree, billing_file)
         mark_billed(Path(session_dir), meta)
+
+
+def agents_spent(session_dir: Path, tree: Mapping[str, Any] | None) -> dict[str, Mapping[str, Any]]:
+    """What each agent, its sub-agents included, spent in the saved session, by agent id: the tree's
+    accounting (the ledger's numbers), ``tree`` as loaded for resume, else the checkpoint, read only now."""
+    from otel_agents.persistence.tree_totals import agent_totals
+
+    if tree is None:  # a closed, billed session resumes without its tree: read only when a budget needs it
+        try:
+            tree = SessionStore(Path(session_dir)).load_tree()
+        except UnknownTreeVersion as exc:
+            raise ResumeError(str(exc)) from None
+        except StoreError as exc:
+            raise ResumeError(f"the saved tree is needed for the agents' budgets and cannot be read: {exc}") from None
+    return {agent: totals["inclusive"] for agent, totals in agent_totals(tree).items()}
 
 
 def _load(session_dir: Path, session_id: str):

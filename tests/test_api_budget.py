@@ -98,3 +98,41 @@ def test_python_resume_counts_what_the_session_spent_unless_scoped_to_the_run(tm
         "scoped": "second answer",
         "raised": "third answer",
     }
+
+
+def test_python_resume_carries_the_sessions_limits_on_with_its_own_on_top(tmp_path, script):
+    program = tmp_path / "carried.py"
+    program.write_text(
+        "import json, sys, otel_agents\n"
+        "from otel_agents import Agent, Budget, BudgetExhausted, Session\n"
+        "home, script = sys.argv[1:3]\n"
+        "out = {}\n"
+        "def attempt(session, prompt):\n"
+        "    try:\n"
+        "        return session.run_sync(prompt)\n"
+        "    except BudgetExhausted as exc:\n"
+        "        return str(exc)\n"
+        "with otel_agents.recording(home=home):\n"
+        "    with Session(Agent('lead'), script=script, budget=Budget(max_llm_calls=4)) as first:\n"
+        "        out['first'] = attempt(first, 'go')\n"
+        "    sid = first.id\n"
+        "    with otel_agents.resume(sid, script=script) as again:\n"
+        "        out['again'] = attempt(again, 'more')\n"
+        "    with otel_agents.resume(sid, script=script, budget=Budget(max_tokens=10**6)) as tokens:\n"
+        "        out['tokens'] = attempt(tokens, 'more')\n"
+        "    with otel_agents.resume(sid, script=script, budget=Budget(max_llm_calls=5)) as raised:\n"
+        "        out['raised'] = attempt(raised, 'more')\n"
+        "print(json.dumps(out))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    env.update(OTEL_AGENTS_HOME=str(tmp_path / "home"), PYTHONPATH=str(ROOT), LITELLM_LOCAL_MODEL_COST_MAP="True")
+    done = subprocess.run([sys.executable, str(program), str(tmp_path / "home"), str(script)], env=env,
+                          capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout.splitlines()[-1])
+    assert out == {
+        "first": "The scout ran out.",  # 4 attempts: the lead twice, the scout twice
+        "again": "budget exhausted for session: 4 of 4 LLM calls made",  # no budget given: the run's carried on
+        "tokens": "budget exhausted for session: 4 of 4 LLM calls made",  # a token limit on top of it
+        "raised": "second answer",
+    }

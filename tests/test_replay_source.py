@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import subprocess
 import sys
@@ -69,3 +70,19 @@ def test_a_directory_without_a_tree_is_refused(tmp_path):
     (tmp_path / "20990101-000000-abcdef").mkdir()
     with pytest.raises(ReplayError, match="cannot be replayed"):
         read_source(tmp_path / "20990101-000000-abcdef")
+
+
+def test_run_2_starts_from_a_fork_point_just_after_run_1s_last_record_with_run_1s_spending(demo):
+    from otel_agents.replay_source import state_before_run
+
+    before = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in demo.iterdir() if p.is_file()}
+    start = state_before_run(demo, 2)
+    viewer = SessionViewer.from_session_dir(demo)
+    prompt = next(r for r in viewer.records if r.get("role") == "user" and r.get("content") == "And then?")
+    earlier = [r["message_id"] for r in viewer.records if r["message_id"] < prompt["message_id"]]
+    assert start.point.message_id == earlier[-1]
+    assert start.point.session_id == demo.name
+    first_run = json.loads((demo / "meta.json").read_text())["totals"]
+    assert start.spent["llm_calls"] == 13 < first_run["llm_calls"]  # run 1's attempts, the 429 included
+    assert start.agents_spent["agent_001"]["llm_calls"] == 13  # the root, its sub-agents inclusive
+    assert before == {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in demo.iterdir() if p.is_file()}

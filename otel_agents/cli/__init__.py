@@ -22,6 +22,7 @@ from otel_agents.cli.resume import resume
 from otel_agents.cli.run import run
 from otel_agents.cli.send import send
 from otel_agents.cli.sessions import sessions
+from otel_agents.cli.ui import ui
 from otel_agents.cli.view import view
 
 
@@ -31,7 +32,7 @@ def cli() -> None:
     """A multi-agent LLM runtime in which everything that happens is an OpenTelemetry span."""
 
 
-for command in (run, resume, fork, send, replay, sessions, billing, view, import_traces, export, collect):
+for command in (run, resume, fork, send, replay, sessions, billing, view, import_traces, export, collect, ui):
     cli.add_command(command)
 
 

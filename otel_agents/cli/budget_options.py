@@ -17,12 +17,17 @@ class BudgetOptions:
     allow_unpriced: bool = False
     scope: str = "session"  # session: a resumed session's past spending counts; run: this command's only
 
+    def limits(self) -> Any:
+        """The limits given (an ``llm.budget.Budget``; fields not given are None)."""
+        from otel_agents.llm.budget import Budget
+
+        return Budget(max_cost_usd=self.max_cost_usd, max_tokens=self.max_tokens, max_llm_calls=self.max_llm_calls)
+
     def meter(self) -> Any:
         """The session-wide ``BudgetMeter``, or None when no limit is given."""
-        from otel_agents.llm.budget import Budget, BudgetMeter
+        from otel_agents.llm.budget import BudgetMeter
 
-        return BudgetMeter.for_session(
-            Budget(max_cost_usd=self.max_cost_usd, max_tokens=self.max_tokens, max_llm_calls=self.max_llm_calls))
+        return BudgetMeter.for_session(self.limits())
 
 
 def budget_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -50,10 +55,12 @@ def budget_options(func: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-def check_session_budgets(session: Any, opts: BudgetOptions, spent_before: Mapping[str, Any] | None = None) -> None:
+def check_session_budgets(session: Any, opts: BudgetOptions, spent_before: Mapping[str, Any] | None = None,
+                          agents_before: Callable[[], Mapping[str, Any]] | None = None) -> None:
     """Before anything is called or billed: a cost limit (the session's or an agent's) with an unpriced
     model is a usage error (exit 2) unless ``--allow-unpriced``; on resume with scope ``session``
-    the session's and the root agent's limits count what was spent before."""
+    the session's and the root agent's limits count what was spent before, and every other agent's
+    what it spent with its sub-agents (``agents_before()``, by agent id)."""
     from otel_agents.llm.budget import BudgetError
 
     if not opts.allow_unpriced:
@@ -62,4 +69,4 @@ def check_session_budgets(session: Any, opts: BudgetOptions, spent_before: Mappi
         except BudgetError as exc:
             raise click.UsageError(str(exc).replace("allow unpriced models", "pass --allow-unpriced")) from None
     if opts.scope == "session":
-        session.carry_spent(spent_before)
+        session.carry_spent(spent_before, agents_before)

@@ -53,8 +53,8 @@ class ReplayReport:
 @click.command()
 @click.argument("session_id")
 @click.option("--from-run", "from_run", type=click.IntRange(1), default=1, show_default=True,
-              help="Compare requests from run N on; earlier runs are re-run from their recorded answers "
-                   "without comparing, to rebuild the state run N started from.")
+              help="Replay runs N.. only, starting from a fork of the session just before run N "
+                   "(earlier runs are not made again; turns still count from the session's start).")
 @click.option("--strict", is_flag=True,
               help="Any difference fails at once: tool definitions and request parameters too, not only the messages.")
 @click.option("-v", "--verbose", is_flag=True, help="One stderr line per LLM and tool request/response.")
@@ -73,11 +73,12 @@ def replay_command(session_id: str, from_run: int, strict: bool, verbose: bool, 
     from otel_agents.llm.model_settings import ModelSettingsError, settings_from_json
     from otel_agents.llm.replay_book import ReplayBook
     from otel_agents.llm.scripts import ScriptError, load_script
-    from otel_agents.replay_source import ReplayError, read_source
+    from otel_agents.replay_source import ReplayError, read_source, state_before_run
 
     source_dir = session_dir_or_exit(paths, session_id)
     try:  # everything is read and checked before any model is called
         source = read_source(source_dir, from_run)
+        start = state_before_run(source_dir, from_run) if from_run > 1 else None
     except ReplayError as exc:
         raise DataError(str(exc)) from None
     if source.app is None and source.script is None:
@@ -91,7 +92,7 @@ def replay_command(session_id: str, from_run: int, strict: bool, verbose: bool, 
         params = settings_from_json(source.params, "the last run")
     except ModelSettingsError as exc:
         raise click.UsageError(f"session {session_id}: {exc}") from None
-    book = ReplayBook({(c.agent, c.turn, c.attempt): c for c in source.calls}, strict=strict)
+    book = ReplayBook.of(source.calls, strict=strict)  # runs before --from-run are not made: not in it
     model = f"replay/{source.session_id}"
 
     from otel_agents.runtime.scenario import build_session
@@ -100,7 +101,10 @@ def replay_command(session_id: str, from_run: int, strict: bool, verbose: bool, 
     tracing = configure(None)
     llm = make_llm(tracing, ModelOptions(model, None, 20, 4, 120.0, params, source.stream))
     try:
-        if app is None:
+        if start is not None:
+            session = _forked_before_run(start, app, script, model, telemetry=tracing.telemetry, llm=llm,
+                                         settings_override=params)
+        elif app is None:
             session = build_session(script, model=model, telemetry=tracing.telemetry, llm=llm,
                                     settings_override=params)
         else:
@@ -122,10 +126,52 @@ def replay_command(session_id: str, from_run: int, strict: bool, verbose: bool, 
         extra[sc.RUN_APP] = app.reference
     if params is not None:
         extra[sc.RUN_PARAMS] = params.to_json()
+    if start is not None:  # it starts from a fork of the source: meta.json and `sessions list` say so
+        extra.update(start.point.run_attributes())
     context = RunContext(source="replay", script=script.source if script is not None else None,
                          model_override=model, extra=extra)
-    report = ReplayReport(book, source.session_id, len({run for run, _ in source.prompts}))
-    code = execute(session, [prompt for _, prompt in source.prompts], context, tracing, recording, report)
+    prompts = [prompt for run, prompt in source.prompts if run >= from_run]
+    report = ReplayReport(book, source.session_id, len(prompts))
+    code = execute(session, prompts, context, tracing, recording, report)
     if code == EXIT_OK and report.failed():
         return EXIT_FAILED
     return code
+
+
+def _forked_before_run(start: Any, app: Any, script: Any, model: str, **restore_kwargs: Any) -> Any:
+    """The session as the source's run N started (``replay_source.StateBeforeRun``), every agent on ``model``.
+
+    Rebuilt as resume rebuilds it (the app's tools, the script's and the app's hooks, the agents'
+    request parameters and budgets); those budgets count what the runs before spent, at the
+    replay's price (zero), as a replay from run 1 would have counted it in one process.
+    """
+    from otel_agents.cli.app_session import install_app_hooks
+    from otel_agents.forking import ForkError, fork_session
+    from otel_agents.restore import INTERRUPTED_RESULT
+    from otel_agents.runtime.scenario import install_hooks
+    from otel_agents.tracing.session_ids import new_session_id
+
+    if app is not None:
+        settings, budgets = app.agent.settings_by_name(script), app.agent.budgets_by_name(script)
+    else:
+        settings, budgets = script.agent_settings(script.root_name), script.budgets_by_name(script.root_name)
+    if script is not None:
+        restore_kwargs["llm"].use_script(script)  # agents left on its scripted model, as at run 1
+    try:
+        # Cut between runs, a tool call without a result was one the source's run N found interrupted.
+        session = fork_session(start.source, start.point, new_session_id(), pending_result=INTERRUPTED_RESULT,
+                               tools=app.agent.tool_list() if app else (), model_override=model,
+                               script_model=script.model if script else None, agent_settings=settings,
+                               agent_budgets=budgets, **restore_kwargs)
+    except ForkError as exc:
+        raise click.UsageError(str(exc)) from None
+    session.carry_spent(_at_no_cost(start.spent), lambda: {a: _at_no_cost(t) for a, t in start.agents_spent.items()})
+    if script is not None:
+        install_hooks(session, script.hooks)
+    if app is not None:
+        install_app_hooks(session, app)
+    return session
+
+
+def _at_no_cost(totals: dict[str, Any]) -> dict[str, Any]:
+    return {**totals, "cost_usd": 0.0}  # what the replay of those calls would have cost

@@ -77,8 +77,9 @@ def _resume_owned(session_dir, session_id, prompts, script_name, model_opts, otl
                   trace_tools, paths, ownership, budget_opts, delivery: Delivery | None = None) -> int:
     from otel_agents.llm.budget import totals_before
     from otel_agents.llm.scripts import ScriptError, load_script
-    from otel_agents.restore import ResumeError, restore_session, saved_params
-    from otel_agents.saved_session import load_for_resume
+    from otel_agents.llm.budget import BudgetMeter
+    from otel_agents.restore import ResumeError, restore_session, saved_budget, saved_params
+    from otel_agents.saved_session import agents_spent, load_for_resume
 
     try:  # everything is read and checked before any model is called or anything billed
         saved, tree, meta = load_for_resume(session_dir, session_id)
@@ -97,6 +98,7 @@ def _resume_owned(session_dir, session_id, prompts, script_name, model_opts, otl
     model = model_opts.model or (last.model_override if last else None)
     try:
         params = saved_params(saved, model_opts.params)  # the session's --param, these on top
+        limits = saved_budget(saved, budget_opts.limits())  # the session's limits, these on top
     except ResumeError as exc:
         raise click.UsageError(str(exc)) from None
 
@@ -125,9 +127,9 @@ def _resume_owned(session_dir, session_id, prompts, script_name, model_opts, otl
             agent_settings=agent_settings,
             settings_override=params,
             agent_budgets=agent_budgets,
-            budget=budget_opts.meter(),
+            budget=BudgetMeter.for_session(limits),
         )
-        check_session_budgets(session, budget_opts, totals_before(tree, meta))
+        check_session_budgets(session, budget_opts, totals_before(tree, meta), lambda: agents_spent(session_dir, tree))
     except ResumeError as exc:
         tracing.shutdown()
         raise click.UsageError(str(exc)) from None

@@ -51,6 +51,12 @@ class Budget(BaseModel):
     def to_json(self) -> str:
         return json.dumps(self.model_dump(exclude_none=True), separators=(",", ":"), sort_keys=True)
 
+    def merged(self, over: "Budget | None") -> "Budget":
+        """These limits with ``over``'s given ones on top (a resume's options over the session's limits)."""
+        if over is None:
+            return self
+        return Budget.model_validate({**self.model_dump(exclude_none=True), **over.model_dump(exclude_none=True)})
+
 
 BUDGET_KEYS = tuple(Budget.model_fields)
 
@@ -68,6 +74,17 @@ def budget_from_mapping(data: Any, where: str) -> Budget:
         error = exc.errors()[0]
         key = ".".join(str(p) for p in error["loc"]) or "budget"
         raise BudgetError(f"{where}: budget {key}: {error['msg']}") from None
+
+
+def budget_from_json(text: str | None, where: str) -> Budget | None:
+    """A budget recorded as JSON (``otel_agents.run.budget``, meta.json's ``last_run.budget``); None when absent."""
+    if text is None:
+        return None
+    try:
+        data = json.loads(text)
+    except ValueError:
+        raise BudgetError(f"{where}: its budget is not JSON") from None
+    return budget_from_mapping(data, where)
 
 
 def usd(amount: float) -> str:

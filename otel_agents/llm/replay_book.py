@@ -33,7 +33,7 @@ class RecordedCall:
     usage: dict[str, int] = field(default_factory=dict)
     response_id: str | None = None
     error_type: str | None = None
-    compare: bool = True  # False for runs replayed only to rebuild state (--from-run)
+    compare: bool = True  # False for runs before --from-run: not made again, only their turns counted
 
 
 @dataclass(frozen=True)
@@ -62,6 +62,16 @@ class ReplayBook:
     notes: list[Divergence] = field(default_factory=list)  # differences tolerated without --strict
     used: set[tuple[str, int, int]] = field(default_factory=set)
     _turns: dict[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, calls: list[RecordedCall], strict: bool = False) -> "ReplayBook":
+        """The book of the calls to compare; the others (runs before --from-run, which the replay starts
+        after) only count their turns, so turns go on counting from the session's start."""
+        book = cls({(c.agent, c.turn, c.attempt): c for c in calls if c.compare}, strict=strict)
+        for call in calls:
+            if not call.compare:
+                book._turns[call.agent] = max(book._turns.get(call.agent, 0), call.turn)
+        return book
 
     def unused(self) -> list[RecordedCall]:
         """Recorded calls the replay never made (the run ended sooner than the recorded one)."""

@@ -232,7 +232,7 @@ def this_writer() -> dict[str, Any]:
 
 
 def run_summary(run: Mapping[str, Any], position: int) -> dict[str, Any]:
-    """A run's root span as resume needs it: ids to link to, index to count on from, script, model, app, params."""
+    """A run's root span as resume needs it: ids to link to, index to count on, script, model, app, params, budget."""
     attributes = run.get("attributes") or {}
     summary = {
         "index": int(run.get("index") or position),
@@ -245,6 +245,8 @@ def run_summary(run: Mapping[str, Any], position: int) -> dict[str, Any]:
         summary["app"] = attributes[sc.RUN_APP]
     if attributes.get(sc.RUN_PARAMS) is not None:  # likewise only runs given --param
         summary["params"] = attributes[sc.RUN_PARAMS]
+    if attributes.get(sc.RUN_BUDGET) is not None:  # likewise only runs with limits: resume carries them on
+        summary["budget"] = attributes[sc.RUN_BUDGET]
     if attributes.get(sc.SESSION_TXN) is not None:  # the console id, kept by resume and send
         summary["txn"] = attributes[sc.SESSION_TXN]
     ingress = ingress_of(attributes)

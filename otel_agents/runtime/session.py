@@ -202,9 +202,17 @@ class Session:
         refuse_unpriced([self.budget.budget if self.budget else None, *self.agent_budgets.values()], models,
                         self.llm.prices)
 
-    def carry_spent(self, totals: Mapping[str, Any] | None) -> None:
-        """Resumed: the session's and the root agent's limits count what the session spent before."""
+    def carry_spent(self, totals: Mapping[str, Any] | None,
+                    agents: Callable[[], Mapping[str, Mapping[str, Any]]] | None = None) -> None:
+        """Resumed: the session's and the root agent's limits count what the session spent before, every
+        other restored agent's what it and its sub-agents spent (``agents()``: totals by agent id, asked
+        only when such an agent has a budget)."""
         carry_over((self.budget, self.root.budget_meter if self.root else None), totals)
+        metered = [a for a in self.agents.values() if a.budget_meter is not None and a is not self.root]
+        if metered and agents is not None:
+            spent = agents()
+            for agent in metered:
+                carry_over((agent.budget_meter,), spent.get(agent.agent_id))
 
     def find_agent(self, name_or_id: str) -> "Agent | None":
         """By id, else the most recently created agent of that name."""

@@ -151,3 +151,86 @@ def test_a_bad_budget_in_a_script_is_one_usage_line(cli_env, tmp_path, budget, m
     result = CliRunner().invoke(cli, ["run", "--script", str(script), "hi"])
     assert result.exit_code == 2
     assert message in result.stderr and "Traceback" not in result.stderr
+
+
+def test_resume_carries_the_last_runs_limits_on_with_its_own_options_on_top(cli_env):
+    first = otel(cli_env, "run", "--max-llm-calls", "5")
+    assert first.exit_code == 1
+    sid = session_of(first.stderr)
+    meta = json.loads((cli_env / "sessions" / sid / "meta.json").read_text())
+    assert json.loads(meta["last_run"]["budget"]) == {"max_llm_calls": 5}
+
+    # No option given: the run's limit is still in force, counting what the session spent.
+    again = otel(cli_env, "resume", sid, "carry on")
+    assert again.exit_code == 1
+    assert error_lines(again.stderr) == ["error: budget exhausted for session: 5 of 5 LLM calls made"]
+    assert len(llm_records(cli_env, sid)) == 5
+
+    # Another kind of limit given: on top of the carried one, which still stops the run.
+    tokens = otel(cli_env, "resume", sid, "carry on", "--max-tokens", "1000000")
+    assert error_lines(tokens.stderr) == ["error: budget exhausted for session: 5 of 5 LLM calls made"]
+    meta = json.loads((cli_env / "sessions" / sid / "meta.json").read_text())
+    assert json.loads(meta["last_run"]["budget"]) == {"max_llm_calls": 5, "max_tokens": 1000000}
+
+    # --budget-scope run: the carried limit counts this command's attempts only, as before.
+    scoped = otel(cli_env, "resume", sid, "just this", "--budget-scope", "run")
+    made = len(llm_records(cli_env, sid)) - 5
+    assert 1 <= made <= 5, scoped.stderr
+    assert scoped.exit_code == (1 if made == 5 else 0)
+
+
+def test_a_carried_limit_that_is_not_json_is_one_usage_line(cli_env):
+    sid = session_of(otel(cli_env, "run", "--max-llm-calls", "50", "hello").stderr)
+    meta_path = cli_env / "sessions" / sid / "meta.json"
+    meta = json.loads(meta_path.read_text())
+    meta["last_run"]["budget"] = "{not json"
+    meta_path.write_text(json.dumps(meta))
+    billed = len(llm_records(cli_env, sid))
+    done = otel(cli_env, "resume", sid, "carry on")
+    assert done.exit_code == 2
+    assert done.stderr.strip().splitlines()[-1] == "Error: the last run: its budget is not JSON"
+    assert "Traceback" not in done.stderr
+    assert len(llm_records(cli_env, sid)) == billed
+
+
+SUB_AGENT_AGAIN = {
+    "name": "budgeted-again",
+    "agents": {
+        "main": [{"tool_calls": [{"name": "task", "arguments": {"name": "Worker", "user_prompt": "work"}}]},
+                 "The worker stopped early.",
+                 {"tool_calls": [{"name": "discuss", "arguments": {"speakers": ["Worker"], "prompt": "again"}}]},
+                 "The worker is still out.",
+                 {"tool_calls": [{"name": "discuss", "arguments": {"speakers": ["Worker"], "prompt": "again"}}]},
+                 "The worker spoke."],
+        "Worker": [{"tool_calls": [{"name": "task", "arguments": {"name": "Helper"}}],
+                    "usage": {"input_tokens": 30, "output_tokens": 5}},
+                   {"text": "back at work", "usage": {"input_tokens": 3, "output_tokens": 2}}],
+    },
+    "agent_budgets": {"Worker": {"max_tokens": 20}},
+}
+
+
+def test_a_sub_agent_budget_spent_in_run_1_stays_spent_after_resume(cli_env, tmp_path):
+    script = tmp_path / "again.json"
+    script.write_text(json.dumps(SUB_AGENT_AGAIN))
+    first = otel(cli_env, "run", "--script", str(script), "go", cwd=tmp_path)
+    assert first.stdout == "The worker stopped early.\n", first.stderr
+    sid = session_of(first.stderr)
+    assert [r["agent_name"] for r in llm_records(cli_env, sid)] == ["main", "Worker", "main"]
+
+    # A new process: the Worker's budget counts the 35 tokens it spent in run 1 (the tree's and the ledger's).
+    again = otel(cli_env, "resume", sid, "ask the worker again", cwd=tmp_path)
+    assert again.exit_code == 0, again.stderr
+    assert again.stdout == "The worker is still out.\n"
+    assert "ERR budget exhausted for Worker: 35 of 20 tokens spent" in again.stderr
+    assert [r["agent_name"] for r in llm_records(cli_env, sid)] == ["main", "Worker", "main", "main", "main"]
+    worker_tokens = sum(r["tokens"]["input"] + r["tokens"]["output"] for r in llm_records(cli_env, sid)
+                        if r["agent_name"] == "Worker")
+    assert worker_tokens == 35
+
+    # --budget-scope run: this command's spending only, so the Worker answers.
+    scoped = otel(cli_env, "resume", sid, "once more", "--budget-scope", "run", cwd=tmp_path)
+    assert scoped.exit_code == 0, scoped.stderr
+    assert scoped.stdout == "The worker spoke.\n"
+    assert "budget exhausted" not in scoped.stderr
+    assert [r["agent_name"] for r in llm_records(cli_env, sid)][5:] == ["main", "Worker", "main"]

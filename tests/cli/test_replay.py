@@ -201,22 +201,61 @@ def test_strict_fails_on_a_changed_parameter_that_the_default_only_notes(tmp_pat
     assert strict.stdout == ""
 
 
-def test_from_run_compares_from_that_run_on(tmp_path):
+def _billed(rows: list[dict], first_run: int = 1) -> list[tuple]:
+    """Ledger rows as what was done: run (counted from ``first_run``), place, agent, kind, outcome, tokens."""
+    return [(r["run"] - first_run + 1, r["path"], r["agent_id"], r["agent_name"], r["type"], r["status"],
+             r.get("attempt"), r.get("tokens")) for r in rows if r["run"] >= first_run]
+
+
+def test_from_run_replays_runs_n_on_from_a_fork_of_the_session_just_before_run_n(tmp_path):
     home = tmp_path / "home"
     script = tmp_path / "cafe.json"
     data = json.loads(DEMO.read_text())
     script.write_text(json.dumps(data))
     source = session_of(cli("run", "--script", str(script), "Create Jack and Jill for a cafe discussion", home=home))
     cli("resume", source, "And then?", home=home)
-    whole = cli("replay", source, "--from-run", "2", home=home)
-    assert_replayed_whole(home, source, session_of(whole))
+    cli("resume", source, "Anything else?", home=home)
+    before = checksums(home / "sessions" / source)
 
-    data["root"]["system_prompt"] = "You direct a play with two characters."
-    script.write_text(json.dumps(data))
-    done = cli("replay", source, "--from-run", "2", home=home, check=False)
+    done = cli("replay", source, "--from-run", "2", home=home)
+    replayed = session_of(done)
+    # Run 1's calls are not made again: the replay's attempts and tool calls are exactly runs 2 and 3's.
+    assert _billed(ledger(home, replayed)) == _billed(ledger(home, source), first_run=2)
+    assert len(_billed(ledger(home, source))) > len(_billed(ledger(home, replayed))) > 0
+    llm_calls = len([r for r in ledger(home, replayed) if r["type"] == "llm"])
+    assert f"replay: {llm_calls} LLM calls of 2 runs matched session {source}" in done.stderr
+    assert sum(r.get("cost_usd") or 0 for r in ledger(home, replayed)) == 0
+    # Its state is the source's at run 2's start (run 1's records, inherited), then runs 2 and 3 again.
+    assert events(home, replayed) == events(home, source)
+    run_1 = [r["message_id"] for r in map(orjson.loads, (home / "sessions" / source / "events.jsonl").read_bytes()
+                                              .splitlines()) if r["trace_id"] == ledger(home, source)[0]["trace_id"]]
+    meta = json.loads((home / "sessions" / replayed / "meta.json").read_text())
+    assert meta["forked_from"] == {"session": source, "message": run_1[-1]}
+    assert meta["runs"] == 2
+    assert cli("sessions", "verify", replayed, home=home, check=False).returncode == 0
+    assert checksums(home / "sessions" / source) == before
+
+
+def test_from_run_compares_only_runs_n_on_and_names_turns_from_the_sessions_start(tmp_path):
+    home = tmp_path / "home"
+    twice = {"name": "cities", "agents": {"researcher": CITY_SCRIPT["agents"]["researcher"] * 2}}
+    (tmp_path / "cities.json").write_text(json.dumps(twice))
+    (tmp_path / "my_city_app.py").write_text(CITY_APP.replace("{RESULT}", "2 million people"))
+    source = session_of(cli("run", "--app", "my_city_app:make", "--script", "cities.json", "How big is Paris?",
+                            home=home, cwd=tmp_path))
+    cli("resume", source, "Again?", home=home, cwd=tmp_path)
+
+    (tmp_path / "my_city_app.py").write_text(CITY_APP.replace("{RESULT}", "11 million people"))
+    whole = cli("replay", source, home=home, cwd=tmp_path, check=False)
+    assert "replay diverged: agent researcher, turn 2, attempt 1: messages differ" in whole.stderr
+    done = cli("replay", source, "--from-run", "2", home=home, cwd=tmp_path, check=False)
     assert done.returncode == 1
-    # Run 1 is re-run uncompared; main's first call of run 2 is its 7th of the session.
-    assert "replay diverged: agent main, turn 7, attempt 1: messages differ" in done.stderr
+    # Run 1's tool result is inherited as saved, not made again: the first difference is run 2's,
+    # at the researcher's 4th turn of the session.
+    assert "replay diverged: agent researcher, turn 4, attempt 1: messages differ" in done.stderr
+    assert ' "content": "Paris has 2 million people",' in done.stderr  # run 1's, unchanged in the diff
+    assert '+  "content": "Paris has 11 million people",' in done.stderr
+    assert [r["agent_name"] for r in ledger(home, session_of(done)) if r["type"] == "llm"] == ["researcher"] * 2
 
 
 @pytest.mark.parametrize("args, message", [

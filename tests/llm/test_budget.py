@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from otel_agents.llm.budget import (
-    Budget, BudgetError, BudgetExhausted, BudgetMeter, Spent, budget_from_mapping, charge, check, metering,
+    Budget, BudgetError, BudgetExhausted, BudgetMeter, Spent, budget_from_json, budget_from_mapping, charge, check, metering,
     refuse_unpriced, totals_before, usd,
 )
 from otel_agents.llm.pricing import PriceTable, Usage
@@ -101,3 +101,25 @@ def test_the_spending_before_a_resume_comes_from_the_tree_else_meta():
     assert Spent.from_totals(totals_before(None, meta)) == Spent(0.25, 6, 2)
     tree = {"totals": {"inclusive": {"llm_calls": 3}}}
     assert Spent.from_totals(totals_before(tree, meta)) == Spent(0.0, 0, 3)
+
+
+_LIMITS = st.builds(Budget, max_cost_usd=st.none() | st.floats(0, 100), max_tokens=st.none() | st.integers(0, 10**6),
+                    max_llm_calls=st.none() | st.integers(0, 1000))
+
+
+@given(_LIMITS, _LIMITS)
+def test_limits_given_on_resume_go_on_top_of_the_carried_ones_field_by_field(carried, given_now):
+    merged = carried.merged(given_now)
+    for key in ("max_cost_usd", "max_tokens", "max_llm_calls"):
+        mine = getattr(given_now, key)
+        assert getattr(merged, key) == (mine if mine is not None else getattr(carried, key))
+    assert carried.merged(None) == carried
+    assert budget_from_json(merged.to_json(), "run") == merged  # as recorded on the run and read back
+
+
+def test_a_recorded_budget_that_is_damaged_names_where_it_came_from():
+    assert budget_from_json(None, "the last run") is None
+    with pytest.raises(BudgetError, match="^the last run: its budget is not JSON$"):
+        budget_from_json("{", "the last run")
+    with pytest.raises(BudgetError, match="^the last run: unknown budget key"):
+        budget_from_json('{"max_usd": 1}', "the last run")

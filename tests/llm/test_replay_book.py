@@ -99,3 +99,20 @@ def test_calls_of_runs_before_from_run_are_answered_unchecked():
     replay = book(call([{"role": "user", "content": "a"}], compare=False), strict=True)
     assert replay.answer("main", 1, [{"role": "user", "content": "changed"}], {}).turn == 1
     assert replay.divergence is None
+
+
+def test_a_book_from_run_n_holds_only_the_calls_compared_and_counts_turns_from_the_sessions_start():
+    hello = [{"role": "user", "content": "hi"}]
+    earlier = [call(hello, turn=1), call(hello, turn=2), call(hello, turn=1, agent="Jill")]
+    later = [call(hello, turn=3), call(hello, turn=2, agent="Jill"), call(hello, turn=1, agent="Jack")]
+    for recorded in earlier:
+        recorded.compare = False
+    replay = ReplayBook.of(earlier + later)
+    assert set(replay.calls) == {("main", 3, 1), ("Jill", 2, 1), ("Jack", 1, 1)}  # run 1's are not made again
+    assert replay.answer("main", 1, hello, {}) is later[0]  # main's first request of the replay is its turn 3
+    assert replay.answer("Jack", 1, hello, {}) is later[2]
+    assert replay.unused() == [later[1]]
+    replay.answer("Jill", 1, hello, {})
+    assert replay.unused() == [] and replay.divergence is None
+    with pytest.raises(Stopped, match="agent main, turn 4, attempt 1: no recorded call"):
+        replay.answer("main", 1, hello, {})

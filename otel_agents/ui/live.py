@@ -1,0 +1,174 @@
+"""``/api/sessions/{id}/live``: server-sent events fed by following spans.jsonl and events.jsonl by byte offset.
+
+Both files are append-only and flushed per line, so a byte offset into each is a cursor
+that never skips a line: every message's ``id:`` is ``<spans offset>.<events offset>``,
+and a reconnecting EventSource (``Last-Event-ID``) resumes from it. Only whole lines
+are read; a file that became shorter (replaced) is read again from its start.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from pathlib import Path
+from typing import Any, AsyncIterator
+
+import orjson
+from starlette.concurrency import run_in_threadpool
+
+from otel_agents.ui.loaded import SessionCache
+from otel_agents.ui.security import ApiError
+from otel_agents.ui.sessions_api import ui_status
+from otel_agents.persistence.ownership import owner_of
+
+POLL_S = 0.1
+HEARTBEAT_S = 10.0
+STATUS_EVERY_S = 1.0  # a writer that dies changes no file: liveness is asked of the lock this often
+CURSOR = re.compile(r"^([0-9]{1,15})\.([0-9]{1,15})$")
+READ_LIMIT = 8 << 20  # bytes read per file per poll: a huge backlog arrives in several messages
+
+
+def parse_cursor(value: str) -> tuple[int, int]:
+    match = CURSOR.match(value.strip())
+    if not match:
+        raise ApiError(400, f"bad cursor {value[:40]!r}: <spans offset>.<events offset> expected")
+    return int(match[1]), int(match[2])
+
+
+def current_cursor(directory: Path) -> tuple[int, int]:
+    return _size(directory / "spans.jsonl"), _size(directory / "events.jsonl")
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def read_lines(path: Path, offset: int) -> tuple[list[bytes], int]:
+    """Whole lines after ``offset`` and the offset after the last of them (a torn tail waits for its newline)."""
+    try:
+        size = path.stat().st_size
+    except OSError:
+        return [], offset
+    if size < offset:
+        offset = 0  # the file was replaced: read it again (rows are upserts, so repeats are harmless)
+    if size == offset:
+        return [], offset
+    with open(path, "rb") as fh:
+        fh.seek(offset)
+        data = fh.read(min(size - offset, READ_LIMIT))
+    end = data.rfind(b"\n")
+    if end < 0:
+        return [], offset
+    return data[:end].split(b"\n"), offset + end + 1
+
+
+def spans_named(lines: list[bytes]) -> list[str]:
+    """Span ids that started or ended in these journal lines, in order."""
+    seen: dict[str, None] = {}
+    for line in lines:
+        try:
+            value = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(value, dict):
+            span_id = value.get("start") or value.get("end")
+            if isinstance(span_id, str):
+                seen[span_id] = None
+    return list(seen)
+
+
+def messages_named(lines: list[bytes]) -> list[str]:
+    out = []
+    for line in lines:
+        try:
+            value = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(value, dict) and isinstance(value.get("message_id"), str):
+            out.append(value["message_id"])
+    return out
+
+
+def _event(name: str | None, data: Any, cursor: tuple[int, int] | None) -> bytes:
+    out = b""
+    if cursor is not None:
+        out += f"id: {cursor[0]}.{cursor[1]}\n".encode()
+    if name is not None:
+        out += f"event: {name}\n".encode()
+    return out + b"data: " + orjson.dumps(data) + b"\n\n"
+
+
+def _rows(cache: SessionCache, session_id: str, span_ids: list[str]) -> list[dict[str, Any]]:
+    """Rows of the changed spans and of their ancestors (whose counts and inclusive totals changed), parents first."""
+    session = cache.get(session_id)
+    index = session.index
+    wanted: dict[str, int] = {}
+    for span_id in span_ids:
+        if span_id not in index.entries:
+            continue
+        chain = index.ancestors(span_id)
+        for depth, ancestor in enumerate(chain):
+            wanted.setdefault(ancestor, depth)
+        wanted[span_id] = len(chain)
+    return [index.row(span_id) for span_id in sorted(wanted, key=lambda s: wanted[s])]
+
+
+def _status(directory: Path) -> dict[str, Any]:
+    from otel_agents.persistence.store import SessionStore, StoreError
+
+    try:
+        meta = SessionStore(directory).read_meta()
+    except StoreError:
+        meta = None
+    live = owner_of(directory) is not None
+    status = ui_status(meta, directory) if meta is not None else ("running" if live else "interrupted")
+    return {"status": status, "live": live}
+
+
+async def follow(cache: SessionCache, session_id: str, start: tuple[int, int] | None,
+                 disconnected) -> AsyncIterator[bytes]:
+    """The event stream of one session until the client goes away."""
+    directory = cache.directory(session_id)
+    spans_at, events_at = start if start is not None else current_cursor(directory)
+    yield b"retry: 1000\n\n"
+    last_status: dict[str, Any] | None = None
+    status_at = heartbeat_at = 0.0
+    while not await disconnected():
+        now = time.monotonic()
+        span_lines, spans_next = read_lines(directory / "spans.jsonl", spans_at)
+        event_lines, events_next = read_lines(directory / "events.jsonl", events_at)
+        cursor = (spans_next, events_next)
+        changed = spans_named(span_lines)
+        sent = False
+        if changed:
+            try:
+                rows = await run_in_threadpool(_rows, cache, session_id, changed)
+            except ApiError:
+                return  # removed or unreadable now: the client reconnects and is told why, in one line
+            yield _event("nodes", {"nodes": rows}, cursor)
+            sent = True
+        if event_lines:
+            yield _event("records", {"message_ids": messages_named(event_lines)}, cursor)
+            sent = True
+        if not sent and cursor != (spans_at, events_at):
+            yield _event("cursor", {}, cursor)  # lines that named nothing: the cursor still moves on
+            sent = True
+        spans_at, events_at = cursor
+        if sent or now - status_at >= STATUS_EVERY_S:
+            status_at = now
+            status = await run_in_threadpool(_status, directory)
+            if status != last_status:
+                last_status = status
+                yield _event("status", status, cursor)
+                sent = True
+        if sent:
+            heartbeat_at = now
+        elif now - heartbeat_at >= HEARTBEAT_S:
+            heartbeat_at = now
+            yield b": heartbeat\n\n"
+        if not span_lines and not event_lines:
+            await asyncio.sleep(POLL_S)

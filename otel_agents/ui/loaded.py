@@ -1,0 +1,140 @@
+"""Loaded sessions kept in memory while their files are unchanged, so paging a large tree reads it once.
+
+A session is read by ``persistence.saved.load_saved`` (read-only: no lock taken, no repair)
+and keyed by the (size, mtime) of its files plus whether a writer holds it: the first
+request after any change loads it again, every other request reuses the decoded tree.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from otel_agents.persistence.ownership import owner_of
+from otel_agents.persistence.paths import InvalidSessionId, Paths
+from otel_agents.persistence.saved import SessionUnreadable, load_saved
+from otel_agents.persistence.store import SessionStore, StoreError
+from otel_agents.ui.node_index import NodeIndex, build_index
+from otel_agents.ui.security import ApiError, check_session_id
+
+WATCHED_FILES = ("meta.json", "tree.json.gz", "spans.jsonl", "events.jsonl")
+KEEP = 4  # sessions kept decoded at once: a 100k-entry tree is hundreds of MB in memory
+
+
+def stamp(directory: Path) -> tuple:
+    """What changes whenever a writer touches the session, or stops holding it."""
+    out: list[Any] = []
+    for name in WATCHED_FILES:
+        try:
+            st = (directory / name).stat()
+            out.append((st.st_size, st.st_mtime_ns))
+        except OSError:
+            out.append(None)
+    out.append(owner_of(directory) is not None)
+    return tuple(out)
+
+
+@dataclass
+class UiSession:
+    """One session as the API reads it: the load, its node rows, and (on first use) its views."""
+
+    session_id: str
+    directory: Path
+    key: tuple
+    tree: dict[str, Any] | None
+    meta: dict[str, Any] | None
+    live: bool
+    index: NodeIndex
+    notes: list[str]
+    _viewer: Any = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def viewer(self):
+        """The views' ``SessionViewer`` of this directory, as ``otel-agents view`` opens it (no index cache file)."""
+        from otel_agents.views import SessionViewer, ViewError
+
+        with self._lock:
+            if self._viewer is None:
+                try:
+                    self._viewer = SessionViewer.from_session_dir(self.directory, warn=self.notes.append)
+                except ViewError as exc:
+                    raise ApiError(422, str(exc)) from None
+            return self._viewer
+
+
+class SessionCache:
+    def __init__(self, sessions_dir: Path):
+        self.paths = Paths(Path(sessions_dir), Path("/dev/null"))
+        self._sessions: OrderedDict[str, UiSession] = OrderedDict()
+        self._lock = threading.Lock()
+        self._loading: dict[str, threading.Lock] = {}
+
+    def directory(self, session_id: str) -> Path:
+        """The session's directory: 400 for a malformed id, 404 for an unknown one."""
+        check_session_id(session_id)
+        try:
+            directory = self.paths.session_dir(session_id)
+        except InvalidSessionId as exc:
+            raise ApiError(400, str(exc)) from None
+        if not directory.is_dir():
+            raise ApiError(404, f"no session {session_id!r}")
+        return directory
+
+    def get(self, session_id: str) -> UiSession:
+        directory = self.directory(session_id)
+        with self._lock:
+            loading = self._loading.setdefault(session_id, threading.Lock())
+        with loading:  # two requests for a changed session load it once
+            key = stamp(directory)
+            with self._lock:
+                held = self._sessions.get(session_id)
+                if held is not None and held.key == key:
+                    self._sessions.move_to_end(session_id)
+                    return held
+            loaded = self._load(session_id, directory, key)
+            with self._lock:
+                self._sessions[session_id] = loaded
+                self._sessions.move_to_end(session_id)
+                while len(self._sessions) > KEEP:
+                    self._sessions.popitem(last=False)
+            return loaded
+
+    def _load(self, session_id: str, directory: Path, key: tuple) -> UiSession:
+        from otel_agents.persistence.gc_pause import collector_paused
+
+        notes: list[str] = []
+        try:
+            with collector_paused():  # a decoded tree is many acyclic objects: see gc_pause.py
+                tree, meta = _tree_only(directory, notes) or _saved(directory, notes)
+                index = build_index(tree or {})
+        except SessionUnreadable as exc:
+            raise ApiError(422, str(exc)) from None
+        live = key[-1]
+        return UiSession(session_id, directory, key, tree, meta, live, index, notes)
+
+
+def _saved(directory: Path, notes: list[str]) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    saved = load_saved(directory, notes.append, records=False)
+    return saved.tree, saved.meta
+
+
+def _tree_only(directory: Path, notes: list[str]) -> tuple[dict[str, Any], dict[str, Any] | None] | None:
+    """Without a journal, ``load_saved`` takes tree.json.gz as it is, but first reads every line of
+    events.jsonl for records this API does not use (views read them through their own loader):
+    1.4 s of a 100k-entry session's 1.9 s. The same tree, without that read; None when it does not apply."""
+    store = SessionStore(directory)
+    if store.journal_path.exists() or not store.tree_path.exists():
+        return None
+    try:
+        tree = store.load_tree()
+    except StoreError:
+        return None  # load_saved says what is wrong, and falls back as it does
+    try:
+        meta = store.read_meta()
+    except StoreError:
+        meta = None
+    notes.append(f"{store.journal_path} does not exist: the tree is tree.json.gz as saved")
+    return tree, meta

@@ -1,0 +1,149 @@
+"""``/api/sessions`` and ``/api/sessions/{id}``: the listing (as ``sessions list`` sees it) and one session's summary."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping
+
+from otel_agents.persistence.ownership import owner_of
+from otel_agents.persistence.store import effective_status, list_sessions
+from otel_agents.persistence.timestamps import iso_ts
+from otel_agents.ui.loaded import UiSession
+from otel_agents.ui.security import ApiError, paging
+
+STATUSES = ("running", "ok", "failed", "interrupted")
+SORTS = ("updated", "created", "cost", "tokens", "title")
+# The store's statuses (store.effective_status, tree_kinds) as the UI's four.
+_UI_STATUS = {"ok": "ok", "running": "running", "in_progress": "running", "error": "failed",
+              "interrupted": "interrupted", "cancelled": "interrupted"}
+
+
+def ui_status(meta: Mapping[str, Any] | None, directory: Path) -> str:
+    """``sessions list``'s status (a run left open without a writer is interrupted) in the UI's words."""
+    if meta is None:
+        return "failed"
+    return _UI_STATUS.get(effective_status(meta, directory), "failed")
+
+
+def _tokens(totals: Any) -> int:
+    if not isinstance(totals, Mapping):
+        return 0
+    return sum(v for k in ("input_tokens", "output_tokens") if isinstance(v := totals.get(k), int))
+
+
+def _cost(totals: Any) -> float | None:
+    cost = totals.get("cost_usd") if isinstance(totals, Mapping) else None
+    return cost if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def summary(session_id: str, directory: Path, meta: Mapping[str, Any] | None, problem: str | None) -> dict[str, Any]:
+    meta = meta or {}
+    status = ui_status(meta or None, directory)
+    return {
+        "id": session_id,
+        "title": meta.get("title") if isinstance(meta.get("title"), str) else None,
+        "status": status,
+        "live": owner_of(directory) is not None,
+        "created": meta.get("created") if isinstance(meta.get("created"), str) else None,
+        "updated": meta.get("updated") if isinstance(meta.get("updated"), str) else None,
+        "runs": _int(meta.get("runs")),
+        "agents": _int(meta.get("agents")),
+        "tokens": _tokens(meta.get("totals")),
+        "cost_usd": _cost(meta.get("totals")),
+        "problem": problem,
+    }
+
+
+def list_api(sessions_dir: Path, query: Mapping[str, str]) -> dict[str, Any]:
+    offset, limit = paging(query, 100)
+    status = query.get("status") or None
+    if status is not None and status not in STATUSES:
+        raise ApiError(400, f"bad status {status[:40]!r}: one of {', '.join(STATUSES)}")
+    sort = query.get("sort") or "updated"
+    if sort not in SORTS:
+        raise ApiError(400, f"bad sort {sort[:40]!r}: one of {', '.join(SORTS)}")
+    order = query.get("order") or ("asc" if sort == "title" else "desc")
+    if order not in ("asc", "desc"):
+        raise ApiError(400, f"bad order {order[:40]!r}: asc or desc")
+    text = (query.get("q") or "").casefold()
+    rows = [summary(s.session_id, s.directory, s.meta, s.problem) for s in list_sessions(sessions_dir)]
+    if text:
+        rows = [r for r in rows if text in r["id"].casefold() or text in (r["title"] or "").casefold()]
+    if status is not None:
+        rows = [r for r in rows if r["status"] == status]
+    field = {"cost": "cost_usd"}.get(sort, sort)
+    # Missing values sort last either way; ties keep the id order.
+    present = sorted((r for r in rows if r[field] is not None), key=lambda r: r["id"])
+    present.sort(key=lambda r: r[field], reverse=order == "desc")
+    rows = present + sorted((r for r in rows if r[field] is None), key=lambda r: r["id"])
+    return {"total": len(rows), "offset": offset, "sessions": rows[offset:offset + limit]}
+
+
+def jaeger_link(jaeger_url: str | None, trace_id: Any) -> str | None:
+    if not jaeger_url or not isinstance(trace_id, str):
+        return None
+    return f"{jaeger_url.rstrip('/')}/trace/{trace_id}"
+
+
+def _prompt(run: Mapping[str, Any]) -> str | None:
+    """The run's first user message: what started it."""
+    for event in run.get("events") or ():
+        record = event.get("record") if isinstance(event, Mapping) else None
+        if isinstance(record, Mapping) and record.get("role") == "user" and isinstance(record.get("content"), str):
+            return record["content"]
+    return None
+
+
+def _iso(ns: Any) -> str | None:
+    return iso_ts(ns) if isinstance(ns, int) and not isinstance(ns, bool) else None
+
+
+def _size(stamp: Any) -> int:
+    return stamp[0] if isinstance(stamp, tuple) else 0
+
+
+def detail_api(session: UiSession, jaeger_url: str | None) -> dict[str, Any]:
+    tree = session.tree or {}
+    base = summary(session.session_id, session.directory, session.meta, None)
+    agents = tree.get("agents") if isinstance(tree.get("agents"), Mapping) else {}
+    runs = []
+    for run in tree.get("runs") or ():
+        runs.append({
+            "index": run.get("index"),
+            "trace_id": run.get("trace_id"),
+            "span_id": run.get("span_id"),
+            "prompt": _prompt(run),
+            "status": session.index.row(run["span_id"])["status"] if run.get("span_id") in session.index.entries
+            else None,
+            "started": _iso(run.get("started_ns")),
+            "ended": _iso(run.get("ended_ns")),
+            "jaeger_url": jaeger_link(jaeger_url, run.get("trace_id")),
+        })
+    inclusive = (tree.get("totals") or {}).get("inclusive") if isinstance(tree.get("totals"), Mapping) else None
+    totals = inclusive if isinstance(inclusive, Mapping) else (session.meta or {}).get("totals")
+    return {
+        "id": session.session_id,
+        "title": base["title"],
+        "status": base["status"],
+        "live": base["live"],
+        "created": base["created"],
+        "updated": base["updated"],
+        "start_ms_epoch": session.index.start_ns // 1_000_000,
+        "runs": runs,
+        "agents": [
+            {"id": agent_id, "name": info.get("name"), "path": info.get("call_path"),
+             "color": session.index.colors.get(agent_id, 0)}
+            for agent_id, info in agents.items() if isinstance(info, Mapping)
+        ],
+        "totals": {"tokens": _tokens(totals), "cost_usd": _cost(totals)},
+        "node_count": len(session.index.entries),
+        # Where /live may start (?cursor=) to miss nothing written after this load began.
+        "cursor": f"{_size(session.key[2])}.{_size(session.key[3])}",
+        "notes": list(session.notes),
+    }
+
+

@@ -1,0 +1,135 @@
+// A session page: its header (runs, Jaeger links, totals), tabs, deep links in the URL, and the live feed.
+import { getJSON, el, clear, errorBox } from "/static/api.js";
+import * as fmt from "/static/format.js";
+import { TreeView } from "/static/tree.js";
+import { showDialog, showPerspective } from "/static/conversation.js";
+import { showCosts } from "/static/costs.js";
+import { LiveFeed } from "/static/live.js";
+
+const VIEWS = [["tree", "Tree"], ["dialog", "Dialog"], ["perspective", "Perspective"], ["costs", "Costs"]];
+
+export function showSession(main, sessionId) {
+  document.getElementById("crumb").textContent = sessionId;
+  const base = `/api/sessions/${encodeURIComponent(sessionId)}`;
+  const header = el("section", { class: "session-head", id: "session-head" });
+  const tabs = el("nav", { class: "tabs", role: "tablist" });
+  const pane = el("section", { class: "pane", id: "pane" });
+  main.append(header, tabs, pane);
+  const liveState = document.getElementById("live-state");
+
+  // The URL is the page's state: ?view=&node=&agents=&agent=&message=
+  const link = {
+    get(key) { return new URLSearchParams(location.search).get(key); },
+    set(changes, push = false) {
+      const url = new URL(location.href);
+      url.searchParams.delete("token"); // the cookie carries it from now on
+      for (const [key, value] of Object.entries(changes)) {
+        if (value === null || value === undefined || value === "") url.searchParams.delete(key);
+        else url.searchParams.set(key, value);
+      }
+      if (url.href !== location.href) history[push ? "pushState" : "replaceState"](null, "", url);
+    },
+  };
+
+  let session = null;
+  let tree = null;
+  let closeView = null;
+  let shownView = null;
+  let refreshTimer = null;
+  let feed = null;
+  let gone = false;
+
+  function drawHeader() {
+    clear(header);
+    const status = el("span", { class: `status ${session.status}`, id: "session-status" }, session.status);
+    header.append(el("h1", {}, session.title || session.id), el("div", { class: "facts" },
+      status, session.live ? el("span", { class: "live-badge", id: "session-live" }, "live") : null,
+      ` created ${fmt.when(session.created)} · updated ${fmt.when(session.updated)} · `,
+      `${session.agents.length} agents · ${fmt.tokens(session.totals.tokens)} tokens · ${fmt.cost(session.totals.cost_usd)} · ${session.node_count} nodes`));
+    const runs = el("ol", { class: "runs", id: "runs" });
+    for (const run of session.runs) {
+      runs.append(el("li", { dataset: { trace: run.trace_id || "" } },
+        el("span", { class: `status ${run.status}` }, run.status), " ",
+        el("span", { class: "prompt" }, run.prompt || ""),
+        el("span", { class: "muted small" }, ` trace ${run.trace_id || "?"} `),
+        run.jaeger_url ? el("a", { href: run.jaeger_url, class: "jaeger", target: "_blank", rel: "noopener noreferrer" }, "open in Jaeger") : null));
+    }
+    header.append(runs);
+    document.title = `otel-agents: ${session.title || session.id}`;
+  }
+
+  function drawTabs(current) {
+    clear(tabs);
+    for (const [name, label] of VIEWS) {
+      tabs.append(el("button", { role: "tab", class: name === current ? "tab active" : "tab", "aria-selected": String(name === current),
+        dataset: { view: name }, onclick: () => open(name, true) }, label));
+    }
+  }
+
+  function open(view, push = false) {
+    if (closeView) closeView();
+    closeView = null;
+    if (!VIEWS.some(([name]) => name === view)) view = "tree";
+    if (push) link.set({ view: view === "tree" ? null : view, message: null }, true);
+    drawTabs(view);
+    shownView = view;
+    clear(pane);
+    const context = { base, link, pane, get session() { return session; }, firstPage: prefetch };
+    prefetch = null;
+    if (view === "tree") {
+      tree = new TreeView(pane, context);
+      closeView = () => { tree.close(); tree = null; };
+    } else if (view === "dialog") closeView = showDialog(context);
+    else if (view === "perspective") closeView = showPerspective(context);
+    else closeView = showCosts(context);
+  }
+
+  async function reloadSession() {
+    try {
+      session = await getJSON(base);
+    } catch (error) {
+      if (!session) clear(header).append(errorBox(error));
+      return;
+    }
+    if (!gone) drawHeader();
+  }
+
+  // The tree's first page is asked for beside the session itself: the first screen waits for one round trip, not two.
+  const firstView = link.get("view") || "tree";
+  let prefetch = firstView === "tree" ? getJSON(`${base}/nodes`, { offset: 0, limit: 200 }) : null;
+  if (prefetch) prefetch.catch(() => {}); // a failure shows when the tree asks again
+
+  (async () => {
+    try {
+      session = await getJSON(base);
+    } catch (error) {
+      header.append(errorBox(error));
+      return;
+    }
+    if (gone) return;
+    drawHeader();
+    open(firstView);
+    feed = new LiveFeed(`${base}/live`, {
+      nodes: (rows) => { if (tree) tree.applyLive(rows); },
+      status: (state) => {
+        if (state.status !== session.status || state.live !== session.live) reloadSession();
+      },
+      // New transcript entries: the dialog or perspective shown is read again (at most once a second).
+      records: () => {
+        if (shownView !== "dialog" && shownView !== "perspective") return;
+        clearTimeout(refreshTimer);
+        refreshTimer = setTimeout(() => { if (!gone) open(shownView); }, 1000);
+      },
+      reconnected: () => { reloadSession(); if (tree) tree.refresh(); },
+      state: (text) => { liveState.hidden = !text; liveState.textContent = text; },
+    }, session.cursor || null);
+  })();
+
+  return () => {
+    gone = true;
+    clearTimeout(refreshTimer);
+    if (closeView) closeView();
+    if (feed) feed.close();
+    liveState.hidden = true;
+  };
+}

@@ -1,0 +1,76 @@
+"""Live: a running scripted session gains nodes on the open page without reload, across the server restarting."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+RUNS = 6
+LATENCY_MS = 500
+
+
+def start_slow_session(home: Path, env: dict) -> tuple[subprocess.Popen, str]:
+    """A real `otel-agents run` of RUNS prompts, each answered after LATENCY_MS; returns it and its session id."""
+    script = home.parent / "slow.json"
+    script.write_text(json.dumps({"name": "slow", "root": {"name": "main", "system_prompt": "Answer slowly."},
+                                  "agents": {"main": [{"text": f"answer {n}", "latency_ms": LATENCY_MS} for n in range(RUNS)]}}))
+    sessions = home / "sessions"
+    before = set(p.name for p in sessions.iterdir()) if sessions.exists() else set()
+    process = subprocess.Popen([sys.executable, "-m", "otel_agents", "run", "--script", str(script)],
+                               stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, text=True)
+    process.stdin.write("".join(f"question {n}\n" for n in range(RUNS)))
+    process.stdin.close()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        new = [p for p in sessions.iterdir() if p.name not in before] if sessions.exists() else []
+        if new and (new[0] / "spans.jsonl").exists():
+            return process, new[0].name
+        time.sleep(0.05)
+    process.kill()
+    raise AssertionError("the slow session never appeared")
+
+
+def test_running_session_gains_nodes_without_reload_and_survives_a_server_restart(page, servers, cli_env, tmp_path):
+    home = tmp_path / "home"
+    first = servers.start(home / "sessions", [home / "billing.jsonl"])
+    process, session_id = start_slow_session(home, cli_env(home))
+    try:
+        page.goto(f"{first.url}/")
+        page.wait_for_selector(f'#sessions-body tr[data-id="{session_id}"] .live-badge')  # marked live
+
+        page.goto(f"{first.url}/s/{session_id}")
+        page.wait_for_selector(".tree .row[data-id]")
+        page.evaluate("() => { window.notReloaded = true; }")
+        seen_at_open = set(page.eval_on_selector_all(".tree .row[data-id]", "rows => rows.map(r => r.dataset.id)"))
+        # New nodes arrive through the live feed while the run goes on.
+        page.wait_for_function("seen => [...document.querySelectorAll('.tree .row[data-id]')].some(r => !seen.includes(r.dataset.id))",
+                               arg=sorted(seen_at_open), timeout=15_000)
+
+        # The server goes away and comes back on the same port: the page reconnects by itself.
+        port = int(first.url.rsplit(":", 1)[1])
+        servers.stop(first)
+        second = servers.start(home / "sessions", [home / "billing.jsonl"], port=port)
+        assert process.wait(timeout=60) == 0
+        page.wait_for_function("() => document.getElementById('session-status').textContent === 'ok'", timeout=15_000)
+        expected = json.loads(urllib.request.urlopen(f"{second.url}/api/sessions/{session_id}/nodes").read())
+        page.wait_for_function(
+            "ids => ids.every(id => document.querySelector(`.tree .row[data-id=\"${id}\"][data-status=\"ok\"]`))",
+            arg=[row["id"] for row in expected["nodes"]], timeout=15_000)
+        assert expected["total"] == RUNS
+
+        # A resume appends a new run to the same files: it shows up on the same page.
+        resumed = subprocess.run([sys.executable, "-m", "otel_agents", "resume", session_id, "one more question"],
+                                 capture_output=True, text=True, env=cli_env(home), timeout=120)
+        assert resumed.returncode == 0, resumed.stderr[-2000:]
+        page.wait_for_function(
+            "n => document.querySelectorAll('.tree .row.kind-run[data-status=\"ok\"]').length === n", arg=RUNS + 1,
+            timeout=15_000)
+        assert page.evaluate("() => window.notReloaded") is True
+        assert not page.console_errors
+    finally:
+        if process.poll() is None:
+            process.kill()

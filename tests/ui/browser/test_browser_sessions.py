@@ -1,0 +1,76 @@
+"""The sessions page in Chromium: every session listed, filtered by text and status, sorted, opened."""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+
+
+def listed(page) -> list[str]:
+    return page.eval_on_selector_all("#sessions-body tr[data-id]", "rows => rows.map(r => r.dataset.id)")
+
+
+def wait_listed(page, count: int) -> None:
+    page.wait_for_function("n => document.querySelectorAll('#sessions-body tr[data-id]').length === n", arg=count)
+
+
+def test_sessions_page_lists_filters_sorts_and_opens(page, ui, saved_home):
+    everything = json.loads(urllib.request.urlopen(f"{ui.url}/api/sessions?limit=1000").read())
+    page.goto(ui.url + "/")
+    page.wait_for_selector(f'#sessions-body tr[data-id="{saved_home.demo}"]')
+    wait_listed(page, everything["total"])
+    demo = page.locator(f'#sessions-body tr[data-id="{saved_home.demo}"]')
+    assert demo.locator(".status").inner_text() == "ok"
+    assert "Create Jack and Jill" in demo.inner_text()
+
+    page.fill("#filter-text", "Jack and Jill for a cafe")
+    wait_listed(page, 1)
+    assert listed(page) == [saved_home.demo]
+    assert "q=Jack" in page.url
+    page.fill("#filter-text", "")
+    page.select_option("#filter-status", "failed")
+    wait_listed(page, 0)
+    assert "no sessions" in page.inner_text("#sessions-body")
+    page.select_option("#filter-status", "ok")
+    wait_listed(page, sum(s["status"] == "ok" for s in everything["sessions"]))
+    page.select_option("#filter-status", "")
+    wait_listed(page, everything["total"])
+
+    # Title sort: the first click sorts descending, the second ascending; the server's order is shown.
+    page.click('th[data-sort="title"]')
+    page.wait_for_function("() => location.search.includes('sort=title')")
+    page.click('th[data-sort="title"]')
+    page.wait_for_function("() => location.search.includes('order=asc')")
+    expected = json.loads(urllib.request.urlopen(f"{ui.url}/api/sessions?sort=title&order=asc&limit=1000").read())
+    page.wait_for_function("ids => [...document.querySelectorAll('#sessions-body tr[data-id]')].map(r => r.dataset.id).join() === ids.join()",
+                           arg=[s["id"] for s in expected["sessions"]])
+
+    page.click(f'#sessions-body tr[data-id="{saved_home.demo}"] a')
+    page.wait_for_selector("#session-head h1")
+    assert page.url.endswith(f"/s/{saved_home.demo}")
+    assert page.inner_text("#session-status") == "ok"
+    page.go_back()
+    page.wait_for_selector(f'#sessions-body tr[data-id="{saved_home.demo}"]')
+
+
+def test_unknown_session_is_a_one_line_error_on_the_page(page, ui):
+    page.goto(f"{ui.url}/s/20000101-000000-000000")
+    page.wait_for_selector("#session-head .error")
+    assert page.inner_text("#session-head .error").strip()
+    assert not page.console_errors
+
+
+def test_with_a_token_the_first_load_carries_it_and_the_page_works_on_its_cookie(page, servers, saved_home):
+    server = servers.start(saved_home.sessions, [saved_home.billing], token="s3cret-token")
+    try:
+        assert page.goto(f"{server.url}/").status == 401
+        page.goto(f"{server.url}/?token=s3cret-token")
+        page.wait_for_selector(f'#sessions-body tr[data-id="{saved_home.demo}"]')  # its fetches carried the cookie
+        page.wait_for_function("() => !location.search.includes('token')")  # not left in the address bar
+        page.click(f'#sessions-body tr[data-id="{saved_home.demo}"] a')
+        page.wait_for_selector(".tree .row[data-id]")
+        page.reload()  # a later load needs no token in the URL: the cookie carries it
+        page.wait_for_selector(".tree .row[data-id]")
+    finally:
+        servers.stop(server)
+        page.context.clear_cookies()

@@ -1,0 +1,98 @@
+"""The sessions listing (as ``sessions list`` sees each status) and one session's summary."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from starlette.testclient import TestClient
+
+from otel_agents.persistence import ownership
+from otel_agents.ui.app import create_app
+
+SUMMARY_KEYS = {"id", "title", "status", "live", "created", "updated", "runs", "agents", "tokens", "cost_usd", "problem"}
+
+
+def test_listing_matches_sessions_list(ui_home, client):
+    listed = ui_home.cli("sessions", "list", "--json")
+    assert listed.returncode == 0
+    expected = {item["id"]: item for item in json.loads(listed.stdout)}
+    answer = client.get("/api/sessions").json()
+    assert answer["total"] == len(expected) == 1 + len(ui_home.seeds) and answer["offset"] == 0
+    for row in answer["sessions"]:
+        assert set(row) == SUMMARY_KEYS
+        meta = expected[row["id"]]
+        if "problem" in meta:  # no meta.json: listed, with why
+            assert row["problem"] == meta["problem"] and row["status"] == "failed"
+            continue
+        assert (row["title"], row["status"], row["created"], row["updated"], row["runs"], row["agents"]) == (
+            meta["title"], meta["status"], meta["created"], meta["updated"], meta["runs"], meta["agents"])
+        assert row["tokens"] == meta["totals"]["input_tokens"] + meta["totals"]["output_tokens"]
+        assert row["cost_usd"] == meta["totals"]["cost_usd"] and row["live"] is False
+
+
+def test_filter_sort_and_page(ui_home, client):
+    assert [s["id"] for s in client.get("/api/sessions", params={"q": "JACK AND"}).json()["sessions"]] == [ui_home.demo]
+    assert [s["id"] for s in client.get("/api/sessions", params={"q": ui_home.demo[-6:]}).json()["sessions"]] == [
+        ui_home.demo]
+    assert client.get("/api/sessions", params={"q": "no such words"}).json() == {"total": 0, "offset": 0, "sessions": []}
+    assert [s["id"] for s in client.get("/api/sessions", params={"status": "ok"}).json()["sessions"]] == [ui_home.demo]
+    assert client.get("/api/sessions", params={"status": "running"}).json()["total"] == 0
+    by_tokens = client.get("/api/sessions", params={"sort": "tokens", "order": "desc"}).json()["sessions"]
+    assert by_tokens[0]["id"] == ui_home.demo
+    ascending = client.get("/api/sessions", params={"sort": "tokens", "order": "asc"}).json()["sessions"]
+    assert ascending[-1]["id"] == ui_home.demo
+    by_cost = client.get("/api/sessions", params={"sort": "cost"}).json()["sessions"]
+    assert by_cost[0]["id"] == ui_home.demo  # the sessions without a cost come last, either order
+    ids = [s["id"] for s in client.get("/api/sessions", params={"sort": "title"}).json()["sessions"]]
+    paged = [client.get("/api/sessions", params={"sort": "title", "offset": k, "limit": 2}).json() for k in (0, 2, 4)]
+    assert [s["id"] for p in paged for s in p["sessions"]] == ids
+    for bad in ({"status": "done"}, {"sort": "size"}, {"order": "up"}, {"limit": "0"}, {"offset": "-3"}):
+        response = client.get("/api/sessions", params=bad)
+        assert response.status_code == 400 and "error" in response.json()
+
+
+def test_detail(ui_home, client):
+    detail = client.get(f"/api/sessions/{ui_home.demo}").json()
+    assert detail["id"] == ui_home.demo and detail["status"] == "ok" and detail["live"] is False
+    (run,) = detail["runs"]
+    assert run["index"] == 1 and run["status"] == "ok" and len(run["trace_id"]) == 32
+    assert run["prompt"] == "Create Jack and Jill for a cafe discussion" and run["jaeger_url"] is None
+    assert run["started"] < run["ended"]
+    assert [a["name"] for a in detail["agents"]] == ["main", "Jack", "Jill", "ResourceMonitor", "Inner"]
+    assert [a["color"] for a in detail["agents"]] == [0, 1, 2, 3, 4]
+    assert detail["agents"][4]["path"] == "main/Jill/Inner"
+    assert isinstance(detail["start_ms_epoch"], int) and detail["created"].startswith(run["started"][:16])
+    assert detail["node_count"] > 30
+
+
+def test_jaeger_links(ui_home):
+    client = TestClient(create_app(ui_home.sessions, [ui_home.billing], jaeger_url="http://jaeger.local:16686/"))
+    (run,) = client.get(f"/api/sessions/{ui_home.demo}").json()["runs"]
+    assert run["jaeger_url"] == f"http://jaeger.local:16686/trace/{run['trace_id']}"
+
+
+@pytest.mark.parametrize("stored, shown", [("error", "failed"), ("cancelled", "interrupted"), ("ok", "ok")])
+def test_statuses_in_the_uis_words(own_home, stored, shown):
+    meta_path = own_home.sessions / own_home.demo / "meta.json"
+    meta_path.write_text(json.dumps({**json.loads(meta_path.read_text()), "status": stored}))
+    client = TestClient(create_app(own_home.sessions, [own_home.billing]))
+    assert client.get("/api/sessions", params={"q": own_home.demo}).json()["sessions"][0]["status"] == shown
+
+
+def test_a_session_held_by_a_writer_is_running_and_live_until_released(own_home):
+    """The rule of ``sessions list``: running only while a process holds the lock, else interrupted."""
+    directory = own_home.sessions / own_home.demo
+    meta = json.loads((directory / "meta.json").read_text())
+    (directory / "meta.json").write_text(json.dumps({**meta, "status": "running"}))
+    client = TestClient(create_app(own_home.sessions, [own_home.billing]))
+    held = ownership.take(directory)
+    try:
+        row = client.get("/api/sessions", params={"status": "running"}).json()["sessions"]
+        assert [(r["id"], r["live"]) for r in row] == [(own_home.demo, True)]
+        assert client.get(f"/api/sessions/{own_home.demo}").json()["live"] is True
+    finally:
+        held.release()
+    row = client.get("/api/sessions", params={"q": own_home.demo}).json()["sessions"][0]
+    assert (row["status"], row["live"]) == ("interrupted", False)
+    assert client.get(f"/api/sessions/{own_home.demo}").json()["status"] == "interrupted"
