@@ -1,4 +1,5 @@
-"""Intake: the real spans of a scripted run, in any batches, order and number of deliveries, give the local session."""
+"""The receiver's span intake (SpanIntake with named_only and its durable state): the real spans of a scripted
+run, in any batches, order and number of deliveries, give the local session; held spans survive a restart."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from otel_agents.collect.intake import Intake
 from otel_agents.persistence.paths import Paths
+from otel_agents.persistence.span_intake import SpanIntake, unchanged
 from otel_agents.persistence.store import SessionStore
 from otel_agents.tracing import semconv as sc
 from otel_agents.tracing.otlp_decode import decode_otlp_json
@@ -38,15 +39,19 @@ def deliveries(draw, n: int):
     return [everything[a:b] for a, b in zip([0, *cuts], [*cuts, len(everything)])]
 
 
+def Intake(paths: Paths, warn, settle_s: float = 3600.0) -> SpanIntake:
+    """The intake as `otel-agents collect` builds it (collect/service.py)."""
+    return SpanIntake(paths.sessions_dir, paths.billing_file, shape=unchanged, named_only=True, warn=warn,
+                      state_dir=paths.sessions_dir / ".collect", checkpoint_each_batch=False, hold_s=settle_s, from_wire=True)
+
+
 def _collect(spans, batches, directory: Path, settle_between: bool) -> Paths:
     paths = Paths(directory / "sessions", directory / "billing.jsonl")
-    intake = Intake(paths, warn=pytest.fail)
+    intake = Intake(paths, warn=pytest.fail, settle_s=0.0 if settle_between else 3600.0)
     for batch in batches:
-        intake.accept([spans[i] for i in batch])
+        intake.take([spans[i] for i in batch])  # settle_s 0: settled (and closed) after each batch, reopened on the next
         intake.sync()
-        if settle_between:
-            intake.settle(0.0)  # settles (and closes) between batches: reopened on the next
-    intake.close()
+    intake.close(flush=False)
     return paths
 
 
@@ -81,12 +86,12 @@ def test_spans_of_a_trace_without_a_session_wait_and_are_counted(local_run, tmp_
     assert turns
     paths = Paths(tmp_path / "sessions", tmp_path / "billing.jsonl")
     intake = Intake(paths, warn=pytest.fail)
-    accepted = intake.accept(turns)
+    accepted = intake.take(turns)
     intake.sync()
-    assert accepted.counts == {} and accepted.held == len(turns) == intake.pending_spans()
+    assert (accepted.written, accepted.sessions) == (0, set()) and accepted.held == len(turns) == intake.held_spans()
     # A restart reloads them from the pending file; the rest of the session adopts them.
     intake = Intake(paths, warn=pytest.fail)
-    assert intake.pending_spans() == len(turns)
-    accepted = intake.accept([s for s in spans if s.name != "turn"])  # the session adopts its trace's spans
-    assert accepted.counts == {session_id: len(spans)} and intake.pending_spans() == 0
-    intake.close()
+    assert intake.held_spans() == len(turns)
+    accepted = intake.take([s for s in spans if s.name != "turn"])  # the session adopts its trace's spans
+    assert (accepted.written, accepted.sessions) == (len(spans), {session_id}) and intake.held_spans() == 0
+    intake.close(flush=False)
