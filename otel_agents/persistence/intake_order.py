@@ -8,6 +8,8 @@ from pathlib import Path
 import orjson
 
 from otel_agents.persistence.events_file import EventLine
+from otel_agents.tracing import semconv as sc
+from otel_agents.tracing.foreign import LLM_OPERATIONS, operation_of
 from otel_agents.tracing.records import message_id_number
 from otel_agents.tracing.spandata import SpanData
 
@@ -25,20 +27,39 @@ def in_message_order(lines: list[EventLine]) -> list[EventLine]:
     return [line for _, _, line in sorted(numbered, key=lambda n: (n[0] is None, n[0] or 0, n[1]))]
 
 
-def every_trace_whole(spans: list[SpanData]) -> bool:
-    """Each trace has its root ended and every parent present (nothing known to be missing).
+_COUNTED = ((sc.total_attr("inclusive", "llm_calls"), True), (sc.total_attr("inclusive", "tool_calls"), False))
 
-    A record's path and run number depend on every span of its session, so a session is billed
-    on its own only once this holds.
+
+def every_trace_whole(spans: list[SpanData]) -> bool:
+    """Each trace has its root ended, every parent present and, where the root counts its run's LLM
+    attempts and tool calls (``otel_agents.totals.inclusive.*``, on every otel-agents run), that many
+    chat and execute_tool spans: nothing known to be missing.
+
+    A record's path and run number depend on every span of its session (a Collector may deliver
+    an earlier sibling after the root), so a session is billed on its own only once this holds.
     """
     ids = {span.span_id for span in spans}
-    roots: dict[str, bool] = {}
+    roots: dict[str, SpanData] = {}
+    calls: dict[tuple[str, bool], int] = {}  # (trace, is an LLM attempt) -> spans
     for span in spans:
         if span.parent_span_id is None:
-            roots[span.trace_id] = roots.get(span.trace_id, False) or span.end_ns is not None
+            if span.end_ns is not None or span.trace_id not in roots:
+                roots[span.trace_id] = span
         elif span.parent_span_id not in ids:
             return False
-    return all(roots.get(span.trace_id) for span in spans)
+        operation = operation_of(span)
+        if operation in LLM_OPERATIONS or operation == sc.OP_EXECUTE_TOOL:
+            key = (span.trace_id, operation in LLM_OPERATIONS)
+            calls[key] = calls.get(key, 0) + 1
+    for trace_id in {span.trace_id for span in spans}:
+        root = roots.get(trace_id)
+        if root is None or root.end_ns is None:
+            return False
+        for attribute, llm in _COUNTED:
+            expected = root.attributes.get(attribute)
+            if isinstance(expected, int) and calls.get((trace_id, llm), 0) < expected:
+                return False
+    return True
 
 
 def sort_events_file(path: Path) -> bool:

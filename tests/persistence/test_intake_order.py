@@ -51,8 +51,8 @@ def test_a_file_with_lines_not_ours_is_left_as_it_is(tmp_path):
     assert sort_events_file(tmp_path / "missing.jsonl") is False
 
 
-def span(span_id: str, parent: str | None, end: int | None = 5) -> SpanData:
-    return SpanData(T, span_id, parent, "s", "INTERNAL", 1, end, {})
+def span(span_id: str, parent: str | None, end: int | None = 5, name: str = "s", **attributes) -> SpanData:
+    return SpanData(T, span_id, parent, name, "INTERNAL", 1, end, attributes)
 
 
 def test_a_trace_is_whole_with_its_root_ended_and_every_parent_present():
@@ -61,3 +61,17 @@ def test_a_trace_is_whole_with_its_root_ended_and_every_parent_present():
     assert not every_trace_whole([child])  # its parent has not come
     assert not every_trace_whole([child, span("00000000000000a1", None, end=None)])  # the root has not ended
     assert not every_trace_whole([root, child, span("00000000000000a4", "00000000000000a3")])
+
+
+def test_a_run_is_whole_only_with_as_many_attempts_and_tool_calls_as_its_root_counts():
+    root = span("00000000000000a1", None, name="invoke_agent main", **{
+        "gen_ai.operation.name": "invoke_agent", "otel_agents.totals.inclusive.llm_calls": 2,
+        "otel_agents.totals.inclusive.tool_calls": 1})
+    turn = span("00000000000000a2", "00000000000000a1", name="turn")
+    first, second = (span(f"00000000000000b{i}", "00000000000000a2", name="chat m", **{"gen_ai.operation.name": "chat"})
+                     for i in (1, 2))
+    tool = span("00000000000000c1", "00000000000000a2", name="execute_tool t", **{"gen_ai.operation.name": "execute_tool"})
+    assert every_trace_whole([root, turn, first, second, tool])
+    # Whole-looking (every parent there, the root ended) but an attempt or the tool call has not come yet.
+    assert not every_trace_whole([root, turn, second, tool])
+    assert not every_trace_whole([root, turn, first, second])

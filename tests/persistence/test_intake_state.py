@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+from otel_agents.persistence.ownership import owner_of
 from otel_agents.persistence.paths import Paths
 from otel_agents.persistence.span_intake import SpanIntake, unchanged
 from otel_agents.persistence.store import SessionStore
@@ -65,15 +66,9 @@ def test_any_delivery_gives_the_local_session(local_run, data, settle_between):
         central, local = SessionStore(paths.sessions_dir / session_id), SessionStore(home / "sessions" / session_id)
         assert central.events_path.read_bytes() == local.events_path.read_bytes()
         assert central.load_tree() == local.load_tree()
-        central_ledger, local_ledger = ledger(Path(directory), session_id), ledger(home, session_id)
-        if not settle_between:
-            assert central_ledger == local_ledger
-        else:
-            # Known limit (docs/collect.md): a session settled while a leaf span of a whole-looking
-            # trace is still missing is billed then, and a record's path depends on its siblings;
-            # still every call is billed exactly once.
-            ids = [json.loads(r)["record_id"] for r in central_ledger]
-            assert sorted(ids) == sorted(json.loads(r)["record_id"] for r in local_ledger)
+        # Settled (and billed) between batches too: a run is billed only once its root's counts of
+        # LLM attempts and tool calls are all there, so every record has its final path label.
+        assert ledger(Path(directory), session_id) == ledger(home, session_id)
         assert json.loads(central.meta_path.read_text())["billed"]
 
 
@@ -95,3 +90,30 @@ def test_spans_of_a_trace_without_a_session_wait_and_are_counted(local_run, tmp_
     accepted = intake.take([s for s in spans if s.name != "turn"])  # the session adopts its trace's spans
     assert (accepted.written, accepted.sessions) == (len(spans), {session_id}) and intake.held_spans() == 0
     intake.close(flush=False)
+
+
+def test_an_earlier_attempt_delivered_after_its_run_looked_whole_still_gets_its_final_path(local_run, tmp_path):
+    """A Collector reorders: the run's root and every parent came, one leaf attempt with later
+    siblings comes last. The session settles in between; its records must still carry the paths
+    of the final tree (billed only once the root's counts of attempts and tool calls are met)."""
+    import random
+
+    home, session_id, spans = local_run
+    parents = {s.parent_span_id for s in spans}
+    late = next(s for s in sorted(spans, key=lambda s: s.start_ns)
+                if s.name.startswith("chat") and s.span_id not in parents
+                and any(o.parent_span_id == s.parent_span_id and o.start_ns > s.start_ns for o in spans))
+    first = [s for s in spans if s.span_id != late.span_id]
+    random.Random(20).shuffle(first)
+    paths = Paths(tmp_path / "sessions", tmp_path / "billing.jsonl")
+    intake = Intake(paths, warn=pytest.fail, settle_s=0.0)  # settles (and may bill) after every batch
+    intake.take(first)
+    intake.sync()
+    intake.take([])  # the receiver's writer looks again when idle: the session is quiet, so it settles
+    assert owner_of(paths.sessions_dir / session_id) is None  # settled: closed, its lock given up
+    assert ledger(tmp_path, session_id) == set()  # one attempt short of the root's count: not billed yet
+    intake.take([late])
+    intake.close(flush=False)
+    assert ledger(tmp_path, session_id) == ledger(home, session_id)
+    central = SessionStore(paths.sessions_dir / session_id)
+    assert central.events_path.read_bytes() == SessionStore(home / "sessions" / session_id).events_path.read_bytes()
