@@ -80,7 +80,7 @@ class IntakeResult:
 
 @dataclass
 class _Trace:
-    spans: dict[str, SpanData] = field(default_factory=dict)
+    spans: dict[str, SpanData | None] = field(default_factory=dict)  # None: fed, needed no more (ours)
     last_ns: int = 0  # monotonic time of the last span that came
     has_root: bool = False  # a span without a parent came: the trace has ended (its spans end before it)
     named: bool = False  # a span names its session
@@ -148,7 +148,7 @@ class SpanIntake:
             trace.last_ns = now
             if span.span_id in trace.spans:
                 continue  # delivered again: what it gave is there already (or held)
-            trace.spans[span.span_id] = span
+            trace.spans[span.span_id] = None if trace.released and (trace.ours or self.named_only) else span
             trace.has_root = trace.has_root or span.parent_span_id is None
             trace.named = trace.named or bool(session_id_of(span))
             trace.ours = trace.ours or sc.SESSION_ID in span.attributes
@@ -176,8 +176,7 @@ class SpanIntake:
         self.totals.add(result)
         return result
 
-    def held_spans(self) -> int:
-        """Spans waiting for their trace's root or (``named_only``) its session's name."""
+    def held_spans(self) -> int:  # waiting for their trace's root or (``named_only``) its session's name
         return sum(len(self._traces[t].spans) for t in self._held)
 
     def flush(self) -> IntakeResult:
@@ -204,8 +203,7 @@ class SpanIntake:
             self._state.sync()
 
     def close(self, flush: bool = True) -> IntakeResult:
-        """Flush (unless not ``flush``: held traces stay held, spooled), then close every session
-        (final checkpoint, ledger records) and give up their locks; idempotent."""
+        """Flush (or, not ``flush``, keep held traces held), close every session, give up the locks; idempotent."""
         result = self.flush() if flush else IntakeResult()
         while self._open:
             self._close_oldest(bill_anyway=flush)
@@ -232,6 +230,8 @@ class SpanIntake:
         trace.session_id = sessions_of_traces(shaped)[trace_id]
         if not self._feed(trace.session_id, shaped, result):
             del self._traces[trace_id]  # not written: the same spans delivered again are tried again
+        elif trace.ours or self.named_only:
+            trace.spans = dict.fromkeys(trace.spans)  # later spans need no shaping: their ids suffice
 
     def _feed_late(self, trace_id: str, trace: _Trace, new: list[SpanData], result: IntakeResult) -> None:
         if trace.session_id is None:
