@@ -129,6 +129,8 @@ class Writer:
     def _say_rejected(self, result: IntakeResult) -> None:
         """One error line per reason (a session a live run writes would otherwise say it at every request)."""
         for reason in sorted({reason for _, reason in result.rejected} - self._said)[:1]:
+            if len(self._said) > 10_000:
+                self._said.clear()  # reasons naming span ids are many: remembered for a while, not for ever
             self._said.update(reason for _, reason in result.rejected)
             self.intake.warn(f"collect: {len(result.rejected)} span(s) not saved: {reason}")
 
