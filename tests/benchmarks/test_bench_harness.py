@@ -97,3 +97,21 @@ def test_quick_run_reports_the_cpu_figures_against_the_peer(quick_run, harness):
 def test_quick_run_leaves_nothing_in_the_working_directory(quick_run):
     workdir, _, _ = quick_run
     assert sorted(p.name for p in workdir.iterdir()) == ["out.json"]
+
+
+def test_quick_run_measures_central_ingest_against_import(quick_run, harness):
+    _, document, stdout = quick_run
+    figures, details, targets = document["figures"], document["details"], document["targets"]
+    ingest = details["collect_spans_per_s"]
+    assert ingest["spans"] >= harness.QUICK.collect_spans and ingest["requests"] >= 2
+    assert figures["collect_spans_per_s"] == pytest.approx(ingest["spans"] / ingest["collect_s"])
+    ratio = details["collect_vs_import"]
+    # Import's whole process against collect's ingest and its SIGTERM (the trees and ledger written).
+    assert figures["collect_vs_import"] == pytest.approx(ratio["import_s"] / (ratio["collect_s"] + ratio["collect_stop_s"]))
+    assert details["collect_ack_p99_ms"]["p50_ms"] <= figures["collect_ack_p99_ms"]
+    assert targets["collect_vs_import"] == 0.8 and ">= 0.8" in stdout
+
+
+def test_a_ratio_that_should_be_high_is_met_from_above(harness):
+    assert harness.met("collect_vs_import", 0.9, 0.8) and not harness.met("collect_vs_import", 0.7, 0.8)
+    assert harness.met("bytes_growth", 1.0, 1.1) and not harness.met("bytes_growth", 1.2, 1.1)
