@@ -26,6 +26,7 @@ from typing import Any, Callable
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the bench_* modules, whatever the working directory
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # never fetch the price map
 
+import bench_agents_memory  # noqa: E402
 import bench_billing  # noqa: E402
 import bench_cli  # noqa: E402
 import bench_cpu  # noqa: E402
@@ -48,10 +49,13 @@ class Sizes:
     resume_repeat: int
     ledger_records: int  # named 1m
     process_repeat: int  # cold processes per command figure
+    memory_agents: tuple[int, int] = (250, 1_000)  # sub-agents of the many-agents session, named 1000 by the larger
 
 
-FULL = Sizes(500, 9, 7, 200, (1_000, 10_000, 100_000), 20, 3, 1_000_000, 5)
-QUICK = Sizes(40, 1, 1, 30, (300, 1_000, 3_000), 4, 1, 20_000, 1)
+FULL = Sizes(500, 9, 7, 200, (1_000, 10_000, 100_000), 20, 3, 1_000_000, 5, (250, 1_000))
+QUICK = Sizes(40, 1, 1, 30, (300, 1_000, 3_000), 4, 1, 20_000, 1, (40, 160))
+# The bound stated for eviction: 4x the agents may cost at most this much more peak memory.
+MEMORY_GROWTH_LIMIT = 1.10
 
 # name -> (target, unit); a figure passes when it is at most its target.
 TARGETS: dict[str, tuple[float | None, str]] = {
@@ -79,6 +83,7 @@ TARGETS: dict[str, tuple[float | None, str]] = {
     "sessions_show_s_100k": (None, "s"),
     "billing_summary_s_1m": (5.0, "s"),
     "ledger_append_s_1m": (None, "s"),
+    "rss_mb_1000_agents": (None, "MB"),  # its target is 1.10 x the peak with a quarter of the agents, set when measured
     "cli_start_s": (0.35, "s"),
     "cli_start_imports_litellm": (0, "bool"),
 }
@@ -286,6 +291,33 @@ def saved_session_benchmarks(sizes: Sizes, tmp: Path, capture: Any, results: Res
                 in_process_cpu_s={name: cpu for name, _, cpu, _ in in_process})
 
 
+# --------------------------------------------------------------------------- many agents in memory
+
+
+def memory_benchmark(sizes: Sizes, tmp: Path, results: Results) -> None:
+    """rss_mb_1000_agents: peak RSS of the run's process with eviction, bounded by the same session with a
+    quarter of the agents (target: at most MEMORY_GROWTH_LIMIT x its peak); without eviction as details."""
+    print("many agents (peak RSS of the run's process; eviction keeps 50 agents live)", flush=True)
+    small, large = sizes.memory_agents
+    scratch = tmp / "many-agents"
+    live = bench_agents_memory.MAX_LIVE_AGENTS
+    evicting = {n: bench_agents_memory.measure(n, scratch, live) for n in (small, large)}
+    keeping = {n: bench_agents_memory.measure(n, scratch, None) for n in (small, large)}
+    if evicting[large].evicted == 0 or evicting[large].revived == 0 or keeping[large].evicted:
+        raise AssertionError(f"the evicting session evicted {evicting[large].evicted} and revived "
+                             f"{evicting[large].revived} agents of {large}")
+    results.add(
+        "rss_mb_1000_agents", evicting[large].peak_mb, target=MEMORY_GROWTH_LIMIT * evicting[small].peak_mb,
+        agents=large, max_live_agents=live, evicted=evicting[large].evicted, revived=evicting[large].revived,
+        seconds=evicting[large].seconds, delta_after_imports_mb=evicting[large].peak_delta_mb,
+        agents_small=small, rss_mb_small=evicting[small].peak_mb,
+        rss_mb_without_eviction=keeping[large].peak_mb, rss_mb_small_without_eviction=keeping[small].peak_mb,
+        seconds_without_eviction=keeping[large].seconds,
+        growth_with_eviction=evicting[large].peak_mb / evicting[small].peak_mb,
+        growth_without_eviction=keeping[large].peak_mb / keeping[small].peak_mb,
+    )
+
+
 # --------------------------------------------------------------------------- billing and start-up
 
 
@@ -367,7 +399,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="tiny sizes: checks the harness, not the targets")
     parser.add_argument("--json", type=Path, metavar="FILE", help="also write the figures as JSON here")
-    parser.add_argument("--skip", action="append", default=[], choices=["sessions", "saved", "billing", "cli"],
+    parser.add_argument("--skip", action="append", default=[],
+                        choices=["sessions", "saved", "memory", "billing", "cli"],
                         help="leave out a group of benchmarks (repeatable)")
     args = parser.parse_args(argv)
     sizes = QUICK if args.quick else FULL
@@ -385,6 +418,8 @@ def main(argv: list[str] | None = None) -> int:
             recorded, capture = session_benchmarks(sizes, tmp, results, measure="sessions" not in args.skip)
         if "saved" not in args.skip:
             saved_session_benchmarks(sizes, tmp, capture, results)
+        if "memory" not in args.skip:
+            memory_benchmark(sizes, tmp, results)
         if "billing" not in args.skip:
             billing_benchmark(sizes, tmp, results)
         if "cli" not in args.skip:
