@@ -125,15 +125,13 @@ class Agent:
     @property
     def transcript(self) -> list[dict[str, Any]]:
         """Messages exactly as sent to the model; an evicted agent's are rebuilt from its saved records here."""
-        if self._transcript is None:
-            self._revive()
+        self._live()
         return self._transcript  # type: ignore[return-value]
 
     @property
     def transcript_ids(self) -> list[str]:
         """The message id of each transcript entry."""
-        if self._transcript_ids is None:
-            self._revive()
+        self._live()
         return self._transcript_ids  # type: ignore[return-value]
 
     @property
@@ -142,13 +140,10 @@ class Agent:
 
     def _live(self) -> None:
         if self._transcript is None:
-            self._revive()
-
-    def _revive(self) -> None:
-        evictor = self.session.evictor
-        if evictor is None:
-            raise RevivalError(f"agent {self.agent_id} has no transcript and nothing to revive it from")
-        evictor.revive(self)
+            evictor = self.session.evictor
+            if evictor is None:
+                raise RevivalError(f"agent {self.agent_id} has no transcript and nothing to revive it from")
+            evictor.revive(self)
 
     def _used(self) -> None:
         if self.session.evictor is not None:

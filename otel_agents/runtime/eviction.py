@@ -35,7 +35,7 @@ class EvictionPolicy(BaseModel):
     transcript in memory, besides the agents answering at that moment (the chain of
     responses in progress: the run's agent, a parent waiting for its sub-agent, ...)
     and agents whose latest records the recorder has not written yet (evicted at a
-    later check). The least recently used go first. ``idle_seconds``: an agent unused
+    later check), and agents whose saved records differ from what they hold (never). The least recently used go first. ``idle_seconds``: an agent unused
     for that long is evicted at the next check even under the limit. Checks happen
     when a response ends. Memory bound: the live agents' transcripts, plus every
     agent's registration (ids, names, sub-agent maps), plus one offset per saved
@@ -101,6 +101,7 @@ class Evictor:
         self.live: OrderedDict[str, "Agent"] = OrderedDict()  # agent id -> agent, least recently used first
         self.last_used: dict[str, float] = {}
         self.evicted: dict[str, tuple[int, str | None]] = {}  # agent id -> (entries, last id) when evicted
+        self.kept: set[str] = set()  # agents whose saved records cannot rebuild them: not tracked any more
         self.evictions = 0
         self.revivals = 0
         self._reported = (0, 0)  # the counts the last run's root span was given
@@ -112,6 +113,8 @@ class Evictor:
         self._reported = (self.evictions, self.revivals)
 
     def touched(self, agent: "Agent") -> None:
+        if agent.agent_id in self.kept:
+            return
         self.live[agent.agent_id] = agent
         self.live.move_to_end(agent.agent_id)
         self.last_used[agent.agent_id] = self.clock()
@@ -120,16 +123,13 @@ class Evictor:
         """Evict what the policy says may go; returns how many agents were evicted."""
         limit, idle = self.policy.max_live_agents, self.policy.idle_seconds
         now = self.clock()
-        excess = len(self.live) - limit if limit is not None else 0
         evicted = 0
         for agent_id, agent in list(self.live.items()):
-            stale = idle is not None and now - self.last_used[agent_id] >= idle
-            if excess <= 0 and not stale:
+            over = limit is not None and len(self.live) > limit
+            if not over and (idle is None or now - self.last_used[agent_id] < idle):
                 break  # the rest were used more recently still
-            if agent.busy or not self.evict(agent):
-                continue
-            evicted += 1
-            excess -= 1
+            if not agent.busy and self.evict(agent):
+                evicted += 1
         return evicted
 
     def evict(self, agent: "Agent") -> bool:
@@ -139,8 +139,12 @@ class Evictor:
             saved_transcript, saved_ids = rebuilt(self.saved.records_of(agent.agent_id))
         except (OSError, ValueError):
             return False  # unreadable now: the agent simply stays in memory
-        if saved_ids != ids or saved_transcript != transcript:
-            return False  # not written yet (or not kept: a redacted save)
+        if saved_ids != ids:
+            return False  # not all written yet: a later check
+        if saved_transcript != transcript:
+            self.kept.add(agent.agent_id)  # saved otherwise than held (contents not kept): never evicted
+            del self.live[agent.agent_id]
+            return False
         agent.drop_transcript()
         del self.live[agent.agent_id]
         self.last_used.pop(agent.agent_id, None)

@@ -230,3 +230,21 @@ def test_rebuilt_applies_entries_and_truncations_in_order():
                   "keep": 1}
     transcript, ids = rebuilt([entry(1, "a"), entry(2, "b"), truncation, entry(4, "c")])
     assert [m["content"] for m in transcript] == ["a", "c"] and ids == ["msg_000001", "msg_000004"]
+
+
+def test_an_agent_saved_otherwise_than_it_is_held_is_kept_and_not_checked_again(tmp_path, script):
+    with otel_agents.recording(home=tmp_path):
+        with otel_agents.Session(root(), script=script, eviction=EvictionPolicy(max_live_agents=0)) as session:
+            session.run_sync("make them")
+            evictor = session.runtime.evictor
+            a3 = session.agent("A3")
+            a3.transcript  # revived
+            events_file = tmp_path / "sessions" / session.id / "events.jsonl"
+            saved = events_file.read_bytes()
+            events_file.write_bytes(saved.replace(b'"A3 one"', b'"A3 1!!"'))  # same ids, other content
+            evictor.saved = type(evictor.saved)(events_file)
+            assert evictor.evict(a3) is False
+            assert a3.agent_id in evictor.kept and a3.agent_id not in evictor.live
+            a3.harken("still here")  # used again: not tracked, so never checked again
+            assert evictor.sweep() == 0 and not a3.evicted
+            assert a3.transcript[-1]["content"] == "still here"
