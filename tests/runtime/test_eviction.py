@@ -12,6 +12,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
 from pydantic import ValidationError
 
 import otel_agents
@@ -24,16 +25,14 @@ SCRIPT = {
     "root": {"name": "main", "system_prompt": "You coordinate."},
     "agents": {
         "main": [
-            {"tool_calls": [
-                {"name": "task", "arguments": {"name": "A1", "system_prompt": "You are A1.", "user_prompt": "hi A1"}},
-                {"name": "task", "arguments": {"name": "A2", "system_prompt": "You are A2.", "user_prompt": "hi A2"}},
-                {"name": "task", "arguments": {"name": "A3", "system_prompt": "You are A3.", "user_prompt": "hi A3"}},
-            ]},
+            # one call per turn: concurrent calls finish in the order litellm's threads do, eviction or not
+            *({"tool_calls": [{"name": "task", "arguments": {"name": name, "system_prompt": f"You are {name}.",
+                                                             "user_prompt": f"hi {name}"}}]} for name in ("A1", "A2", "A3")),
             "made",
-            # a discuss round among evicted agents, and a task to a name that exists
+            # a discuss round among evicted agents, then a task to a name that exists
             {"tool_calls": [{"name": "discuss", "arguments": {"speakers": ["A1", "A2"], "listeners": ["A3"],
-                                                              "prompt": "go"}},
-                            {"name": "task", "arguments": {"name": "A1", "user_prompt": "again"}}]},
+                                                              "prompt": "go"}}]},
+            {"tool_calls": [{"name": "task", "arguments": {"name": "A1", "user_prompt": "again"}}]},
             "talked",
         ],
         "A1": ["A1 one", "A1 two", "A1 three"],
@@ -248,3 +247,27 @@ def test_an_agent_saved_otherwise_than_it_is_held_is_kept_and_not_checked_again(
             a3.harken("still here")  # used again: not tracked, so never checked again
             assert evictor.sweep() == 0 and not a3.evicted
             assert a3.transcript[-1]["content"] == "still here"
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(limit=st.integers(0, 4),
+       rounds=st.lists(st.lists(st.sampled_from(["A1", "A2", "A3", "A4"]), min_size=1, max_size=4, unique=True),
+                       min_size=1, max_size=3))
+def test_any_limit_and_any_order_of_discussions_saves_what_keeping_every_agent_saves(tmp_path_factory, limit, rounds):
+    turns = [*({"tool_calls": [{"name": "task", "arguments": {"name": f"A{n}", "user_prompt": f"hi {n}"}}]}
+               for n in range(1, 5)), "made"]
+    for number, speakers in enumerate(rounds):
+        turns += [{"tool_calls": [{"name": "discuss", "arguments": {"speakers": speakers, "prompt": f"round {number}"}}]},
+                  f"round {number} done"]
+    document = {"name": "evict-property", "agents": {
+        "main": turns, **{f"A{n}": [f"A{n} says {k}" for k in range(6)] for n in range(1, 5)}}}
+    where = tmp_path_factory.mktemp("property")
+    path = where / "script.json"
+    path.write_text(json.dumps(document))
+    prompts = ["make them", *(f"round {n}" for n in range(len(rounds)))]
+    kept = run_session(where / "kept", path, prompts, None, "20260101-000000-cccccc")
+    evicting = run_session(where / "evicting", path, prompts, EvictionPolicy(max_live_agents=limit),
+                           "20260101-000000-cccccc")
+    assert evicting[0] == kept[0] and evicting[1] == kept[1]
+    assert events(where / "evicting", "20260101-000000-cccccc") == events(where / "kept", "20260101-000000-cccccc")
+    assert evicting[2].evictions > 0
