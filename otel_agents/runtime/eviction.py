@@ -31,16 +31,19 @@ if TYPE_CHECKING:
 class EvictionPolicy(BaseModel):
     """When an agent's transcript leaves memory; frozen. Both unset: never.
 
-    ``max_live_agents``: after a response ends, at most this many agents hold their
-    transcript in memory, besides the agents answering at that moment (the chain of
-    responses in progress: the run's agent, a parent waiting for its sub-agent, ...)
-    and agents whose latest records the recorder has not written yet (evicted at a
-    later check), and agents whose saved records differ from what they hold (never). The least recently used go first. ``idle_seconds``: an agent unused
-    for that long is evicted at the next check even under the limit. Checks happen
-    when a response ends. Memory bound: the live agents' transcripts, plus every
-    agent's registration (ids, names, sub-agent maps), plus one offset per saved
-    record of the reader of events.jsonl. Eviction needs a saved session directory
-    (recording); without one, no agent is ever evicted.
+    ``max_live_agents``: when a response ends, the least recently used agents are
+    evicted until at most this many hold their transcript. ``idle_seconds``: an agent
+    unused for that long is evicted then too, even under the limit. Never evicted: the
+    agents answering (the run's agent, a parent waiting for its sub-agent, ...), an
+    agent whose latest records the recorder has not written yet (evicted at a later
+    check), and one whose saved records differ from what it holds.
+
+    Bound: transcripts in memory are those of at most ``max_live_agents`` agents plus
+    the responses in progress (plus, briefly, agents the recorder is behind on); what
+    still grows with the session is each agent's registration (ids, names, sub-agent
+    map, limits: a few hundred bytes) and 16 bytes per saved transcript record (the
+    reader's offsets). A revival reads that agent's records only, by offset. Eviction
+    needs a saved session directory (recording); without one nothing is ever evicted.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -141,29 +144,27 @@ class Evictor:
             return False  # unreadable now: the agent simply stays in memory
         if saved_ids != ids:
             return False  # not all written yet: a later check
-        if saved_transcript != transcript:
-            self.kept.add(agent.agent_id)  # saved otherwise than held (contents not kept): never evicted
-            del self.live[agent.agent_id]
-            return False
-        agent.drop_transcript()
         del self.live[agent.agent_id]
         self.last_used.pop(agent.agent_id, None)
+        if saved_transcript != transcript:
+            self.kept.add(agent.agent_id)  # saved otherwise than held (contents not kept): never evicted
+            return False
+        agent.drop_transcript()
         self.evicted[agent.agent_id] = (len(ids), ids[-1] if ids else None)
         self.evictions += 1
         return True
 
     def revive(self, agent: "Agent") -> None:
         """Rebuild an evicted agent's transcript from its saved records, checked against what it held."""
-        entries, last = self.evicted.pop(agent.agent_id)
+        entries, last = self.evicted[agent.agent_id]
         try:
             transcript, ids = rebuilt(self.saved.records_of(agent.agent_id))
         except (OSError, ValueError) as exc:
-            self.evicted[agent.agent_id] = (entries, last)
             raise RevivalError(f"cannot revive agent {agent.agent_id}: its saved records cannot be read: {exc}") from None
         if len(ids) != entries or (ids[-1] if ids else None) != last:
-            self.evicted[agent.agent_id] = (entries, last)
             raise RevivalError(f"cannot revive agent {agent.agent_id}: its saved records changed since it was "
                                f"evicted ({len(ids)} entries, not {entries})")
+        del self.evicted[agent.agent_id]
         agent.restore_transcript(transcript, ids)
         self.revivals += 1
         self.touched(agent)
