@@ -114,7 +114,7 @@ class Script:
     triggers: tuple[TriggerSpec, ...] = ()  # files watched while the session runs (script_triggers.py)
     budget: Budget | None = None  # the root's limits, its sub-agents' spending included
     agent_budgets: dict[str, Budget] = field(default_factory=dict)  # by agent name
-    eviction: dict[str, Any] | None = None  # fields of runtime.eviction.EvictionPolicy, checked there
+    eviction: dict[str, Any] | None = None  # checked fields of the runtime's EvictionPolicy (scenario.py builds it)
 
     def budgets_by_name(self, root_name: str, root_own: Budget | None = None) -> dict[str, Budget]:
         """Limits by agent name: the root's (an app's own, else ``budget``) included."""
