@@ -59,9 +59,11 @@ def root() -> otel_agents.Agent:
     return otel_agents.Agent("main", "You coordinate.")
 
 
-def events(home: Path, session_id: str) -> list[dict]:
+def events(home: Path, session_id: str) -> list[bytes]:
     lines = (home / "sessions" / session_id / "events.jsonl").read_bytes().splitlines()
-    return [{k: v for k, v in orjson.loads(line).items() if k not in ("ts", "trace_id", "span_id")} for line in lines]
+    # Each line's bytes, in the file's field order, without the three fields two runs can never share.
+    return [orjson.dumps({k: v for k, v in orjson.loads(line).items() if k not in ("ts", "trace_id", "span_id")})
+            for line in lines]
 
 
 def state(runtime) -> dict:
