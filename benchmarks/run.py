@@ -27,6 +27,7 @@ from typing import Any, Callable
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the bench_* modules, whatever the working directory
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # never fetch the price map
 
+import bench_agents_memory  # noqa: E402
 import bench_billing  # noqa: E402
 import bench_cli  # noqa: E402
 import bench_collect  # noqa: E402
@@ -52,13 +53,17 @@ class Sizes:
     ledger_records: int  # named 1m
     process_repeat: int  # cold processes per command figure
     collect_spans: int  # sent to `otel-agents collect` and imported from a file
+    memory_agents: tuple[int, int] = (250, 1_000)  # sub-agents of the many-agents session, named 1000 by the larger
     ui_entries: int = 100_000  # the synthetic session the UI's first screen shows (named 100k)
     ui_repeat: int = 5  # navigations to it, after the server's first read
     ui_live_runs: int = 8  # runs of the scripted session the live page follows
 
 
 FULL = Sizes(500, 9, 7, 200, (1_000, 10_000, 100_000), 20, 3, 1_000_000, 5, 20_000)
-QUICK = Sizes(40, 1, 1, 30, (300, 1_000, 3_000), 4, 1, 20_000, 1, 1_000, ui_entries=3_000, ui_repeat=1, ui_live_runs=2)
+QUICK = Sizes(40, 1, 1, 30, (300, 1_000, 3_000), 4, 1, 20_000, 1, 1_000,
+              memory_agents=(40, 160), ui_entries=3_000, ui_repeat=1, ui_live_runs=2)
+# The bound stated for eviction: 4x the agents may cost at most this much more peak memory.
+MEMORY_GROWTH_LIMIT = 1.10
 
 # name -> (target, unit); a figure passes when it is at most its target (at least, for those in AT_LEAST).
 TARGETS: dict[str, tuple[float | None, str]] = {
@@ -86,6 +91,7 @@ TARGETS: dict[str, tuple[float | None, str]] = {
     "sessions_show_s_100k": (None, "s"),
     "billing_summary_s_1m": (5.0, "s"),
     "ledger_append_s_1m": (None, "s"),
+    "rss_mb_1000_agents": (None, "MB"),  # its target is 1.10 x the peak with a quarter of the agents, set when measured
     "cli_start_s": (0.35, "s"),
     "cli_start_imports_litellm": (0, "bool"),
     "ui_first_screen_s_100k": (1.0, "s"),
@@ -303,6 +309,33 @@ def saved_session_benchmarks(sizes: Sizes, tmp: Path, capture: Any, results: Res
                 in_process_cpu_s={name: cpu for name, _, cpu, _ in in_process})
 
 
+# --------------------------------------------------------------------------- many agents in memory
+
+
+def memory_benchmark(sizes: Sizes, tmp: Path, results: Results) -> None:
+    """rss_mb_1000_agents: peak RSS of the run's process with eviction, bounded by the same session with a
+    quarter of the agents (target: at most MEMORY_GROWTH_LIMIT x its peak); without eviction as details."""
+    print("many agents (peak RSS of the run's process; eviction keeps 50 agents live)", flush=True)
+    small, large = sizes.memory_agents
+    scratch = tmp / "many-agents"
+    live = bench_agents_memory.MAX_LIVE_AGENTS
+    evicting = {n: bench_agents_memory.measure(n, scratch, live) for n in (small, large)}
+    keeping = {n: bench_agents_memory.measure(n, scratch, None) for n in (small, large)}
+    if evicting[large].evicted == 0 or evicting[large].revived == 0 or keeping[large].evicted:
+        raise AssertionError(f"the evicting session evicted {evicting[large].evicted} and revived "
+                             f"{evicting[large].revived} agents of {large}")
+    results.add(
+        "rss_mb_1000_agents", evicting[large].peak_mb, target=MEMORY_GROWTH_LIMIT * evicting[small].peak_mb,
+        agents=large, max_live_agents=live, evicted=evicting[large].evicted, revived=evicting[large].revived,
+        seconds=evicting[large].seconds, delta_after_imports_mb=evicting[large].peak_delta_mb,
+        agents_small=small, rss_mb_small=evicting[small].peak_mb,
+        rss_mb_without_eviction=keeping[large].peak_mb, rss_mb_small_without_eviction=keeping[small].peak_mb,
+        seconds_without_eviction=keeping[large].seconds,
+        growth_with_eviction=evicting[large].peak_mb / evicting[small].peak_mb,
+        growth_without_eviction=keeping[large].peak_mb / keeping[small].peak_mb,
+    )
+
+
 # --------------------------------------------------------------------------- billing and start-up
 
 
@@ -403,7 +436,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="tiny sizes: checks the harness, not the targets")
     parser.add_argument("--json", type=Path, metavar="FILE", help="also write the figures as JSON here")
-    parser.add_argument("--skip", action="append", default=[], choices=["sessions", "saved", "billing", "cli", "collect", "ui"],
+    parser.add_argument("--skip", action="append", default=[],
+                        choices=["sessions", "saved", "memory", "billing", "cli", "collect", "ui"],
                         help="leave out a group of benchmarks (repeatable)")
     args = parser.parse_args(argv)
     sizes = QUICK if args.quick else FULL
@@ -421,6 +455,8 @@ def main(argv: list[str] | None = None) -> int:
             recorded, capture = session_benchmarks(sizes, tmp, results, measure="sessions" not in args.skip)
         if "saved" not in args.skip:
             saved_session_benchmarks(sizes, tmp, capture, results)
+        if "memory" not in args.skip:
+            memory_benchmark(sizes, tmp, results)
         if "billing" not in args.skip:
             billing_benchmark(sizes, tmp, results)
         if "cli" not in args.skip:

@@ -21,12 +21,14 @@ A script is a JSON file (see docs/scripts.md)::
       "budget": {"max_cost_usd": 0.5},
       "agent_budgets": {"Jack": {"max_llm_calls": 3}},
       "stream": true,
-      "triggers": [{"watch": "data.json", "agent": "Watcher", "text": "File changed: {path}"}]
+      "triggers": [{"watch": "data.json", "agent": "Watcher", "text": "File changed: {path}"}],
+      "eviction": {"max_live_agents": 50, "idle_seconds": 30}
     }
 
 ``params`` are the root agent's request parameters (its sub-agents inherit them),
 ``agent_params`` those of the agents of a name; ``stream`` streams every call;
-``triggers`` turn a file appearing or changing into an outside event (``run``).
+``triggers`` turn a file appearing or changing into an outside event (``run``);
+``eviction`` keeps only active agents in memory (``runtime/eviction.py``'s policy, docs/scripts.md).
 ``budget`` limits the root agent (sub-agents included), ``agent_budgets`` the agents
 of a name (docs/budgets.md).
 
@@ -112,6 +114,7 @@ class Script:
     triggers: tuple[TriggerSpec, ...] = ()  # files watched while the session runs (script_triggers.py)
     budget: Budget | None = None  # the root's limits, its sub-agents' spending included
     agent_budgets: dict[str, Budget] = field(default_factory=dict)  # by agent name
+    eviction: dict[str, Any] | None = None  # checked fields of the runtime's EvictionPolicy (scenario.py builds it)
 
     def budgets_by_name(self, root_name: str, root_own: Budget | None = None) -> dict[str, Budget]:
         """Limits by agent name: the root's (an app's own, else ``budget``) included."""
@@ -312,6 +315,7 @@ def parse_script(data: Any, source: str) -> Script:
         triggers = parse_triggers(data.get("triggers"), source)
     except TriggerError as exc:
         raise ScriptError(str(exc)) from None
+    eviction = _parse_eviction(data.get("eviction"), source)
     return Script(
         name=name,
         source=source,
@@ -327,7 +331,22 @@ def parse_script(data: Any, source: str) -> Script:
         triggers=triggers,
         budget=budget,
         agent_budgets=agent_budgets,
+        eviction=eviction,
     )
+
+
+def _parse_eviction(raw: Any, source: str) -> dict[str, Any] | None:
+    """``{"max_live_agents": N, "idle_seconds": S}`` (either may be left out), checked here for a one-line error."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or not set(raw) <= {"max_live_agents", "idle_seconds"}:
+        raise _fail(source, "'eviction' must be an object with 'max_live_agents' and/or 'idle_seconds'")
+    count, seconds = raw.get("max_live_agents"), raw.get("idle_seconds")
+    if count is not None and (type(count) is not int or count < 0):
+        raise _fail(source, "'eviction.max_live_agents' must be a whole number >= 0")
+    if seconds is not None and (type(seconds) not in (int, float) or not 0 <= seconds < float("inf")):
+        raise _fail(source, "'eviction.idle_seconds' must be a number of seconds >= 0")
+    return dict(raw)
 
 
 def _parse_budgets(data: dict[str, Any], source: str) -> tuple[Budget | None, dict[str, Budget]]:

@@ -70,6 +70,12 @@ def test_quick_run_measures_what_it_says(quick_run, harness):
     assert details["billing_summary_s_1m"]["records"] == harness.QUICK.ledger_records
     assert len(details["ledger_append_s_1m"]["runs"]) == len(details["ledger_append_s_1m"]["one_call_runs"]) >= 1
     assert details["instrumentation_vs_bare"]["turns"] > 0
+    memory = details["rss_mb_1000_agents"]  # the larger session really had its agents, evicted and revived
+    assert (memory["agents_small"], memory["agents"]) == harness.QUICK.memory_agents
+    assert memory["evicted"] > 0 and memory["revived"] > 0
+    assert memory["rss_mb_without_eviction"] > 0 and memory["rss_mb_small"] > 0
+    assert document["targets"]["rss_mb_1000_agents"] == pytest.approx(
+        harness.MEMORY_GROWTH_LIMIT * memory["rss_mb_small"])
     assert document["figures"]["cli_start_imports_litellm"] == 0
 
 
