@@ -228,6 +228,7 @@ class Agent:
             sc.GEN_AI_TOOL_CALL_ID: call["id"],
             sc.GEN_AI_TOOL_TYPE: tool.tool_type if tool else "function",
             sc.GEN_AI_TOOL_DESCRIPTION: tool.description if tool else None,
+            sc.TOOL_PROVIDER: tool.provider if tool else None,
             sc.GEN_AI_AGENT_NAME: self.name,
             sc.GEN_AI_CONVERSATION_ID: self.session.id,
             sc.AGENT_ID: self.agent_id,
