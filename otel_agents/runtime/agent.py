@@ -157,8 +157,12 @@ class Agent:
         """Reset working memory to the first ``keep`` entries (an event like any other)."""
         if keep < 0:
             raise ValueError("keep must be >= 0")
+        dropped = max(0, len(self.transcript) - keep)
         message_id = self.session.log_truncation(self.agent_id, keep, cause)
-        self.replay_truncation(keep)  # its record (transcript_truncated) is the user's notice already
+        self.replay_truncation(keep)
+        # The record changes the agent's state; the user is told apart, as of any other truncation.
+        self.host_notice("truncation", f"{self.name}'s working memory was cut to its first {keep} entries "
+                                       f"({dropped} dropped)")
         return message_id
 
     def host_notice(self, notice: str, content: str) -> str:
