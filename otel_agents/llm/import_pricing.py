@@ -6,7 +6,7 @@ import dataclasses
 from datetime import datetime, timezone
 from typing import Any, Iterable
 
-from otel_agents.llm.price_snapshot import PriceEntries
+from otel_agents.llm.price_snapshot import entry_attributes
 from otel_agents.llm.pricing import PRICE_SOURCE_UNPRICED, PriceTable, Usage
 from otel_agents.tracing import semconv as sc
 from otel_agents.tracing.foreign import LLM_OPERATIONS, has_usage, operation_of
@@ -21,7 +21,7 @@ def priced(spans: Iterable[SpanData], prices: PriceTable | None = None) -> list[
 
     litellm is loaded only when some span needs a price: our own traces never do.
     """
-    out, entries = [], PriceEntries()
+    out = []
     for span in spans:
         attrs = span.attributes
         if (
@@ -38,8 +38,9 @@ def priced(spans: Iterable[SpanData], prices: PriceTable | None = None) -> list[
         added: dict[str, Any] = {sc.LLM_PRICE_SOURCE: source, PRICED_ON_IMPORT: True}
         if cost is not None:
             added[sc.GEN_AI_USAGE_COST] = cost
-            # The entry priced with, as a live call records it: the session's pricing.json keeps it.
-            added.update(entries.attributes(prices, model, span.trace_id))
+            # The entry priced with, on every such span (batches may arrive in any order and size):
+            # the session's pricing.json keeps it.
+            added.update(entry_attributes(prices, model))
         out.append(dataclasses.replace(span, attributes={**attrs, **added}))
     return out
 

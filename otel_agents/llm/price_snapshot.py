@@ -56,6 +56,21 @@ def price_id(entry: Mapping[str, Any]) -> str:
     return "price_" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
+def entry_attributes(prices: PriceTable, model: str) -> dict[str, str]:
+    """The id and the entry itself, for a span that must hold its own (a call priced on import,
+    whichever batch it arrives in); {} for an unpriced model."""
+    entry = price_entry(prices, model)
+    if entry is None:
+        return {}
+    pid = price_id(entry)
+    return {sc.LLM_PRICE_ID: pid, sc.LLM_PRICE_ENTRY: _entry_json(entry, pid)}
+
+
+def _entry_json(entry: Mapping[str, Any], pid: str) -> str:
+    dated = {**entry, "id": pid, "date": datetime.now(timezone.utc).date().isoformat()}
+    return json.dumps(dated, sort_keys=True, separators=(",", ":"))
+
+
 class PriceEntries:
     """Chat-span attributes naming the price used; the entry itself once per trace and id."""
 
@@ -75,8 +90,7 @@ class PriceEntries:
             sent = self._sent[trace_id] = set()
         if pid not in sent:
             sent.add(pid)
-            dated = {**entry, "id": pid, "date": datetime.now(timezone.utc).date().isoformat()}
-            attrs[sc.LLM_PRICE_ENTRY] = json.dumps(dated, sort_keys=True, separators=(",", ":"))
+            attrs[sc.LLM_PRICE_ENTRY] = _entry_json(entry, pid)
         return attrs
 
 
