@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 from datetime import datetime, timezone
+from functools import lru_cache
 from typing import Any, Mapping
 
 from otel_agents.llm.pricing import (
@@ -24,6 +25,7 @@ _TRACES_REMEMBERED = 16
 _PRICE_KEYS = ("tiered_pricing", "litellm_provider")
 
 
+@lru_cache(maxsize=1)  # asked on every priced attempt; the installed version does not change
 def _litellm_table() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
