@@ -12,7 +12,8 @@ A script is a JSON file (see docs/scripts.md)::
           {"tool_calls": [{"name": "task", "arguments": {"name": "Jack", "system_prompt": "..."}}]},
           "a plain utterance",
           {"text": "...", "reasoning": "...", "usage": {"input_tokens": 10, "output_tokens": 3},
-           "latency_ms": 5, "fail_first_attempt": {"status": 429, "retry_after": 0.05}}
+           "latency_ms": 5, "fail_first_attempt": {"status": 429, "retry_after": 0.05},
+           "served": {"provider": "DeepInfra", "cost": 0.0002}}
         ]
       },
       "fallback": "I have nothing further to add.",
@@ -79,6 +80,8 @@ class ScriptedTurn:
     usage: dict[str, int] | None = None
     latency_ms: int = 0
     fail_first_attempt: ScriptedFailure | None = None
+    # What a router reports (as OpenRouter does): {"provider": "...", "cost": usd, "upstream_inference_cost": usd}
+    served: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -150,7 +153,7 @@ def _parse_turn(raw: Any, where: str) -> ScriptedTurn:
         return ScriptedTurn(text=raw)
     if not isinstance(raw, dict):
         raise _fail(where, "a turn is a string or an object")
-    unknown = set(raw) - {"text", "tool_calls", "reasoning", "usage", "latency_ms", "fail_first_attempt"}
+    unknown = set(raw) - {"text", "tool_calls", "reasoning", "usage", "latency_ms", "fail_first_attempt", "served"}
     if unknown:
         raise _fail(where, f"unknown turn field(s) {sorted(unknown)}")
     raw_calls = raw.get("tool_calls") or []
@@ -192,7 +195,24 @@ def _parse_turn(raw: Any, where: str) -> ScriptedTurn:
     reasoning = raw.get("reasoning")
     if reasoning is not None and not isinstance(reasoning, str):
         raise _fail(where, "'reasoning' must be a string")
-    return ScriptedTurn(text, tuple(calls), reasoning, usage, latency, parsed_failure)
+    return ScriptedTurn(text, tuple(calls), reasoning, usage, latency, parsed_failure, _parse_served(raw, where))
+
+
+_SERVED_FIELDS = {"provider": str, "cost": float, "upstream_inference_cost": float}
+
+
+def _parse_served(raw: dict[str, Any], where: str) -> dict[str, Any] | None:
+    served = raw.get("served")
+    if served is None:
+        return None
+    if not isinstance(served, dict) or not served or set(served) - set(_SERVED_FIELDS):
+        raise _fail(where, f"'served' is an object of {sorted(_SERVED_FIELDS)}")
+    for key, value in served.items():
+        ok = (isinstance(value, str) and value.strip()) if _SERVED_FIELDS[key] is str else (
+            isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < float("inf"))
+        if not ok:
+            raise _fail(where, f"'served.{key}' must be " + ("a non-empty string" if key == "provider" else "a cost >= 0"))
+    return dict(served)
 
 
 _HOOK_KINDS = ("approval", "review", "transform", "reset", "remind")

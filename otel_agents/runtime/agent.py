@@ -203,8 +203,12 @@ class Agent:
         if keep < 0:
             raise ValueError("keep must be >= 0")
         self._live()
+        dropped = max(0, len(self.transcript) - keep)
         message_id = self.session.log_truncation(self.agent_id, keep, cause)
-        self.replay_truncation(keep)  # its record (transcript_truncated) is the user's notice already
+        self.replay_truncation(keep)
+        # The record changes the agent's state; the user is told apart, as of any other truncation.
+        self.host_notice("truncation", f"{self.name}'s working memory was cut to its first {keep} entries "
+                                       f"({dropped} dropped)")
         return message_id
 
     def host_notice(self, notice: str, content: str) -> str:
@@ -281,6 +285,7 @@ class Agent:
             sc.GEN_AI_TOOL_CALL_ID: call["id"],
             sc.GEN_AI_TOOL_TYPE: tool.tool_type if tool else "function",
             sc.GEN_AI_TOOL_DESCRIPTION: tool.description if tool else None,
+            sc.TOOL_PROVIDER: tool.provider if tool else None,
             sc.GEN_AI_AGENT_NAME: self.name,
             sc.GEN_AI_CONVERSATION_ID: self.session.id,
             sc.AGENT_ID: self.agent_id,

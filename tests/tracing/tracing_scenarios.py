@@ -192,7 +192,8 @@ def make_user_tools(big_text: Callable[[], str] | None = None) -> list[Any]:
         """Returns a very long text."""
         return big_text() if big_text else "short"
 
-    return [make_tool(f) for f in (forbidden, boom, checkpoint, dump, ctrl_c)]
+    # boom names the provider behind it (otel_agents.tool.provider); the others name none.
+    return [make_tool(f, provider="scenario-api" if f is boom else None) for f in (forbidden, boom, checkpoint, dump, ctrl_c)]
 
 
 FAILURE_SCRIPT: dict[str, Any] = {
@@ -222,7 +223,9 @@ FAILURE_SCRIPT: dict[str, Any] = {
             "the SECRETWORD is out",
             {"text": "all failure paths done", "reasoning": "Every path was taken."},
         ],
-        "Helper": [{"text": "Hello B.", "usage": {"input_tokens": 7, "output_tokens": 2}}],
+        # Served as through a router that says who served it and what it charged.
+        "Helper": [{"text": "Hello B.", "usage": {"input_tokens": 7, "output_tokens": 2},
+                    "served": {"provider": "Together", "cost": 0.0001, "upstream_inference_cost": 0.00009}}],
     },
 }
 
