@@ -67,12 +67,13 @@ def repeat_export(export: Path, out: Path, spans: int) -> int:
     return written
 
 
-def time_import(trace_file: Path, home: Path) -> float:
+def time_import(trace_file: Path, home: Path, preexec_fn=None) -> float:
+    """Wall seconds of one whole ``otel-agents import`` process (``preexec_fn``: e.g. pinned to one core)."""
     started = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-m", "otel_agents", "import", str(trace_file),
          "--sessions-dir", str(home / "sessions"), "--billing-file", str(home / "billing.jsonl")],
-        capture_output=True, text=True,
+        capture_output=True, text=True, preexec_fn=preexec_fn,
     )
     elapsed = time.perf_counter() - started
     if done.returncode != 0:

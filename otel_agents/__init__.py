@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from otel_agents.llm.budget import Budget, BudgetExhausted
     from otel_agents.llm.model_settings import ModelSettings
     from otel_agents.restore import ResumeError
+    from otel_agents.runtime.eviction import EvictionPolicy
     from otel_agents.runtime.hooks import (
         ApprovalHook,
         Decision,
@@ -61,6 +62,7 @@ _HOMES = {
     "TransformHook": "otel_agents.runtime.hooks",
     "Decision": "otel_agents.runtime.hooks",
     "ToolRequest": "otel_agents.runtime.hooks",
+    "EvictionPolicy": "otel_agents.runtime.eviction",
     "RecordingError": "otel_agents.session_recording",
     "ResumeError": "otel_agents.restore",
     "ForkError": "otel_agents.forking",

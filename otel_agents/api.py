@@ -20,6 +20,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from otel_agents.llm.budget import Budget, BudgetMeter, totals_before
 from otel_agents.llm.model_settings import ModelSettings
 from otel_agents.persistence.paths import Paths
+from otel_agents.runtime.eviction import EvictionPolicy, eviction_policy
 from otel_agents.runtime.hooks import ApprovalHook, RemindHook, ReviewHook, TransformHook
 from otel_agents.runtime.session import DEFAULT_MAX_TURNS, AgentSpec, RunContext
 from otel_agents.runtime.session import Session as RuntimeSession
@@ -203,7 +204,9 @@ class Session:
     ``script``: a script file or built-in name (docs/scripts.md) answering the offline
     ``scripted`` model, which agents without a model use; its hooks are installed too.
     ``model`` overrides every agent's model, ``model_settings`` every agent's request parameters
-    (recorded, so a resume keeps them). ``stream``: stream every LLM call (time to first chunk
+    (recorded, so a resume keeps them). ``eviction``: an ``EvictionPolicy`` (default: the script's ``eviction``)
+    keeping only active agents in memory while the session is recorded (never unrecorded); evicted agents
+    are revived from the saved records when next addressed. ``stream``: stream every LLM call (time to first chunk
     on each chat span; ``on_text(agent_name, text)`` sees the text as it arrives). ``app``: the ``module:factory`` that builds ``agent``
     (docs/python-api.md), recorded so ``otel-agents resume`` re-imports its tools and hooks. Close the session (``with``/``async with``,
     or ``close()``) to write everything and release its lock; the enclosing ``recording``
@@ -228,6 +231,7 @@ class Session:
         on_text: Callable[[str, str], None] | None = None,
         budget: Budget | None = None,
         allow_unpriced: bool = False,
+        eviction: EvictionPolicy | None = None,
     ) -> None:
         loaded = _load_script(script)
         chosen = model or agent.model or (loaded.model if loaded else None)
@@ -246,6 +250,7 @@ class Session:
             settings_override=model_settings,
             agent_budgets=agent.budgets_by_name(loaded),
             budget=BudgetMeter.for_session(budget),
+            eviction=eviction or eviction_policy(loaded.eviction if loaded else None),
         )
         if not allow_unpriced:
             runtime.refuse_unpriced()  # BudgetError (a ValueError), before anything runs
@@ -276,6 +281,10 @@ class Session:
         self._runner: asyncio.Runner | None = None
         self._recording_owner = rec
         self._recording = rec._start(self, ownership, resume=source == "resume") if rec else None
+        if rec is not None:  # saved from here on: idle agents may be evicted (by runtime.eviction's policy)
+            from otel_agents.restore import keep_revivable
+
+            keep_revivable(runtime, rec.paths.session_dir(runtime.id), redacted=rec.redacted_save and source != "resume")
 
     @property
     def id(self) -> str:
@@ -360,6 +369,7 @@ def resume(
     budget: Budget | None = None,
     budget_scope: str = "session",
     allow_unpriced: bool = False,
+    eviction: EvictionPolicy | None = None,
 ) -> Session:
     """Rebuild every agent of a saved session, inside a ``recording`` block, and return it to run on.
 
@@ -368,7 +378,8 @@ def resume(
     the session had (every agent gets ``tools``). The script defaults to the one the session last
     ran with; request parameters to the session's, ``model_settings`` on top. ``budget``: the session's
     limits (its last run's carry on, these on top), counting what it spent before unless
-    ``budget_scope="run"``; agents' budgets count what each spent before likewise. Raises ``ResumeError``
+    ``budget_scope="run"``; agents' budgets count what each spent before likewise. ``eviction``: as
+    for ``Session`` (default: the script's); the limit holds from the resume on. Raises ``ResumeError``
     (one line) when the session cannot be resumed; nothing is run or billed then.
     """
     from otel_agents.apps import reimport_app
@@ -405,6 +416,7 @@ def resume(
             settings_override=saved_params(saved, model_settings),
             agent_budgets=root_agent.budgets_by_name(loaded),
             budget=BudgetMeter.for_session(saved_budget(saved, budget)),  # the session's limits, these on top
+            eviction=eviction or eviction_policy(loaded.eviction if loaded else None),
         )
         if not allow_unpriced:
             runtime.refuse_unpriced()

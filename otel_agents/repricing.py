@@ -8,6 +8,10 @@ what was recorded at call time under ``repriced`` (``{"cost_usd", "price_source"
 so ``sessions verify`` and later rebuilds still tie it to its span, and a later
 plain rebuild keeps the new price. (The record shape, ``repriced`` included, is
 ``persistence/ledger_records.py``'s; this is the use that asks the price table.)
+
+A record's call-time price can also be re-derived from its session alone: its ``price_id``
+names the entry of the session's ``pricing.json`` it was priced with (``snapshot_cost``), and
+each price change is reported against that entry.
 """
 
 from __future__ import annotations
@@ -15,10 +19,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from decimal import Decimal
+from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from otel_agents.persistence.ledger_records import PRICED_FIELDS, REPRICED
+from otel_agents.persistence.ledger_records import PRICED_FIELDS, REPRICED, as_recorded
 from otel_agents.persistence.timestamps import parse_iso_ts
+
 
 @dataclass(frozen=True)
 class PriceChange:
@@ -28,6 +34,11 @@ class PriceChange:
     old_source: str | None
     new_cost: float | None
     new_source: str
+    # The session's pricing snapshot entry the old cost comes from ("<id>: <table>, <date>"), and
+    # the cost it gives for the record when that is not the recorded one (a record to look into).
+    snapshot: str | None = None
+    snapshot_cost: float | None = None
+    snapshot_disagrees: bool = False
 
 
 def _billed_at(record: Mapping[str, Any]) -> datetime | None:
@@ -45,10 +56,25 @@ def _usage(tokens: Mapping[str, Any]):
     return Usage(count("input"), count("output"), count("cache_read"), count("cache_write"), count("reasoning"))
 
 
-def reprice(records: Iterable[dict[str, Any]], prices: Any) -> tuple[int, list[PriceChange]]:
+def snapshot_cost(record: Mapping[str, Any], entries: Mapping[str, Mapping[str, Any]]) -> tuple[float | None, str] | None:
+    """(cost, price_source) of a ledger line re-derived from its session's pricing snapshot alone;
+    None when the line names no entry of it (older sessions, unpriced calls)."""
+    entry = entries.get(str(record.get("price_id")))
+    if entry is None or not isinstance(record.get("tokens"), dict):
+        return None
+    from otel_agents.llm.price_snapshot import cost_from_entry
+
+    return cost_from_entry(entry, _usage(record["tokens"]), at=_billed_at(record))
+
+
+def reprice(
+    records: Iterable[dict[str, Any]], prices: Any, snapshots: Mapping[str, Mapping[str, Mapping[str, Any]]] | None = None,
+) -> tuple[int, list[PriceChange]]:
     """Price every successful LLM record again, in place; (records priced, those whose price changed).
 
     Failed and unfinished attempts keep their null cost: nothing was billed for them.
+    ``snapshots`` (session id -> pricing.json entries) name, for each change, the entry the old
+    price came from, and say so when the snapshot does not give the recorded cost.
     """
     priced, changes = 0, []
     for record in records:
@@ -59,8 +85,15 @@ def reprice(records: Iterable[dict[str, Any]], prices: Any) -> tuple[int, list[P
         cost, source = prices.cost(str(model), _usage(record["tokens"]), at=_billed_at(record))
         if (cost, source) == (record.get("cost_usd"), record.get("price_source")):
             continue
+        entry = (snapshots or {}).get(str(record.get("session_id")), {}).get(str(record.get("price_id")))
+        from_snapshot = snapshot_cost(as_recorded(record), {record["price_id"]: entry}) if entry else None
         changes.append(
-            PriceChange(record["record_id"], model, record.get("cost_usd"), record.get("price_source"), cost, source)
+            PriceChange(
+                record["record_id"], model, record.get("cost_usd"), record.get("price_source"), cost, source,
+                snapshot=f"{record['price_id']}: {entry['table']}, {entry['date']}" if entry else None,
+                snapshot_cost=from_snapshot[0] if from_snapshot else None,
+                snapshot_disagrees=bool(from_snapshot) and from_snapshot[0] != as_recorded(record).get("cost_usd"),
+            )
         )
         recorded = record.pop(REPRICED, None) or {k: record.get(k) for k in PRICED_FIELDS}
         record.update(cost_usd=cost, price_source=source)
@@ -70,15 +103,30 @@ def reprice(records: Iterable[dict[str, Any]], prices: Any) -> tuple[int, list[P
     return priced, changes
 
 
-def reprice_plan(plan: Any, prices: Any) -> None:
-    """Price a ``billing rebuild`` plan's records again, noting on it how many and which changed."""
+def session_snapshots(sessions_dir: Path, session_ids: Iterable[Any]) -> dict[str, dict[str, Any]]:
+    """pricing.json entries of each session (none for a session without a readable one)."""
+    from otel_agents.persistence.pricing_file import PricingFileError, read_pricing
+
+    out = {}
+    for session_id in {str(s) for s in session_ids if s}:
+        try:
+            out[session_id] = read_pricing(Path(sessions_dir) / session_id)
+        except PricingFileError:
+            out[session_id] = {}
+    return out
+
+
+def reprice_plan(plan: Any, prices: Any, sessions_dir: Path | None = None) -> None:
+    """Price a ``billing rebuild`` plan's records again, noting on it how many and which changed
+    (each against its session's pricing snapshot, when ``sessions_dir`` is given)."""
     from otel_agents.llm.scripted_provider import PROVIDER, register_demo_price
 
     # The offline model's demo price exists only once a run registers it.
     for model in {str(r.get("model")) for r in plan.records if r.get("type") == "llm"}:
         if model.startswith(f"{PROVIDER}/"):
             register_demo_price(model)
-    plan.repriced, plan.price_changes = reprice(plan.records, prices)
+    snapshots = session_snapshots(sessions_dir, (r.get("session_id") for r in plan.records)) if sessions_dir else None
+    plan.repriced, plan.price_changes = reprice(plan.records, prices, snapshots)
 
 
 def usd(cost: float | Decimal | None) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import shutil
 from decimal import Decimal
 
 import pytest
@@ -77,3 +79,107 @@ def test_time_of_day_prices_use_the_records_own_time():
 def test_usd_and_total_are_exact():
     assert usd(None) == "unpriced" and usd(0.1) == "0.1" and usd(0.0) == "0.0" and usd(1.5e-11) == "0.000000000015"
     assert total([0.1, 0.2, None]) == Decimal("0.3")
+
+
+# --- the session's pricing snapshot (issue 23) ------------------------------------------------
+
+
+def _scripted_session(home):
+    """A jack-and-jill run through the CLI, priced from litellm's map (the demo price)."""
+    import os
+
+    from click.testing import CliRunner
+
+    from otel_agents.cli import cli
+
+    os.environ.pop("OTEL_AGENTS_PRICES", None)
+    result = CliRunner().invoke(cli, ["run", "--script", "jack-and-jill"], catch_exceptions=False)
+    assert result.exit_code == 0, result.stderr
+    session_id = next(x for x in result.stderr.splitlines() if x.startswith("session: ")).split(": ", 1)[1]
+    ledger = [json.loads(x) for x in (home / "billing.jsonl").read_text().splitlines()]
+    return home / "sessions" / session_id, ledger
+
+
+def test_every_ledger_line_is_re_derived_from_its_session_alone(home, monkeypatch, tmp_path):
+    import subprocess
+    import sys
+
+    monkeypatch.setenv("OTEL_TRACES_EXPORTER", "none")
+    session_dir, ledger = _scripted_session(home)
+    priced = [r for r in ledger if r["type"] == "llm" and r["status"] == "ok"]
+    assert priced and all(r["price_id"] for r in priced)
+    entries = json.loads((session_dir / "pricing.json").read_text())["entries"]
+    assert {r["price_id"] for r in priced} == set(entries)
+    (entry,) = entries.values()
+    assert entry["model"] == "scripted/jack-and-jill" and entry["price_source"] == "litellm"
+    assert entry["table"].startswith("litellm ") and entry["date"] == priced[0]["ts"][:10]
+    # A fresh process that never ran the script (so litellm's map has no demo price) and reads
+    # nothing but the session directory and the lines gives every line's cost back.
+    copy = tmp_path / "copy"
+    shutil.copytree(session_dir, copy, ignore=shutil.ignore_patterns("owner.lock"))
+    code = (
+        "import json, sys\n"
+        "from otel_agents.persistence.pricing_file import read_pricing\n"
+        "from otel_agents.repricing import snapshot_cost\n"
+        "entries = read_pricing(sys.argv[1])\n"
+        "print(json.dumps([snapshot_cost(json.loads(line), entries) for line in sys.stdin]))\n"
+    )
+    lines = "".join(json.dumps(r) + "\n" for r in priced)
+    out = subprocess.run([sys.executable, "-c", code, str(copy)], input=lines, capture_output=True, text=True,
+                         check=True, timeout=300)
+    assert json.loads(out.stdout) == [[r["cost_usd"], r["price_source"]] for r in priced]
+
+
+def test_reprice_with_another_table_shows_the_exact_difference_of_each_line_against_the_snapshot(home, monkeypatch):
+    from click.testing import CliRunner
+
+    from otel_agents.cli import cli
+
+    monkeypatch.setenv("OTEL_TRACES_EXPORTER", "none")
+    session_dir, ledger = _scripted_session(home)
+    (price_id,) = json.loads((session_dir / "pricing.json").read_text())["entries"]
+    prices = home / "other.json"
+    prices.write_text(json.dumps({"scripted/jack-and-jill": {"input_cost_per_token": 2e-6, "output_cost_per_token": 5e-6}}))
+    result = CliRunner().invoke(cli, ["billing", "rebuild", "--reprice", "--prices", str(prices), "--dry-run"])
+    assert result.exit_code == 0, result.stderr
+    shown = {line.split()[1]: line for line in result.stdout.splitlines() if line.startswith("$ ")}
+    priced = [r for r in ledger if r["type"] == "llm" and r["status"] == "ok"]
+    assert set(shown) == {r["record_id"] for r in priced}
+    for r in priced:
+        new = Decimal(2) * r["tokens"]["input"] / 10**6 + Decimal(5) * r["tokens"]["output"] / 10**6
+        old = Decimal(repr(r["cost_usd"]))
+        assert f": {usd(r['cost_usd'])} (litellm) -> {usd(float(new))} (config) ({new - old:+f})" in shown[r["record_id"]]
+        assert f"[snapshot {price_id}: litellm " in shown[r["record_id"]] and "the snapshot gives" not in shown[r["record_id"]]
+    assert "dry run: the ledger is unchanged" in result.stdout
+    assert [json.loads(x) for x in (home / "billing.jsonl").read_text().splitlines()] == ledger
+
+
+def test_a_line_the_snapshot_does_not_price_as_recorded_is_pointed_out(home, monkeypatch):
+    from click.testing import CliRunner
+
+    from otel_agents.cli import cli
+
+    monkeypatch.setenv("OTEL_TRACES_EXPORTER", "none")
+    session_dir, _ = _scripted_session(home)
+    snapshot = json.loads((session_dir / "pricing.json").read_text())
+    (entry,) = snapshot["entries"].values()
+    entry["rates"]["output_cost_per_token"] *= 2  # the snapshot no longer tells the recorded story
+    (session_dir / "pricing.json").write_text(json.dumps(snapshot))
+    prices = home / "other.json"
+    prices.write_text(json.dumps({"scripted/jack-and-jill": {"input_cost_per_token": 2e-6, "output_cost_per_token": 5e-6}}))
+    result = CliRunner().invoke(cli, ["billing", "rebuild", "--reprice", "--prices", str(prices), "--dry-run"])
+    flagged = [line for line in result.stdout.splitlines() if line.startswith("$ ") and "the snapshot gives" in line]
+    assert flagged and len(flagged) == sum(1 for line in result.stdout.splitlines() if line.startswith("$ "))
+
+
+def test_prices_without_reprice_or_a_bad_prices_file_is_one_line_and_exit_2(home, tmp_path):
+    from click.testing import CliRunner
+
+    from otel_agents.cli import cli
+
+    good = tmp_path / "p.json"
+    good.write_text("{}")
+    alone = CliRunner().invoke(cli, ["billing", "rebuild", "--prices", str(good)])
+    assert alone.exit_code == 2 and "--prices is used only with --reprice" in alone.stderr
+    missing = CliRunner().invoke(cli, ["billing", "rebuild", "--reprice", "--prices", str(tmp_path / "none.json")])
+    assert missing.exit_code == 2 and "cannot read prices" in missing.stderr and "Traceback" not in missing.stderr

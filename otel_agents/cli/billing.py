@@ -190,12 +190,16 @@ def export(fmt: str, since: date | None, until: date | None, session_id: str | N
 @click.option("--dry-run", is_flag=True, help="Only report the differences; leave the ledger as it is.")
 @click.option("--reprice", is_flag=True,
               help="Price every successful LLM record again from its recorded tokens with the current prices "
-                   "(litellm's map and OTEL_AGENTS_PRICES) and report the difference per record and in total. "
+                   "(litellm's map and OTEL_AGENTS_PRICES) and report the difference per record and in total, "
+                   "against the price entry of its session's pricing snapshot. "
                    "Without it the costs recorded at call time are kept.")
+@click.option("--prices", "prices_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="With --reprice: price with this file (litellm-style entries by model string) instead of "
+                   "OTEL_AGENTS_PRICES.")
 @storage_options
 @ledger_errors_are_data_errors
 @reads_whole_sessions
-def rebuild(dry_run: bool, reprice: bool, paths) -> None:
+def rebuild(dry_run: bool, reprice: bool, prices_file: Path | None, paths) -> None:
     """Regenerate the ledger from the saved sessions and report what differed.
 
     Records of sessions with no readable saved tree (deleted, or damaged) are kept:
@@ -204,13 +208,15 @@ def rebuild(dry_run: bool, reprice: bool, paths) -> None:
     """
     from otel_agents.persistence.ledger_rebuild import rebuild_ledger
 
+    if prices_file is not None and not reprice:
+        raise click.UsageError("--prices is used only with --reprice")
     adjust = None
     if reprice:
         from functools import partial
 
         from otel_agents.repricing import reprice_plan
 
-        adjust = partial(reprice_plan, prices=_current_prices())
+        adjust = partial(reprice_plan, prices=_current_prices(prices_file), sessions_dir=paths.sessions_dir)
     done = rebuild_ledger(paths.billing_file, paths.sessions_dir, _warn, dry_run=dry_run, adjust=adjust)
     plan, written, unreadable = done.plan, done.written, done.unreadable
     for rid in plan.added:
@@ -235,11 +241,11 @@ def rebuild(dry_run: bool, reprice: bool, paths) -> None:
         click.echo(f"wrote {written} records to {paths.billing_file}")
 
 
-def _current_prices():
+def _current_prices(prices_file: Path | None = None):
     from otel_agents.llm.pricing import PriceConfigError, PriceTable
 
     try:
-        return PriceTable.from_env()
+        return PriceTable.from_file(prices_file) if prices_file is not None else PriceTable.from_env()
     except PriceConfigError as exc:
         raise click.UsageError(str(exc)) from None
 
@@ -254,9 +260,12 @@ def _report_prices(plan) -> None:
             if change.old_cost is not None and change.new_cost is not None
             else ""
         )
+        snapshot = f" [snapshot {change.snapshot}]" if change.snapshot else ""
+        if change.snapshot_disagrees:
+            snapshot += f" [the snapshot gives {usd(change.snapshot_cost)}]"
         click.echo(
             f"$ {change.record_id} {change.model}: {usd(change.old_cost)} ({change.old_source}) -> "
-            f"{usd(change.new_cost)} ({change.new_source}){delta}"
+            f"{usd(change.new_cost)} ({change.new_source}){delta}{snapshot}"
         )
     old = total(c.old_cost for c in plan.price_changes)
     new = total(c.new_cost for c in plan.price_changes)

@@ -21,6 +21,7 @@ from otel_agents.cli.execution import (
 )
 from otel_agents.cli.app_session import install_app_hooks, load_app_or_exit
 from otel_agents.cli.budget_options import BudgetOptions, budget_options, check_session_budgets
+from otel_agents.cli.eviction_options import EvictionOptions, eviction_options
 from otel_agents.cli.options import ledger_errors_are_data_errors, session_dir_or_exit, storage_options
 from otel_agents.tracing import semconv as sc
 
@@ -38,7 +39,8 @@ class Delivery:
 @ledger_errors_are_data_errors
 def resume_session_command(session_id, prompts, script_name, model_opts, otlp_file, verbose, trace_llm,
                            trace_tools, paths, redacted_save: bool = False, delivery: Delivery | None = None,
-                           budget_opts: BudgetOptions = BudgetOptions()) -> int:
+                           budget_opts: BudgetOptions = BudgetOptions(),
+                           eviction_opts: EvictionOptions = EvictionOptions()) -> int:
     """Own the session, load and check all of it, then run: nothing is called or billed before the checks."""
     from otel_agents.cli.execution import own_session
 
@@ -46,7 +48,7 @@ def resume_session_command(session_id, prompts, script_name, model_opts, otlp_fi
     ownership = own_session(session_dir)  # exit 2 while another process writes it
     try:
         return _resume_owned(session_dir, session_id, prompts, script_name, model_opts, otlp_file, verbose,
-                             trace_llm, trace_tools, paths, ownership, budget_opts, delivery)
+                             trace_llm, trace_tools, paths, ownership, budget_opts, delivery, eviction_opts)
     finally:
         ownership.release()  # idempotent: a started recording has released it already
 
@@ -74,7 +76,8 @@ def _target_or_exit(session, delivery: Delivery | None, tracing):
 
 
 def _resume_owned(session_dir, session_id, prompts, script_name, model_opts, otlp_file, verbose, trace_llm,
-                  trace_tools, paths, ownership, budget_opts, delivery: Delivery | None = None) -> int:
+                  trace_tools, paths, ownership, budget_opts, delivery: Delivery | None = None,
+                  eviction_opts: EvictionOptions = EvictionOptions()) -> int:
     from otel_agents.llm.budget import totals_before
     from otel_agents.llm.scripts import ScriptError, load_script
     from otel_agents.llm.budget import BudgetMeter
@@ -128,6 +131,7 @@ def _resume_owned(session_dir, session_id, prompts, script_name, model_opts, otl
             settings_override=params,
             agent_budgets=agent_budgets,
             budget=BudgetMeter.for_session(limits),
+            eviction=eviction_opts.policy(script),
         )
         check_session_budgets(session, budget_opts, totals_before(tree, meta), lambda: agents_spent(session_dir, tree))
     except ResumeError as exc:
@@ -152,6 +156,9 @@ def _resume_owned(session_dir, session_id, prompts, script_name, model_opts, otl
         tracing.shutdown()
         raise StorageUnwritable(str(exc)) from None
     recording = start_recording(tracing, paths, session_id, ownership=ownership, resume=True)
+    from otel_agents.restore import keep_revivable
+
+    keep_revivable(session, session_dir)  # the policy's limit holds from here on
     txn = _saved_txn(tree, meta)
     attach_console(tracing, verbose, trace_llm, trace_tools, txn=txn)
     extra = {sc.RUN_APP: app.reference} if app else {}  # the next resume imports the same app
@@ -172,10 +179,11 @@ def _resume_owned(session_dir, session_id, prompts, script_name, model_opts, otl
                    "Each change is recorded on the run (otel_agents.run.model_changes).")
 @model_options
 @budget_options
+@eviction_options
 @output_options
 @storage_options
-def resume(session_id, prompts, script_name, model_opts, budget_opts, otlp_file, redacted_save, verbose, trace_llm,
-           trace_tools, paths):
+def resume(session_id, prompts, script_name, model_opts, budget_opts, eviction_opts, otlp_file, redacted_save, verbose,
+           trace_llm, trace_tools, paths):
     """Rebuild every agent of SESSION_ID exactly as saved and run PROMPTS.
 
     Each resumed run is a new trace linked to the previous run, in the same session directory.
@@ -183,4 +191,5 @@ def resume(session_id, prompts, script_name, model_opts, budget_opts, otlp_file,
     if redacted_save:
         raise click.UsageError("--redacted-save applies to new sessions only")
     finish(resume_session_command(session_id, prompts, script_name, model_opts, otlp_file, verbose,
-                                  trace_llm, trace_tools, paths, budget_opts=budget_opts))
+                                  trace_llm, trace_tools, paths, budget_opts=budget_opts,
+                                  eviction_opts=eviction_opts))

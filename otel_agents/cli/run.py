@@ -20,6 +20,7 @@ from otel_agents.cli.execution import (
     start_recording,
 )
 from otel_agents.cli.budget_options import budget_options, check_session_budgets
+from otel_agents.cli.eviction_options import eviction_options
 from otel_agents.cli.options import storage_options
 from otel_agents.cli.app_session import build_app_session, load_app_or_exit
 
@@ -45,10 +46,11 @@ DEMO_NOTICE = ("demo: the scripted model answers one call with a 429 rate limit 
               help="Stop watching after SECONDS [default: until Ctrl-C or SIGTERM].")
 @model_options
 @budget_options
+@eviction_options
 @output_options
 @storage_options
 def run(prompts, script_name, app_reference, resume_id, watch_paths, watch_agent, watch_for, model_opts, budget_opts,
-        otlp_file, redacted_save, verbose, trace_llm, trace_tools, paths):
+        eviction_opts, otlp_file, redacted_save, verbose, trace_llm, trace_tools, paths):
     """Run PROMPTS (arguments, else stdin lines, else interactive) in a new session.
 
     stdout carries the root agent's utterances only; the session id goes to stderr.
@@ -63,7 +65,8 @@ def run(prompts, script_name, app_reference, resume_id, watch_paths, watch_agent
         if watch_paths or watch_agent or watch_for:
             raise click.UsageError("--watch applies to new sessions (use `send` to tell a saved session's agent)")
         finish(resume_session_command(resume_id, prompts, script_name, model_opts, otlp_file,
-                                      verbose, trace_llm, trace_tools, paths, budget_opts=budget_opts))
+                                      verbose, trace_llm, trace_tools, paths, budget_opts=budget_opts,
+                                      eviction_opts=eviction_opts))
     from otel_agents.llm.scripts import ScriptError, load_script
 
     app = load_app_or_exit(app_reference) if app_reference is not None else None
@@ -75,6 +78,7 @@ def run(prompts, script_name, app_reference, resume_id, watch_paths, watch_agent
     if not prompt_list:
         raise click.UsageError("no prompt given (as arguments, on stdin, or in the script's 'prompts')")
     watch = _file_watch(watch_paths, watch_agent, watch_for, script)
+    eviction = eviction_opts.policy(script)
     tracing = configure(otlp_file)
 
     from otel_agents.runtime.scenario import build_session
@@ -84,12 +88,12 @@ def run(prompts, script_name, app_reference, resume_id, watch_paths, watch_agent
     if app is None:
         session = build_session(script, model=model_opts.model, telemetry=tracing.telemetry, llm=llm,
                                 max_turns=model_opts.max_turns, settings_override=model_opts.params,
-                                budget=budget_opts.meter())
+                                budget=budget_opts.meter(), eviction=eviction)
     else:
         try:
             session = build_app_session(app, script, model_opts.model, telemetry=tracing.telemetry, llm=llm,
                                         max_turns=model_opts.max_turns, settings_override=model_opts.params,
-                                        budget=budget_opts.meter())
+                                        budget=budget_opts.meter(), eviction=eviction)
         except click.UsageError:
             tracing.shutdown()
             raise
@@ -99,6 +103,9 @@ def run(prompts, script_name, app_reference, resume_id, watch_paths, watch_agent
         tracing.shutdown()
         raise
     recording = start_recording(tracing, paths, session.id, redact_contents=redacted_save)
+    from otel_agents.restore import keep_revivable
+
+    keep_revivable(session, paths.session_dir(session.id), redacted=redacted_save)  # only now may agents be evicted
     attach_console(tracing, verbose, trace_llm, trace_tools)
     from otel_agents.tracing import semconv as sc
 

@@ -11,7 +11,7 @@ from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 from otel_agents.collect.otlp_request import decode_message
-from otel_agents.collect.writer import Busy, Writer
+from otel_agents.collect.writer import Busy, Writer, rejection_message
 
 RETRY_DELAY_S = 1  # RESOURCE_EXHAUSTED carries it as google.rpc.RetryInfo, which OTLP exporters read
 
@@ -34,10 +34,10 @@ class TraceService(trace_service_pb2_grpc.TraceServiceServicer):
             context.abort(grpc.StatusCode.UNAVAILABLE, f"cannot write: {exc}")
         self.writer.count_rejected(decoded.rejected)
         response = ExportTraceServiceResponse()
-        rejected = decoded.rejected + accepted.rejected
+        rejected = decoded.rejected + len(accepted.rejected)
         if rejected:
             response.partial_success.rejected_spans = rejected
-            response.partial_success.error_message = decoded.message or accepted.message
+            response.partial_success.error_message = decoded.message or rejection_message(accepted)
         return response
 
 

@@ -16,7 +16,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from otel_agents.collect.otlp_request import BadRequest, Decoded, decode_body
-from otel_agents.collect.writer import Busy, Writer
+from otel_agents.collect.writer import Busy, Writer, rejection_message
 
 RETRY_AFTER_S = 1  # what a 429 asks the sender to wait (OTLP/HTTP: the Retry-After header)
 PROTOBUF = "application/x-protobuf"
@@ -76,10 +76,10 @@ def http_app(writer: Writer) -> Starlette:
             return _status(14, f"cannot write: {exc}", as_json, {"Retry-After": str(RETRY_AFTER_S)})
         writer.count_rejected(decoded.rejected)
         response = ExportTraceServiceResponse()
-        rejected = decoded.rejected + accepted.rejected
+        rejected = decoded.rejected + len(accepted.rejected)
         if rejected:
             response.partial_success.rejected_spans = rejected
-            response.partial_success.error_message = decoded.message or accepted.message
+            response.partial_success.error_message = decoded.message or rejection_message(accepted)
         return _encode(response, as_json)
 
     return Starlette(routes=[Route("/v1/traces", export, methods=["POST"])])

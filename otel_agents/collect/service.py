@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import socket
 import sys
@@ -14,9 +15,12 @@ import uvicorn
 
 from otel_agents.collect.grpc_receiver import grpc_server
 from otel_agents.collect.http_receiver import http_app
-from otel_agents.collect.intake import Intake
 from otel_agents.collect.writer import Writer
+from otel_agents.persistence.ownership import Ownership, SessionBusy, take
 from otel_agents.persistence.paths import Paths
+from otel_agents.persistence.span_intake import SpanIntake, unchanged
+
+STATE_DIR = ".collect"  # under the sessions directory: the receiver's lock, held spans, unsettled sessions
 
 
 class CollectError(Exception):
@@ -69,9 +73,17 @@ def run_collect(options: CollectOptions) -> None:
     if not options.http and not options.grpc:
         raise CollectError("nothing to listen on: give --http or --grpc")
     http_socket = _bind(options.http) if options.http else None  # bound first: a busy port fails before anything runs
+    lock = None
     try:
-        intake = Intake(options.paths)
-    except OSError as exc:
+        lock = _own_sessions_dir(options.paths)
+        intake = _intake(options)
+    except (OSError, CollectError) as exc:
+        if lock is not None:
+            lock.release()
+        if http_socket is not None:
+            http_socket.close()
+        if isinstance(exc, CollectError):
+            raise
         raise CollectError(f"cannot write {options.paths.sessions_dir}: {exc}") from None
     writer = Writer(intake, options.max_queued, options.settle_s, options.write_delay_s)
     stop = threading.Event()
@@ -103,7 +115,27 @@ def run_collect(options: CollectOptions) -> None:
         if grpc is not None:
             grpc.stop(grace=30).wait()
         writer.stop()
+        lock.release()
         _log(options, {"stopped": True})
+
+
+def _intake(options: CollectOptions) -> SpanIntake:
+    """The one span intake, as the receiver uses it: only spans of named sessions (others wait, spooled),
+    taken as they are (our own spans), trees written when a session is quiet for ``settle_s``."""
+    paths = options.paths
+    return SpanIntake(paths.sessions_dir, paths.billing_file, shape=unchanged, named_only=True,
+                      state_dir=paths.sessions_dir / STATE_DIR, checkpoint_each_batch=False,
+                      hold_s=options.settle_s, writer={"command": "collect", "pid": os.getpid()}, from_wire=True)
+
+
+def _own_sessions_dir(paths: Paths) -> Ownership:
+    """One receiver per sessions directory: it alone writes the held spans and settles what a crash left."""
+    try:
+        return take(paths.sessions_dir / STATE_DIR, create=True)
+    except SessionBusy as exc:
+        holder = f"pid {exc.holder['pid']}" if "pid" in exc.holder else "another process"
+        raise CollectError(f"{paths.sessions_dir} is being collected into by {holder} "
+                           "(another `otel-agents collect`)") from None
 
 
 def _minute_line(options: CollectOptions, writer: Writer, elapsed_s: float) -> None:

@@ -1,6 +1,6 @@
 """The one thread that writes: a bounded queue of decoded requests, applied in batches, fsynced, then acknowledged.
 
-A request's future resolves only after :meth:`Intake.sync` made its spans durable, so the
+A request's future resolves only after :meth:`SpanIntake.sync` made its spans durable, so the
 receiver answers after the data is on disk; the requests that queued while one batch was
 written share the next fsync. A full queue is :class:`Busy`: the receiver says when to retry.
 """
@@ -13,7 +13,7 @@ import time
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
-from otel_agents.collect.intake import Accepted, Intake
+from otel_agents.persistence.span_intake import IntakeResult, SpanIntake
 from otel_agents.tracing.spandata import SpanData
 
 BATCH_REQUESTS = 64
@@ -34,8 +34,17 @@ class Counters:
     refused_busy: int = 0
 
 
+def rejection_message(result: IntakeResult) -> str:
+    """OTLP partial success's ``error_message``: the first reason, and how many spans it stands for."""
+    if not result.rejected:
+        return ""
+    reason = result.rejected[0][1]
+    more = len(result.rejected) - 1
+    return reason + (f" (and {more} more span(s) not saved)" if more else "")
+
+
 class Writer:
-    def __init__(self, intake: Intake, max_queued: int = 256, settle_s: float = 1.0, write_delay_s: float = 0.0):
+    def __init__(self, intake: SpanIntake, max_queued: int = 256, settle_s: float = 1.0, write_delay_s: float = 0.0):
         self.intake = intake
         self.settle_s = settle_s
         self.write_delay_s = write_delay_s  # a slow disk, for tests of backpressure
@@ -43,11 +52,12 @@ class Writer:
         self._accepting = True
         self._lock = threading.Lock()
         self._counters = Counters()
+        self._said: set[str] = set()
         self._thread = threading.Thread(target=self._run, name="collect-writer", daemon=True)
         self._thread.start()
 
-    def submit(self, spans: list[SpanData]) -> "Future[Accepted]":
-        future: Future[Accepted] = Future()
+    def submit(self, spans: list[SpanData]) -> "Future[IntakeResult]":
+        future: Future[IntakeResult] = Future()
         if not self._accepting:
             raise Busy("shutting down")
         try:
@@ -65,7 +75,7 @@ class Writer:
     def take_counters(self) -> Counters:
         with self._lock:
             counters, self._counters = self._counters, Counters()
-        counters.ignored = self.intake.pending_spans()
+        counters.ignored = self.intake.held_spans()
         return counters
 
     def _run(self) -> None:
@@ -85,7 +95,7 @@ class Writer:
             results = []
             for spans, future in done:
                 try:
-                    results.append((future, self.intake.accept(spans), None))
+                    results.append((future, self.intake.take(spans), None))
                 except Exception as exc:  # one bad request must not stop the writer
                     results.append((future, None, exc))
             if self.write_delay_s:
@@ -99,20 +109,30 @@ class Writer:
                     future.set_exception(error)
                     continue
                 with self._lock:
-                    self._counters.spans += sum(accepted.counts.values())
-                    self._counters.sessions.update(accepted.counts)
-                    self._counters.rejected += accepted.rejected
+                    self._counters.spans += accepted.written
+                    self._counters.sessions.update(accepted.sessions)
+                    self._counters.rejected += len(accepted.rejected)
+                self._say_rejected(accepted)
                 future.set_result(accepted)
             if len(done) < len(batch):  # the stop marker: everything before it is written
-                self.intake.close()
+                self.intake.close(flush=False)  # spans of sessions not named yet stay spooled
                 return
             self._settle()  # under steady load too: sessions quiet for settle_s
 
     def _settle(self) -> None:
+        """Sessions quiet for ``settle_s`` written whole (tree, meta.json, ledger) and their locks given up."""
         try:
-            self.intake.settle(self.settle_s)
+            self.intake.take([])
         except Exception as exc:  # the journals hold everything: a derived file fails, the writer goes on
             self.intake.warn(f"collect: cannot write a session's tree or ledger records: {exc}")
+
+    def _say_rejected(self, result: IntakeResult) -> None:
+        """One error line per reason (a session a live run writes would otherwise say it at every request)."""
+        for reason in sorted({reason for _, reason in result.rejected} - self._said)[:1]:
+            if len(self._said) > 10_000:
+                self._said.clear()  # reasons naming span ids are many: remembered for a while, not for ever
+            self._said.update(reason for _, reason in result.rejected)
+            self.intake.warn(f"collect: {len(result.rejected)} span(s) not saved: {reason}")
 
     def stop(self, timeout: float = 60.0) -> None:
         """Stop taking requests, write and acknowledge those queued, settle and close every session."""

@@ -18,8 +18,10 @@ from urllib.parse import urlparse
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
+from otel_agents.llm.price_snapshot import PriceEntries
 from otel_agents.llm.pricing import PriceTable, Usage
 from otel_agents.llm.retry import RetryPolicy, error_type, is_transient
+from otel_agents.llm.served import served_attributes
 from otel_agents.llm.accounting import charge_llm
 from otel_agents.llm.budget import check as check_budgets
 from otel_agents.llm.model_settings import ModelSettings
@@ -38,19 +40,9 @@ DEFAULT_TIMEOUT_S = 120.0
 
 # litellm provider names -> gen_ai.provider.name well-known values.
 _PROVIDER_NAMES = {
-    "openai": "openai",
-    "text-completion-openai": "openai",
-    "azure": "azure.ai.openai",
-    "anthropic": "anthropic",
-    "bedrock": "aws.bedrock",
-    "vertex_ai": "gcp.vertex_ai",
-    "gemini": "gcp.gemini",
-    "cohere": "cohere",
-    "mistral": "mistral_ai",
-    "groq": "groq",
-    "deepseek": "deepseek",
-    "xai": "x_ai",
-    "perplexity": "perplexity",
+    "openai": "openai", "text-completion-openai": "openai", "azure": "azure.ai.openai", "anthropic": "anthropic",
+    "bedrock": "aws.bedrock", "vertex_ai": "gcp.vertex_ai", "gemini": "gcp.gemini", "cohere": "cohere",
+    "mistral": "mistral_ai", "groq": "groq", "deepseek": "deepseek", "xai": "x_ai", "perplexity": "perplexity",
     "watsonx": "ibm.watsonx.ai",
 }
 
@@ -179,6 +171,7 @@ class LLMClient:
     on_text: Callable[[ChatRequest, str], None] | None = None
     # trace id -> ids of the tool definitions already on a chat span of that trace
     _tools_sent: dict[int, set[str]] = field(default_factory=dict, init=False, repr=False)
+    _price_entries: PriceEntries = field(default_factory=PriceEntries, init=False, repr=False)  # once per trace
 
     def __post_init__(self) -> None:
         add_credential(self.api_key)  # it travels in a header only: never in a span, file or line
@@ -361,6 +354,8 @@ class LLMClient:
                     sc.LLM_LATENCY_MS: round(latency_ms, 3),
                     sc.RESPONSE_CHARS: len(message.get("content") or "")
                     + sum(len(c["function"]["arguments"]) for c in message.get("tool_calls", [])),
+                    **served_attributes(response),
+                    **self._price_entries.attributes(self.prices, request.model, span.get_span_context().trace_id),
                 },
             )
             if self.capture_input_messages:

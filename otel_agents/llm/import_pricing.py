@@ -6,6 +6,7 @@ import dataclasses
 from datetime import datetime, timezone
 from typing import Any, Iterable
 
+from otel_agents.llm.price_snapshot import entry_attributes
 from otel_agents.llm.pricing import PRICE_SOURCE_UNPRICED, PriceTable, Usage
 from otel_agents.tracing import semconv as sc
 from otel_agents.tracing.foreign import LLM_OPERATIONS, has_usage, operation_of
@@ -33,10 +34,13 @@ def priced(spans: Iterable[SpanData], prices: PriceTable | None = None) -> list[
             continue
         if prices is None:
             prices = PriceTable.from_env()
-        cost, source = _price(prices, attrs, span.end_ns or span.start_ns)
+        cost, source, model = _price(prices, attrs, span.end_ns or span.start_ns)
         added: dict[str, Any] = {sc.LLM_PRICE_SOURCE: source, PRICED_ON_IMPORT: True}
         if cost is not None:
             added[sc.GEN_AI_USAGE_COST] = cost
+            # The entry priced with, on every such span (batches may arrive in any order and size):
+            # the session's pricing.json keeps it.
+            added.update(entry_attributes(prices, model))
         out.append(dataclasses.replace(span, attributes={**attrs, **added}))
     return out
 
@@ -45,7 +49,7 @@ def _count(value: Any) -> int:
     return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 else 0
 
 
-def _price(prices: PriceTable, attrs: dict[str, Any], at_ns: int) -> tuple[float | None, str]:
+def _price(prices: PriceTable, attrs: dict[str, Any], at_ns: int) -> tuple[float | None, str, str | None]:
     usage = Usage(
         input_tokens=_count(attrs.get(sc.GEN_AI_USAGE_INPUT_TOKENS)),
         output_tokens=_count(attrs.get(sc.GEN_AI_USAGE_OUTPUT_TOKENS)),
@@ -65,5 +69,5 @@ def _price(prices: PriceTable, attrs: dict[str, Any], at_ns: int) -> tuple[float
                 continue
             cost, source = prices.cost(candidate, usage, at=at)
             if cost is not None:
-                return cost, source
-    return None, PRICE_SOURCE_UNPRICED
+                return cost, source, candidate
+    return None, PRICE_SOURCE_UNPRICED, None

@@ -180,6 +180,7 @@ class PriceTable:
     """Overrides by litellm model string, e.g. from OTEL_AGENTS_PRICES (a JSON file); litellm's map for the rest."""
 
     overrides: dict[str, dict[str, Any]] = field(default_factory=dict)
+    label: str = "prices given in code"  # where the overrides came from, for the session's pricing snapshot
 
     def __post_init__(self) -> None:
         self.overrides = {
@@ -209,7 +210,7 @@ class PriceTable:
             raise PriceConfigError(f"{path}: prices must be a JSON object mapping model strings to prices")
         for model, entry in data.items():
             override_entry(model, entry, str(path))  # says which file is wrong
-        return cls(data)
+        return cls(data, label=f"price file {Path(path).resolve()}")
 
     def lookup(self, model: str) -> tuple[Mapping[str, Any] | None, str]:
         """The price entry used for ``model`` and its source; ``(None, "unpriced")`` for an unknown model."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, AsyncIterator
 
 import httpx
@@ -101,6 +101,7 @@ class ScriptedLLM(CustomLLM):
                 "prompt_tokens_details": {"cached_tokens": usage.get("cache_read_tokens", 0)},
                 "completion_tokens_details": {"reasoning_tokens": reasoning_tokens},
             },
+            served=turn.served or {},
         )
 
     async def acompletion(self, model, messages, api_base, custom_prompt_dict, model_response, print_verbose,
@@ -124,6 +125,7 @@ class Answer:
     reasoning: str | None
     tool_calls: list[Any]
     usage: dict[str, Any]
+    served: dict[str, Any] = field(default_factory=dict)  # a router's report, as OpenRouter words it
 
     @property
     def finish_reason(self) -> str:
@@ -145,7 +147,14 @@ def fill_response(model_response: Any, model: str, answer: "Answer") -> Any:
     model_response.choices[0].finish_reason = answer.finish_reason
     model_response.model = model
     model_response.id = answer.response_id
-    model_response.usage = Usage(**answer.usage)
+    usage = dict(answer.usage)
+    if "cost" in answer.served:
+        usage["cost"] = answer.served["cost"]
+    if "upstream_inference_cost" in answer.served:
+        usage["cost_details"] = {"upstream_inference_cost": answer.served["upstream_inference_cost"]}
+    model_response.usage = Usage(**usage)
+    if "provider" in answer.served:
+        model_response.provider = answer.served["provider"]  # OpenRouter's top-level field
     return model_response
 
 

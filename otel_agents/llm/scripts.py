@@ -12,7 +12,8 @@ A script is a JSON file (see docs/scripts.md)::
           {"tool_calls": [{"name": "task", "arguments": {"name": "Jack", "system_prompt": "..."}}]},
           "a plain utterance",
           {"text": "...", "reasoning": "...", "usage": {"input_tokens": 10, "output_tokens": 3},
-           "latency_ms": 5, "fail_first_attempt": {"status": 429, "retry_after": 0.05}}
+           "latency_ms": 5, "fail_first_attempt": {"status": 429, "retry_after": 0.05},
+           "served": {"provider": "DeepInfra", "cost": 0.0002}}
         ]
       },
       "fallback": "I have nothing further to add.",
@@ -21,12 +22,14 @@ A script is a JSON file (see docs/scripts.md)::
       "budget": {"max_cost_usd": 0.5},
       "agent_budgets": {"Jack": {"max_llm_calls": 3}},
       "stream": true,
-      "triggers": [{"watch": "data.json", "agent": "Watcher", "text": "File changed: {path}"}]
+      "triggers": [{"watch": "data.json", "agent": "Watcher", "text": "File changed: {path}"}],
+      "eviction": {"max_live_agents": 50, "idle_seconds": 30}
     }
 
 ``params`` are the root agent's request parameters (its sub-agents inherit them),
 ``agent_params`` those of the agents of a name; ``stream`` streams every call;
-``triggers`` turn a file appearing or changing into an outside event (``run``).
+``triggers`` turn a file appearing or changing into an outside event (``run``);
+``eviction`` keeps only active agents in memory (``runtime/eviction.py``'s policy, docs/scripts.md).
 ``budget`` limits the root agent (sub-agents included), ``agent_budgets`` the agents
 of a name (docs/budgets.md).
 
@@ -77,6 +80,8 @@ class ScriptedTurn:
     usage: dict[str, int] | None = None
     latency_ms: int = 0
     fail_first_attempt: ScriptedFailure | None = None
+    # What a router reports (as OpenRouter does): {"provider": "...", "cost": usd, "upstream_inference_cost": usd}
+    served: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -112,6 +117,7 @@ class Script:
     triggers: tuple[TriggerSpec, ...] = ()  # files watched while the session runs (script_triggers.py)
     budget: Budget | None = None  # the root's limits, its sub-agents' spending included
     agent_budgets: dict[str, Budget] = field(default_factory=dict)  # by agent name
+    eviction: dict[str, Any] | None = None  # checked fields of the runtime's EvictionPolicy (scenario.py builds it)
 
     def budgets_by_name(self, root_name: str, root_own: Budget | None = None) -> dict[str, Budget]:
         """Limits by agent name: the root's (an app's own, else ``budget``) included."""
@@ -147,7 +153,7 @@ def _parse_turn(raw: Any, where: str) -> ScriptedTurn:
         return ScriptedTurn(text=raw)
     if not isinstance(raw, dict):
         raise _fail(where, "a turn is a string or an object")
-    unknown = set(raw) - {"text", "tool_calls", "reasoning", "usage", "latency_ms", "fail_first_attempt"}
+    unknown = set(raw) - {"text", "tool_calls", "reasoning", "usage", "latency_ms", "fail_first_attempt", "served"}
     if unknown:
         raise _fail(where, f"unknown turn field(s) {sorted(unknown)}")
     raw_calls = raw.get("tool_calls") or []
@@ -189,7 +195,24 @@ def _parse_turn(raw: Any, where: str) -> ScriptedTurn:
     reasoning = raw.get("reasoning")
     if reasoning is not None and not isinstance(reasoning, str):
         raise _fail(where, "'reasoning' must be a string")
-    return ScriptedTurn(text, tuple(calls), reasoning, usage, latency, parsed_failure)
+    return ScriptedTurn(text, tuple(calls), reasoning, usage, latency, parsed_failure, _parse_served(raw, where))
+
+
+_SERVED_FIELDS = {"provider": str, "cost": float, "upstream_inference_cost": float}
+
+
+def _parse_served(raw: dict[str, Any], where: str) -> dict[str, Any] | None:
+    served = raw.get("served")
+    if served is None:
+        return None
+    if not isinstance(served, dict) or not served or set(served) - set(_SERVED_FIELDS):
+        raise _fail(where, f"'served' is an object of {sorted(_SERVED_FIELDS)}")
+    for key, value in served.items():
+        ok = (isinstance(value, str) and value.strip()) if _SERVED_FIELDS[key] is str else (
+            isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < float("inf"))
+        if not ok:
+            raise _fail(where, f"'served.{key}' must be " + ("a non-empty string" if key == "provider" else "a cost >= 0"))
+    return dict(served)
 
 
 _HOOK_KINDS = ("approval", "review", "transform", "reset", "remind")
@@ -312,6 +335,7 @@ def parse_script(data: Any, source: str) -> Script:
         triggers = parse_triggers(data.get("triggers"), source)
     except TriggerError as exc:
         raise ScriptError(str(exc)) from None
+    eviction = _parse_eviction(data.get("eviction"), source)
     return Script(
         name=name,
         source=source,
@@ -327,7 +351,22 @@ def parse_script(data: Any, source: str) -> Script:
         triggers=triggers,
         budget=budget,
         agent_budgets=agent_budgets,
+        eviction=eviction,
     )
+
+
+def _parse_eviction(raw: Any, source: str) -> dict[str, Any] | None:
+    """``{"max_live_agents": N, "idle_seconds": S}`` (either may be left out), checked here for a one-line error."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or not set(raw) <= {"max_live_agents", "idle_seconds"}:
+        raise _fail(source, "'eviction' must be an object with 'max_live_agents' and/or 'idle_seconds'")
+    count, seconds = raw.get("max_live_agents"), raw.get("idle_seconds")
+    if count is not None and (type(count) is not int or count < 0):
+        raise _fail(source, "'eviction.max_live_agents' must be a whole number >= 0")
+    if seconds is not None and (type(seconds) not in (int, float) or not 0 <= seconds < float("inf")):
+        raise _fail(source, "'eviction.idle_seconds' must be a number of seconds >= 0")
+    return dict(raw)
 
 
 def _parse_budgets(data: dict[str, Any], source: str) -> tuple[Budget | None, dict[str, Budget]]:

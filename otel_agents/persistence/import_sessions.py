@@ -131,7 +131,8 @@ def _derived_span_id(span: SpanData, n: int) -> str:
 
 # A price import gave a call (llm/import_pricing.py): today's price map may differ from the saved one's,
 # and the saved price stands (`billing rebuild --reprice` re-prices), so it is not part of the span's facts.
-_IMPORT_PRICE_KEYS = ("otel_agents.import.priced", sc.GEN_AI_USAGE_COST, sc.LLM_PRICE_SOURCE)
+_IMPORT_PRICE_KEYS = ("otel_agents.import.priced", sc.GEN_AI_USAGE_COST, sc.LLM_PRICE_SOURCE, sc.LLM_PRICE_ID,
+                      sc.LLM_PRICE_ENTRY)
 
 
 def _facts(span: SpanData) -> tuple:

@@ -23,6 +23,8 @@ CSV_COLUMNS = (
     "provider", "model", "response_model", "attempt",
     *(f"tokens_{k}" for k in TOKEN_KEYS),
     "cost_usd", "price_source", "tool", "chars_in", "chars_out",
+    # Optional fields, at the end so existing columns keep their places.
+    "served_provider", "upstream_cost_usd", "upstream_inference_cost_usd", "price_id", "tool_provider",
 )
 
 Warn = Callable[[str], None]

@@ -10,6 +10,9 @@ One record per LLM attempt and per tool call, failed ones included. Decisions:
   zero tokens and ``cost_usd`` null (the provider's charge, if any, is unknown):
   ``failed`` when it was cancelled, ``interrupted`` (as the tree shows it) when the
   process writing the session died first; ``error`` says which.
+- What was reported or given (the provider that served the call, the upstream cost, the id
+  of the price entry in the session's pricing.json, a tool's provider label) is on a record
+  only when known: older readers see the fields they know, and older lines stay unchanged.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from typing import Any, Iterable, Mapping
 from otel_agents.persistence.timestamps import iso_ts
 from otel_agents.persistence.tree_kinds import KIND_LLM, KIND_TOOL, STATUS_CANCELLED, STATUS_IN_PROGRESS, STATUS_INTERRUPTED
 from otel_agents.persistence.tree_shape import TOKEN_KEYS
+from otel_agents.persistence.tree_span_fields import REPORTED_KEYS, reported_billing
 from otel_agents.persistence.tree_walk import OpRef, iter_ops
 from otel_agents.tracing import semconv as sc
 
@@ -121,8 +125,11 @@ def ledger_record(session_id: str | None, ref: OpRef) -> dict[str, Any]:
         record.update(
             {
                 "tool": entry["tool"] if entry else attrs.get(sc.GEN_AI_TOOL_NAME),
+                **({} if entry else reported_billing(KIND_TOOL, attrs)),
                 "chars_in": entry["chars_in"] if entry else int(attrs.get(sc.TOOL_CHARS_IN) or 0),
                 "chars_out": entry["chars_out"] if entry else 0,
             }
         )
+    if entry is not None:  # served provider, upstream cost, price id, tool provider: only when known
+        record.update({key: entry[key] for key in REPORTED_KEYS if key in entry})
     return record

@@ -40,6 +40,7 @@ from typing import Any, Callable, Mapping
 from otel_agents.persistence.events_file import EventLine, EventsFileError, EventsWriter, read_event_lines
 from otel_agents.persistence.journal import JournalError, JournalWriter, read_journal, spans_from_journal
 from otel_agents.persistence.ledger_records import ledger_records
+from otel_agents.persistence.pricing_file import PricingSnapshot
 from otel_agents.persistence.notices import Warn, stderr_warning
 from otel_agents.persistence.sink_ledger import RunBilling, failure_reason
 from otel_agents.persistence.sink_derived import CheckpointPolicy, DerivedFiles, RecorderStats
@@ -101,6 +102,7 @@ class SessionSink(DerivedFiles):
         self._billing = RunBilling(billing_file, warn, append_ledger)
         self._events = EventsWriter(store.events_path, warn)
         self._journal = JournalWriter(store.journal_path, warn)
+        self._pricing = PricingSnapshot(store.directory)
         self._base: list[SpanData] = []  # earlier runs' ended spans (resume)
         self._base_tree_due = False  # resume: load base_tree from tree.json.gz at the first tree
         self._tree_encoder = TreeEncoder()  # the members of the last tree written or read: a write compresses only what changed
@@ -239,6 +241,7 @@ class SessionSink(DerivedFiles):
                     try:
                         self._journal.end(span, started, {message_id for message_id, _ in recorded})
                         self._journal_stats()
+                        self._pricing.take(span)  # pricing.json: the price entries the session used
                     except Exception as exc:
                         self._fail_store(exc)
                 if span_operation(span) != sc.OP_INVOKE_AGENT:

@@ -1,35 +1,39 @@
-"""SpanData batches in, session sinks fed: the per-session intake of the span exporter and the OTLP receiver.
+"""SpanData batches in, session sinks fed: the one per-session intake of the span exporter and the OTLP receiver.
 
-Spans come in batches, in any order, any number of times. A trace is held until its
-root span (no parent) has come (and, while none of its spans is a GenAI one, until it has
-been quiet for ``hold_s``), or until :meth:`SpanIntake.flush`; it is then *released*: put
-in our shape as a whole (``shape``, by default :func:`~otel_agents.tracing.foreign.understood`;
-an otel-agents run's trace is in it already), its model calls priced (``price``: the
-persistence layer knows no prices, so the caller passes ``llm.import_pricing.priced``), given its session as ``import`` gives it (``gen_ai.conversation.id`` /
-``otel_agents.session.id``, else ``trace-<id>``) and fed, records first, to that session's
+Spans come in batches, in any order, any number of times. A trace is held until its root
+span (no parent) has come (and, while none of its spans is a GenAI one, until it has been
+quiet for ``hold_s``), or until :meth:`SpanIntake.flush`; with ``named_only`` (the receiver)
+until one of its spans names its session instead. It is then *released*: put in our shape
+as a whole (``shape``, by default :func:`~otel_agents.tracing.foreign.understood`; an
+otel-agents run's trace is in it already), its model calls priced (``price``: the caller
+passes ``llm.import_pricing.priced``), given its session as ``import`` gives it
+(``gen_ai.conversation.id`` / ``otel_agents.session.id``, else ``trace-<id>``) and fed,
+records first (in message order, each once), to that session's
 :class:`~otel_agents.persistence.session_sink.SessionSink` with ``live=False`` as import
-feeds it. Later spans of a released trace are shaped with the trace's known spans and
-fed at once. After each batch every touched session is checkpointed (tree.json.gz,
-meta.json); its ledger records are appended (ids dedupe) when it closes and at
-:meth:`SpanIntake.flush`, so the same spans again change nothing and the result equals
-one ``otel-agents import`` of all the spans.
+feeds it. Later spans of a released trace are fed at once (shaped with the trace's known spans).
+Touched sessions are checkpointed after each batch (or, without ``checkpoint_each_batch``,
+when they close); ledger records are appended (ids dedupe) when a session closes with every
+trace whole, and at :meth:`SpanIntake.flush`, so the same spans again change nothing and the
+result equals one ``otel-agents import`` of all the spans. ``state_dir`` keeps the held spans
+and the unsettled sessions on disk (intake_state.py), for a receiver that acknowledges them.
 
-Traces with no GenAI span (no session id, no GenAI operation) are ignored and counted;
-a span the tree could not hold is rejected with a one-line reason. Each open session
-is owned (ownership.py) until :meth:`SpanIntake.close`, until it is fed nothing for
-``hold_s``, or until it is the least recently used of more than ``max_open`` sessions.
+Traces with no GenAI span are ignored and counted; a span the tree could not hold is
+rejected with a one-line reason. Each open session is owned (ownership.py) until
+:meth:`SpanIntake.close`, until it is fed nothing for ``hold_s``, or until it is the least
+recently used of more than ``max_open``; a session another live process owns is rejected.
 :meth:`SpanIntake.sync` fsyncs what was written, for a receiver that acknowledges after it.
 """
 
 from __future__ import annotations
 
-import os
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
+from otel_agents.persistence.intake_order import every_trace_whole, in_message_order, sort_events_file
+from otel_agents.persistence.intake_state import IntakeState, fsync_path
 from otel_agents.persistence.repair import mark_billed
 from otel_agents.persistence.import_sessions import in_journal_form, record_lines, sessions_of_traces
 from otel_agents.persistence.ledger import LedgerAppender, LedgerError
@@ -51,7 +55,8 @@ from otel_agents.tracing.spandata import SpanData
 Shape = Callable[[list[SpanData]], list[SpanData]]
 
 
-def _unchanged(spans: list[SpanData]) -> list[SpanData]:
+def unchanged(spans: list[SpanData]) -> list[SpanData]:
+    """The spans as they came (``shape``/``price`` of an intake that takes only our own spans)."""
     return spans
 GENAI_OPERATIONS = LLM_OPERATIONS | {sc.OP_EXECUTE_TOOL, sc.OP_INVOKE_AGENT, sc.OP_CREATE_AGENT, "embeddings"}
 
@@ -61,7 +66,7 @@ class IntakeResult:
     """What one :meth:`SpanIntake.take` (or :meth:`SpanIntake.flush`) did."""
 
     written: int = 0  # spans handed to a session's sink (durable once the call returns)
-    held: int = 0  # spans waiting for their trace's root
+    held: int = 0  # spans waiting for their trace's root (or, ``named_only``, its session's name)
     ignored: int = 0  # spans of traces with no GenAI span
     rejected: list[tuple[SpanData, str]] = field(default_factory=list)  # (span, one-line reason)
     sessions: set[str] = field(default_factory=set)  # sessions written to
@@ -75,9 +80,11 @@ class IntakeResult:
 
 @dataclass
 class _Trace:
-    spans: dict[str, SpanData] = field(default_factory=dict)
+    spans: dict[str, SpanData | None] = field(default_factory=dict)  # None: fed, needed no more (ours)
     last_ns: int = 0  # monotonic time of the last span that came
     has_root: bool = False  # a span without a parent came: the trace has ended (its spans end before it)
+    named: bool = False  # a span names its session
+    ours: bool = False  # an otel-agents run's trace (otel_agents.session.id): in our shape span by span
     looked_at: int = 0  # how many spans it had when last found to hold no GenAI span
     session_id: str | None = None  # set when released; None after release: ignored
     released: bool = False
@@ -97,7 +104,9 @@ class SpanIntake:
     """Feeds session directories and the ledger from batches of plain spans; thread-unsafe (callers lock)."""
 
     def __init__(self, sessions_dir: Path, billing_file: Path, *, shape: Shape = understood,
-                 price: Shape = _unchanged, warn: Warn = stderr_warning, hold_s: float = 30.0, max_open: int = 64, max_traces: int = 4096):
+                 price: Shape = unchanged, warn: Warn = stderr_warning, hold_s: float = 30.0, max_open: int = 64,
+                 max_traces: int = 4096, named_only: bool = False, state_dir: Path | None = None,
+                 checkpoint_each_batch: bool = True, writer: dict[str, Any] | None = None, from_wire: bool = False):
         self.paths = Paths(Path(sessions_dir), Path(billing_file))
         self.shape = shape
         self.price = price
@@ -105,18 +114,26 @@ class SpanIntake:
         self.hold_s = hold_s
         self.max_open = max_open
         self.max_traces = max_traces
+        self.named_only = named_only
+        self.checkpoint_each_batch = checkpoint_each_batch
+        self.writer = writer  # how meta.json names the writing process
+        self.from_wire = from_wire  # spans decoded from OTLP: JSON values already, as the journal gives them back
         self.totals = IntakeResult()
         self._traces: OrderedDict[str, _Trace] = OrderedDict()  # least recently touched first
         self._held: set[str] = set()  # ids of the traces not released yet
         self._unsynced: set[Path] = set()  # session directories written since the last sync()
         self._open: OrderedDict[str, _Open] = OrderedDict()
         self._ledger = LedgerAppender(self.paths.billing_file)
+        self._state = IntakeState(state_dir) if state_dir is not None else None
+        if self._state is not None:
+            self._recover(self._state)
 
     # ------------------------------------------------------------------ input
     def take(self, spans: Iterable[SpanData]) -> IntakeResult:
         """One batch: written, held, ignored or rejected, each span."""
         result = IntakeResult()
         due: dict[str, list[SpanData]] = {}  # released trace -> its new spans to feed
+        arrived: list[SpanData] = []  # new spans of traces not released: spooled if still held after this batch
         now = time.monotonic_ns()
         for span in spans:
             problem = span_problem(span)
@@ -131,23 +148,36 @@ class SpanIntake:
             trace.last_ns = now
             if span.span_id in trace.spans:
                 continue  # delivered again: what it gave is there already (or held)
-            trace.spans[span.span_id] = span
+            trace.spans[span.span_id] = None if trace.released and (trace.ours or self.named_only) else span
             trace.has_root = trace.has_root or span.parent_span_id is None
+            trace.named = trace.named or bool(session_id_of(span))
+            trace.ours = trace.ours or sc.SESSION_ID in span.attributes
             if trace.released:
                 due.setdefault(span.trace_id, []).append(span)
+            else:
+                arrived.append(span)
         for trace_id, new in due.items():
             self._feed_late(trace_id, self._traces[trace_id], new, result)
         for trace_id in list(self._held):
             trace = self._traces[trace_id]
+            if self.named_only:
+                if trace.named:
+                    self._release(trace_id, trace, result)
+                continue
             quiet = now - trace.last_ns >= self.hold_s * 1e9
             if quiet or (trace.has_root and len(trace.spans) > trace.looked_at):
                 self._release(trace_id, trace, result, final=quiet)
+        if self._state is not None:
+            self._state.hold([span for span in arrived if span.trace_id in self._held])
         self._settle(result)
-        result.held = sum(len(self._traces[t].spans) for t in self._held)
+        result.held = self.held_spans()
         self._forget_old()
         self._close_idle(now)
         self.totals.add(result)
         return result
+
+    def held_spans(self) -> int:  # waiting for their trace's root or (``named_only``) its session's name
+        return sum(len(self._traces[t].spans) for t in self._held)
 
     def flush(self) -> IntakeResult:
         """Release every held trace now (as import would take a file holding only what came)."""
@@ -157,37 +187,36 @@ class SpanIntake:
         self._settle(result)
         for session_id, session in list(self._open.items()):
             if session.unbilled:
+                if not self.checkpoint_each_batch:
+                    session.sink.checkpoint()
                 self._bill(session_id, session)
         self.totals.add(result)
         return result
 
     def sync(self) -> None:
-        """fsync the journals and events files written since the last call (each line is flushed
-        when written, so the kernel has them; this puts them on disk), for a receiver's acknowledgement."""
+        """fsync what was written since the last call (flushed per line: the kernel has it), for an acknowledgement."""
         for directory in sorted(self._unsynced):
             for name in ("spans.jsonl", "events.jsonl"):
-                try:
-                    fd = os.open(directory / name, os.O_RDONLY | os.O_CLOEXEC)
-                except FileNotFoundError:
-                    continue
-                try:
-                    os.fsync(fd)
-                finally:
-                    os.close(fd)
+                fsync_path(directory / name)
         self._unsynced.clear()
+        if self._state is not None:
+            self._state.sync()
 
-    def close(self) -> IntakeResult:
-        """Flush, then close every session (final checkpoint) and give up their locks; idempotent."""
-        result = self.flush()
+    def close(self, flush: bool = True) -> IntakeResult:
+        """Flush (or, not ``flush``, keep held traces held), close every session, give up the locks; idempotent."""
+        result = self.flush() if flush else IntakeResult()
         while self._open:
-            self._close_oldest()
+            self._close_oldest(bill_anyway=flush)
+        if self._state is not None:  # a clean stop: nothing to settle at the next start
+            self._state.rewrite_pending(s for t in self._held for s in self._traces[t].spans.values())
+            self._state.rewrite_unsettled([])
         return result
 
     # ------------------------------------------------------------------ traces
     def _release(self, trace_id: str, trace: _Trace, result: IntakeResult, final: bool = True) -> None:
         """Write the trace; one with no GenAI span yet waits (its GenAI spans may come later) unless ``final``."""
         spans = list(trace.spans.values())
-        shaped = self._shaped(spans)
+        shaped = self._shaped(spans, trace)
         if not any(session_id_of(s) or operation_of(s) in GENAI_OPERATIONS for s in shaped):
             trace.looked_at = len(spans)  # looked at again only when more come
             if final:
@@ -201,6 +230,8 @@ class SpanIntake:
         trace.session_id = sessions_of_traces(shaped)[trace_id]
         if not self._feed(trace.session_id, shaped, result):
             del self._traces[trace_id]  # not written: the same spans delivered again are tried again
+        elif trace.ours or self.named_only:
+            trace.spans = dict.fromkeys(trace.spans)  # later spans need no shaping: their ids suffice
 
     def _feed_late(self, trace_id: str, trace: _Trace, new: list[SpanData], result: IntakeResult) -> None:
         if trace.session_id is None:
@@ -208,32 +239,35 @@ class SpanIntake:
             for span in new:
                 trace.spans.pop(span.span_id, None)
             return
-        new_ids = {span.span_id for span in new}
-        shaped = self._shaped(list(trace.spans.values()))
-        # The new spans as the whole trace shapes them, and any synthetic span the trace now needs.
-        if not self._feed(trace.session_id, [s for s in shaped if s.span_id in new_ids or s.span_id not in trace.spans],
-                          result):
-            for span_id in new_ids:
-                trace.spans.pop(span_id, None)  # not written: tried again if delivered again
+        if trace.ours or self.named_only:
+            fed = self.price(new)  # in our shape span by span: the rest of the trace changes nothing
+        else:
+            new_ids = {span.span_id for span in new}
+            shaped = self._shaped(list(trace.spans.values()), trace)
+            # The new spans as the whole trace shapes them, and any synthetic span the trace now needs.
+            fed = [s for s in shaped if s.span_id in new_ids or s.span_id not in trace.spans]
+        if not self._feed(trace.session_id, fed, result):
+            for span in new:
+                trace.spans.pop(span.span_id, None)  # not written: tried again if delivered again
 
-    def _shaped(self, spans: list[SpanData]) -> list[SpanData]:
-        if any(sc.SESSION_ID in span.attributes for span in spans):
+    def _shaped(self, spans: list[SpanData], trace: _Trace) -> list[SpanData]:
+        if trace.ours:
             return self.price(spans)  # an otel-agents run's trace: in our shape already, whole or not
         return self.price(self.shape(spans))
 
     def _forget_old(self) -> None:
-        """Released traces are kept for shaping late spans, up to ``max_traces``."""
-        while len(self._traces) > self.max_traces:
-            trace_id, trace = next(iter(self._traces.items()))
-            if not trace.released:
-                break  # held ones go when they are released
+        """Released traces are kept for shaping late spans, up to ``max_traces``; held ones until released."""
+        excess = len(self._traces) - self.max_traces
+        if excess <= 0:
+            return
+        for trace_id in [t for t, trace in self._traces.items() if trace.released][:excess]:
             del self._traces[trace_id]
 
     # ------------------------------------------------------------------ sessions
     def _feed(self, session_id: str, spans: Sequence[SpanData], result: IntakeResult) -> bool:
-        """Hand the spans to the session's sink; False when the session could not be opened (busy, say)."""
-        stored: list[SpanData] = []
-        for span in spans:
+        """Hand the spans to the session's sink; False when it could not take them (busy, say)."""
+        stored: list[SpanData] = list(spans) if self.from_wire else []
+        for span in [] if self.from_wire else spans:
             try:
                 stored.append(in_journal_form(span))
             except (ValueError, OverflowError, TypeError) as exc:
@@ -248,13 +282,20 @@ class SpanIntake:
             return False
         sink = session.sink
         fresh = [s for s in stored if not sink.has_ended(s.span_id)]
-        for span in fresh:
-            for line in record_lines(span):
-                sink.record(line.record, parse_iso_ts(line.ts) if line.ts else 0, line.trace_id, line.span_id)
+        # Records first, in message order, each once (a crash may have left a span's records without its end).
+        lines = [line for span in fresh for line in record_lines(span)
+                 if line.record.get("message_id") not in {m for m, _ in sink.recorded(span.span_id)}]
+        for line in in_message_order(lines):
+            sink.record(line.record, parse_iso_ts(line.ts) if line.ts else 0, line.trace_id, line.span_id)
         for span in sorted(fresh, key=lambda s: (s.start_ns, s.span_id)):
             sink.start(span)
             if span.end_ns is not None:
                 sink.end(span)
+        if not sink.saved_everything:  # the sink said why, once; not acknowledged as written
+            result.rejected += [(span, f"session {session_id}: cannot be written") for span in fresh]
+            self._open.pop(session_id, None)
+            self._close(session_id, session, bill=False)
+            return False
         if fresh:
             self._unsynced.add(sink.store.directory)
             session.last_ns = time.monotonic_ns()
@@ -276,36 +317,36 @@ class SpanIntake:
         try:
             store = SessionStore.create(self.paths.sessions_dir, session_id)
             open_private_append(store.events_path).close()  # part of a session even with no record (as import)
+            if self._state is not None:
+                self._state.opened(session_id)
         except BaseException:
             ownership.release()
             raise
         sink = SessionSink(store, session_id, resume=existed, from_journal=True, live=False,
-                           created_ns=created_ns, warn=self.warn)
+                           created_ns=created_ns or None, warn=self.warn)
+        sink.writer = self.writer
         session = self._open[session_id] = _Open(sink, ownership)
         while len(self._open) > self.max_open:
             self._close_oldest()
         return session
 
     def _settle(self, result: IntakeResult) -> None:
-        """The touched sessions' tree and meta.json, at once."""
+        """The touched sessions' tree and meta.json, at once (or, batches not checkpointed, when they close)."""
         for session_id in sorted(result.sessions):
             session = self._open.get(session_id)
             if session is not None:
-                session.sink.checkpoint()  # a failure: the sink says why, once
+                if self.checkpoint_each_batch:
+                    session.sink.checkpoint()  # a failure: the sink says why, once
                 session.unbilled = True
 
-    def _bill(self, session_id: str, session: _Open) -> None:
-        """The session's ledger records, from its tree as it is now (as import ends), ids deduped.
-
-        Billed when the session closes or at :meth:`flush`, not per batch: a record's path
-        label counts its earlier siblings, which may come in a later batch, and a record
-        once appended is never rewritten.
-        """
+    def _bill(self, session_id: str, session: _Open, tree: dict[str, Any] | None = None) -> None:
+        """The session's ledger records from its tree as it is now (as import ends), ids deduped; not per batch:
+        a record's path label counts its earlier siblings (maybe in a later batch), and is never rewritten."""
         session.unbilled = False
         sink = session.sink
         if not sink.saved_everything:
             return  # the sink said why; a session not wholly saved is not billed from a partial tree
-        records = ledger_records(sink.tree())  # the tree its last checkpoint wrote
+        records = ledger_records(tree or sink.tree())  # the tree its last checkpoint wrote
         try:
             if records:
                 self._ledger.append(records)
@@ -315,17 +356,45 @@ class SpanIntake:
 
     def _close_idle(self, now: int) -> None:
         """Sessions fed nothing for ``hold_s`` are closed, so their locks do not outlive their traces."""
+        closed = False
         while self._open:
             session = next(iter(self._open.values()))
             if now - session.last_ns < self.hold_s * 1e9:
                 break  # least recently used first: the rest are newer
             self._close_oldest()
+            closed = True
+        if closed and self._state is not None:
+            self._state.rewrite_unsettled(self._open)
 
-    def _close_oldest(self) -> None:
+    def _close_oldest(self, bill_anyway: bool = False) -> None:
         session_id, session = self._open.popitem(last=False)
+        whole = every_trace_whole(session.sink.spans())
+        self._close(session_id, session, bill=session.unbilled and (whole or bill_anyway))
+
+    def _close(self, session_id: str, session: _Open, bill: bool) -> None:
+        """Final checkpoint (events.jsonl in message order first), ledger records if ``bill``, lock given up."""
+        sink = session.sink
         try:
-            if session.unbilled:
-                self._bill(session_id, session)
-            session.sink.close()
+            resorted = sink.saved_everything and sort_events_file(sink.store.events_path)
+            # The final checkpoint (its mark names the sorted file); close() then has nothing left to write.
+            tree = sink.checkpoint() if resorted or not self.checkpoint_each_batch else None
+            sink.close()
+            if bill:
+                self._bill(session_id, session, tree)
         finally:
             session.ownership.release()
+
+    def _recover(self, state: IntakeState) -> None:
+        """After a crash: settle the sessions written but not settled, take the spans still held again."""
+        for session_id in state.unsettled():
+            try:
+                if (self.paths.session_dir(session_id) / "spans.jsonl").exists():
+                    self._session(session_id, 0).unbilled = True
+            except (SessionBusy, InvalidSessionId, StoreError, OSError) as exc:
+                self.warn(f"cannot settle session {session_id}: {exc}")
+        waiting = state.pending()
+        state.rewrite_pending([])
+        if waiting:
+            self.take(waiting)  # spooled again while still held
+        self.close(flush=False)
+        self.sync()

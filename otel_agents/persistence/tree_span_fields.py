@@ -149,7 +149,29 @@ def accounting_entries(kind: str, span: SpanData, status: str, error: str | None
                 "chars_out": _num(attrs.get(sc.TOOL_CHARS_OUT)),
             }
         )
+    entry.update(reported_billing(kind, attrs))
     return [entry]
+
+
+# Billing facts a span has only when they were reported or given (seed 002's ledger fields): an entry,
+# and so a ledger line, carries each only when present, so lines of older sessions stay as they were.
+_REPORTED = {
+    KIND_LLM: (("served_provider", sc.LLM_SERVED_PROVIDER, str), ("upstream_cost_usd", sc.LLM_UPSTREAM_COST, float),
+               ("upstream_inference_cost_usd", sc.LLM_UPSTREAM_INFERENCE_COST, float), ("price_id", sc.LLM_PRICE_ID, str)),
+    KIND_TOOL: (("tool_provider", sc.TOOL_PROVIDER, str),),
+}
+REPORTED_KEYS = tuple(key for fields in _REPORTED.values() for key, _, _ in fields)
+
+
+def reported_billing(kind: str, attrs: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, attr, kind_of in _REPORTED.get(kind, ()):
+        value = attrs.get(attr)
+        if kind_of is float and isinstance(value, (int, float)) and not isinstance(value, bool):
+            out[key] = float(value)
+        elif kind_of is str and isinstance(value, str) and value:
+            out[key] = value
+    return out
 
 
 # --------------------------------------------------------------------------- op details

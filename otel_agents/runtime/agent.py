@@ -13,6 +13,7 @@ from otel_agents.llm.client import ChatRequest, provider_of, request_model_of
 from otel_agents.llm.accounting import charge_tool, scope
 from otel_agents.llm.budget import Budget, BudgetExhausted, BudgetMeter, in_force, metering
 from otel_agents.llm.model_settings import ModelSettings
+from otel_agents.runtime.eviction import RevivalError, replay_into
 from otel_agents.runtime.hooks import ToolRequest
 from otel_agents.runtime.logged_string import LoggedString, substance_of
 from otel_agents.runtime.tools import InvalidToolArguments, Tool, ToolContext
@@ -71,8 +72,10 @@ class Agent:
         self.user_tools: dict[str, Tool] = {t.name: t for t in tools}
         self.builtin_tools = builtin_tools
         self.subagents: dict[str, Agent] = {}
-        self.transcript: list[dict[str, Any]] = []  # messages exactly as sent to the model
-        self.transcript_ids: list[str] = []  # message id of each transcript entry
+        # Messages exactly as sent to the model, and each one's message id; None while evicted (eviction.py).
+        self._transcript: list[dict[str, Any]] | None = []
+        self._transcript_ids: list[str] | None = []
+        self.busy = 0  # responses of this agent in progress: never evicted meanwhile
         self.description: str | None = None  # from the first system prompt, also when resumed
         session.register(self)
 
@@ -119,21 +122,63 @@ class Agent:
         return attrs
 
     # --- transcript ---
+    @property
+    def transcript(self) -> list[dict[str, Any]]:
+        """Messages exactly as sent to the model; an evicted agent's are rebuilt from its saved records here."""
+        self._live()
+        return self._transcript  # type: ignore[return-value]
+
+    @property
+    def transcript_ids(self) -> list[str]:
+        """The message id of each transcript entry."""
+        self._live()
+        return self._transcript_ids  # type: ignore[return-value]
+
+    @property
+    def evicted(self) -> bool:
+        return self._transcript is None
+
+    def _live(self) -> None:
+        if self._transcript is None:
+            evictor = self.session.evictor
+            if evictor is None:
+                raise RevivalError(f"agent {self.agent_id} has no transcript and nothing to revive it from")
+            evictor.revive(self)
+
+    def _used(self) -> None:
+        if self.session.evictor is not None:
+            self.session.evictor.touched(self)
+
+    def held_transcript(self) -> tuple[list[dict[str, Any]], list[str]]:
+        """The transcript and its ids as held now, without reviving (the evictor compares them)."""
+        return self._transcript or [], self._transcript_ids or []
+
+    def drop_transcript(self) -> None:
+        self._transcript = self._transcript_ids = None
+
+    def restore_transcript(self, transcript: list[dict[str, Any]], ids: list[str]) -> None:
+        self._transcript, self._transcript_ids = transcript, ids
+
     def _append(self, record: dict[str, Any], message_id: str) -> None:
         if self.description is None and record.get("role") == "system":
             self.description = description_of(record.get("content"))
         self.transcript.append(message_from_record(record))
         self.transcript_ids.append(message_id)
+        self._used()
 
     def replay(self, record: dict[str, Any]) -> None:
-        """Restore a saved transcript entry without logging it again (resume)."""
-        self._append(record, record["message_id"])
+        """Restore a saved transcript entry or truncation without logging it again (resume; revival
+        applies the same ``replay_into``)."""
+        if self.description is None and record.get("role") == "system":
+            self.description = description_of(record.get("content"))
+        replay_into(self.transcript, self.transcript_ids, record)
 
     def replay_truncation(self, keep: int) -> None:
         del self.transcript[keep:]
         del self.transcript_ids[keep:]
 
     def _log_entry(self, message: dict[str, Any], substance: str | None = None, source: str | None = None) -> str:
+        self._live()  # revived before its new record is saved: revival rebuilds what it held
         message_id, record = self.session.log_transcript_entry(self.agent_id, message, substance, source)
         self._append(record, message_id)
         return message_id
@@ -157,8 +202,13 @@ class Agent:
         """Reset working memory to the first ``keep`` entries (an event like any other)."""
         if keep < 0:
             raise ValueError("keep must be >= 0")
+        self._live()
+        dropped = max(0, len(self.transcript) - keep)
         message_id = self.session.log_truncation(self.agent_id, keep, cause)
-        self.replay_truncation(keep)  # its record (transcript_truncated) is the user's notice already
+        self.replay_truncation(keep)
+        # The record changes the agent's state; the user is told apart, as of any other truncation.
+        self.host_notice("truncation", f"{self.name}'s working memory was cut to its first {keep} entries "
+                                       f"({dropped} dropped)")
         return message_id
 
     def host_notice(self, notice: str, content: str) -> str:
@@ -175,8 +225,15 @@ class Agent:
             return await self.respond_in_current_span()
 
     async def respond_in_current_span(self) -> LoggedString:
-        with metering(self.budget_meter):  # sub-agents run inside: they spend from this budget too
-            return await self._turns()
+        self.busy += 1
+        self._used()
+        try:
+            with metering(self.budget_meter):  # sub-agents run inside: they spend from this budget too
+                return await self._turns()
+        finally:
+            self.busy -= 1
+            if self.session.evictor is not None:  # a response's end is when agents may be evicted
+                self.session.evictor.sweep()
 
     async def _turns(self) -> LoggedString:
         tracer = self.session.telemetry.tracer
@@ -228,6 +285,7 @@ class Agent:
             sc.GEN_AI_TOOL_CALL_ID: call["id"],
             sc.GEN_AI_TOOL_TYPE: tool.tool_type if tool else "function",
             sc.GEN_AI_TOOL_DESCRIPTION: tool.description if tool else None,
+            sc.TOOL_PROVIDER: tool.provider if tool else None,
             sc.GEN_AI_AGENT_NAME: self.name,
             sc.GEN_AI_CONVERSATION_ID: self.session.id,
             sc.AGENT_ID: self.agent_id,

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from otel_agents.llm.scripts import HookSpec, Script
+from otel_agents.runtime.eviction import eviction_policy
 from otel_agents.runtime.hooks import (
     ApprovalHook, Decision, RemindHook, ReviewHook, TransformHook, agent_approval_hook, remind, reset,
 )
@@ -93,6 +94,7 @@ def build_session(
 ) -> Session:
     resolved = resolve_model(script, model)
     root = AgentSpec(script.root_name, resolved, script.root_system_prompt, tuple(tools))
+    session_kwargs.setdefault("eviction", eviction_policy(script.eviction))  # the caller's (options) first
     session = Session(root=root, agent_settings=script.agent_settings(script.root_name),
                       agent_budgets=script.budgets_by_name(script.root_name), **session_kwargs)
     session.llm.stream = session.llm.stream or script.stream

@@ -15,6 +15,7 @@ from opentelemetry.trace import Link, SpanContext, SpanKind
 from otel_agents.llm.accounting import scope
 from otel_agents.llm.budget import Budget, BudgetExhausted, BudgetMeter, carry_over, in_force, metering, refuse_unpriced
 from otel_agents.llm.model_settings import ModelSettings
+from otel_agents.runtime.eviction import EvictionPolicy, Evictor
 from otel_agents.runtime.hooks import (
     ApprovalHook, Decision, RemindHook, ReviewHook, ToolRequest, TransformHook, hook_event,
 )
@@ -83,6 +84,7 @@ class Session:
         settings_override: ModelSettings | None = None,
         agent_budgets: Mapping[str, Budget] | None = None,
         budget: BudgetMeter | None = None,
+        eviction: EvictionPolicy | None = None,
     ):
         self.id = session_id or new_session_id()
         if not valid_session_id(self.id):
@@ -114,6 +116,8 @@ class Session:
         self.previous_run = previous_run
         # Work that must be recorded inside the next run's span (e.g. resume repairs).
         self.before_next_run: list[Callable[[], None]] = []
+        self.eviction = eviction  # the policy; it applies once the records are saved (eviction.keep_saved_records)
+        self.evictor: Evictor | None = None
 
     # --- ids ---
     def allocate_message_id(self) -> str:
@@ -185,6 +189,8 @@ class Session:
         if agent.agent_id in self.agents:
             raise ValueError(f"agent id {agent.agent_id} is already registered")
         self.agents[agent.agent_id] = agent
+        if self.evictor is not None:
+            self.evictor.touched(agent)
 
     def settings_for(self, name: str, parent: "Agent | None", own: ModelSettings | None = None) -> ModelSettings:
         """The request parameters an agent named ``name`` starts with (inherited, then its own)."""
@@ -418,4 +424,8 @@ class Session:
             if prompt is None:
                 return LoggedString("")
             target.harken(prompt, source=context.record_source)
-            return await target.respond_in_current_span()
+            try:
+                return await target.respond_in_current_span()
+            finally:
+                if self.evictor is not None:
+                    self.evictor.report(span)

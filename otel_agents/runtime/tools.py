@@ -65,6 +65,7 @@ class Tool:
     func: Callable[..., Any]
     context_param: str | None = None
     tool_type: str = "function"  # gen_ai.tool.type: function | extension
+    provider: str | None = None  # the server or provider behind it (an MCP server, an API), for the ledger
     parameters: dict[str, Any] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -110,7 +111,9 @@ def _docstring_parts(doc: str) -> tuple[str, dict[str, str]]:
     return " ".join(s for s in summary_lines if s).strip(), params
 
 
-def make_tool(func: Callable[..., Any], name: str | None = None, description: str | None = None) -> Tool:
+def make_tool(
+    func: Callable[..., Any], name: str | None = None, description: str | None = None, provider: str | None = None
+) -> Tool:
     summary, param_docs = _docstring_parts(func.__doc__ or "")
     hints = typing.get_type_hints(func, include_extras=True)  # extras: Annotated[..., Field(...)] constraints
     context_param = next(
@@ -118,14 +121,24 @@ def make_tool(func: Callable[..., Any], name: str | None = None, description: st
     )
     try:
         model = arguments_model(func, hints, param_docs, skip=context_param)
-        return Tool(name or func.__name__, description or summary or func.__name__, model, func, context_param)
+        return Tool(name or func.__name__, description or summary or func.__name__, model, func, context_param,
+                    provider=provider)
     except PydanticUserError as exc:  # a parameter type pydantic cannot validate or describe
         first_line = str(exc).splitlines()[0]
         raise TypeError(f"tool {func.__name__}: its parameters cannot be described to a model: {first_line}") from exc
 
 
-def tool(func: Callable[..., Any] | None = None, *, name: str | None = None, description: str | None = None):
-    """Decorator: ``@tool`` or ``@tool(name=..., description=...)``; returns a :class:`Tool`."""
+def tool(
+    func: Callable[..., Any] | None = None, *, name: str | None = None, description: str | None = None,
+    provider: str | None = None,
+):
+    """Decorator: ``@tool`` or ``@tool(name=..., description=..., provider=...)``; returns a :class:`Tool`.
+
+    ``provider`` labels the server or provider the tool calls (``"mcp:github"``, ``"weather-api"``):
+    its spans carry it and the billing ledger's tool lines name it (default: none).
+    """
+    if provider is not None and (not isinstance(provider, str) or not provider.strip()):
+        raise TypeError("tool provider must be a non-empty string")
     if func is None:
-        return lambda f: make_tool(f, name, description)
-    return make_tool(func, name, description)
+        return lambda f: make_tool(f, name, description, provider)
+    return make_tool(func, name, description, provider)

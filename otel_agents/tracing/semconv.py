@@ -90,6 +90,8 @@ RUN_MODEL = "otel_agents.run.model"  # model override given on the command line
 RUN_PARAMS = "otel_agents.run.params"  # JSON of the request parameters every agent was given (--param), for resume
 RUN_APP = "otel_agents.run.app"  # `run --app` reference (module:factory), re-imported by resume
 RUN_MODEL_CHANGES = "otel_agents.run.model_changes"  # resume: "<old> -> <new> for N agents", one per change
+RUN_AGENTS_EVICTED = "otel_agents.run.agents_evicted"  # agents evicted from memory since the last run ended
+RUN_AGENTS_REVIVED = "otel_agents.run.agents_revived"  # evicted agents rebuilt from the saved records, likewise
 RUN_REDACTED_SAVE = "otel_agents.run.redacted_save"  # message contents were not saved (--redacted-save)
 RUN_FORK_SESSION = "otel_agents.run.fork.session"  # fork: the source session's id (on the fork's first run)
 RUN_FORK_MESSAGE = "otel_agents.run.fork.message"  # fork: the source message the fork starts just after
@@ -119,6 +121,17 @@ LLM_MAX_ATTEMPTS = "otel_agents.llm.max_attempts"
 LLM_LATENCY_MS = "otel_agents.llm.latency_ms"
 LLM_PRICE_SOURCE = "otel_agents.llm.price_source"  # config | litellm | unpriced
 LLM_RETRYABLE = "otel_agents.llm.retryable"
+# What the endpoint reported (the registry has neither): the provider that actually served the call
+# (a router's choice, e.g. OpenRouter's), its charge for the call in USD, and for bring-your-own-key
+# calls the serving provider's own charge (llm/served.py).
+LLM_SERVED_PROVIDER = "otel_agents.llm.served_provider"
+LLM_UPSTREAM_COST = "otel_agents.llm.upstream_cost_usd"
+LLM_UPSTREAM_INFERENCE_COST = "otel_agents.llm.upstream_inference_cost_usd"
+# The price used: an id of the (table, entry) pair on every priced chat span, and the entry itself
+# (JSON: model, price_source, table, date, rates) once per trace and id; the session keeps the
+# entries in pricing.json, so a ledger line is re-derived from the session alone.
+LLM_PRICE_ID = "otel_agents.llm.price_id"
+LLM_PRICE_ENTRY = "otel_agents.llm.price_entry"
 # A streamed attempt cut short: what had arrived before the stream ended (text and its length).
 LLM_PARTIAL_OUTPUT = "otel_agents.llm.partial_output"
 LLM_PARTIAL_CHARS = "otel_agents.llm.partial_chars"
@@ -138,6 +151,7 @@ TOOL_LATENCY_MS = "otel_agents.tool.latency_ms"
 TOOL_CALL_MESSAGE_ID = "otel_agents.tool.call_message_id"
 TOOL_RESULT_MESSAGE_ID = "otel_agents.tool.result_message_id"
 TOOL_STATUS = "otel_agents.tool.status"  # ok | failed | denied
+TOOL_PROVIDER = "otel_agents.tool.provider"  # the tool's server or provider label (@tool(provider=...)), if given
 # The span never ended: the process writing its session died first (persistence/interrupted.py).
 INTERRUPTED = "otel_agents.interrupted"
 CANCELLED = "otel_agents.cancelled"  # the span ended because the run was interrupted (Ctrl-C, cancellation)

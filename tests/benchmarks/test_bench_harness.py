@@ -70,6 +70,12 @@ def test_quick_run_measures_what_it_says(quick_run, harness):
     assert details["billing_summary_s_1m"]["records"] == harness.QUICK.ledger_records
     assert len(details["ledger_append_s_1m"]["runs"]) == len(details["ledger_append_s_1m"]["one_call_runs"]) >= 1
     assert details["instrumentation_vs_bare"]["turns"] > 0
+    memory = details["rss_mb_1000_agents"]  # the larger session really had its agents, evicted and revived
+    assert (memory["agents_small"], memory["agents"]) == harness.QUICK.memory_agents
+    assert memory["evicted"] > 0 and memory["revived"] > 0
+    assert memory["rss_mb_without_eviction"] > 0 and memory["rss_mb_small"] > 0
+    assert document["targets"]["rss_mb_1000_agents"] == pytest.approx(
+        harness.MEMORY_GROWTH_LIMIT * memory["rss_mb_small"])
     assert document["figures"]["cli_start_imports_litellm"] == 0
 
 
@@ -97,6 +103,24 @@ def test_quick_run_reports_the_cpu_figures_against_the_peer(quick_run, harness):
 def test_quick_run_leaves_nothing_in_the_working_directory(quick_run):
     workdir, _, _ = quick_run
     assert sorted(p.name for p in workdir.iterdir()) == ["out.json"]
+
+
+def test_quick_run_measures_central_ingest_against_import(quick_run, harness):
+    _, document, stdout = quick_run
+    figures, details, targets = document["figures"], document["details"], document["targets"]
+    ingest = details["collect_spans_per_s"]
+    assert ingest["spans"] >= harness.QUICK.collect_spans and ingest["requests"] >= 2
+    assert figures["collect_spans_per_s"] == pytest.approx(ingest["spans"] / ingest["collect_s"])
+    ratio = details["collect_vs_import"]
+    # Import's whole process against collect's ingest and its SIGTERM (the trees and ledger written).
+    assert figures["collect_vs_import"] == pytest.approx(ratio["import_s"] / (ratio["collect_s"] + ratio["collect_stop_s"]))
+    assert details["collect_ack_p99_ms"]["p50_ms"] <= figures["collect_ack_p99_ms"]
+    assert targets["collect_vs_import"] == 0.8 and ">= 0.8" in stdout
+
+
+def test_a_ratio_that_should_be_high_is_met_from_above(harness):
+    assert harness.met("collect_vs_import", 0.9, 0.8) and not harness.met("collect_vs_import", 0.7, 0.8)
+    assert harness.met("bytes_growth", 1.0, 1.1) and not harness.met("bytes_growth", 1.2, 1.1)
 
 
 def test_only_cpu_reports_the_recording_paths_figures_and_nothing_else(tmp_path):

@@ -72,7 +72,9 @@ def test_an_exported_session_imports_as_the_live_one(live, env):
     # issue 23: 43 records, the demo's 41 and its two host notices (the 429 retry, the denial)
     assert result.stdout.strip() == f"session {sid}: created: 45 span(s), 43 record(s), 2 run(s); 21 ledger record(s) added"
     store = SessionStore(env / "sessions" / sid)
-    assert sorted(p.name for p in store.directory.iterdir()) == ["events.jsonl", "meta.json", "owner.lock", "spans.jsonl", "tree.json.gz"]
+    # issue 23: the pricing snapshot too, the same as the live session's (its entries travel on the spans)
+    assert sorted(p.name for p in store.directory.iterdir()) == ["events.jsonl", "meta.json", "owner.lock", "pricing.json", "spans.jsonl", "tree.json.gz"]
+    assert (store.directory / "pricing.json").read_bytes() == (live_store.directory / "pricing.json").read_bytes()
     # Same event stream, byte for byte; same tree; same ledger records.
     assert store.events_path.read_bytes() == live_store.events_path.read_bytes()
     assert store.load_tree() == live_store.load_tree()

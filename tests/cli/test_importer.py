@@ -95,3 +95,16 @@ def test_a_trace_split_across_files_is_shaped_once(tmp_path):
     (summary,) = json.loads(done.stdout)
     tree = SessionStore(Path(summary["directory"])).load_tree()
     assert len(tree["runs"]) == 1 and tree["totals"]["inclusive"]["llm_calls"] == 2
+
+
+def test_an_imported_session_priced_on_import_keeps_its_pricing_snapshot(tmp_path):
+    from otel_agents.persistence.pricing_file import read_pricing
+    from otel_agents.repricing import snapshot_cost
+
+    done = otel_agents(tmp_path, "import", str(FOREIGN / "jaeger-http-agent.json"), "--json")
+    assert done.returncode == 0, done.stderr
+    (summary,) = json.loads(done.stdout)
+    entries = read_pricing(Path(summary["directory"]))
+    llm = [r for r in read_records(tmp_path / "billing.jsonl") if r["type"] == "llm"]
+    assert {r["price_id"] for r in llm} == set(entries) and all(e["price_source"] == "litellm" for e in entries.values())
+    assert [snapshot_cost(r, entries) for r in llm] == [(r["cost_usd"], r["price_source"]) for r in llm]

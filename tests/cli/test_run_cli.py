@@ -211,3 +211,32 @@ def test_host_notices_are_recorded_on_their_spans_and_never_sent_to_the_model(cl
     view = CliRunner().invoke(cli, ["view", str(session_dir), "perspective", "main"], catch_exceptions=False)
     host_lines = [line for line in view.stdout.splitlines() if "[Host]" in line]
     assert len(host_lines) == 2 and all(line.endswith("(not sent to the model)") for line in host_lines)
+
+
+def test_a_working_memory_truncation_is_one_host_notice_never_sent_to_the_model(cli_env, tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    script = tmp_path / "forget.json"
+    script.write_text(json.dumps({"name": "forget-cli", "agents": {},
+                                  "hooks": [{"kind": "reset", "name": "Forget", "max_entries": 4, "keep": 1}]}))
+    with OpenAIServer() as server:
+        server.plan(Reply(content="One."), Reply(content="Two."), Reply(content="Three."), Reply(content="Four."))
+        result = invoke(["--script", str(script), "--model", "openai/x", "--api-base", server.api_base,
+                         "first", "second", "third", "fourth"])
+        bodies = server.bodies
+    assert result.exit_code == 0, result.stderr
+    session_dir = cli_env / "sessions" / session_line(result.stderr)
+    lines = [json.loads(x) for x in (session_dir / "events.jsonl").read_text().splitlines()]
+    (cut,) = [x for x in lines if x["event_type"] == "transcript_truncated"]
+    notices = [x for x in lines if x["event_type"] == "host_notice"]
+    assert [(n["notice"], n["agent_id"]) for n in notices] == [("truncation", cut["agent_id"])]
+    before = [x for x in lines[: lines.index(cut)]
+              if x["event_type"] == "transcript_entry" and x["agent_id"] == cut["agent_id"]]
+    assert f"first 1 entries ({len(before) - 1} dropped)" in notices[0]["content"] and len(before) > 4
+    assert notices[0]["span_id"] == cut["span_id"]  # on the span that caused it, as its truncation record
+    # The model's next request starts from the kept entry: neither the dropped ones nor the notice.
+    assert len(bodies) == 4 and [m["content"] for m in bodies[3]["messages"]] == ["first", "fourth"]
+    assert all(notices[0]["content"] not in json.dumps(body) for body in bodies)
+    view = CliRunner().invoke(cli, ["view", str(session_dir), "perspective", "main"], catch_exceptions=False)
+    host_lines = [line for line in view.stdout.splitlines() if "[Host]" in line]
+    assert len(host_lines) == 1 and "working memory" in host_lines[0] and host_lines[0].endswith("(not sent to the model)")
+    assert CliRunner().invoke(cli, ["sessions", "verify", session_dir.name]).exit_code == 0

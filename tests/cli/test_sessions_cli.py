@@ -39,7 +39,8 @@ def test_run_saves_the_session_in_the_home_and_nothing_in_the_cwd(env, tmp_path,
     monkeypatch.chdir(workdir)
     session_id = run_demo()
     directory = env / "sessions" / session_id
-    assert sorted(p.name for p in directory.iterdir()) == ["events.jsonl", "meta.json", "owner.lock", "spans.jsonl", "tree.json.gz"]
+    # pricing.json: the session's pricing snapshot (issue 23)
+    assert sorted(p.name for p in directory.iterdir()) == ["events.jsonl", "meta.json", "owner.lock", "pricing.json", "spans.jsonl", "tree.json.gz"]
     assert (env / "billing.jsonl").stat().st_size > 0
     assert list(workdir.iterdir()) == []
 

@@ -87,3 +87,87 @@ def test_a_collected_session_resumes_on_the_collecting_machine(tmp_path):
     shown = subprocess.run([sys.executable, "-m", "otel_agents", "sessions", "show", session_id, "--json"], env=env,
                            capture_output=True, text=True, timeout=120)
     assert shown.returncode == 0 and len(json.loads(shown.stdout)["session"]["runs"]) == 2, shown.stdout[:500] + shown.stderr
+
+
+def _snapshot(directory):
+    return {p.name: p.read_bytes() for p in sorted(directory.iterdir()) if p.name != "owner.lock"}
+
+
+def test_collect_owns_the_sessions_it_writes_so_resume_and_a_second_collect_are_refused(tmp_path):
+    import subprocess
+    import sys
+
+    from otel_agents.persistence.ownership import owner_of
+    from support.collector import base_env, free_port
+
+    central = tmp_path / "central"
+    with Collector(central, "--settle", "60") as collector:  # the session stays open (owned) for a minute
+        session_id = session_id_of(run_session(tmp_path / "worker", collector.http_endpoint))
+        directory = central / "sessions" / session_id
+        deadline = __import__("time").monotonic() + 60
+        while owner_of(directory) is None:  # the worker's last batch reaches collect as it exits
+            assert __import__("time").monotonic() < deadline
+            __import__("time").sleep(0.05)
+        before = _snapshot(directory)
+        env = {**base_env(central), "OTEL_TRACES_EXPORTER": "none"}
+        resumed = subprocess.run([sys.executable, "-m", "otel_agents", "resume", session_id, "And now?"], env=env,
+                                 capture_output=True, text=True, timeout=300)
+        assert resumed.returncode == 2, resumed.stderr
+        assert f"session {session_id} is being written by pid {collector.proc.pid}" in resumed.stderr
+        assert resumed.stderr.count("\n") == 1 and "Traceback" not in resumed.stderr
+        assert _snapshot(directory) == before
+        second = subprocess.run([sys.executable, "-m", "otel_agents", "collect", "--http", f"127.0.0.1:{free_port()}"],
+                                env=base_env(central), capture_output=True, text=True, timeout=120)
+        assert second.returncode == 2 and second.stderr.count("\n") == 1, second.stderr
+        assert f"is being collected into by pid {collector.proc.pid}" in second.stderr
+        assert _snapshot(directory) == before
+        assert collector.stop() == 0
+    assert owner_of(directory) is None  # given up at exit (and when quiet for --settle)
+    assert_same_session(tmp_path / "worker", central, session_id)
+
+
+def test_collect_rejects_the_spans_of_a_session_a_live_local_run_writes(tmp_path):
+    import subprocess
+    import sys
+    import urllib.request
+
+    from support.collector import base_env
+
+    otlp = tmp_path / "spans.jsonl"
+    session_id = session_id_of(run_session(tmp_path / "local", None, "http/protobuf", "--otlp-file", str(otlp)))
+    docs = [json.loads(line) for line in otlp.read_text().splitlines()]
+    body = json.dumps({"resourceSpans": [rs for doc in docs for rs in doc["resourceSpans"]]}).encode()
+    total = sum(len(ss["spans"]) for doc in docs for rs in doc["resourceSpans"] for ss in rs["scopeSpans"])
+    central = tmp_path / "central"
+    directory = central / "sessions" / session_id
+    holder = subprocess.Popen(  # a run on the collecting machine writing the same session
+        [sys.executable, "-c", "import sys, time\nfrom otel_agents.persistence.ownership import take\n"
+         "held = take(sys.argv[1], create=True)\nprint('held', flush=True)\ntime.sleep(120)\n", str(directory)],
+        env=base_env(central), stdout=subprocess.PIPE, text=True)
+
+    def post():
+        request = urllib.request.Request(collector.http_endpoint + "/v1/traces", data=body,
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return response.status, json.loads(response.read())
+
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with Collector(central) as collector:
+            status, answer = post()
+            assert status == 200
+            assert int(answer["partialSuccess"]["rejectedSpans"]) == total
+            assert f"session {session_id} is being written by pid {holder.pid}" in answer["partialSuccess"]["errorMessage"]
+            assert sorted(p.name for p in directory.iterdir()) == ["owner.lock"]  # nothing written
+            holder.kill()
+            holder.wait()
+            status, answer = post()  # the run has ended: delivered again, written
+            assert status == 200 and "partialSuccess" not in answer, answer
+            assert collector.stop() == 0
+        said = [line for line in collector.lines if "not saved" in line]
+        assert len(said) == 1 and f"being written by pid {holder.pid}" in said[0]
+        assert_same_session(tmp_path / "local", central, session_id)
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait()

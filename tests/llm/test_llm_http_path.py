@@ -212,3 +212,33 @@ async def test_full_input_messages_only_when_asked(server, http_session, memory_
     assert [{"type": "text", "content": m["content"]} for m in body if m["role"] == "system"] == instructions
     assert [{"role": m["role"], "parts": [{"type": "text", "content": m["content"]}]} for m in body[1:]] == sent
     assert attr(chat, sc.CONTEXT_MESSAGE_COUNT) == 2
+
+
+async def test_a_tool_provider_label_is_on_its_span_and_its_ledger_line(server, http_session, memory_tracing):
+    from otel_agents.persistence.ledger_records import ledger_records
+    from otel_agents.persistence.tree import build_tree
+    from otel_agents.tracing.spandata import from_readable
+
+    @tool(provider="mcp:weather")
+    def forecast(city: str) -> str:
+        """Tomorrow's weather."""
+        return f"sunny in {city}"
+
+    @tool
+    def local_clock() -> str:
+        """The time."""
+        return "noon"
+
+    server.plan(Reply(tool_calls=[("forecast", {"city": "Oslo"}), ("local_clock", {})]), Reply(content="Sunny at noon."))
+    await http_session(tools=(forecast, local_clock)).run("weather?")
+    tools = {s.attributes[sc.GEN_AI_TOOL_NAME]: s for s in memory_tracing.spans() if s.name.startswith("execute_tool")}
+    assert attr(tools["forecast"], sc.TOOL_PROVIDER) == "mcp:weather"
+    assert sc.TOOL_PROVIDER not in tools["local_clock"].attributes  # default: none
+    lines = {r["tool"]: r for r in ledger_records(build_tree([from_readable(s) for s in memory_tracing.spans()]))
+             if r["type"] == "tool"}
+    assert lines["forecast"]["tool_provider"] == "mcp:weather" and "tool_provider" not in lines["local_clock"]
+
+
+def test_a_tool_provider_label_must_be_a_non_empty_string():
+    with pytest.raises(TypeError, match="tool provider must be a non-empty string"):
+        tool(provider=" ")

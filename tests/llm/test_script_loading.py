@@ -98,3 +98,24 @@ def test_nesting_past_the_limit_names_the_line_and_runs_nothing(tmp_path, home):
     assert result.stderr.strip().splitlines()[-1] == f"Error: {path.resolve()}:3: nesting deeper than {MAX_DEPTH}"
     assert "Traceback" not in result.stderr
     assert not home.exists() or not any(home.rglob("*.jsonl"))  # no session, no ledger line
+
+
+@pytest.mark.parametrize("eviction, message", [
+    ([50], "'eviction' must be an object"),
+    ({"max_live": 5}, "'eviction' must be an object with 'max_live_agents'"),
+    ({"max_live_agents": -1}, "'eviction.max_live_agents' must be a whole number >= 0"),
+    ({"max_live_agents": True}, "'eviction.max_live_agents' must be a whole number >= 0"),
+    ({"idle_seconds": "30"}, "'eviction.idle_seconds' must be a number of seconds >= 0"),
+    ({"idle_seconds": -0.5}, "'eviction.idle_seconds' must be a number of seconds >= 0"),
+])
+def test_a_bad_eviction_says_where_and_why(eviction, message):
+    with pytest.raises(ScriptError, match=message):
+        parse_script({"name": "x", "agents": {}, "eviction": eviction}, "my.json")
+
+
+def test_the_eviction_fields_are_kept_for_the_runtime_policy():
+    from otel_agents.runtime.eviction import EvictionPolicy, eviction_policy
+
+    script = parse_script({"name": "x", "agents": {}, "eviction": {"max_live_agents": 3, "idle_seconds": 1.5}}, "my.json")
+    assert eviction_policy(script.eviction) == EvictionPolicy(max_live_agents=3, idle_seconds=1.5)
+    assert parse_script({"name": "x", "agents": {}}, "my.json").eviction is None

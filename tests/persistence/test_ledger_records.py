@@ -21,7 +21,9 @@ def test_demo_records_have_the_issue_fields(record):
     records = ledger_records(tree)
     assert len(records) == 20 and len({r["record_id"] for r in records}) == 20
     for r in records:
-        assert set(r) == (LLM if r["type"] == "llm" else TOOL), r["type"]
+        # A priced attempt also names its entry of the session's pricing snapshot (issue 23).
+        priced = {"price_id"} if r["type"] == "llm" and r["cost_usd"] is not None else set()
+        assert set(r) == (LLM | priced if r["type"] == "llm" else TOOL), r["type"]
         assert r["session_id"] == recorded.session.id and r["run"] == 1
         assert r["record_id"] == f"{r['trace_id']}:{r['span_id']}"
         parse_iso_ts(r["ts"])

@@ -23,7 +23,7 @@ def test_demo_session_directory_agrees_with_itself_and_the_ledger(record):
     recorded = record()
     store = recorded.store
     assert sorted(p.name for p in store.directory.iterdir()) == [
-        "events.jsonl", "meta.json", "spans.jsonl", "tree.json.gz"]
+        "events.jsonl", "meta.json", "pricing.json", "spans.jsonl", "tree.json.gz"]  # pricing.json: issue 23
     tree = store.load_tree()
     lines = read_event_lines(store.events_path)
     ledger = read_records(recorded.billing_file)

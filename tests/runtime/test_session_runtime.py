@@ -97,9 +97,12 @@ def test_truncation_is_an_event_and_resets_working_memory(memory_tracing):
     marker = agent.truncate(2, cause=first)
     assert [m["content"] for m in agent.transcript] == ["sys", "one"]
     assert agent.transcript_ids[-1] == first
-    rec = memory_tracing.recorder.records[-1]
+    rec, notice = memory_tracing.recorder.records[-2:]
     assert rec == {"message_id": marker, "event_type": "transcript_truncated", "agent_id": agent.agent_id,
                    "keep": 2, "cause": first}
+    # issue 23: the user is told with a host notice (never in the transcript: no model sees it)
+    assert notice["event_type"] == "host_notice" and notice["notice"] == "truncation"
+    assert notice["message_id"] not in agent.transcript_ids
     with pytest.raises(ValueError):
         agent.truncate(-1)
 

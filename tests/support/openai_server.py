@@ -93,6 +93,11 @@ class Reply:
     reasoning_tokens: int = 0
     prompt_details: dict[str, int] = field(default_factory=dict)  # more prompt_tokens_details (cache writes, audio)
     headers: dict[str, str] = field(default_factory=dict)  # extra response headers
+    # OpenRouter's extras: the provider that served the call (top-level ``provider``) and what it
+    # charged (``usage.cost``, with ``usage.cost_details.upstream_inference_cost``).
+    provider: str | None = None
+    cost: float | None = None
+    upstream_cost: float | None = None
 
     # Fault injection (use the constructors below).
     kind: str = "ok"  # ok | error | slow | reset | malformed | cut_stream
@@ -314,13 +319,18 @@ class _Handler(BaseHTTPRequestHandler):
             text = (content or "") + (reply.reasoning_content or "")
             text += "".join(tc["function"]["name"] + tc["function"]["arguments"] for tc in tool_calls)
             completion = _approx_tokens(text) + reply.reasoning_tokens
-        return {
+        usage: dict[str, Any] = {
             "prompt_tokens": prompt,
             "completion_tokens": completion,
             "total_tokens": prompt + completion,
             "prompt_tokens_details": {"cached_tokens": reply.cached_tokens, **reply.prompt_details},
             "completion_tokens_details": {"reasoning_tokens": reply.reasoning_tokens},
         }
+        if reply.cost is not None:
+            usage["cost"] = reply.cost
+        if reply.upstream_cost is not None:
+            usage["cost_details"] = {"upstream_inference_cost": reply.upstream_cost}
+        return usage
 
     def _completion(self, reply: Reply, body: dict[str, Any], resp_id: str) -> dict[str, Any]:
         content = self._content(reply)
@@ -339,6 +349,7 @@ class _Handler(BaseHTTPRequestHandler):
             "system_fingerprint": "fp_test",
             "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish}],
             "usage": self._usage(reply, body, content, tool_calls),
+            **({"provider": reply.provider} if reply.provider is not None else {}),
         }
 
     def _stream(self, reply: Reply, body: dict[str, Any], resp_id: str, cut: bool) -> None:

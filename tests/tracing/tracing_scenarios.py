@@ -71,8 +71,11 @@ def run_session(
     after: Callable[[Any], None] | None = None,
     extra: dict[str, Any] | None = None,
     budget: Any = None,
+    evicting_in: Path | None = None,
 ) -> tuple[ScenarioRun, Tracing]:
-    """Run prompts as the CLI does (source ``cli``), catching the errors the CLI reports."""
+    """Run prompts as the CLI does (source ``cli``), catching the errors the CLI reports.
+
+    ``evicting_in``: recorded there (the recorder inline), every idle agent evicted at once."""
     from otel_agents.llm.budget import BudgetExhausted, BudgetMeter
     from otel_agents.llm.client import LLMCallFailed, LLMClient
     from otel_agents.llm.retry import RetryPolicy
@@ -97,8 +100,14 @@ def run_session(
         capture_input_messages=capture_input_messages,
         sleep=_no_sleep,
     )
+    eviction = None
+    if evicting_in is not None:
+        from otel_agents.runtime.eviction import EvictionPolicy
+
+        eviction = EvictionPolicy(max_live_agents=0)
     session = build_session(loaded, model=model, tools=tools, telemetry=tracing.telemetry, llm=llm, max_turns=max_turns,
-                            budget=BudgetMeter.for_session(budget))
+                            budget=BudgetMeter.for_session(budget), eviction=eviction)
+    recording = _record_evicting(session, tracing, evicting_in) if evicting_in is not None else None
     context = RunContext(source="cli", script=loaded.source, model_override=model, extra=extra or {})
     label_runs(session, context, txn=None)  # ingress metadata and the console id, as the CLI sets them
     run = ScenarioRun([], {}, session.id)
@@ -109,11 +118,36 @@ def run_session(
         run.error = exc
     if after is not None:
         after(session)
+    if recording is not None:
+        recording.close()
     if shutdown:
         tracing.shutdown()
     run.spans = list(memory.get_finished_spans())
     run.at_start = recorder.at_start
     return run, tracing
+
+
+def _record_evicting(session: Any, tracing: Tracing, home: Path) -> Any:
+    """The CLI's recording set-up, the recorder in this process (its records written as they are logged),
+    and the session's agents revivable from it."""
+    import os
+
+    from otel_agents.persistence.paths import Paths
+    from otel_agents.restore import keep_revivable
+    from otel_agents.session_recording import start_recording
+
+    paths = Paths.resolve(home / "sessions", home / "billing.jsonl")
+    previous = os.environ.get("OTEL_AGENTS_RECORDER")
+    os.environ["OTEL_AGENTS_RECORDER"] = "inline"
+    try:
+        recording = start_recording(tracing, paths, session.id)
+    finally:
+        if previous is None:
+            del os.environ["OTEL_AGENTS_RECORDER"]
+        else:
+            os.environ["OTEL_AGENTS_RECORDER"] = previous
+    keep_revivable(session, paths.session_dir(session.id))
+    return recording
 
 
 def write_script(directory: Path, name: str, data: dict[str, Any]) -> Path:
@@ -158,7 +192,8 @@ def make_user_tools(big_text: Callable[[], str] | None = None) -> list[Any]:
         """Returns a very long text."""
         return big_text() if big_text else "short"
 
-    return [make_tool(f) for f in (forbidden, boom, checkpoint, dump, ctrl_c)]
+    # boom names the provider behind it (otel_agents.tool.provider); the others name none.
+    return [make_tool(f, provider="scenario-api" if f is boom else None) for f in (forbidden, boom, checkpoint, dump, ctrl_c)]
 
 
 FAILURE_SCRIPT: dict[str, Any] = {
@@ -188,7 +223,9 @@ FAILURE_SCRIPT: dict[str, Any] = {
             "the SECRETWORD is out",
             {"text": "all failure paths done", "reasoning": "Every path was taken."},
         ],
-        "Helper": [{"text": "Hello B.", "usage": {"input_tokens": 7, "output_tokens": 2}}],
+        # Served as through a router that says who served it and what it charged.
+        "Helper": [{"text": "Hello B.", "usage": {"input_tokens": 7, "output_tokens": 2},
+                    "served": {"provider": "Together", "cost": 0.0001, "upstream_inference_cost": 0.00009}}],
     },
 }
 
@@ -252,6 +289,9 @@ def run_every_scenario(directory: Path) -> list[ScenarioRun]:
                            "otel_agents.ingress.sender": "watch:data.json"})[0]
     )
     runs.append(run_resumed_with_another_script(directory))
+    # Idle agents evicted and revived: the run roots count them.
+    runs.append(run_session("jack-and-jill", ["Create Jack and Jill for a cafe discussion", "Thanks"],
+                            evicting_in=directory / "evicting")[0])
     runs.append(run_forked(directory))
     from otel_agents.llm.budget import Budget
 

@@ -151,11 +151,13 @@ async def test_truncation_external_events_and_name_resolution(scripted_session):
     items = viewer.extract_agent_perspective("main")
     kinds = [i.kind for i in items]
     # After forgetting its first turns the scripted model starts over: task again, then an answer.
+    # issue 23: the truncation's host notice follows it, shown apart (the agent never heard it).
     assert kinds == [
-        "heard", "heard", "action", "received", "said", "truncated", "heard", "heard", "action", "received", "said"
+        "heard", "heard", "action", "received", "said", "truncated", "host", "heard", "heard", "action", "received",
+        "said",
     ]
     assert items[5].keep == 2
-    assert [(i.speaker.label, i.content) for i in items[6:8]] == [("external", "File changed: data.json"), ("user", "Two")]
+    assert [(i.speaker.label, i.content) for i in items[7:9]] == [("external", "File changed: data.json"), ("user", "Two")]
     assert R.render_perspective(items).splitlines()[5].endswith("[Truncated] kept the first 2 entries")
     # The transcript is the state after the truncation: the next LLM call would send exactly this.
     assert [line.message["content"] for line in viewer.transcript("main")] == [
