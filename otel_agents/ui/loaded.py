@@ -52,6 +52,13 @@ class UiSession:
     _viewer: Any = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
+    @property
+    def cursor(self) -> str:
+        """Where ``/live`` may start to miss nothing this load did not see: the journal's and the event
+        stream's sizes as stamped before the files were read (a later line is then replayed, never lost)."""
+        spans, events = (part[0] if isinstance(part, tuple) else 0 for part in self.key[2:4])
+        return f"{spans}.{events}"
+
     def viewer(self):
         """The views' ``SessionViewer`` of this directory, as ``otel-agents view`` opens it (no index cache file)."""
         from otel_agents.views import SessionViewer, ViewError
