@@ -21,6 +21,7 @@ from otel_agents.ui.node_index import NodeIndex, build_index
 from otel_agents.ui.security import ApiError, check_session_id
 
 WATCHED_FILES = ("meta.json", "tree.json.gz", "spans.jsonl", "events.jsonl")
+MEMO = 8  # view documents kept per loaded session (a dialog or perspective being paged)
 KEEP = 4  # sessions kept decoded at once: a 100k-entry tree is hundreds of MB in memory
 
 
@@ -51,6 +52,7 @@ class UiSession:
     notes: list[str]
     _viewer: Any = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _memo: OrderedDict = field(default_factory=OrderedDict)
 
     @property
     def cursor(self) -> str:
@@ -58,6 +60,19 @@ class UiSession:
         stream's sizes as stamped before the files were read (a later line is then replayed, never lost)."""
         spans, events = (part[0] if isinstance(part, tuple) else 0 for part in self.key[2:4])
         return f"{spans}.{events}"
+
+    def memo(self, key: tuple, build):
+        """``build()``, kept for this load of the session (the last few keys): pages of one view share it."""
+        with self._lock:
+            if key in self._memo:
+                self._memo.move_to_end(key)
+                return self._memo[key]
+        value = build()
+        with self._lock:
+            self._memo[key] = value
+            while len(self._memo) > MEMO:
+                self._memo.popitem(last=False)
+        return value
 
     def viewer(self):
         """The views' ``SessionViewer`` of this directory, as ``otel-agents view`` opens it (no index cache file)."""

@@ -70,7 +70,7 @@ export function showSession(main, sessionId) {
     if (closeView) closeView();
     closeView = null;
     if (!VIEWS.some(([name]) => name === view)) view = "tree";
-    if (push) link.set({ view: view === "tree" ? null : view, message: null }, true);
+    if (push) link.set({ view: view === "tree" ? null : view, message: null, from: null }, true);
     drawTabs(view);
     shownView = view;
     clear(pane);

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -21,6 +22,7 @@ import pytest
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run", "--disable-quic"]
+BENCH_VIEWS = Path(__file__).resolve().parents[3] / "benchmarks" / "bench_views.py"
 XSS_SCRIPT = "<script>alert(1)</script>"
 XSS_IMG = "<img src=x onerror=alert(2)>"
 XSS_PROMPT = "<img src=y onerror=alert(3)> say hello"
@@ -286,3 +288,16 @@ def driver(page, ui) -> Driver:
 @pytest.fixture(scope="session")
 def demo_rows(saved_home, ui) -> dict[str, dict]:
     return all_rows(ui.url, saved_home.demo)
+
+
+@pytest.fixture(scope="session")
+def big_session(saved_home, ui) -> str:
+    """The benchmark's synthetic session (4,000 entries, 12 agents) beside the others: long trees and lists."""
+    spec = importlib.util.spec_from_file_location("bench_views", BENCH_VIEWS)
+    bench_views = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("bench_views", bench_views)  # its dataclasses look their module up
+    spec.loader.exec_module(sys.modules["bench_views"])
+    bench_views = sys.modules["bench_views"]
+    synthetic = bench_views.synthetic_session(4_000, agents=12)
+    bench_views.write_session_dir(synthetic, saved_home.sessions)
+    return synthetic.session_id

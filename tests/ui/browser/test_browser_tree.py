@@ -2,14 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
-
-import pytest
-
-BENCH_VIEWS = Path(__file__).resolve().parents[3] / "benchmarks" / "bench_views.py"
 
 
 def shown_text(value):
@@ -113,18 +106,6 @@ def test_deep_link_opens_the_node_selected_and_scrolled_to(driver, saved_home, d
     other = next(row for row in demo_rows.values() if row["parent"] is None)
     driver.select(other["id"])
     assert f"node={other['id']}" in driver.page.url
-
-
-@pytest.fixture(scope="module")
-def big_session(saved_home, ui):
-    spec = importlib.util.spec_from_file_location("bench_views", BENCH_VIEWS)
-    bench_views = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("bench_views", bench_views)  # its dataclasses look their module up
-    spec.loader.exec_module(sys.modules["bench_views"])
-    bench_views = sys.modules["bench_views"]
-    synthetic = bench_views.synthetic_session(4_000, agents=12)
-    bench_views.write_session_dir(synthetic, saved_home.sessions)
-    return synthetic.session_id
 
 
 def test_a_long_tree_keeps_only_visible_rows_in_the_page(driver, big_session):
