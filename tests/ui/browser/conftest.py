@@ -82,17 +82,22 @@ def cli_env():
 
 
 @pytest.fixture(scope="session")
-def saved_home(tmp_path_factory) -> Home:
+def saved_home(tmp_path_factory, request) -> Home:
+    """The API tests' demo run (one real run serves both suites) beside a run whose agent says HTML."""
     home = tmp_path_factory.mktemp("ui-browser") / "home"
     script = write_script(home.parent / "xss.json", {
         "name": "xss", "root": {"name": "main", "system_prompt": "Say HTML."},
         "agents": {"main": [f"{XSS_SCRIPT} and {XSS_IMG}"]},
     })
-    # Both runs at once (each is mostly interpreter and litellm start-up); the ledger takes both.
-    with ThreadPoolExecutor(2) as pool:
-        demo = pool.submit(run_cli, home, "run", "Create Jack and Jill for a cafe discussion")
+    # The HTML run goes on while the demo is made (or found made by the API tests): each is mostly start-up.
+    with ThreadPoolExecutor(1) as pool:
         xss = pool.submit(run_cli, home, "run", "--script", str(script), XSS_PROMPT)
-        return Home(home, session_id_of(demo.result()), session_id_of(xss.result()))
+        shared = request.getfixturevalue("ui_home")  # read-only: its demo is copied, never changed
+        xss_id = session_id_of(xss.result())
+    shutil.copytree(shared.sessions / shared.demo, home / "sessions" / shared.demo)
+    with open(home / "billing.jsonl", "ab") as ledger:  # one ledger holding both runs, as two runs in one home make
+        ledger.write(shared.billing.read_bytes())
+    return Home(home, shared.demo, xss_id)
 
 
 @dataclass
