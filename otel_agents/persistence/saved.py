@@ -84,7 +84,7 @@ class LoadedSession:
 
 def load_saved(
     session_dir: Path, warn: Warn = stderr_warning, *, repair: bool = False, records: bool = True,
-    owned: bool = False,
+    owned: bool = False, tree_only: bool = False,
 ) -> LoadedSession:
     """The tree and the event stream of a session directory; SessionUnreadable (one line) when nothing is.
 
@@ -97,15 +97,22 @@ def load_saved(
     it. Without ``repair`` nothing is opened for writing. ``records=False``: a caller
     that needs only the tree (``sessions show``) gets no records from a current
     checkpoint, whose events.jsonl is then not read; every other path reads them, as
-    rebuilding needs them.
+    rebuilding needs them. ``tree_only``: a caller that needs only the tree and meta.json
+    (the web UI) also skips events.jsonl when there is no journal and tree.json.gz is
+    readable: that tree is then taken as saved (what the full read gives, without records),
+    sparing a large session's every event line; anything else falls back as without it.
     """
     if repair and not owned:
         raise ValueError("only the session's owner repairs it: load with owned=True while holding its lock")
     store = SessionStore(Path(session_dir))
-    current = load_checkpoint(store.directory, warn, records=records)
+    current = load_checkpoint(store.directory, warn, records=records and not tree_only)
     if current is not None:
         return current
     live = not owned and owner_of(store.directory) is not None
+    if tree_only and not repair:
+        saved_tree = _tree_as_saved(store, warn, live)
+        if saved_tree is not None:
+            return saved_tree
     notes: list[str] = []
     damaged: list[str] = []
     lines: list[EventLine] | None = None
@@ -206,6 +213,20 @@ def load_checkpoint(
     except (EventsFileError, StoreError, OSError):
         return None  # the careful path says what is wrong
     return LoadedSession(store.directory, saved_tree, [line.record for line in lines], meta, source=SOURCE_CHECKPOINT)
+
+
+def _tree_as_saved(store: SessionStore, warn: Warn, live: bool) -> LoadedSession | None:
+    """tree.json.gz as the full read would fall back to it when there is no journal, without reading
+    events.jsonl; None when that does not apply (a journal, or no readable tree: the full read says why)."""
+    if store.journal_path.exists():
+        return None
+    try:
+        tree = store.load_tree()
+    except StoreError:
+        return None
+    notes = [f"{store.journal_path} does not exist"]
+    warn(f"{notes[0]}; using tree.json.gz (spans that ended after its last checkpoint may be missing)")
+    return LoadedSession(store.directory, tree, [], _read_meta(store), notes, source=SOURCE_TREE, live=live)
 
 
 def _first(notes: list[str], about: str) -> str:

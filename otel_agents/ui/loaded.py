@@ -1,6 +1,7 @@
 """Loaded sessions kept in memory while their files are unchanged, so paging a large tree reads it once.
 
-A session is read by ``persistence.saved.load_saved`` (read-only: no lock taken, no repair)
+A session is read by ``persistence.saved.load_saved`` (read-only: no lock taken, no repair; only
+its tree and meta.json, so a session without a journal is not made to read all of events.jsonl)
 and keyed by the (size, mtime) of its files plus whether a writer holds it: the first
 request after any change loads it again, every other request reuses the decoded tree.
 """
@@ -16,11 +17,11 @@ from typing import Any
 from otel_agents.persistence.ownership import owner_of
 from otel_agents.persistence.paths import InvalidSessionId, Paths
 from otel_agents.persistence.saved import SessionUnreadable, load_saved
-from otel_agents.persistence.store import SessionStore, StoreError
 from otel_agents.ui.node_index import NodeIndex, build_index
 from otel_agents.ui.security import ApiError, check_session_id
 
 WATCHED_FILES = ("meta.json", "tree.json.gz", "spans.jsonl", "events.jsonl")
+MEMO = 8  # view documents kept per loaded session (a dialog or perspective being paged)
 KEEP = 4  # sessions kept decoded at once: a 100k-entry tree is hundreds of MB in memory
 
 
@@ -51,6 +52,27 @@ class UiSession:
     notes: list[str]
     _viewer: Any = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _memo: OrderedDict = field(default_factory=OrderedDict)
+
+    @property
+    def cursor(self) -> str:
+        """Where ``/live`` may start to miss nothing this load did not see: the journal's and the event
+        stream's sizes as stamped before the files were read (a later line is then replayed, never lost)."""
+        spans, events = (part[0] if isinstance(part, tuple) else 0 for part in self.key[2:4])
+        return f"{spans}.{events}"
+
+    def memo(self, key: tuple, build):
+        """``build()``, kept for this load of the session (the last few keys): pages of one view share it."""
+        with self._lock:
+            if key in self._memo:
+                self._memo.move_to_end(key)
+                return self._memo[key]
+        value = build()
+        with self._lock:
+            self._memo[key] = value
+            while len(self._memo) > MEMO:
+                self._memo.popitem(last=False)
+        return value
 
     def viewer(self):
         """The views' ``SessionViewer`` of this directory, as ``otel-agents view`` opens it (no index cache file)."""
@@ -108,33 +130,10 @@ class SessionCache:
         notes: list[str] = []
         try:
             with collector_paused():  # a decoded tree is many acyclic objects: see gc_pause.py
-                tree, meta = _tree_only(directory, notes) or _saved(directory, notes)
-                index = build_index(tree or {})
+                saved = load_saved(directory, notes.append, tree_only=True)
+                index = build_index(saved.tree or {})
         except SessionUnreadable as exc:
             raise ApiError(422, str(exc)) from None
         live = key[-1]
-        return UiSession(session_id, directory, key, tree, meta, live, index, notes)
+        return UiSession(session_id, directory, key, saved.tree, saved.meta, live, index, notes)
 
-
-def _saved(directory: Path, notes: list[str]) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
-    saved = load_saved(directory, notes.append, records=False)
-    return saved.tree, saved.meta
-
-
-def _tree_only(directory: Path, notes: list[str]) -> tuple[dict[str, Any], dict[str, Any] | None] | None:
-    """Without a journal, ``load_saved`` takes tree.json.gz as it is, but first reads every line of
-    events.jsonl for records this API does not use (views read them through their own loader):
-    1.4 s of a 100k-entry session's 1.9 s. The same tree, without that read; None when it does not apply."""
-    store = SessionStore(directory)
-    if store.journal_path.exists() or not store.tree_path.exists():
-        return None
-    try:
-        tree = store.load_tree()
-    except StoreError:
-        return None  # load_saved says what is wrong, and falls back as it does
-    try:
-        meta = store.read_meta()
-    except StoreError:
-        meta = None
-    notes.append(f"{store.journal_path} does not exist: the tree is tree.json.gz as saved")
-    return tree, meta

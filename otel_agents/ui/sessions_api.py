@@ -102,10 +102,6 @@ def _iso(ns: Any) -> str | None:
     return iso_ts(ns) if isinstance(ns, int) and not isinstance(ns, bool) else None
 
 
-def _size(stamp: Any) -> int:
-    return stamp[0] if isinstance(stamp, tuple) else 0
-
-
 def detail_api(session: UiSession, jaeger_url: str | None) -> dict[str, Any]:
     tree = session.tree or {}
     base = summary(session.session_id, session.directory, session.meta, None)
@@ -142,7 +138,7 @@ def detail_api(session: UiSession, jaeger_url: str | None) -> dict[str, Any]:
         "totals": {"tokens": _tokens(totals), "cost_usd": _cost(totals)},
         "node_count": len(session.index.entries),
         # Where /live may start (?cursor=) to miss nothing written after this load began.
-        "cursor": f"{_size(session.key[2])}.{_size(session.key[3])}",
+        "cursor": session.cursor,
         "notes": list(session.notes),
     }
 

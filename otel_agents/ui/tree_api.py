@@ -26,6 +26,8 @@ def nodes_api(session: UiSession, query: Mapping[str, str]) -> dict[str, Any]:
         "total": len(children),
         "offset": offset,
         "nodes": [session.index.row(span_id) for span_id in children[offset:offset + limit]],
+        # The load this page comes from: a page read before the session's detail may be older than its cursor.
+        "cursor": session.cursor,
     }
 
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from otel_agents.ui.loaded import UiSession
-from otel_agents.ui.security import ApiError, check_agent, check_message_id
+from otel_agents.ui.security import ApiError, check_agent, check_message_id, paging
+
+PAGE = 200  # dialog and perspective items a page, when paged
 
 
 def _answer(view: Callable[[], Any]) -> Any:
@@ -22,6 +24,21 @@ def _answer(view: Callable[[], Any]) -> Any:
         raise ApiError(422, str(exc)) from None
 
 
+def _paged(document: dict[str, Any], query: Mapping[str, str] | None) -> dict[str, Any]:
+    """The view's document, its ``items`` cut to ``offset``/``limit`` (with ``total`` and ``offset``) when the
+    query asks for a page: a busy agent's thousands of items need not cross the wire, nor the page, at once."""
+    if not query or ("offset" not in query and "limit" not in query):
+        return document
+    offset, limit = paging(query, PAGE)
+    items = document["items"]
+    return {**document, "total": len(items), "offset": offset, "items": items[offset:offset + limit]}
+
+
+def _view(session: UiSession, key: tuple, build: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """A whole view document, built once per load of the session: paging it does not build it again."""
+    return session.memo(key, lambda: _answer(build))
+
+
 def agents_api(session: UiSession) -> dict[str, Any]:
     from otel_agents.views import jsonout
 
@@ -29,23 +46,26 @@ def agents_api(session: UiSession) -> dict[str, Any]:
     return jsonout.agents_json(viewer.session_id, viewer.list_agents())
 
 
-def dialog_api(session: UiSession, agents: list[str]) -> dict[str, Any]:
+def dialog_api(session: UiSession, agents: list[str], query: Mapping[str, str] | None = None) -> dict[str, Any]:
     from otel_agents.views import jsonout
 
     if not agents:
         raise ApiError(400, "name the agents: ?agents=A&agents=B")
     viewer = session.viewer()
     infos = _answer(lambda: [viewer.agent(check_agent(a)) for a in agents])
-    items = _answer(lambda: viewer.extract_dialog([i.agent_id for i in infos]))
-    return jsonout.dialog_json(infos, items)
+    ids = tuple(i.agent_id for i in infos)
+    document = _view(session, ("dialog", ids), lambda: jsonout.dialog_json(infos, viewer.extract_dialog(list(ids))))
+    return _paged(document, query)
 
 
-def perspective_api(session: UiSession, agent: str) -> dict[str, Any]:
+def perspective_api(session: UiSession, agent: str, query: Mapping[str, str] | None = None) -> dict[str, Any]:
     from otel_agents.views import jsonout
 
     viewer = session.viewer()
     info = _answer(lambda: viewer.agent(check_agent(agent)))
-    return jsonout.perspective_json(info, _answer(lambda: viewer.extract_agent_perspective(info.agent_id)))
+    document = _view(session, ("perspective", info.agent_id),
+                     lambda: jsonout.perspective_json(info, viewer.extract_agent_perspective(info.agent_id)))
+    return _paged(document, query)
 
 
 def trace_api(session: UiSession, message_id: str) -> dict[str, Any]:

@@ -5,6 +5,9 @@ from __future__ import annotations
 import gzip
 import json
 
+from starlette.testclient import TestClient
+
+from otel_agents.ui.app import create_app
 from otel_agents.views.loading import span_nodes
 
 ROW_KEYS = {"id", "parent", "kind", "name", "label", "agent", "agent_id", "status", "outcome", "error", "start_ms",
@@ -93,4 +96,21 @@ def test_details_of_an_llm_attempt_a_tool_call_and_a_hook_decision(ui_home, clie
 
 def test_an_events_only_session_has_no_nodes(ui_home, client):
     answer = client.get(f"/api/sessions/{ui_home.seeds[0]}/nodes").json()
-    assert answer == {"total": 0, "offset": 0, "nodes": []}
+    assert answer == {"total": 0, "offset": 0, "nodes": [], "cursor": answer["cursor"]}
+
+
+def test_a_page_carries_the_cursor_of_the_load_it_comes_from(own_home):
+    """A page read before the journal grew keeps the older cursor, from which /live replays what it lacks."""
+    client = TestClient(create_app(own_home.sessions, [own_home.billing]))
+    base = f"/api/sessions/{own_home.demo}"
+    journal = own_home.sessions / own_home.demo / "spans.jsonl"
+    whole = journal.read_bytes()
+    lines = whole.splitlines(keepends=True)
+    journal.write_bytes(b"".join(lines[: len(lines) // 2]))
+    page = client.get(f"{base}/nodes").json()
+    events_size = (own_home.sessions / own_home.demo / "events.jsonl").stat().st_size
+    assert page["cursor"] == f"{journal.stat().st_size}.{events_size}"
+    journal.write_bytes(whole)
+    detail = client.get(base).json()
+    assert detail["cursor"] == f"{len(whole)}.{events_size}" != page["cursor"]
+    assert client.get(f"{base}/nodes").json()["cursor"] == detail["cursor"]

@@ -112,3 +112,22 @@ def test_markup_in_messages_comes_back_as_literal_json_text(own_home):
     assert response.headers["content-type"] == "application/json"
     assert response.headers["x-content-type-options"] == "nosniff"
     assert [item["content"] for item in response.json()["items"]] == XSS
+
+
+def test_dialog_and_perspective_pages_are_slices_of_the_whole_view(ui_home, client):
+    base = f"/api/sessions/{ui_home.demo}"
+    ids = [a["agent_id"] for a in client.get(f"{base}/agents").json()["agents"]]
+    wholes = {
+        f"{base}/dialog": (client.get(f"{base}/dialog", params=[("agents", ids[0]), ("agents", ids[1])]).json(),
+                           [("agents", ids[0]), ("agents", ids[1])]),
+        f"{base}/perspective/{ids[0]}": (client.get(f"{base}/perspective/{ids[0]}").json(), []),
+    }
+    for path, (whole, params) in wholes.items():
+        items = whole["items"]
+        assert len(items) > 3 and "total" not in whole  # unpaged: the view's own document
+        for offset, limit in ((0, 2), (2, 3), (len(items) - 1, 5), (len(items) + 4, 1)):
+            page = client.get(path, params=[*params, ("offset", str(offset)), ("limit", str(limit))]).json()
+            assert page == {**whole, "items": items[offset:offset + limit], "total": len(items), "offset": offset}
+        for bad in (("limit", "0"), ("limit", "1001"), ("offset", "-1"), ("offset", "x")):
+            answer = client.get(path, params=[*params, bad])
+            assert answer.status_code == 400 and bad[0] in answer.json()["error"]

@@ -1,6 +1,25 @@
 // Dialog between chosen agents, one agent's perspective, and a message's causality (causes and hearers).
 import { getJSON, el, clear, errorBox, asText, colorClass } from "/static/api.js";
 
+// Items a page: a busy agent's thousands of messages are read and drawn one page at a time.
+export const PAGE = 200;
+
+// Where the page shown starts (&from= in the URL, so a page is a deep link too).
+function firstItem(context) {
+  const from = Number(context.link.get("from"));
+  return Number.isInteger(from) && from > 0 ? from : 0;
+}
+
+// "previous · 201–400 of 12,345 · next" above the list; nothing when everything fits on one page.
+function pagerOf(view, offset, go) {
+  const bar = el("div", { class: "pager", id: "messages-pager" });
+  if (view.total <= PAGE && offset === 0) return bar;
+  if (offset > 0) bar.append(el("button", { class: "previous", onclick: () => go(Math.max(0, offset - PAGE)) }, "previous"));
+  bar.append(el("span", { class: "muted" }, `${offset + 1}–${offset + view.items.length} of ${view.total}`));
+  if (offset + view.items.length < view.total) bar.append(el("button", { class: "next", onclick: () => go(offset + PAGE) }, "next"));
+  return bar;
+}
+
 function agentChip(context, agentId, label) {
   const agent = context.session.agents.find((a) => a.id === agentId);
   return el("span", { class: `agent ${colorClass(agent ? agent.color : null)}` }, label || (agent ? agent.name : agentId || "?"));
@@ -25,9 +44,15 @@ function layout(context, controls) {
   return { list, causality };
 }
 
+// The session's agents, plus any a deep link names that the tree does not list (the views know them).
+function withLinked(agents, linked) {
+  const known = (name) => agents.some((a) => a.id === name || a.name === name || a.path === name);
+  return [...agents, ...linked.filter((name) => !known(name)).map((name) => ({ id: name, name, path: name, color: null }))];
+}
+
 export function showDialog(context) {
-  const agents = context.session.agents;
   const wanted = (context.link.get("agents") || "").split(",").filter(Boolean);
+  const agents = withLinked(context.session.agents, wanted);
   const chosen = new Set(wanted.length ? wanted : agents.slice(1, 3).map((a) => a.id));
   const boxes = agents.map((agent) => {
     const box = el("input", { type: "checkbox", value: agent.id, checked: chosen.has(agent.id) || chosen.has(agent.name) });
@@ -35,20 +60,21 @@ export function showDialog(context) {
   });
   const { list } = layout(context, [el("span", { id: "dialog-agents" }, "Agents: ", ...boxes)]);
   let ticket = 0;
-  async function load() {
+  async function load(offset = 0) {
     const ids = boxes.map((label) => label.querySelector("input")).filter((box) => box.checked).map((box) => box.value);
-    context.link.set({ agents: ids.join(",") });
+    context.link.set({ agents: ids.join(","), from: offset || null });
     const mine = ++ticket;
     clear(list);
     if (!ids.length) { list.append(el("p", { class: "muted" }, "Choose agents.")); return; }
     let dialog;
     try {
-      dialog = await getJSON(`${context.base}/dialog`, { agents: ids });
+      dialog = await getJSON(`${context.base}/dialog`, { agents: ids, offset, limit: PAGE });
     } catch (error) {
       if (mine === ticket) list.append(errorBox(error));
       return;
     }
     if (mine !== ticket) return;
+    list.append(pagerOf(dialog, offset, load));
     for (const item of dialog.items) {
       list.append(el("article", { class: "message", dataset: { message: item.message_id } },
         el("div", { class: "who" }, agentChip(context, item.speaker_agent_id, item.speaker || "?"),
@@ -58,31 +84,32 @@ export function showDialog(context) {
     }
     if (!dialog.items.length) list.append(el("p", { class: "muted" }, "Nothing said between these agents."));
   }
-  for (const label of boxes) label.querySelector("input").addEventListener("change", load);
-  load();
+  for (const label of boxes) label.querySelector("input").addEventListener("change", () => load(0));
+  load(firstItem(context));
   return () => { ticket++; };
 }
 
 export function showPerspective(context) {
-  const agents = context.session.agents;
   const asked = context.link.get("agent");
+  const agents = withLinked(context.session.agents, asked ? [asked] : []);
   const picker = el("select", { id: "perspective-agent" }, ...agents.map((a) => el("option", { value: a.id }, a.path || a.name)));
   const match = agents.find((a) => a.id === asked || a.name === asked || a.path === asked);
   picker.value = match ? match.id : (agents[0] && agents[0].id) || "";
   const { list } = layout(context, [el("label", {}, "Agent: ", picker)]);
   let ticket = 0;
-  async function load() {
-    context.link.set({ agent: picker.value });
+  async function load(offset = 0) {
+    context.link.set({ agent: picker.value, from: offset || null });
     const mine = ++ticket;
     clear(list);
     let view;
     try {
-      view = await getJSON(`${context.base}/perspective/${encodeURIComponent(picker.value)}`);
+      view = await getJSON(`${context.base}/perspective/${encodeURIComponent(picker.value)}`, { offset, limit: PAGE });
     } catch (error) {
       if (mine === ticket) list.append(errorBox(error));
       return;
     }
     if (mine !== ticket) return;
+    list.append(pagerOf(view, offset, load));
     for (const item of view.items) {
       const body = el("article", { class: `message kind-${item.kind}`, dataset: { message: item.message_id || "", kind: item.kind } },
         el("div", { class: "who" }, el("span", { class: "kind-label" }, item.kind), " ",
@@ -97,8 +124,8 @@ export function showPerspective(context) {
     }
     if (!view.items.length) list.append(el("p", { class: "muted" }, "Nothing in this agent's perspective."));
   }
-  picker.addEventListener("change", load);
-  load();
+  picker.addEventListener("change", () => load(0));
+  load(firstItem(context));
   return () => { ticket++; };
 }
 

@@ -46,14 +46,14 @@ function render(detail, context) {
       ["span", node.id], ["status", node.status], ["error", node.error], ["start", fmt.duration(node.start_ms)],
       ["duration", fmt.duration(node.duration_ms)], ["attempt", node.attempt], ["retry of", node.retry_of],
       ["tokens (self)", node.self.tokens], ["tokens (inclusive)", node.inclusive.tokens],
-      ["cost (self)", fmt.cost(node.self.cost_usd)], ["cost (inclusive)", fmt.cost(node.inclusive.cost_usd)],
+      ["cost (self)", fmt.selfCost(node)], ["cost (inclusive)", fmt.inclusiveCost(node)],
     ]),
   ];
   if (detail.context) parts.push(section("Context sent", contextBlock(detail.context)));
   else if (detail.context_error) parts.push(section("Context sent", el("p", { class: "muted" }, detail.context_error)));
   if (detail.response !== undefined && detail.response !== null) parts.push(section("Response", pre(detail.response, "response")));
   if (detail.reasoning) parts.push(section("Reasoning", pre(detail.reasoning, "reasoning")));
-  if (detail.usage || detail.cost_usd !== undefined || detail.price_source) {
+  if (node.kind === "llm") { // only an LLM attempt has usage and a price
     parts.push(section("Usage and cost", pre(detail.usage ?? {}, "usage"),
       facts([["cost", detail.cost_usd === undefined ? undefined : fmt.cost(detail.cost_usd)], ["price source", detail.price_source]])));
   }

@@ -14,6 +14,17 @@ export function cost(usd) {
   return `$${usd.toFixed(4)}`;
 }
 
+// Only LLM attempts are priced: a node with no attempt at or under it has no cost to show ("–"),
+// while an attempt whose model has no price is "unpriced".
+export function selfCost(row) {
+  return row.kind === "llm" ? cost(row.self.cost_usd) : "–";
+}
+
+export function inclusiveCost(row) {
+  const priced = row.kind === "llm" || row.inclusive.cost_usd !== null || row.inclusive.tokens > 0;
+  return priced ? cost(row.inclusive.cost_usd) : "–";
+}
+
 export function duration(ms) {
   if (ms === null || ms === undefined) return "…";
   if (ms < 1000) return `${Math.round(ms)}ms`;

@@ -70,7 +70,7 @@ export function showSession(main, sessionId) {
     if (closeView) closeView();
     closeView = null;
     if (!VIEWS.some(([name]) => name === view)) view = "tree";
-    if (push) link.set({ view: view === "tree" ? null : view, message: null }, true);
+    if (push) link.set({ view: view === "tree" ? null : view, message: null, from: null }, true);
     drawTabs(view);
     shownView = view;
     clear(pane);
@@ -98,6 +98,7 @@ export function showSession(main, sessionId) {
   const firstView = link.get("view") || "tree";
   let prefetch = firstView === "tree" ? getJSON(`${base}/nodes`, { offset: 0, limit: 200 }) : null;
   if (prefetch) prefetch.catch(() => {}); // a failure shows when the tree asks again
+  const firstPage = prefetch;
 
   (async () => {
     try {
@@ -109,6 +110,10 @@ export function showSession(main, sessionId) {
     if (gone) return;
     drawHeader();
     open(firstView);
+    // The first page may come from an older load than the session's detail: the feed starts at the
+    // earlier of their cursors, so a node that ended between the two reads is replayed, not lost.
+    const pageCursor = firstPage ? await firstPage.then((page) => page.cursor, () => null) : null;
+    if (gone) return;
     feed = new LiveFeed(`${base}/live`, {
       nodes: (rows) => { if (tree) tree.applyLive(rows); },
       status: (state) => {
@@ -122,7 +127,7 @@ export function showSession(main, sessionId) {
       },
       reconnected: () => { reloadSession(); if (tree) tree.refresh(); },
       state: (text) => { liveState.hidden = !text; liveState.textContent = text; },
-    }, session.cursor || null);
+    }, earliest(session.cursor, pageCursor));
   })();
 
   return () => {
@@ -132,4 +137,11 @@ export function showSession(main, sessionId) {
     if (feed) feed.close();
     liveState.hidden = true;
   };
+}
+
+// The earlier of two live cursors ("<spans offset>.<events offset>"), part by part; null when neither is known.
+function earliest(a, b) {
+  if (!a || !b) return a || b || null;
+  const [x, y] = [a, b].map((cursor) => cursor.split(".").map(Number));
+  return `${Math.min(x[0], y[0])}.${Math.min(x[1], y[1])}`;
 }

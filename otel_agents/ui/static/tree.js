@@ -5,12 +5,8 @@ import { showDetails } from "/static/details.js";
 
 const ROW_HEIGHT = 24; // px; must match .tree .row in style.css
 const OVERSCAN = 10;
+const INDENT = 12; // px per tree level
 const PAGE = 200;
-
-// Only a model call has a price of its own; "unpriced" is kept for a call whose model has none.
-function selfCost(row) {
-  return row.kind === "llm" || row.self.cost_usd !== null ? fmt.cost(row.self.cost_usd) : "–";
-}
 
 export class TreeView {
   constructor(pane, context) {
@@ -30,13 +26,13 @@ export class TreeView {
     this.count = toolbar.lastChild;
     const head = el("div", { class: "row head" },
       el("span", { class: "label" }, "node"), el("span", { class: "st" }, "status"),
-      el("span", { class: "dur" }, "duration"), el("span", { class: "tok" }, "tokens self / incl."),
-      el("span", { class: "cost" }, "cost self / incl."), el("span", { class: "wf" }, "timeline"));
+      el("span", { class: "dur" }, "time"), el("span", { class: "tok", title: "tokens: self / inclusive" }, "tokens s / incl"),
+      el("span", { class: "cost", title: "cost: self / inclusive" }, "cost self / incl"), el("span", { class: "wf" }, "timeline"));
     this.spacer = el("div", { class: "spacer" });
     this.viewport = el("div", { class: "tree", id: "tree", tabindex: "0" }, this.spacer);
     this.problem = el("div");
     this.details = el("aside", { class: "details", id: "details" }, el("p", { class: "muted" }, "Select a node to see its details."));
-    pane.append(el("div", { class: "split" }, el("div", { class: "tree-side" }, toolbar, this.problem, head, this.viewport), this.details));
+    pane.append(el("div", { class: "split wide-tree" }, el("div", { class: "tree-side" }, toolbar, this.problem, head, this.viewport), this.details));
 
     this.viewport.addEventListener("scroll", () => this.schedule());
     this.viewport.addEventListener("click", (event) => this.onClick(event));
@@ -151,18 +147,20 @@ export class TreeView {
     }
   }
 
-  // Up/Down move the selection, Right opens a node, Left closes it (or goes to its parent).
+  // Up/Down move the selection, Right opens a node (or goes to its first child), Left closes it (or goes
+  // to its parent). Every arrow is ours while the tree has focus: the browser must not also scroll the tree.
   onKey(event) {
+    if (!["ArrowDown", "ArrowUp", "ArrowRight", "ArrowLeft"].includes(event.key)) return;
+    event.preventDefault();
     const index = this.flat.findIndex((item) => item.id === this.selected);
     const entry = index >= 0 ? this.flat[index].entry : null;
     let target = null;
     if (event.key === "ArrowDown") target = this.flat.slice(index + 1).find((item) => item.entry);
     else if (event.key === "ArrowUp" && index > 0) target = this.flat.slice(0, index).reverse().find((item) => item.entry);
     else if (event.key === "ArrowRight" && entry && entry.row.child_count > 0 && !entry.expanded) this.expand(entry.row.id, true);
+    else if (event.key === "ArrowRight" && entry && entry.expanded) target = this.flat[index + 1] && this.flat[index + 1].entry ? this.flat[index + 1] : null;
     else if (event.key === "ArrowLeft" && entry && entry.expanded) this.expand(entry.row.id, false);
     else if (event.key === "ArrowLeft" && entry && entry.row.parent) target = this.flat.find((item) => item.id === entry.row.parent);
-    else return;
-    event.preventDefault();
     if (!target) return;
     this.select(target.id);
     const top = this.flat.indexOf(target) * ROW_HEIGHT;
@@ -264,7 +262,7 @@ export class TreeView {
       else {
         rows.push(el("div", { class: "row more", dataset: { more: item.more ?? "" } }, el("span", { class: "label" }, "loading more…")));
         rows[rows.length - 1].style.top = `${i * ROW_HEIGHT}px`;
-        rows[rows.length - 1].firstChild.style.paddingLeft = `${item.depth * 16 + 4}px`;
+        rows[rows.length - 1].firstChild.style.paddingLeft = `${item.depth * INDENT + 4}px`;
         this.loadPage(item.more);
       }
     }
@@ -281,13 +279,15 @@ export class TreeView {
       ? el("button", { class: "toggle", "aria-label": entry.expanded ? "collapse" : "expand", "aria-expanded": String(entry.expanded) }, entry.expanded ? "▾" : "▸")
       : el("span", { class: "toggle-none" });
     const attempt = row.kind === "llm" && row.attempt ? ` attempt ${row.attempt}` : "";
-    const label = el("span", { class: "label" }, toggle,
-      el("span", { class: "path" }, row.label || ""), " ",
-      el("span", { class: "kind" }, row.kind), " ",
-      el("span", { class: "name" }, (row.name || "") + attempt),
-      row.retry_of ? el("span", { class: "retry-mark", title: `retry of ${row.retry_of}` }, " ↻ retry") : null,
+    const name = (row.name || "") + attempt;
+    // The name gives way (an ellipsis) before the path label, kind or agent; the tooltip has it all.
+    const label = el("span", { class: "label", title: [row.label, row.kind, name, row.agent].filter(Boolean).join(" · ") }, toggle,
+      el("span", { class: "path" }, row.label || ""),
+      el("span", { class: "kind" }, row.kind),
+      el("span", { class: "name" }, name),
+      row.retry_of ? el("span", { class: "retry-mark", title: `retry of ${row.retry_of}` }, "↻ retry") : null,
       row.agent ? el("span", { class: `agent ${colorClass(this.agentColor(row.agent_id))}` }, row.agent) : null);
-    label.style.paddingLeft = `${entry.depth * 16 + 4}px`;
+    label.style.paddingLeft = `${entry.depth * INDENT + 4}px`;
     const bar = el("span", { class: `bar ${colorClass(this.agentColor(row.agent_id))}` });
     const duration = row.duration_ms ?? Math.max(0, Date.now() - this.context.session.start_ms_epoch - row.start_ms);
     bar.style.left = `${(100 * row.start_ms) / this.extent}%`;
@@ -297,7 +297,7 @@ export class TreeView {
       el("span", { class: `st status ${row.status}` }, row.status),
       el("span", { class: "dur" }, fmt.duration(row.duration_ms)),
       el("span", { class: "tok" }, `${fmt.tokens(row.self.tokens)} / ${fmt.tokens(row.inclusive.tokens)}`),
-      el("span", { class: "cost" }, `${selfCost(row)} / ${row.inclusive.tokens ? fmt.cost(row.inclusive.cost_usd) : "–"}`),
+      el("span", { class: "cost" }, `${fmt.selfCost(row)} / ${fmt.inclusiveCost(row)}`),
       el("span", { class: "wf" }, bar));
     node.style.top = `${index * ROW_HEIGHT}px`;
     return node;

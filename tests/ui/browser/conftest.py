@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -21,6 +22,7 @@ import pytest
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run", "--disable-quic"]
+BENCH_VIEWS = Path(__file__).resolve().parents[3] / "benchmarks" / "bench_views.py"
 XSS_SCRIPT = "<script>alert(1)</script>"
 XSS_IMG = "<img src=x onerror=alert(2)>"
 XSS_PROMPT = "<img src=y onerror=alert(3)> say hello"
@@ -80,17 +82,22 @@ def cli_env():
 
 
 @pytest.fixture(scope="session")
-def saved_home(tmp_path_factory) -> Home:
+def saved_home(tmp_path_factory, request) -> Home:
+    """The API tests' demo run (one real run serves both suites) beside a run whose agent says HTML."""
     home = tmp_path_factory.mktemp("ui-browser") / "home"
     script = write_script(home.parent / "xss.json", {
         "name": "xss", "root": {"name": "main", "system_prompt": "Say HTML."},
         "agents": {"main": [f"{XSS_SCRIPT} and {XSS_IMG}"]},
     })
-    # Both runs at once (each is mostly interpreter and litellm start-up); the ledger takes both.
-    with ThreadPoolExecutor(2) as pool:
-        demo = pool.submit(run_cli, home, "run", "Create Jack and Jill for a cafe discussion")
+    # The HTML run goes on while the demo is made (or found made by the API tests): each is mostly start-up.
+    with ThreadPoolExecutor(1) as pool:
         xss = pool.submit(run_cli, home, "run", "--script", str(script), XSS_PROMPT)
-        return Home(home, session_id_of(demo.result()), session_id_of(xss.result()))
+        shared = request.getfixturevalue("ui_home")  # read-only: its demo is copied, never changed
+        xss_id = session_id_of(xss.result())
+    shutil.copytree(shared.sessions / shared.demo, home / "sessions" / shared.demo)
+    with open(home / "billing.jsonl", "ab") as ledger:  # one ledger holding both runs, as two runs in one home make
+        ledger.write(shared.billing.read_bytes())
+    return Home(home, shared.demo, xss_id)
 
 
 @dataclass
@@ -286,3 +293,16 @@ def driver(page, ui) -> Driver:
 @pytest.fixture(scope="session")
 def demo_rows(saved_home, ui) -> dict[str, dict]:
     return all_rows(ui.url, saved_home.demo)
+
+
+@pytest.fixture(scope="session")
+def big_session(saved_home, ui) -> str:
+    """The benchmark's synthetic session (4,000 entries, 12 agents) beside the others: long trees and lists."""
+    spec = importlib.util.spec_from_file_location("bench_views", BENCH_VIEWS)
+    bench_views = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("bench_views", bench_views)  # its dataclasses look their module up
+    spec.loader.exec_module(sys.modules["bench_views"])
+    bench_views = sys.modules["bench_views"]
+    synthetic = bench_views.synthetic_session(4_000, agents=12)
+    bench_views.write_session_dir(synthetic, saved_home.sessions)
+    return synthetic.session_id

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import time
@@ -74,3 +75,41 @@ def test_running_session_gains_nodes_without_reload_and_survives_a_server_restar
     finally:
         if process.poll() is None:
             process.kill()
+
+
+def test_a_node_that_ends_between_the_first_page_and_the_session_detail_is_not_lost(page, servers, saved_home, tmp_path):
+    """The tree's first page is read from the session as it was; the run ends (its journal grows) before the
+    session's detail is read: the page must still learn that the run ended."""
+    sessions = tmp_path / "sessions"
+    directory = sessions / saved_home.demo
+    shutil.copytree(saved_home.sessions / saved_home.demo, directory)
+    journal = (directory / "spans.jsonl").read_bytes()
+    lines = journal.splitlines(keepends=True)
+    (directory / "spans.jsonl").write_bytes(b"".join(lines[: len(lines) // 2]))  # the run not ended yet
+    server = servers.start(sessions, [tmp_path / "billing.jsonl"])
+    base = f"/api/sessions/{saved_home.demo}"
+    first_page_served = []
+
+    def serve_first_page(route):
+        response = route.fetch()  # the session as it was: the run still open
+        (directory / "spans.jsonl").write_bytes(journal)  # ... and now the run has ended
+        first_page_served.append(True)
+        route.fulfill(response=response)
+
+    def serve_detail_after_it(route):
+        while not first_page_served:
+            page.wait_for_timeout(20)
+        route.continue_()
+
+    page.route(f"**{base}/nodes?*", serve_first_page)
+    page.route(f"**{base}", serve_detail_after_it)
+    try:
+        page.goto(f"{server.url}/s/{saved_home.demo}")
+        page.wait_for_selector(".tree .row.kind-run")
+        # The run's end reaches the page through the live feed, replayed from the first page's cursor.
+        page.wait_for_selector('.tree .row.kind-run[data-status="ok"]', timeout=10_000)
+        assert page.locator("#session-status").inner_text() == "ok"
+    finally:
+        page.unroute(f"**{base}/nodes?*")
+        page.unroute(f"**{base}")
+        servers.stop(server)

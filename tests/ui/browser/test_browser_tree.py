@@ -2,14 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
-
-import pytest
-
-BENCH_VIEWS = Path(__file__).resolve().parents[3] / "benchmarks" / "bench_views.py"
 
 
 def shown_text(value):
@@ -115,18 +108,6 @@ def test_deep_link_opens_the_node_selected_and_scrolled_to(driver, saved_home, d
     assert f"node={other['id']}" in driver.page.url
 
 
-@pytest.fixture(scope="module")
-def big_session(saved_home, ui):
-    spec = importlib.util.spec_from_file_location("bench_views", BENCH_VIEWS)
-    bench_views = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("bench_views", bench_views)  # its dataclasses look their module up
-    spec.loader.exec_module(sys.modules["bench_views"])
-    bench_views = sys.modules["bench_views"]
-    synthetic = bench_views.synthetic_session(4_000, agents=12)
-    bench_views.write_session_dir(synthetic, saved_home.sessions)
-    return synthetic.session_id
-
-
 def test_a_long_tree_keeps_only_visible_rows_in_the_page(driver, big_session):
     driver.open(big_session)
     run = driver.page.get_attribute(".tree .row[data-id]", "data-id")
@@ -169,3 +150,61 @@ def test_keys_move_the_selection_and_open_and_close_nodes(driver, saved_home, de
     driver.page.keyboard.press("ArrowLeft")  # the open run closes
     driver.page.wait_for_function("n => document.querySelectorAll('.tree .row[data-id]').length === n",
                                   arg=sum(row["parent"] is None for row in demo_rows.values()))
+
+
+def test_arrow_keys_never_scroll_the_tree_sideways(driver, saved_home, demo_rows):
+    deepest = max(llm_rows(demo_rows), key=lambda row: row["label"].count("-") + row["label"].count("."))
+    driver.page.set_viewport_size({"width": 1300, "height": 900})
+    try:
+        driver.page.goto(f"{driver.url}/s/{saved_home.demo}?node={deepest['id']}")
+        driver.page.wait_for_selector(f'#details[data-node="{deepest["id"]}"]')
+        driver.page.focus("#tree")
+        # A leaf, then its open parent: Right has nothing to open on the first, the browser must not take it.
+        for key in ("ArrowRight", "ArrowRight", "ArrowLeft", "ArrowRight", "ArrowRight", "ArrowLeft", "ArrowLeft"):
+            driver.page.keyboard.press(key)
+        driver.page.wait_for_timeout(200)
+        assert driver.page.eval_on_selector("#tree", "tree => tree.scrollLeft") == 0
+        assert driver.page.eval_on_selector("#tree", "tree => tree.scrollWidth <= tree.clientWidth")
+    finally:
+        driver.page.set_viewport_size({"width": 1400, "height": 900})
+
+
+def test_deep_rows_keep_their_path_kind_and_name_readable_at_1300_px(driver, saved_home, demo_rows):
+    deepest = max(llm_rows(demo_rows), key=lambda row: row["label"].count("-") + row["label"].count("."))
+    driver.page.set_viewport_size({"width": 1300, "height": 900})
+    try:
+        driver.page.goto(f"{driver.url}/s/{saved_home.demo}?node={deepest['id']}")
+        driver.page.wait_for_selector(f'#details[data-node="{deepest["id"]}"]')
+        label = driver.row(deepest["id"]).locator(".label")
+        box = {part: label.locator(f".{part}").bounding_box() for part in ("path", "kind", "name", "agent")}
+        cell = label.bounding_box()
+        # Path label, kind, name and agent side by side, each whole inside the cell, none over another.
+        assert box["path"]["x"] >= cell["x"] and box["agent"]["x"] + box["agent"]["width"] <= cell["x"] + cell["width"] + 0.5
+        assert box["path"]["x"] + box["path"]["width"] <= box["kind"]["x"] <= box["name"]["x"]
+        assert box["name"]["x"] + box["name"]["width"] <= box["agent"]["x"]
+        assert box["name"]["width"] >= 80  # the name's first words show, not just an ellipsis
+        assert label.locator(".path").evaluate("e => e.scrollWidth <= e.clientWidth")  # the path label is whole
+        assert deepest["label"] in label.get_attribute("title") and deepest["name"] in label.get_attribute("title")
+    finally:
+        driver.page.set_viewport_size({"width": 1400, "height": 900})
+
+
+def test_only_llm_attempts_show_a_cost_and_usage(driver, saved_home, demo_rows):
+    tool = demo_rows["1-2"]
+    driver.open(saved_home.demo)
+    driver.reveal(demo_rows, tool["id"])
+    driver.select(tool["id"])
+    details = driver.page.locator("#details")
+    assert details.locator("pre.usage").count() == 0
+    assert "Usage and cost" not in details.inner_text() and "unpriced" not in details.inner_text()
+    assert details.locator("dt:text-is('cost (self)') + dd").inner_text() == "–"
+    assert driver.row(tool["id"]).locator(".cost").inner_text().startswith("– / ")
+    # A node with no LLM attempt under it has no cost at all.
+    bare = next(row for row in demo_rows.values() if row["kind"] != "llm" and not row["inclusive"]["tokens"]
+                and row["inclusive"]["cost_usd"] is None)
+    driver.reveal(demo_rows, bare["id"])
+    assert driver.row(bare["id"]).locator(".cost").inner_text() == "– / –"
+    attempt = next(row for row in llm_rows(demo_rows) if row["status"] == "ok")
+    driver.reveal(demo_rows, attempt["id"])
+    driver.select(attempt["id"])
+    assert details.locator("pre.usage").count() == 1

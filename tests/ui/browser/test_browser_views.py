@@ -100,3 +100,30 @@ def test_tabs_keep_the_view_in_the_url_and_runs_link_to_jaeger(page, ui, saved_h
     links = page.eval_on_selector_all("#runs a.jaeger", "links => links.map(a => a.href)")
     assert links == [run["jaeger_url"] for run in session["runs"]]
     assert links and all(link.startswith("http://jaeger.invalid:16686/trace/") for link in links)
+
+
+def test_a_busy_agent_s_perspective_and_dialog_are_drawn_a_page_at_a_time(page, ui, big_session):
+    base = f"/api/sessions/{big_session}"
+    whole = json.loads(urllib.request.urlopen(f"{ui.url}{base}/perspective/agent_001").read())
+    total = len(whole["items"])
+    assert total > 400  # more than two pages
+    page.goto(f"{ui.url}/s/{big_session}?view=perspective&agent=agent_001")
+    page.wait_for_selector("#messages article.message")
+    shown = page.eval_on_selector_all("#messages article.message", "items => items.map(i => i.dataset.message)")
+    assert shown == [item["message_id"] or "" for item in whole["items"][:200]]
+    assert f"1–200 of {total}" in page.inner_text("#messages-pager")
+    page.click("#messages-pager button.next")
+    page.wait_for_selector(f"#messages-pager >> text=201–400 of {total}")
+    shown = page.eval_on_selector_all("#messages article.message", "items => items.map(i => i.dataset.message)")
+    assert shown == [item["message_id"] or "" for item in whole["items"][200:400]]
+    assert "from=200" in page.url
+    # The page holds one page of messages, not the agent's thousands of DOM nodes.
+    assert page.evaluate("() => document.querySelectorAll('#messages *').length") < 200 * 12
+
+    dialog = json.loads(urllib.request.urlopen(f"{ui.url}{base}/dialog?agents=agent_001&agents=agent_002").read())
+    page.goto(f"{ui.url}/s/{big_session}?view=dialog&agents=agent_001,agent_002")
+    page.wait_for_selector("#messages article.message")
+    assert len(dialog["items"]) > 200
+    shown = page.eval_on_selector_all("#messages article.message", "items => items.map(i => i.dataset.message)")
+    assert shown == [item["message_id"] for item in dialog["items"][:200]]
+    assert f"1–200 of {len(dialog['items'])}" in page.inner_text("#messages-pager")
