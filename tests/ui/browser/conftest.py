@@ -161,7 +161,9 @@ def ui(saved_home):
     stop_server(server)
 
 
-@pytest.fixture(scope="session")
+# Package scope, not session: Playwright's sync API keeps an event loop running in the main thread
+# while the browser lives, and any later test calling asyncio.run would fail.
+@pytest.fixture(scope="package")
 def browser():
     if not Path(CHROMIUM).is_file():
         # As with the shared fixtures: one line naming what is missing; .ci/run (which installs it) fails instead.
@@ -181,7 +183,7 @@ class Dialogs(list):
     """Every alert/confirm the page tried to show: an XSS that ran lands here."""
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def shared_page(browser):
     context = browser.new_context(viewport={"width": 1400, "height": 900})
     page = context.new_page()

@@ -1,0 +1,1 @@
+"""Browser tests of otel-agents ui: a package, so their Chromium (package-scoped) closes before later tests."""
