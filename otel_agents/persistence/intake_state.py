@@ -27,7 +27,7 @@ from otel_agents.tracing.spandata import SpanData
 
 PENDING = "pending.jsonl"
 UNSETTLED = "unsettled.jsonl"
-Held = tuple[float | None, list[SpanData]]  # (when its trace was first held, wall-clock seconds; its spans)
+Held = tuple[float, list[SpanData]]  # (when its trace was first held, wall-clock seconds; its spans)
 
 
 class HoldPolicy(BaseModel):
@@ -58,15 +58,17 @@ class IntakeState:
         self._dirty: set[Path] = set()
         self._pending_spans = 0  # spans in pending.jsonl (held or not any more): what compaction looks at
 
-    def pending(self) -> list[Held]:
-        """The spans held when the last process stopped (or died), each line's with its ``heldAt``."""
-        out = []
+    def pending(self) -> tuple[list[SpanData], dict[str, float]]:
+        """The spans held when the last process stopped (or died), and when each of their traces was first held."""
+        spans: list[SpanData] = []
+        since: dict[str, float] = {}
         for doc in _lines(self.pending_path):
             held_at = doc.get("heldAt") if isinstance(doc, dict) else None
-            # A line written before heldAt existed: its age counts from now.
-            since = float(held_at) if isinstance(held_at, (int, float)) else None
-            out.append((since, decode_otlp_json(doc, str(self.pending_path))))
-        return out
+            for span in decode_otlp_json(doc, str(self.pending_path)):
+                spans.append(span)
+                if isinstance(held_at, (int, float)):  # a line without it (older): its age counts from now
+                    since[span.trace_id] = min(float(held_at), since.get(span.trace_id, float(held_at)))
+        return spans, since
 
     def hold(self, held: Iterable[Held]) -> None:
         """Append each trace's newly held spans, stamped with when that trace was first held."""

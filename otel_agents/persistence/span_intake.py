@@ -417,13 +417,9 @@ class SpanIntake:
                     self._session(session_id, 0).unbilled = True
             except (SessionBusy, InvalidSessionId, StoreError, OSError) as exc:
                 self.warn(f"cannot settle session {session_id}: {exc}")
-        waiting = state.pending()
-        for since, spans in waiting:
-            for span in spans:
-                if since is not None:
-                    self._since[span.trace_id] = min(since, self._since.get(span.trace_id, since))
+        waiting, self._since = state.pending()
         if waiting:
-            self.take([span for _, spans in waiting for span in spans])  # those expired meanwhile are dropped
+            self.take(waiting)  # those whose bound passed meanwhile are dropped
         self._since = {}
         self.close(flush=False)  # pending.jsonl rewritten (atomically) with what is still held
         self.sync()
