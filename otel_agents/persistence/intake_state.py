@@ -12,13 +12,14 @@ mid-write) is skipped when read.
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 from typing import Any, Iterable
 
 import orjson
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from otel_agents.persistence.private import make_private_dir, open_private_append
 from otel_agents.tracing.otlp_decode import decode_otlp_json
@@ -42,8 +43,16 @@ class HoldPolicy(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    unnamed_hold_seconds: float = Field(default=300.0, ge=0, allow_inf_nan=False)
+    unnamed_hold_seconds: float = Field(default=300.0, ge=0)
     compact_min_spans: int = Field(default=1024, ge=0)
+
+    @field_validator("unnamed_hold_seconds")
+    @classmethod
+    def _finite(cls, value: float) -> float:
+        # A validator, not allow_inf_nan, as EvictionPolicy does: that constraint's repr differs between pydantic releases.
+        if not math.isfinite(value):
+            raise ValueError("unnamed_hold_seconds must be a finite number of seconds")
+        return value
 
 
 class IntakeState:
