@@ -16,6 +16,7 @@ import uvicorn
 from otel_agents.collect.grpc_receiver import grpc_server
 from otel_agents.collect.http_receiver import http_app
 from otel_agents.collect.writer import Writer
+from otel_agents.persistence.intake_state import HoldPolicy
 from otel_agents.persistence.ownership import Ownership, SessionBusy, take
 from otel_agents.persistence.paths import Paths
 from otel_agents.persistence.span_intake import SpanIntake, unchanged
@@ -37,6 +38,7 @@ class CollectOptions:
     max_queued: int = 256
     settle_s: float = 1.0
     write_delay_s: float = 0.0
+    hold: HoldPolicy = HoldPolicy()  # how long a trace naming no session is held
 
 
 def split_address(address: str) -> tuple[str, int]:
@@ -125,7 +127,7 @@ def _intake(options: CollectOptions) -> SpanIntake:
     paths = options.paths
     return SpanIntake(paths.sessions_dir, paths.billing_file, shape=unchanged, named_only=True,
                       state_dir=paths.sessions_dir / STATE_DIR, checkpoint_each_batch=False,
-                      hold_s=options.settle_s, writer={"command": "collect", "pid": os.getpid()}, from_wire=True)
+                      hold_s=options.settle_s, hold=options.hold, writer={"command": "collect", "pid": os.getpid()}, from_wire=True)
 
 
 def _own_sessions_dir(paths: Paths) -> Ownership:
@@ -145,5 +147,6 @@ def _minute_line(options: CollectOptions, writer: Writer, elapsed_s: float) -> N
         "sessions": len(counters.sessions),
         "rejected": counters.rejected,
         "ignored": counters.ignored,
+        "held": counters.held,
         "busy": counters.refused_busy,
     })

@@ -30,7 +30,8 @@ class Counters:
     spans: int = 0
     sessions: set[str] = field(default_factory=set)
     rejected: int = 0
-    ignored: int = 0
+    ignored: int = 0  # spans dropped: their trace named no session within the hold bound
+    held: int = 0  # spans waiting for their trace to name its session, now
     refused_busy: int = 0
 
 
@@ -51,7 +52,7 @@ class Writer:
         self._queue: queue.Queue[tuple[list[SpanData], Future] | None] = queue.Queue(max_queued)
         self._accepting = True
         self._lock = threading.Lock()
-        self._counters = Counters()
+        self._counters = Counters(ignored=intake.totals.ignored)  # expired while the start reloaded pending.jsonl
         self._said: set[str] = set()
         self._thread = threading.Thread(target=self._run, name="collect-writer", daemon=True)
         self._thread.start()
@@ -75,7 +76,7 @@ class Writer:
     def take_counters(self) -> Counters:
         with self._lock:
             counters, self._counters = self._counters, Counters()
-        counters.ignored = self.intake.held_spans()
+        counters.held = self.intake.held_spans()
         return counters
 
     def _run(self) -> None:
@@ -112,6 +113,7 @@ class Writer:
                     self._counters.spans += accepted.written
                     self._counters.sessions.update(accepted.sessions)
                     self._counters.rejected += len(accepted.rejected)
+                    self._counters.ignored += accepted.ignored
                 self._say_rejected(accepted)
                 future.set_result(accepted)
             if len(done) < len(batch):  # the stop marker: everything before it is written
@@ -122,7 +124,9 @@ class Writer:
     def _settle(self) -> None:
         """Sessions quiet for ``settle_s`` written whole (tree, meta.json, ledger) and their locks given up."""
         try:
-            self.intake.take([])
+            result = self.intake.take([])  # also drops the traces held unnamed too long
+            with self._lock:
+                self._counters.ignored += result.ignored
         except Exception as exc:  # the journals hold everything: a derived file fails, the writer goes on
             self.intake.warn(f"collect: cannot write a session's tree or ledger records: {exc}")
 

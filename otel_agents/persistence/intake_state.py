@@ -1,20 +1,25 @@
 """The span intake's durable state: spans held for a session not named yet, and sessions written but not settled.
 
 A receiver acknowledges spans once they are on disk, also those it cannot write to a session
-yet: they are appended to ``pending.jsonl`` (one OTLP/JSON document a line) and fsynced with
-the journals. ``unsettled.jsonl`` names each session opened since the last clean stop, so a
-start after ``kill -9`` writes their tree, meta.json and ledger records. Both files are
-append-only while running and rewritten (atomically) only at start and stop; a torn last
-line (a kill mid-write) is skipped when read.
+yet: they are appended to ``pending.jsonl`` (one OTLP/JSON document a line, with ``heldAt``:
+the wall-clock second its trace was first held, so a restart keeps the trace's age) and fsynced
+with the journals. ``unsettled.jsonl`` names each session opened since the last clean stop, so
+a start after ``kill -9`` writes their tree, meta.json and ledger records. Both files are
+append-only while running and rewritten (atomically) at start and stop; ``pending.jsonl`` also
+when it holds more than :class:`HoldPolicy` allows (compaction). A torn last line (a kill
+mid-write) is skipped when read.
 """
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 from typing import Any, Iterable
 
 import orjson
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from otel_agents.persistence.private import make_private_dir, open_private_append
 from otel_agents.tracing.otlp_decode import decode_otlp_json
@@ -23,25 +28,67 @@ from otel_agents.tracing.spandata import SpanData
 
 PENDING = "pending.jsonl"
 UNSETTLED = "unsettled.jsonl"
+Held = tuple[float, list[SpanData]]  # (when its trace was first held, wall-clock seconds; its spans)
+
+
+class HoldPolicy(BaseModel):
+    """How long a trace that names no session is held, and when ``pending.jsonl`` is compacted.
+
+    Bound: a trace none of whose spans names an otel-agents session is dropped (its spans
+    counted as ignored) ``unnamed_hold_seconds`` after its first span came, so memory holds at
+    most the unnamed spans that came in that window. ``pending.jsonl`` is rewritten with only
+    the spans still held once it has more than twice as many plus ``compact_min_spans``, so it
+    stays within that too (amortised: each span is rewritten at most about once per expiry).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    unnamed_hold_seconds: float = Field(default=300.0, ge=0)
+    compact_min_spans: int = Field(default=1024, ge=0)
+
+    @field_validator("unnamed_hold_seconds")
+    @classmethod
+    def _finite(cls, value: float) -> float:
+        # A validator, not allow_inf_nan, as EvictionPolicy does: that constraint's repr differs between pydantic releases.
+        if not math.isfinite(value):
+            raise ValueError("unnamed_hold_seconds must be a finite number of seconds")
+        return value
 
 
 class IntakeState:
     """The two files under ``directory`` (made 0700); :meth:`sync` fsyncs what was appended since the last call."""
 
-    def __init__(self, directory: Path):
+    def __init__(self, directory: Path, policy: HoldPolicy = HoldPolicy()):
         self.directory = Path(directory)
+        self.policy = policy
         make_private_dir(self.directory)
         self.pending_path = self.directory / PENDING
         self.unsettled_path = self.directory / UNSETTLED
         self._dirty: set[Path] = set()
+        self._pending_spans = 0  # spans in pending.jsonl (held or not any more): what compaction looks at
 
-    def pending(self) -> list[SpanData]:
-        """The spans held when the last process stopped (or died)."""
-        return [span for doc in _lines(self.pending_path) for span in decode_otlp_json(doc, str(self.pending_path))]
+    def pending(self) -> tuple[list[SpanData], dict[str, float]]:
+        """The spans held when the last process stopped (or died), and when each of their traces was first held."""
+        spans: list[SpanData] = []
+        since: dict[str, float] = {}
+        for doc in _lines(self.pending_path):
+            held_at = doc.get("heldAt") if isinstance(doc, dict) else None
+            for span in decode_otlp_json(doc, str(self.pending_path)):
+                spans.append(span)
+                if isinstance(held_at, (int, float)):  # a line without it (older): its age counts from now
+                    since[span.trace_id] = min(float(held_at), since.get(span.trace_id, float(held_at)))
+        return spans, since
 
-    def hold(self, spans: list[SpanData]) -> None:
-        if spans:
-            self._append(self.pending_path, encode_resource_spans(spans))
+    def hold(self, held: Iterable[Held]) -> None:
+        """Append each trace's newly held spans, stamped with when that trace was first held."""
+        for held_at, spans in held:
+            if spans:
+                self._append(self.pending_path, {**encode_resource_spans(spans), "heldAt": held_at})
+                self._pending_spans += len(spans)
+
+    def compact_due(self, held_spans: int) -> bool:
+        """More than twice the spans still held plus ``compact_min_spans`` are in the file."""
+        return self._pending_spans > 2 * held_spans + self.policy.compact_min_spans
 
     def unsettled(self) -> list[str]:
         """Sessions opened and not settled (closed) since the last clean stop."""
@@ -51,10 +98,12 @@ class IntakeState:
     def opened(self, session_id: str) -> None:
         self._append(self.unsettled_path, {"session": session_id})
 
-    def rewrite_pending(self, held: Iterable[SpanData]) -> None:
-        """The pending file holding only the spans still held."""
+    def rewrite_pending(self, held: Iterable[Held]) -> None:
+        """The pending file holding only the spans still held (atomically, fsynced), one line per trace."""
         held = list(held)
-        _replace(self.pending_path, [encode_resource_spans(held)] if held else [])
+        lines = [{**encode_resource_spans(spans), "heldAt": held_at} for held_at, spans in held if spans]
+        _replace(self.pending_path, lines)
+        self._pending_spans = sum(len(spans) for _, spans in held)
         self._dirty.discard(self.pending_path)
 
     def rewrite_unsettled(self, open_sessions: Iterable[str]) -> None:

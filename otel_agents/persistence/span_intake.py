@@ -3,7 +3,9 @@
 Spans come in batches, in any order, any number of times. A trace is held until its root
 span (no parent) has come (and, while none of its spans is a GenAI one, until it has been
 quiet for ``hold_s``), or until :meth:`SpanIntake.flush`; with ``named_only`` (the receiver)
-until one of its spans names its session instead. It is then *released*: put in our shape
+until one of its spans names its session instead, or is dropped (its spans ignored) once
+held unnamed longer than ``hold`` allows (intake_state.HoldPolicy; ``clock``, wall-clock
+seconds, says when). It is then *released*: put in our shape
 as a whole (``shape``, by default :func:`~otel_agents.tracing.foreign.understood`; an
 otel-agents run's trace is in it already), its model calls priced (``price``: the caller
 passes ``llm.import_pricing.priced``), given its session as ``import`` gives it
@@ -33,7 +35,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
 from otel_agents.persistence.intake_order import every_trace_whole, in_message_order, sort_events_file
-from otel_agents.persistence.intake_state import IntakeState, fsync_path
+from otel_agents.persistence.intake_state import Held, HoldPolicy, IntakeState, fsync_path
 from otel_agents.persistence.repair import mark_billed
 from otel_agents.persistence.import_sessions import in_journal_form, record_lines, sessions_of_traces
 from otel_agents.persistence.ledger import LedgerAppender, LedgerError
@@ -88,6 +90,7 @@ class _Trace:
     looked_at: int = 0  # how many spans it had when last found to hold no GenAI span
     session_id: str | None = None  # set when released; None after release: ignored
     released: bool = False
+    held_since: float = 0.0  # ``clock`` time its first span was held (kept across restarts by pending.jsonl)
 
 
 class _Open:
@@ -106,7 +109,8 @@ class SpanIntake:
     def __init__(self, sessions_dir: Path, billing_file: Path, *, shape: Shape = understood,
                  price: Shape = unchanged, warn: Warn = stderr_warning, hold_s: float = 30.0, max_open: int = 64,
                  max_traces: int = 4096, named_only: bool = False, state_dir: Path | None = None,
-                 checkpoint_each_batch: bool = True, writer: dict[str, Any] | None = None, from_wire: bool = False):
+                 checkpoint_each_batch: bool = True, writer: dict[str, Any] | None = None, from_wire: bool = False,
+                 hold: HoldPolicy = HoldPolicy(), clock: Callable[[], float] = time.time):
         self.paths = Paths(Path(sessions_dir), Path(billing_file))
         self.shape = shape
         self.price = price
@@ -115,6 +119,9 @@ class SpanIntake:
         self.max_open = max_open
         self.max_traces = max_traces
         self.named_only = named_only
+        self.hold = hold
+        self.clock = clock
+        self._since: dict[str, float] = {}  # while recovering: when each reloaded trace was first held
         self.checkpoint_each_batch = checkpoint_each_batch
         self.writer = writer  # how meta.json names the writing process
         self.from_wire = from_wire  # spans decoded from OTLP: JSON values already, as the journal gives them back
@@ -124,7 +131,7 @@ class SpanIntake:
         self._unsynced: set[Path] = set()  # session directories written since the last sync()
         self._open: OrderedDict[str, _Open] = OrderedDict()
         self._ledger = LedgerAppender(self.paths.billing_file)
-        self._state = IntakeState(state_dir) if state_dir is not None else None
+        self._state = IntakeState(state_dir, hold) if state_dir is not None else None
         if self._state is not None:
             self._recover(self._state)
 
@@ -135,6 +142,7 @@ class SpanIntake:
         due: dict[str, list[SpanData]] = {}  # released trace -> its new spans to feed
         arrived: list[SpanData] = []  # new spans of traces not released: spooled if still held after this batch
         now = time.monotonic_ns()
+        now_s = self.clock()
         for span in spans:
             problem = span_problem(span)
             if problem is not None:
@@ -142,7 +150,7 @@ class SpanIntake:
                 continue
             trace = self._traces.get(span.trace_id)
             if trace is None:
-                trace = self._traces[span.trace_id] = _Trace()
+                trace = self._traces[span.trace_id] = _Trace(held_since=self._since.get(span.trace_id) or now_s)
                 self._held.add(span.trace_id)
             self._traces.move_to_end(span.trace_id)
             trace.last_ns = now
@@ -163,18 +171,31 @@ class SpanIntake:
             if self.named_only:
                 if trace.named:
                     self._release(trace_id, trace, result)
+                elif now_s - trace.held_since >= self.hold.unnamed_hold_seconds:
+                    self._drop(trace_id, trace, result)  # another service's trace, most likely: never named
                 continue
             quiet = now - trace.last_ns >= self.hold_s * 1e9
             if quiet or (trace.has_root and len(trace.spans) > trace.looked_at):
                 self._release(trace_id, trace, result, final=quiet)
-        if self._state is not None:
-            self._state.hold([span for span in arrived if span.trace_id in self._held])
-        self._settle(result)
         result.held = self.held_spans()
+        if self._state is not None:
+            self._state.hold(self._held_groups(span for span in arrived if span.trace_id in self._held))
+            if self._state.compact_due(result.held):  # spans released or dropped since: the file stays bounded
+                self._state.rewrite_pending(self._held_groups())
+        self._settle(result)
         self._forget_old()
         self._close_idle(now)
         self.totals.add(result)
         return result
+
+    def _held_groups(self, spans: Iterable[SpanData] | None = None) -> list[Held]:
+        """The given spans (default: every held one) by trace, each with when its trace was first held."""
+        if spans is None:
+            return [(self._traces[t].held_since, list(self._traces[t].spans.values())) for t in self._held]
+        groups: dict[str, list[SpanData]] = {}
+        for span in spans:
+            groups.setdefault(span.trace_id, []).append(span)
+        return [(self._traces[t].held_since, group) for t, group in groups.items()]
 
     def held_spans(self) -> int:  # waiting for their trace's root or (``named_only``) its session's name
         return sum(len(self._traces[t].spans) for t in self._held)
@@ -208,7 +229,7 @@ class SpanIntake:
         while self._open:
             self._close_oldest(bill_anyway=flush)
         if self._state is not None:  # a clean stop: nothing to settle at the next start
-            self._state.rewrite_pending(s for t in self._held for s in self._traces[t].spans.values())
+            self._state.rewrite_pending(self._held_groups())
             self._state.rewrite_unsettled([])
         return result
 
@@ -220,10 +241,7 @@ class SpanIntake:
         if not any(session_id_of(s) or operation_of(s) in GENAI_OPERATIONS for s in shaped):
             trace.looked_at = len(spans)  # looked at again only when more come
             if final:
-                trace.released = True
-                self._held.discard(trace_id)
-                result.ignored += len(spans)
-                trace.spans = {}  # nothing to shape later spans with: they are ignored too
+                self._drop(trace_id, trace, result)
             return
         trace.released = True
         self._held.discard(trace_id)
@@ -232,6 +250,13 @@ class SpanIntake:
             del self._traces[trace_id]  # not written: the same spans delivered again are tried again
         elif trace.ours or self.named_only:
             trace.spans = dict.fromkeys(trace.spans)  # later spans need no shaping: their ids suffice
+
+    def _drop(self, trace_id: str, trace: _Trace, result: IntakeResult) -> None:
+        """Ignored, spans counted; remembered (as released without a session) so its later spans are ignored too."""
+        trace.released = True
+        self._held.discard(trace_id)
+        result.ignored += len(trace.spans)
+        trace.spans = {}  # nothing to shape later spans with
 
     def _feed_late(self, trace_id: str, trace: _Trace, new: list[SpanData], result: IntakeResult) -> None:
         if trace.session_id is None:
@@ -392,9 +417,9 @@ class SpanIntake:
                     self._session(session_id, 0).unbilled = True
             except (SessionBusy, InvalidSessionId, StoreError, OSError) as exc:
                 self.warn(f"cannot settle session {session_id}: {exc}")
-        waiting = state.pending()
-        state.rewrite_pending([])
+        waiting, self._since = state.pending()
         if waiting:
-            self.take(waiting)  # spooled again while still held
-        self.close(flush=False)
+            self.take(waiting)  # those whose bound passed meanwhile are dropped
+        self._since = {}
+        self.close(flush=False)  # pending.jsonl rewritten (atomically) with what is still held
         self.sync()

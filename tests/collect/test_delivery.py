@@ -7,6 +7,8 @@ import base64
 import json
 import random
 import signal
+import subprocess
+import sys
 import threading
 import time
 import urllib.error
@@ -20,7 +22,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 
 from otel_agents.persistence.journal import read_journal
-from support.collector import Collector, assert_same_session, run_session, session_id_of
+from support.collector import Collector, assert_same_session, base_env, ledger, run_session, session_id_of
 
 
 def _local_run(tmp_path: Path) -> tuple[Path, str, list[dict]]:
@@ -198,3 +200,73 @@ def test_a_slow_writer_answers_grpc_resource_exhausted_with_retry_info(tmp_path)
         assert delays and set(delays) == {1}
         assert collector.stop() == 0
     assert_same_session(home, tmp_path / "central", session_id)
+
+
+SESSION_KEYS = {"gen_ai.conversation.id", "otel_agents.session.id"}
+
+
+def _unnamed(triples, trace_id: str | None = None):
+    """The spans with their session's name taken off (another service's spans, say), maybe in another trace."""
+    out = []
+    for resource, scope, span in triples:
+        span = dict(span, attributes=[a for a in span.get("attributes", []) if a["key"] not in SESSION_KEYS])
+        if trace_id is not None:
+            span["traceId"] = trace_id
+            span["links"] = []
+        out.append((resource, scope, span))
+    return out
+
+
+def _pending_spans(home: Path) -> int:
+    path = home / "sessions" / ".collect" / "pending.jsonl"
+    return sum(len(ss["spans"]) for line in path.read_text().splitlines() if line.strip()
+               for rs in json.loads(line)["resourceSpans"] for ss in rs["scopeSpans"])
+
+
+def test_traces_that_never_name_a_session_are_dropped_after_hold_seconds_and_counted_ignored(tmp_path):
+    _, _, triples = _local_run(tmp_path)
+    copies = 1 + 1100 // len(triples)  # more spans than pending.jsonl keeps before compacting (HoldPolicy)
+    foreign = [t for k in range(copies) for t in _unnamed(triples, f"{k + 1:032x}")]
+    central = tmp_path / "central"
+    with Collector(central, "--hold-seconds", "2", "--json-log", "--log-every", "0.3") as collector:
+        assert _post(collector, _protobuf_body(foreign))[0] == 200
+        assert _pending_spans(central) == len(foreign)  # acknowledged: held durably
+        deadline = time.monotonic() + 60
+        def minutes():
+            return [json.loads(line) for line in list(collector.lines) if '"spans_per_s"' in line]
+        while sum(m["ignored"] for m in minutes()) < len(foreign):
+            assert time.monotonic() < deadline, "".join(collector.lines)
+            time.sleep(0.1)
+        assert sum(m["ignored"] for m in minutes()) == len(foreign) and minutes()[-1]["held"] == 0
+        assert _pending_spans(central) == 0  # dropped from the file while running, not only at stop
+        assert collector.stop() == 0
+    assert [p.name for p in (central / "sessions").iterdir()] == [".collect"]
+
+
+def test_held_spans_survive_kill_9_and_a_naming_span_within_hold_seconds_gives_the_session(tmp_path):
+    home, session_id, triples = _local_run(tmp_path)
+    turns = [t for t in triples if t[2]["name"] == "turn"]
+    held, rest = _unnamed(turns), [t for t in triples if t[2]["name"] != "turn"]
+    central = tmp_path / "central"
+    collector = Collector(central, "--hold-seconds", "120").start()
+    try:
+        assert _post(collector, _protobuf_body(held))[0] == 200
+        collector.proc.send_signal(signal.SIGKILL)
+        collector.proc.wait(30)
+        assert _pending_spans(central) == len(held)
+        collector.start()  # reloads the held spans, their age kept
+        for chunk in _chunks(rest, 3, seed=20):
+            assert _post(collector, _protobuf_body(chunk))[0] == 200
+        assert collector.stop() == 0
+    finally:
+        if collector.proc.poll() is None:
+            collector.proc.kill()
+    journal = read_journal(central / "sessions" / session_id / "spans.jsonl")
+    assert {line["end"] for line in journal if "end" in line} == {t[2]["spanId"] for t in triples}
+    local_events = (home / "sessions" / session_id / "events.jsonl").read_bytes()
+    assert (central / "sessions" / session_id / "events.jsonl").read_bytes() == local_events
+    assert ledger(central, session_id) == ledger(home, session_id) != set()
+    assert _pending_spans(central) == 0
+    verify = subprocess.run([sys.executable, "-m", "otel_agents", "sessions", "verify", session_id],
+                            env=base_env(central), capture_output=True, text=True, timeout=120)
+    assert verify.returncode == 0, verify.stdout + verify.stderr

@@ -171,3 +171,17 @@ def test_collect_rejects_the_spans_of_a_session_a_live_local_run_writes(tmp_path
         if holder.poll() is None:
             holder.kill()
             holder.wait()
+
+
+def test_hold_seconds_not_finite_is_one_line_and_exit_2(tmp_path):
+    import subprocess
+    import sys
+
+    from support.collector import base_env
+
+    for value in ("inf", "nan"):
+        proc = subprocess.run([sys.executable, "-m", "otel_agents", "collect", "--http", "127.0.0.1:0",
+                               "--hold-seconds", value], env=base_env(tmp_path), capture_output=True, text=True,
+                              timeout=60)
+        assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "--hold-seconds" in proc.stderr
+    assert not (tmp_path / "sessions").exists()  # refused before anything was written

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+from otel_agents.persistence.intake_state import HoldPolicy
 from otel_agents.persistence.ownership import owner_of
 from otel_agents.persistence.paths import Paths
 from otel_agents.persistence.span_intake import SpanIntake, unchanged
@@ -117,3 +118,131 @@ def test_an_earlier_attempt_delivered_after_its_run_looked_whole_still_gets_its_
     assert ledger(tmp_path, session_id) == ledger(home, session_id)
     central = SessionStore(paths.sessions_dir / session_id)
     assert central.events_path.read_bytes() == SessionStore(home / "sessions" / session_id).events_path.read_bytes()
+
+
+class Clock:
+    """Wall-clock seconds the test moves by hand (SpanIntake's ``clock``)."""
+
+    def __init__(self, now: float = 1_000_000.0):
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _unnamed(spans, trace_id: str | None = None):
+    """Spans naming no session (another service's, say): the session attributes taken off, maybe another trace."""
+    names = (sc.GEN_AI_CONVERSATION_ID, sc.SESSION_ID)
+    return [replace(s, trace_id=trace_id or s.trace_id, attributes={k: v for k, v in s.attributes.items()
+                                                                     if k not in names}) for s in spans]
+
+
+def _pending_spans(paths: Paths) -> int:
+    path = paths.sessions_dir / ".collect" / "pending.jsonl"
+    return sum(len(decode_otlp_json(line)) for line in path.read_text().splitlines() if line.strip())
+
+
+def _held_intake(paths: Paths, clock: Clock, bound: float = 60.0, compact_min: int = 0) -> SpanIntake:
+    return SpanIntake(paths.sessions_dir, paths.billing_file, shape=unchanged, named_only=True, warn=pytest.fail,
+                      state_dir=paths.sessions_dir / ".collect", checkpoint_each_batch=False, hold_s=3600.0,
+                      from_wire=True, hold=HoldPolicy(unnamed_hold_seconds=bound, compact_min_spans=compact_min),
+                      clock=clock)
+
+
+def test_a_trace_never_named_is_dropped_after_the_bound_counted_and_leaves_pending(local_run, tmp_path):
+    _, _, spans = local_run
+    foreign = _unnamed(spans, trace_id="ab" * 16)
+    paths = Paths(tmp_path / "sessions", tmp_path / "billing.jsonl")
+    clock = Clock()
+    intake = _held_intake(paths, clock)
+    assert intake.take(foreign).held == len(foreign) == _pending_spans(paths)
+    clock.now += 59.9
+    assert intake.take([]).ignored == 0 and intake.held_spans() == len(foreign)  # within the bound: still held
+    clock.now += 0.1
+    dropped = intake.take([])
+    assert (dropped.ignored, dropped.held, intake.held_spans()) == (len(foreign), 0, 0)
+    assert _pending_spans(paths) == 0  # rewritten without them, durably
+    # A span of the dropped trace that comes later is ignored as well, even one naming a session.
+    late = intake.take([replace(spans[0], trace_id="ab" * 16, span_id="cd" * 8)])
+    assert (late.ignored, late.written, late.sessions) == (1, 0, set())
+    intake.close(flush=False)
+    assert not any(p.name != ".collect" for p in paths.sessions_dir.iterdir())
+
+
+def test_a_naming_span_within_the_bound_still_gives_the_whole_session(local_run, tmp_path):
+    home, session_id, spans = local_run
+    turns = [s for s in spans if s.name == "turn"]
+    held = _unnamed(turns)  # the run's turn spans, without the session's name: held
+    paths = Paths(tmp_path / "sessions", tmp_path / "billing.jsonl")
+    clock = Clock()
+    intake = _held_intake(paths, clock)
+    intake.take(held)
+    clock.now += 59.0
+    rest = [s for s in spans if s.name != "turn"]
+    accepted = intake.take(rest)
+    assert (accepted.written, accepted.ignored, intake.held_spans()) == (len(spans), 0, 0)
+    intake.close(flush=False)
+    # The same spans in one batch: the session as if no span had waited (turn nodes lack the name they lost).
+    at_once = Paths(tmp_path / "at_once" / "sessions", tmp_path / "at_once" / "billing.jsonl")
+    reference = _held_intake(at_once, Clock())
+    reference.take(held + rest)
+    reference.close(flush=False)
+    central, expected = SessionStore(paths.sessions_dir / session_id), SessionStore(at_once.sessions_dir / session_id)
+    assert central.events_path.read_bytes() == SessionStore(home / "sessions" / session_id).events_path.read_bytes()
+    assert central.load_tree() == expected.load_tree()
+    assert ledger(tmp_path, session_id) == ledger(tmp_path / "at_once", session_id) != set()
+    assert _pending_spans(paths) == 0
+
+
+def test_a_restart_keeps_a_held_trace_s_age(local_run, tmp_path):
+    """Killed (no close) and started again: held spans not expired are held again, with their first-held
+    time from pending.jsonl, so they expire when they would have; ones expired meanwhile are dropped at start."""
+    _, _, spans = local_run
+    early, late = _unnamed(spans, trace_id="01" * 16), _unnamed(spans, trace_id="02" * 16)
+    paths = Paths(tmp_path / "sessions", tmp_path / "billing.jsonl")
+    clock = Clock()
+    intake = _held_intake(paths, clock)
+    intake.take(early)
+    clock.now += 30
+    intake.take(late)
+    intake.sync()  # as the receiver does before acknowledging; then a kill: no close
+    clock.now += 20  # early held 50 s, late 20 s
+    restarted = _held_intake(paths, clock)
+    assert restarted.held_spans() == len(early) + len(late) and restarted.totals.ignored == 0
+    clock.now += 10  # early reaches 60 s: dropped; late (30 s) stays
+    assert restarted.take([]).ignored == len(early) and restarted.held_spans() == len(late)
+    clock.now += 25
+    again = _held_intake(paths, clock)  # killed again: late is 55 s old, still held
+    assert again.held_spans() == len(late) == _pending_spans(paths)
+    clock.now += 5
+    assert again.take([]).ignored == len(late)
+    clock.now += 1000
+    assert _held_intake(paths, clock).held_spans() == 0
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=st.lists(st.tuples(st.floats(0, 40), st.integers(0, 3)), min_size=1, max_size=12),
+       compact_min=st.sampled_from([0, 10, 1000]))
+def test_held_spans_and_the_pending_file_stay_within_the_bound(local_run, steps, compact_min):
+    """Any arrivals of unnamed traces over time: held are exactly those first held within the bound, every
+    other span counted ignored once, and pending.jsonl never holds over twice the held spans plus compact_min."""
+    _, _, spans = local_run
+    bound = 60.0
+    with tempfile.TemporaryDirectory() as directory:
+        paths = Paths(Path(directory) / "sessions", Path(directory) / "billing.jsonl")
+        clock = Clock()
+        intake = _held_intake(paths, clock, bound, compact_min)
+        first_held: dict[str, float] = {}
+        for number, (advance, traces) in enumerate(steps):
+            clock.now += advance
+            batch = []
+            for k in range(traces):
+                trace_id = f"{number + 1:016x}{k + 1:016x}"  # never all zero (an invalid id)
+                first_held[trace_id] = clock.now
+                batch += _unnamed(spans, trace_id)
+            intake.take(batch)
+            intake.sync()
+            alive = sum(1 for t in first_held.values() if clock.now - t < bound)
+            assert intake.held_spans() == alive * len(spans)
+            assert intake.totals.ignored == (len(first_held) - alive) * len(spans)
+            assert _pending_spans(paths) <= 2 * intake.held_spans() + compact_min
