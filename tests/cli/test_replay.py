@@ -349,3 +349,20 @@ def test_a_sub_agent_its_script_budget_stopped_replays_to_the_same_error_result(
         assert results[-1] == f"Error: budget exhausted for Worker: {detail}"
     done = _replays_as_the_source_ended(home, source_run)
     assert [r["content"] for r in events(home, session_of(done)) if r.get("role") == "tool"] == results
+
+
+def test_runs_after_a_run_a_limit_stopped_replay_from_that_run_under_its_raised_limit(tmp_path):
+    home = tmp_path / "home"
+    stopped = cli("run", "--max-llm-calls", "2", "Create Jack and Jill for a cafe discussion", home=home, check=False)
+    assert stopped.returncode == 1, stopped.stderr
+    source = session_of(stopped)
+    resumed = cli("resume", source, "--max-llm-calls", "8", "And then?", home=home, check=False)
+    assert _error_lines(resumed) == ["error: budget exhausted for session: 8 of 8 LLM calls made"]
+    # A replay stops where run 1 stopped, as a replay of one process must: run 2's calls are unused.
+    whole = cli("replay", source, home=home, check=False)
+    assert whole.returncode == 1 and "recorded but never requested (6 recorded calls unused)" in whole.stderr
+    # From run 2: its raised limit counts the 2 calls of run 1, as the resume did, and stops at the same place.
+    done = cli("replay", source, "--from-run", "2", home=home, check=False)
+    assert done.returncode == 1 and "diverged" not in done.stderr, done.stderr
+    assert _error_lines(done) == _error_lines(resumed)
+    assert f"replay: 6 LLM calls of 1 runs matched session {source}" in done.stderr
