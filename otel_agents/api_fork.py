@@ -7,6 +7,7 @@ from dataclasses import replace
 from typing import Any, Callable, Iterable, Sequence
 
 from otel_agents.api import DEFAULT_MAX_TURNS, Agent, Hook, Session, _load_script, _make_llm, active_recording
+from otel_agents.runtime.eviction import EvictionPolicy, eviction_policy
 from otel_agents.llm.model_settings import ModelSettings, ModelSettingsError, settings_from_json
 from otel_agents.runtime.tools import Tool
 from otel_agents.tracing import semconv as sc
@@ -27,12 +28,14 @@ def fork(
     model_settings: ModelSettings | None = None,
     stream: bool = False,
     on_text: Callable[[str, str], None] | None = None,
+    eviction: EvictionPolicy | None = None,
 ) -> Session:
     """A new session, inside a ``recording`` block, whose agents and transcripts are ``session_id``'s just after ``at``.
 
     ``at``: a message id or a path label (``[RUN:]LABEL``), as for ``otel-agents fork``. The
     source is only read (no lock, no file changed). Tools, hooks, script and parameters default
-    as for :func:`otel_agents.resume`, taken from the source's run of that message. Raises
+    as for :func:`otel_agents.resume`, taken from the source's run of that message; so are the
+    agents' budgets by name (the script's ``agent_budgets``) and ``eviction`` (default: the script's). Raises
     ``ForkError`` (one line) when the source cannot be forked there; nothing is run or billed then.
     """
     from otel_agents.apps import reimport_app
@@ -72,6 +75,8 @@ def fork(
         max_turns=max_turns,
         agent_settings=root_agent.settings_by_name(loaded),
         settings_override=settings,
+        agent_budgets=root_agent.budgets_by_name(loaded),
+        eviction=eviction or eviction_policy(loaded.eviction if loaded else None),
     )
     session = Session.__new__(Session)
     session._setup(runtime, loaded, model, hooks or (), rec, source="fork", app=app_reference, on_text=on_text)

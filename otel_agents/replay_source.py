@@ -10,7 +10,7 @@ error it failed with. A turn is the agent's n-th LLM call in the session, in sta
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +40,7 @@ class ReplaySource:
     app: str | None
     params: str | None  # JSON of the session's --param (ModelSettings)
     stream: bool
+    budgets: dict[int, str] = field(default_factory=dict)  # run index -> its session limits (otel_agents.run.budget)
 
 
 def read_source(session_dir: Path, from_run: int = 1) -> ReplaySource:
@@ -81,8 +82,10 @@ def read_source(session_dir: Path, from_run: int = 1) -> ReplaySource:
             turns[agent] = turns.get(agent, 0) + 1
         stream = stream or bool(attrs.get(sc.GEN_AI_REQUEST_STREAM))
         calls.append(_recorded(viewer, node, agent, turns.get(agent, 1), attempt, run >= from_run))
+    budgets = {index: run["attributes"][sc.RUN_BUDGET] for index, run in enumerate(runs, 1)
+               if (run.get("attributes") or {}).get(sc.RUN_BUDGET) is not None}
     return ReplaySource(session_id, prompts, calls, last.get(sc.RUN_SCRIPT), last.get(sc.RUN_APP),
-                        last.get(sc.RUN_PARAMS), stream)
+                        last.get(sc.RUN_PARAMS), stream, budgets)
 
 
 @dataclass
@@ -166,4 +169,5 @@ def _recorded(viewer: Any, node: dict[str, Any], agent: str, turn: int, attempt:
             "reasoning_tokens": attrs.get(sc.GEN_AI_USAGE_REASONING) or 0,
         },
         response_id=attrs.get(sc.GEN_AI_RESPONSE_ID), error_type=attrs.get(sc.ERROR_TYPE), compare=compare,
+        cost_usd=attrs.get(sc.GEN_AI_USAGE_COST),
     )

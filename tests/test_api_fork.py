@@ -64,3 +64,41 @@ def test_fork_errors_are_one_line_and_create_nothing(source, monkeypatch):
         with pytest.raises(otel_agents.ForkError, match="no session"):
             otel_agents.fork("20990101-000000-abcdef", at="msg_000001")
     assert sorted(p.name for p in (home / "sessions").iterdir()) == before
+
+
+def test_fork_keeps_the_scripts_agent_budgets_and_its_eviction(tmp_path, monkeypatch):
+    import json
+
+    import otel_agents
+    from otel_agents.persistence.saved import load_saved
+    from otel_agents.runtime.eviction import EvictionPolicy
+    from otel_agents.tracing import semconv as sc
+
+    script = tmp_path / "budgeted.json"
+    script.write_text(json.dumps({
+        "name": "api-fork-budgets",
+        "agents": {
+            "main": ["hello", {"tool_calls": [{"name": "task", "arguments": {"name": "Worker", "user_prompt": "w"}}]},
+                     "The worker stopped early."],
+            "Worker": [{"tool_calls": [{"name": "task", "arguments": {"name": "Helper"}}],
+                        "usage": {"input_tokens": 30, "output_tokens": 5}, "latency_ms": 300}, "never said"],
+        },
+        "agent_budgets": {"Worker": {"max_tokens": 20}},
+    }))
+    home = tmp_path / "home"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_EXPORTER_OTLP", "OTEL_AGENTS_"))}
+    env.update({"OTEL_AGENTS_HOME": str(home), "OTEL_TRACES_EXPORTER": "none"})
+    done = subprocess.run([sys.executable, "-m", "otel_agents", "run", "--script", str(script), "hi"],
+                          capture_output=True, text=True, env=env, timeout=180, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    sid = done.stderr.strip().splitlines()[-1].split(": ", 1)[1]
+    monkeypatch.setenv("OTEL_AGENTS_RECORDER", "inline")
+    at = events(home, sid)[-1]["message_id"]
+    with otel_agents.recording(home=home):
+        with otel_agents.fork(sid, at=at, eviction=EvictionPolicy(max_live_agents=0)) as forked:
+            forked.run_sync("go")
+    results = [row["content"] for row in events(home, forked.id) if row.get("role") == "tool"]
+    # Without the script's budget the Worker would have answered "never said".
+    assert results[-1] == "Error: budget exhausted for Worker: 35 of 20 tokens spent"
+    runs = load_saved(home / "sessions" / forked.id).tree["runs"]
+    assert runs[-1]["attributes"].get(sc.RUN_AGENTS_EVICTED, 0) > 0  # the policy given was in force

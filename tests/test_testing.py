@@ -78,3 +78,15 @@ def test_strict_is_passed_on(tmp_path):
 def test_a_directory_that_is_no_session_is_said_so(tmp_path):
     with pytest.raises(AssertionError, match="is not a saved session directory"):
         assert_replays(tmp_path)
+
+
+def test_a_session_its_limit_stopped_replays_though_both_exit_1(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    env.update(OTEL_AGENTS_HOME=str(tmp_path / "recorded"), LITELLM_LOCAL_MODEL_COST_MAP="True")
+    done = subprocess.run([sys.executable, "-m", "otel_agents", "run", "--max-llm-calls", "2", "Hello"], env=env,
+                          capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert done.returncode == 1 and "budget exhausted for session: 2 of 2 LLM calls made" in done.stderr
+    session_id = [line for line in done.stderr.splitlines() if line.startswith("session: ")][-1].split(": ", 1)[1]
+    replayed = assert_replays(tmp_path / "recorded" / "sessions" / session_id)
+    assert "replay: 2 LLM calls of 1 runs matched" in replayed.report
+    assert "error: budget exhausted for session: 2 of 2 LLM calls made" in replayed.report

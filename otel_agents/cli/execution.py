@@ -278,7 +278,7 @@ def next_steps(paths: Paths, session_id: str, view: str) -> NextSteps:
 
 
 def execute(session, prompts: list[str], context, tracing, recording, steps: NextSteps | None = None,
-            agent=None, watch=None) -> int:
+            agent=None, watch=None, before_run=None) -> int:
     """Run each prompt as its own trace; print utterances; always close the recording.
 
     A session that could not be saved whole ends the command with exit 1, whatever the run did.
@@ -286,7 +286,8 @@ def execute(session, prompts: list[str], context, tracing, recording, steps: Nex
     for scripts), when the session was saved.
     ``agent``: the agent that answers (``send``); by default the root. ``watch``: a
     ``watch.FileWatch`` served after the prompts (its events' answers printed like theirs);
-    an interrupt while it waits between events ends the command normally.
+    an interrupt while it waits between events ends the command normally. ``before_run(i)``: called
+    before the i-th prompt (from 0) runs (replay sets each run's recorded limits).
     """
     from otel_agents.llm.budget import BudgetExhausted
     from otel_agents.llm.client import LLMCallFailed
@@ -301,7 +302,9 @@ def execute(session, prompts: list[str], context, tracing, recording, steps: Nex
     streamed = _stream_root_text(session)
     try:
         with asyncio.Runner() as runner:  # one loop for every prompt of the process
-            for prompt in prompts:
+            for index, prompt in enumerate(prompts):
+                if before_run is not None:
+                    before_run(index)
                 streamed.clear()
                 utterance = runner.run(session.run(prompt, agent=agent, context=context))
                 # Streamed text is on stdout already: the line is ended, not printed twice.

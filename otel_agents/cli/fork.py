@@ -18,6 +18,7 @@ from otel_agents.cli.execution import (
     use_saved_script,
 )
 from otel_agents.cli.app_session import install_app_hooks, load_app_or_exit
+from otel_agents.cli.eviction_options import EvictionOptions, eviction_options
 from otel_agents.cli.options import ledger_errors_are_data_errors, session_dir_or_exit, storage_options
 from otel_agents.tracing import semconv as sc
 
@@ -26,7 +27,7 @@ FALLBACK_SCRIPT = "jack-and-jill"
 
 @ledger_errors_are_data_errors
 def fork_session_command(source_id, at, prompts, script_name, model_opts, otlp_file, verbose, trace_llm,
-                         trace_tools, paths) -> int:
+                         trace_tools, paths, eviction_opts: EvictionOptions = EvictionOptions()) -> int:
     """Read the source (no lock, nothing written), check everything, then run the prompts in the new session."""
     from otel_agents.forking import ForkError, fork_session, load_source, resolve_at
     from otel_agents.llm.model_settings import ModelSettingsError, settings_from_json
@@ -64,10 +65,12 @@ def fork_session_command(source_id, at, prompts, script_name, model_opts, otlp_f
 
     tracing = configure(otlp_file)
     llm = make_llm(tracing, model_opts)
+    # As resume: the agents' request parameters and budgets by name (the script's, the app's), and its eviction.
     if app is not None:
-        agent_settings = app.agent.settings_by_name(script)
+        agent_settings, agent_budgets = app.agent.settings_by_name(script), app.agent.budgets_by_name(script)
     else:
         agent_settings = script.agent_settings(script.root_name) if script is not None else {}
+        agent_budgets = script.budgets_by_name(script.root_name) if script is not None else {}
     override = use_saved_script(llm, script, model)
     try:
         session = fork_session(
@@ -80,6 +83,8 @@ def fork_session_command(source_id, at, prompts, script_name, model_opts, otlp_f
             max_turns=model_opts.max_turns,
             agent_settings=agent_settings,
             settings_override=params,
+            agent_budgets=agent_budgets,
+            eviction=eviction_opts.policy(script),
         )
     except ForkError as exc:
         tracing.shutdown()
@@ -89,6 +94,9 @@ def fork_session_command(source_id, at, prompts, script_name, model_opts, otlp_f
     if app is not None:
         install_app_hooks(session, app)
     recording = start_recording(tracing, paths, session.id)
+    from otel_agents.restore import keep_revivable
+
+    keep_revivable(session, paths.session_dir(session.id))  # evicted agents come back from the fork's own records
     attach_console(tracing, verbose, trace_llm, trace_tools)
     extra = point.run_attributes()  # on every run: the first is the one that says it (meta.json reads run 1)
     if app is not None:
@@ -109,9 +117,10 @@ def fork_session_command(source_id, at, prompts, script_name, model_opts, otlp_f
 @click.option("--script", "script_name",
               help="Script to go on with (default: the one the source's run of that message ran with).")
 @model_options
+@eviction_options
 @output_options
 @storage_options
-def fork(session_id, prompts, at, script_name, model_opts, otlp_file, redacted_save, verbose, trace_llm, trace_tools,
+def fork(session_id, prompts, at, script_name, model_opts, eviction_opts, otlp_file, redacted_save, verbose, trace_llm, trace_tools,
          paths):
     """Start a new session from SESSION_ID's state just after message --at, and run PROMPTS in it.
 
@@ -123,4 +132,4 @@ def fork(session_id, prompts, at, script_name, model_opts, otlp_file, redacted_s
     if redacted_save:
         raise click.UsageError("--redacted-save is not available for a fork (its inherited contents are saved)")
     finish(fork_session_command(session_id, at, prompts, script_name, model_opts, otlp_file, verbose, trace_llm,
-                                trace_tools, paths))
+                                trace_tools, paths, eviction_opts))

@@ -64,7 +64,9 @@ def replay(session_id, from_run, strict, verbose, paths):
 
     The same app or script (re-imported, as resume does) runs the same prompts; each request is
     checked against the recorded one. The first divergence is reported (agent, turn, a diff of the
-    request) and ends the replay with exit 1. Replayed calls cost nothing.
+    request) and ends the replay with exit 1. Replayed calls cost nothing; each run's limits
+    (--max-cost-usd ..., the script's budgets) count the source's recorded usage and cost, so a
+    run the source's limits stopped stops at the same place.
     """
     finish(replay_command(session_id, from_run, strict, verbose, paths))
 
@@ -92,6 +94,15 @@ def replay_command(session_id: str, from_run: int, strict: bool, verbose: bool, 
         params = settings_from_json(source.params, "the last run")
     except ModelSettingsError as exc:
         raise click.UsageError(f"session {session_id}: {exc}") from None
+    from otel_agents.llm.budget import SESSION_OWNER, Budget, BudgetError, BudgetMeter, budget_from_json
+
+    try:  # each run's session limits (--max-cost-usd ...), as it recorded them
+        limits = {run: budget_from_json(text, f"session {session_id}, run {run}") for run, text in source.budgets.items()}
+    except BudgetError as exc:
+        raise DataError(str(exc)) from None
+    # One meter for the whole replay, counting from its start as the source's resumes counted the session's
+    # spending; before each run it takes that run's limits (none: Budget(), which limits nothing).
+    meter = BudgetMeter(SESSION_OWNER, Budget())
     book = ReplayBook.of(source.calls, strict=strict)  # runs before --from-run are not made: not in it
     model = f"replay/{source.session_id}"
 
@@ -103,13 +114,13 @@ def replay_command(session_id: str, from_run: int, strict: bool, verbose: bool, 
     try:
         if start is not None:
             session = _forked_before_run(start, app, script, model, telemetry=tracing.telemetry, llm=llm,
-                                         settings_override=params)
+                                         settings_override=params, budget=meter)
         elif app is None:
             session = build_session(script, model=model, telemetry=tracing.telemetry, llm=llm,
-                                    settings_override=params)
+                                    settings_override=params, budget=meter)
         else:
             session = build_app_session(app, script, model, telemetry=tracing.telemetry, llm=llm,
-                                        settings_override=params)
+                                        settings_override=params, budget=meter)
     except click.UsageError:
         tracing.shutdown()
         raise
@@ -130,9 +141,14 @@ def replay_command(session_id: str, from_run: int, strict: bool, verbose: bool, 
         extra.update(start.point.run_attributes())
     context = RunContext(source="replay", script=script.source if script is not None else None,
                          model_override=model, extra=extra)
-    prompts = [prompt for run, prompt in source.prompts if run >= from_run]
-    report = ReplayReport(book, source.session_id, len(prompts))
-    code = execute(session, prompts, context, tracing, recording, report)
+    replayed = [(run, prompt) for run, prompt in source.prompts if run >= from_run]
+    report = ReplayReport(book, source.session_id, len(replayed))
+
+    def limit_run(index: int) -> None:
+        meter.budget = limits.get(replayed[index][0], Budget())
+
+    code = execute(session, [prompt for _, prompt in replayed], context, tracing, recording, report,
+                   before_run=limit_run)
     if code == EXIT_OK and report.failed():
         return EXIT_FAILED
     return code
@@ -143,7 +159,7 @@ def _forked_before_run(start: Any, app: Any, script: Any, model: str, **restore_
 
     Rebuilt as resume rebuilds it (the app's tools, the script's and the app's hooks, the agents'
     request parameters and budgets); those budgets count what the runs before spent, at the
-    replay's price (zero), as a replay from run 1 would have counted it in one process.
+    source's recorded cost, as a replay from run 1 would have counted it in one process.
     """
     from otel_agents.cli.app_session import install_app_hooks
     from otel_agents.forking import ForkError, fork_session
@@ -165,13 +181,10 @@ def _forked_before_run(start: Any, app: Any, script: Any, model: str, **restore_
                                agent_budgets=budgets, **restore_kwargs)
     except ForkError as exc:
         raise click.UsageError(str(exc)) from None
-    session.carry_spent(_at_no_cost(start.spent), lambda: {a: _at_no_cost(t) for a, t in start.agents_spent.items()})
+    session.carry_spent(start.spent, lambda: start.agents_spent)
     if script is not None:
         install_hooks(session, script.hooks)
     if app is not None:
         install_app_hooks(session, app)
     return session
 
-
-def _at_no_cost(totals: dict[str, Any]) -> dict[str, Any]:
-    return {**totals, "cost_usd": 0.0}  # what the replay of those calls would have cost

@@ -93,7 +93,9 @@ def _innermost(chain: tuple[Scope, ...], kind: str) -> Scope | None:
     return None
 
 
-def charge_llm(usage: Usage, cost: float | None, failed: bool) -> None:
+def charge_llm(usage: Usage, cost: float | None, failed: bool, counted: float | None = None) -> None:
+    """One attempt charged to the scopes in force, and to the budgets (at ``counted`` when given: a replay's
+    recorded cost)."""
     chain = _SCOPES.get()
     for kind in ("turn", "agent"):
         inner = _innermost(chain, kind)
@@ -101,7 +103,7 @@ def charge_llm(usage: Usage, cost: float | None, failed: bool) -> None:
             inner.own.add_llm(usage, cost, failed)
     for s in chain:
         s.inclusive.add_llm(usage, cost, failed)
-    budget.charge(usage, cost)  # the same numbers, for the limits checked before the next attempt
+    budget.charge(usage, cost if counted is None else counted)  # the same numbers, for the limits checked before the next attempt
 
 
 def charge_tool() -> None:

@@ -11,7 +11,7 @@ import contextvars
 import json
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from opentelemetry import trace
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -172,6 +172,22 @@ def refuse_unpriced(budgets: Iterable[Budget | None], models: Iterable[str], pri
             f"a cost limit cannot be kept with unpriced model(s) {', '.join(unpriced)}: their cost is unknown "
             "(set a price with OTEL_AGENTS_PRICES, or allow unpriced models)"
         )
+
+
+# model -> what meters count for a call of it, asked by (agent name, attempt); a replay model counts what
+# the source paid for the call it answered (it is priced at zero), so limits stop where the source's did.
+_COUNTED_COSTS: dict[str, Callable[[str, int], float | None]] = {}
+
+
+def count_cost_as(model: str, recorded: Callable[[str, int], float | None]) -> None:
+    """Meters count ``recorded(agent, attempt)`` for a call of ``model`` instead of its price."""
+    _COUNTED_COSTS[model] = recorded
+
+
+def counted_cost(model: str, agent: str, attempt: int, cost: float | None) -> float | None:
+    """The cost meters count for an answered call of ``model`` priced at ``cost``."""
+    recorded = _COUNTED_COSTS.get(model)
+    return cost if recorded is None else recorded(agent, attempt)
 
 
 _METERS: contextvars.ContextVar[tuple[BudgetMeter, ...]] = contextvars.ContextVar("otel_agents_budgets", default=())

@@ -23,7 +23,7 @@ from otel_agents.llm.pricing import PriceTable, Usage
 from otel_agents.llm.retry import RetryPolicy, error_type, is_transient
 from otel_agents.llm.served import served_attributes
 from otel_agents.llm.accounting import charge_llm
-from otel_agents.llm.budget import check as check_budgets
+from otel_agents.llm.budget import check as check_budgets, counted_cost
 from otel_agents.llm.model_settings import ModelSettings
 from otel_agents.llm.streaming import STREAM_OPTIONS, StreamCutShort, StreamProgress, assemble, read_stream
 from otel_agents.tracing import content_capture, semconv as sc
@@ -364,7 +364,8 @@ class LLMClient:
                 )
             if message.get("reasoning_content"):
                 self.telemetry.log("THK", message["reasoning_content"], span=span)
-            charge_llm(usage, cost, failed=False)
+            charge_llm(usage, cost, failed=False,
+                       counted=counted_cost(request.model, str(request.agent_name), attempt, cost))
             message_id = on_message(message)
             span.set_attribute(sc.RESPONSE_MESSAGE_ID, message_id)
             return ChatResult(message, usage, cost, getattr(response, "id", None), attempt)

@@ -34,6 +34,7 @@ class RecordedCall:
     response_id: str | None = None
     error_type: str | None = None
     compare: bool = True  # False for runs before --from-run: not made again, only their turns counted
+    cost_usd: float | None = None  # what the source paid: budgets count it, the replay itself costs nothing
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,7 @@ class ReplayBook:
     notes: list[Divergence] = field(default_factory=list)  # differences tolerated without --strict
     used: set[tuple[str, int, int]] = field(default_factory=set)
     _turns: dict[str, int] = field(default_factory=dict)
+    _answered: dict[tuple[str, int], RecordedCall] = field(default_factory=dict)  # (agent, attempt) -> last answer
 
     @classmethod
     def of(cls, calls: list[RecordedCall], strict: bool = False) -> "ReplayBook":
@@ -93,7 +95,13 @@ class ReplayBook:
         self.used.add(key)
         if call.compare:
             self._check(call, messages, optional_params)
+        self._answered[(agent, attempt)] = call
         return call
+
+    def recorded_cost(self, agent: str, attempt: int) -> float | None:
+        """What the source paid for the call just answered to ``agent``'s ``attempt``: what its budgets counted."""
+        call = self._answered.get((agent, attempt))
+        return call.cost_usd if call is not None else None
 
     def _check(self, call: RecordedCall, messages: list[dict[str, Any]], optional_params: dict[str, Any]) -> None:
         sent, recorded = [_comparable(m) for m in messages], [_comparable(m) for m in call.messages]

@@ -3,7 +3,8 @@
 The model string is ``replay/<name>``; the :class:`~otel_agents.llm.replay_book.ReplayBook`
 registered under that name checks the request and gives the recorded call. A divergence
 fails the request with a client error (409, never retried), so the run stops there; a
-recorded failure is raised again as the same litellm exception. Replay models cost zero.
+recorded failure is raised again as the same litellm exception. Replay models cost zero; budgets
+count each call at the source's recorded cost (``llm.budget.count_cost_as``).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any
 
 import httpx
 
+from otel_agents.llm.budget import count_cost_as
 from otel_agents.llm.litellm_loader import load_litellm
 from otel_agents.llm.replay_book import RecordedCall, ReplayBook, Stopped
 from otel_agents.llm.scripted_provider import META_AGENT_NAME, META_ATTEMPT, Answer, answer_chunks, fill_response, price_map_changed
@@ -110,9 +112,11 @@ def _handler() -> ReplayLLM:
 
 
 def register_replay(name: str, book: ReplayBook) -> str:
-    """Make ``replay/<name>`` answer from ``book``, priced at zero; returns the model string."""
+    """Make ``replay/<name>`` answer from ``book``, priced at zero, its budgets counting the recorded costs;
+    returns the model string."""
     _handler().books[name] = book
     model = f"{PROVIDER}/{name}"
+    count_cost_as(model, book.recorded_cost)  # limits stop where the source's did, though the replay is free
     if model not in litellm.model_cost:
         # Zero, not unpriced: a replay costs nothing, and is never billed as the recorded model.
         litellm.model_cost[model] = {"input_cost_per_token": 0.0, "output_cost_per_token": 0.0,

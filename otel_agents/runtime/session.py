@@ -401,7 +401,7 @@ class Session:
             attrs[sc.RUN_SCRIPT] = context.script
         if context.model_override:
             attrs[sc.RUN_MODEL] = context.model_override
-        if self.budget is not None:
+        if self.budget is not None and self.budget.budget.limits_anything:  # a replay's meter may limit nothing
             attrs[sc.RUN_BUDGET] = self.budget.budget.to_json()
         if self.previous_run is not None:
             attrs[sc.RESUMED_FROM] = f"{self.previous_run.trace_id:032x}:{self.previous_run.span_id:016x}"

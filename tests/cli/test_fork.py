@@ -291,3 +291,71 @@ def test_fork_of_a_killed_run_leaves_what_the_crash_left_untouched(tmp_path):
     assert any(line.get("role") == "tool" and line.get("content") == FORKED_RESULT for line in forked)
     # The crashed run stays unbilled: billing it is the writer's job (resume, sessions repair), not a reader's.
     assert not [row for row in (home / "billing.jsonl").read_bytes().splitlines() if source.encode() in row]
+
+
+def _task(name: str, prompt: str) -> dict:
+    return {"tool_calls": [{"name": "task", "arguments": {"name": name, "user_prompt": prompt}}]}
+
+
+BUDGETED = {  # the Worker is made only in the run after the fork point; its script budget stops it early
+    "name": "fork-budgets",
+    "agents": {
+        "main": ["hello", _task("Worker", "work"), "The worker stopped early."],
+        "Worker": [{"tool_calls": [{"name": "task", "arguments": {"name": "Helper"}}],
+                    "usage": {"input_tokens": 30, "output_tokens": 5}}, "never said"],
+    },
+    "agent_budgets": {"Worker": {"max_tokens": 20}},
+}
+
+
+def _last_message_of_run_1(home: Path, sid: str) -> str:
+    lines = event_lines(home, sid)
+    return [line for line in lines if line["trace_id"] == lines[0]["trace_id"]][-1]["message_id"]
+
+
+def test_fork_keeps_the_scripts_agent_budgets(tmp_path):
+    home = tmp_path / "home"
+    script = tmp_path / "budgeted.json"
+    script.write_text(orjson.dumps(BUDGETED).decode())
+    source = session_id_of(otel_agents(home, "run", "--script", str(script), "hi"))
+    sid = fork(home, source, _last_message_of_run_1(home, source), "go")
+    results = [line["content"] for line in event_lines(home, sid) if line.get("role") == "tool"]
+    # Without the script's budget the Worker would have answered "never said" to main.
+    assert results[-1] == "Error: budget exhausted for Worker: 35 of 20 tokens spent"
+
+
+EVICTING = {  # three sub-agents made in run 1, spoken to in turn by the fork: some must leave memory
+    "name": "fork-evict",
+    "root": {"name": "main", "system_prompt": "You coordinate."},
+    "agents": {
+        "main": [_task("A1", "hi A1"), _task("A2", "hi A2"), _task("A3", "hi A3"), "made",
+                 {"tool_calls": [{"name": "discuss", "arguments": {"speakers": ["A1", "A2", "A3"], "prompt": "go"}}]},
+                 "talked"],
+        # Slow answers: the recorder process writes a finished agent's records meanwhile, so it may leave memory.
+        **{name: [{"text": f"{name} says {n}", "latency_ms": 300} for n in ("one", "two")]
+           for name in ("A1", "A2", "A3")},
+    },
+}
+
+
+def _evicted(home: Path, sid: str) -> list[int | None]:
+    from otel_agents.persistence.saved import load_saved
+    from otel_agents.tracing import semconv as sc
+
+    return [run["attributes"].get(sc.RUN_AGENTS_EVICTED) for run in load_saved(home / "sessions" / sid).tree["runs"]]
+
+
+@pytest.mark.parametrize("how", ["option", "script"])
+def test_fork_evicts_by_the_option_or_the_scripts_eviction_and_saves_what_keeping_them_saves(tmp_path, how):
+    home = tmp_path / "home"
+    kept_script, evicting_script = tmp_path / "kept.json", tmp_path / "evicting.json"
+    kept_script.write_text(orjson.dumps(EVICTING).decode())
+    evicting_script.write_text(orjson.dumps({**EVICTING, "eviction": {"max_live_agents": 0}}).decode())
+    source = session_id_of(otel_agents(home, "run", "--script", str(kept_script), "make them"))
+    at = _last_message_of_run_1(home, source)
+    plain = fork(home, source, at, "talk")
+    lean = fork(home, source, at, "talk", *(["--max-live-agents", "0"] if how == "option"
+                                             else ["--script", str(evicting_script)]))
+    assert [core(line) for line in event_lines(home, lean)] == [core(line) for line in event_lines(home, plain)]
+    assert _evicted(home, plain) == [None]
+    assert _evicted(home, lean)[0] > 0  # agents really left memory, and came back from the fork's own records

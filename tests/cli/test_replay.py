@@ -289,3 +289,80 @@ def test_a_session_saved_without_contents_cannot_be_replayed(tmp_path):
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
         f"Error: session {source} was saved without contents (--redacted-save): nothing to replay"]
+
+
+def _error_lines(done: subprocess.CompletedProcess) -> list[str]:
+    return [line for line in done.stderr.splitlines() if line.startswith("error:")]
+
+
+def _replays_as_the_source_ended(home: Path, source_run: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
+    """The replay of a session its limits stopped: no divergence, the same exit code, error line and events."""
+    source = session_of(source_run)
+    done = cli("replay", source, home=home, check=False)
+    assert "diverged" not in done.stderr, done.stderr
+    assert re.search(rf"replay: \d+ LLM calls of 1 runs matched session {source}", done.stderr), done.stderr
+    assert done.returncode == source_run.returncode
+    assert _error_lines(done) == _error_lines(source_run)
+    assert done.stdout == source_run.stdout
+    replayed = session_of(done)
+    assert_replayed_whole(home, source, replayed)  # the same events: it stopped where the source stopped
+    meta = [json.loads((home / "sessions" / sid / "meta.json").read_text()) for sid in (source, replayed)]
+    assert meta[1]["last_run"].get("budget") == meta[0]["last_run"].get("budget")  # and says the same limits
+    return done
+
+
+@pytest.mark.parametrize("limit, error", [
+    (["--max-llm-calls", "2"], "error: budget exhausted for session: 2 of 2 LLM calls made"),
+    (["--max-tokens", "300"], "error: budget exhausted for session: 359 of 300 tokens spent"),
+    # The replay is priced at zero: the limit counts the source's recorded cost of each call.
+    (["--max-cost-usd", "0.0001"], "error: budget exhausted for session: $0.000127 of $0.0001 spent"),
+])
+def test_a_run_its_session_limit_stopped_replays_to_the_same_stop(tmp_path, limit, error):
+    home = tmp_path / "home"
+    source_run = cli("run", *limit, "Create Jack and Jill for a cafe discussion", "And then?", home=home, check=False)
+    assert source_run.returncode == 1 and _error_lines(source_run) == [error], source_run.stderr
+    _replays_as_the_source_ended(home, source_run)
+
+
+@pytest.mark.parametrize("budget, detail", [
+    ({"max_llm_calls": 1}, "1 of 1 LLM calls made"),
+    ({"max_tokens": 20}, "35 of 20 tokens spent"),
+    ({"max_cost_usd": 0.000001}, None),  # the recorded cost, whatever the demo price makes it
+])
+def test_a_sub_agent_its_script_budget_stopped_replays_to_the_same_error_result(tmp_path, budget, detail):
+    home = tmp_path / "home"
+    script = tmp_path / "budgeted.json"
+    script.write_text(json.dumps({
+        "name": "budgeted-replay",
+        "agents": {
+            "main": [{"tool_calls": [{"name": "task", "arguments": {"name": "Worker", "user_prompt": "work"}}]},
+                     "The worker stopped early."],
+            "Worker": [{"tool_calls": [{"name": "task", "arguments": {"name": "Helper"}}],
+                        "usage": {"input_tokens": 30, "output_tokens": 5}}, "never said"],
+        },
+        "agent_budgets": {"Worker": budget},
+    }))
+    source_run = cli("run", "--script", str(script), "go", home=home)
+    results = [r["content"] for r in events(home, session_of(source_run)) if r.get("role") == "tool"]
+    assert results[-1].startswith("Error: budget exhausted for Worker: ")
+    if detail is not None:
+        assert results[-1] == f"Error: budget exhausted for Worker: {detail}"
+    done = _replays_as_the_source_ended(home, source_run)
+    assert [r["content"] for r in events(home, session_of(done)) if r.get("role") == "tool"] == results
+
+
+def test_runs_after_a_run_a_limit_stopped_replay_from_that_run_under_its_raised_limit(tmp_path):
+    home = tmp_path / "home"
+    stopped = cli("run", "--max-llm-calls", "2", "Create Jack and Jill for a cafe discussion", home=home, check=False)
+    assert stopped.returncode == 1, stopped.stderr
+    source = session_of(stopped)
+    resumed = cli("resume", source, "--max-llm-calls", "8", "And then?", home=home, check=False)
+    assert _error_lines(resumed) == ["error: budget exhausted for session: 8 of 8 LLM calls made"]
+    # A replay stops where run 1 stopped, as a replay of one process must: run 2's calls are unused.
+    whole = cli("replay", source, home=home, check=False)
+    assert whole.returncode == 1 and "recorded but never requested (6 recorded calls unused)" in whole.stderr
+    # From run 2: its raised limit counts the 2 calls of run 1, as the resume did, and stops at the same place.
+    done = cli("replay", source, "--from-run", "2", home=home, check=False)
+    assert done.returncode == 1 and "diverged" not in done.stderr, done.stderr
+    assert _error_lines(done) == _error_lines(resumed)
+    assert f"replay: 6 LLM calls of 1 runs matched session {source}" in done.stderr

@@ -123,3 +123,12 @@ def test_a_recorded_budget_that_is_damaged_names_where_it_came_from():
         budget_from_json("{", "the last run")
     with pytest.raises(BudgetError, match="^the last run: unknown budget key"):
         budget_from_json('{"max_usd": 1}', "the last run")
+
+
+def test_a_model_counted_at_recorded_costs_charges_meters_those_others_their_price():
+    from otel_agents.llm.budget import count_cost_as, counted_cost
+
+    count_cost_as("replay/counted-test", lambda agent, attempt: {("main", 1): 0.25}.get((agent, attempt)))
+    assert counted_cost("replay/counted-test", "main", 1, 0.0) == 0.25
+    assert counted_cost("replay/counted-test", "main", 2, 0.0) is None  # a call it has no record of
+    assert counted_cost("scripted/demo", "main", 1, 0.125) == 0.125  # every other model: its price

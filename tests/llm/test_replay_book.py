@@ -116,3 +116,14 @@ def test_a_book_from_run_n_holds_only_the_calls_compared_and_counts_turns_from_t
     assert replay.unused() == [] and replay.divergence is None
     with pytest.raises(Stopped, match="agent main, turn 4, attempt 1: no recorded call"):
         replay.answer("main", 1, hello, {})
+
+
+@given(st.lists(st.one_of(st.none(), st.floats(0, 1)), min_size=1, max_size=5))
+def test_the_recorded_cost_is_that_of_the_call_last_answered_to_the_agents_attempt(costs):
+    calls = [call([{"role": "user", "content": str(n)}], turn=n, cost_usd=cost) for n, cost in enumerate(costs, 1)]
+    replay = book(*calls)
+    assert replay.recorded_cost("main", 1) is None  # nothing answered yet
+    for recorded in calls:
+        replay.answer("main", 1, recorded.messages, {})
+        assert replay.recorded_cost("main", 1) == recorded.cost_usd
+        assert replay.recorded_cost("main", 2) is None and replay.recorded_cost("other", 1) is None
