@@ -181,7 +181,7 @@ class Session:
     def host_notice(self, agent_id: str, notice: str, content: str) -> str:
         """A notice for the user, never the model (seed 004): a ``host_notice`` record on the current
         span, the one that caused it. ``notice`` is its kind (``retry``, ``denial``, ``budget``,
-        ``truncation``); no transcript holds it, so no model request ever carries it."""
+        ``budget_warning``, ``truncation``); no transcript holds it, so no model request ever carries it."""
         return self._log(sc.EVENT_HOST_NOTICE, agent_id=agent_id, notice=notice, content=content)
 
     # --- agents ---
