@@ -416,6 +416,8 @@ class Session:
             links=links,
         ) as span, scope("agent", span), marks_error_type(span), metering(self.budget):
             self.previous_run = span.get_span_context() if span.get_span_context().is_valid else self.previous_run
+            if self.evictor is not None:
+                self.evictor.keep_checking_idle()  # idle agents leave while the session waits, too
             target = agent or self.ensure_root()
             pending, self.before_next_run = self.before_next_run, []
             for work in pending:
