@@ -15,11 +15,12 @@ anything back. So eviction can never change what an agent sends or says.
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from otel_agents.tracing import semconv as sc
 from otel_agents.tracing.records import message_from_record
@@ -52,7 +53,16 @@ class EvictionPolicy(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     max_live_agents: int | None = Field(default=None, ge=0)
-    idle_seconds: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    idle_seconds: float | None = Field(default=None, ge=0)
+
+    @field_validator("idle_seconds")
+    @classmethod
+    def _finite(cls, value: float | None) -> float | None:
+        # A validator, not allow_inf_nan: that constraint's repr differs between pydantic releases,
+        # and the public API snapshot records the signature.
+        if value is not None and not math.isfinite(value):
+            raise ValueError("idle_seconds must be a finite number of seconds")
+        return value
 
     @property
     def evicts(self) -> bool:

@@ -16,11 +16,14 @@ from typing import Any
 
 from otel_agents.persistence.ownership import owner_of
 from otel_agents.persistence.paths import InvalidSessionId, Paths
+from otel_agents.persistence.events_file import EVENTS_FILE
+from otel_agents.persistence.journal import JOURNAL_FILE
 from otel_agents.persistence.saved import SessionUnreadable, load_saved
+from otel_agents.persistence.tree_file import TREE_FILE
 from otel_agents.ui.node_index import NodeIndex, build_index
 from otel_agents.ui.security import ApiError, check_session_id
 
-WATCHED_FILES = ("meta.json", "tree.json.gz", "spans.jsonl", "events.jsonl")
+WATCHED_FILES = ("meta.json", TREE_FILE, JOURNAL_FILE, EVENTS_FILE)
 MEMO = 8  # view documents kept per loaded session (a dialog or perspective being paged)
 KEEP = 4  # sessions kept decoded at once: a 100k-entry tree is hundreds of MB in memory
 
