@@ -13,7 +13,10 @@ the recorder in its own process as by default) and reports its own peak RSS
 (``VmHWM``: the run's process, not the recorder's) after the imports and at the end,
 as one JSON line.
 
-    python benchmarks/bench_agents_memory.py --child SCRIPT HOME [--max-live-agents N]
+    python benchmarks/bench_agents_memory.py --child SCRIPT HOME [--max-live-agents N] [--resume]
+
+``--resume``: the child resumes the session ``SCRIPT`` left in ``HOME`` instead (every agent
+rebuilt, the policy applied) and reports the peak RSS of that alone.
 """
 
 from __future__ import annotations
@@ -86,6 +89,38 @@ def child(script: Path, home: Path, max_live_agents: int | None) -> dict:
             "revived": evictor.revivals if evictor else 0}
 
 
+def child_resume(home: Path, max_live_agents: int | None) -> dict:
+    """Runs in the child: resume the session a ``child`` run left in ``home``; nothing is run."""
+    import otel_agents
+    import otel_agents.llm.client  # noqa: F401  (as above)
+
+    (session_id,) = [p.name for p in (home / "sessions").iterdir() if p.is_dir()]
+    before = _maxrss_mb()
+    started = time.perf_counter()
+    policy = otel_agents.EvictionPolicy(max_live_agents=max_live_agents) if max_live_agents is not None else None
+    with otel_agents.recording(home=home):
+        with otel_agents.resume(session_id, eviction=policy, max_turns=10_000) as session:
+            runtime = session.runtime
+            live = sum(1 for a in runtime.agents.values() if not a.evicted)
+            agents = len(runtime.agents) - 1
+    return {"seconds": time.perf_counter() - started, "rss_before_mb": before, "rss_peak_mb": _maxrss_mb(),
+            "agents": agents, "live": live}
+
+
+def measure_resume(agents: int, scratch: Path, max_live_agents: int | None) -> dict:
+    """Peak RSS of a fresh process resuming, with ``max_live_agents``, the session that
+    ``measure(agents, scratch, MAX_LIVE_AGENTS)`` left (run it first)."""
+    from bench_timing import run_process
+
+    home = scratch / f"memory-{agents}-{MAX_LIVE_AGENTS}-0"
+    command = [sys.executable, str(Path(__file__).resolve()), "--child", str(write_script(agents, scratch)),
+               str(home), "--resume"]
+    if max_live_agents is not None:
+        command += ["--max-live-agents", str(max_live_agents)]
+    _, done = run_process(command)
+    return json.loads(done.stdout.decode().strip().splitlines()[-1])
+
+
 def write_script(agents: int, directory: Path) -> Path:
     document, prompts = make_script(agents)
     directory.mkdir(parents=True, exist_ok=True)
@@ -120,8 +155,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--child", nargs=2, type=Path, metavar=("SCRIPT", "HOME"), required=True)
     parser.add_argument("--max-live-agents", type=int)
+    parser.add_argument("--resume", action="store_true")
     args = parser.parse_args(argv)
-    print(json.dumps(child(args.child[0], args.child[1], args.max_live_agents)))
+    if args.resume:
+        print(json.dumps(child_resume(args.child[1], args.max_live_agents)))
+    else:
+        print(json.dumps(child(args.child[0], args.child[1], args.max_live_agents)))
     return 0
 
 

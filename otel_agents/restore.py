@@ -363,18 +363,20 @@ class SavedAgentTranscripts:
             raise ValueError(f"{self.path} shrank while the session ran")
         if size == self._indexed:
             return
+        # Line by line up to the size seen: the whole unread part at once was a resume's peak memory
+        # (all of events.jsonl as one bytes object beside the records already loaded).
         with open(self.path, "rb") as handle:
             handle.seek(self._indexed)
-            data = handle.read(size - self._indexed)
-        whole = data.rfind(b"\n") + 1  # a line being written is indexed once it is whole
-        position = 0
-        while position < whole:
-            end = data.index(b"\n", position)
-            record = _saved_record(data[position:end])
-            if record.get("event_type") in _TRANSCRIPT_KINDS:
-                self._lines.setdefault(record["agent_id"], array("q")).extend((self._indexed + position, end - position))
-            position = end + 1
-        self._indexed += whole
+            position = self._indexed
+            while position < size:
+                line = handle.readline(size - position)
+                if not line.endswith(b"\n"):
+                    break  # a line being written is indexed once it is whole
+                record = _saved_record(line[:-1])
+                if record.get("event_type") in _TRANSCRIPT_KINDS:
+                    self._lines.setdefault(record["agent_id"], array("q")).extend((position, len(line) - 1))
+                position += len(line)
+        self._indexed = position
 
 
 def _saved_record(line: bytes) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from otel_agents.tracing import semconv as sc
 from otel_agents.tracing.telemetry import Telemetry
 
 KINDS = ("cost", "tokens", "llm_calls")
+WARN_FRACTION = 0.8  # a limit's spend crossing this share of it is told to the user once (a host notice)
 SESSION_OWNER = "session"  # the owner named for a session-wide budget (the CLI's limits)
 
 
@@ -114,6 +115,7 @@ class BudgetMeter:
     owner: str  # agent name, or SESSION_OWNER
     budget: Budget
     spent: Spent = field(default_factory=Spent)
+    warnings_due: list[str] = field(default_factory=list)  # crossings of WARN_FRACTION not yet told
 
     @classmethod
     def for_session(cls, budget: Budget | None) -> "BudgetMeter | None":
@@ -121,20 +123,38 @@ class BudgetMeter:
         return cls(SESSION_OWNER, budget) if budget is not None and budget.limits_anything else None
 
     def charge(self, usage: Usage, cost: float | None) -> None:
+        before = self._levels()
         self.spent.llm_calls += 1
         self.spent.tokens += usage.input_tokens + usage.output_tokens
         if cost is not None:
             self.spent.cost_usd = round(self.spent.cost_usd + cost, COST_DECIMALS)
+        # Spend only grows, so a limit's share crosses the mark once per meter; spending carried
+        # over from before a resume is already past it and is not told again.
+        for (kind, was, limit), (_, now, _) in zip(before, self._levels()):
+            if limit > 0 and was < WARN_FRACTION * limit <= now:
+                self.warnings_due.append(f"budget warning for {self.owner}: {self._spent_text(kind)} "
+                                         f"({now / limit:.0%} of the limit)")
+
+    def _levels(self) -> list[tuple[str, float, float]]:
+        """``(kind, spent, limit)`` of each limit set."""
+        b, s = self.budget, self.spent
+        levels = [("cost", s.cost_usd, b.max_cost_usd), ("tokens", s.tokens, b.max_tokens),
+                  ("llm_calls", s.llm_calls, b.max_llm_calls)]
+        return [(kind, float(spent), float(limit)) for kind, spent, limit in levels if limit is not None]
+
+    def _spent_text(self, kind: str) -> str:
+        b, s = self.budget, self.spent
+        if kind == "cost":
+            return f"{usd(s.cost_usd)} of {usd(b.max_cost_usd or 0.0)} spent"
+        if kind == "tokens":
+            return f"{s.tokens} of {b.max_tokens} tokens spent"
+        return f"{s.llm_calls} of {b.max_llm_calls} LLM calls made"
 
     def exhausted(self) -> tuple[str, str] | None:
         """``(kind, "X of Y spent")`` of the first limit reached: the next attempt would start past it."""
-        b, s = self.budget, self.spent
-        if b.max_cost_usd is not None and s.cost_usd >= b.max_cost_usd:
-            return "cost", f"{usd(s.cost_usd)} of {usd(b.max_cost_usd)} spent"
-        if b.max_tokens is not None and s.tokens >= b.max_tokens:
-            return "tokens", f"{s.tokens} of {b.max_tokens} tokens spent"
-        if b.max_llm_calls is not None and s.llm_calls >= b.max_llm_calls:
-            return "llm_calls", f"{s.llm_calls} of {b.max_llm_calls} LLM calls made"
+        for kind, spent, limit in self._levels():
+            if spent >= limit:
+                return kind, self._spent_text(kind)
         return None
 
 
@@ -217,9 +237,22 @@ def charge(usage: Usage, cost: float | None) -> None:
         meter.charge(usage, cost)
 
 
-def check(telemetry: Telemetry) -> None:
+Notice = Callable[[str, str], Any]  # ``(kind, text)``: a host notice for the user, never the model
+
+
+def tell_warnings(notice: Notice | None) -> None:
+    """Each limit of a meter in force that the last charge took past ``WARN_FRACTION``, told once
+    as a ``budget_warning`` host notice on the current span (the attempt that spent it)."""
+    for meter in _METERS.get():
+        due, meter.warnings_due = meter.warnings_due, []
+        if notice is not None:
+            for text in due:
+                notice("budget_warning", text)
+
+
+def check(telemetry: Telemetry, notice: Notice | None = None) -> None:
     """Raise ``BudgetExhausted`` for the outermost meter in force whose budget is spent, said by a
-    span event and an ERR log line on the operation that wanted the attempt.
+    span event, an ERR log line and a ``budget`` host notice on the operation that wanted the attempt.
 
     Outermost first: when the session's budget and a sub-agent's are both spent, the run ends.
     """
@@ -231,4 +264,6 @@ def check(telemetry: Telemetry) -> None:
             span.add_event(sc.EVENT_BUDGET_EXHAUSTED,
                            {sc.BUDGET_OWNER: meter.owner, sc.BUDGET_KIND: exc.kind, sc.BUDGET_DETAIL: exc.detail})
             telemetry.log("ERR", str(exc), span=span)
+            if notice is not None:
+                notice("budget", str(exc))
             raise exc

@@ -24,6 +24,7 @@ from otel_agents.llm.retry import RetryPolicy, error_type, is_transient
 from otel_agents.llm.served import served_attributes
 from otel_agents.llm.accounting import charge_llm
 from otel_agents.llm.budget import check as check_budgets, counted_cost
+from otel_agents.llm.budget import tell_warnings as tell_budget_warnings
 from otel_agents.llm.model_settings import ModelSettings
 from otel_agents.llm.streaming import STREAM_OPTIONS, StreamCutShort, StreamProgress, assemble, read_stream
 from otel_agents.tracing import content_capture, semconv as sc
@@ -191,7 +192,7 @@ class LLMClient:
         attempt = 0
         while True:
             attempt += 1
-            check_budgets(self.telemetry)  # an attempt that would start past a limit is not made
+            check_budgets(self.telemetry, on_notice)  # an attempt that would start past a limit is not made
             try:
                 return await self._attempt(request, attempt, on_message, on_notice)
             except _AttemptFailed as failed:
@@ -328,6 +329,7 @@ class LLMClient:
                 if on_notice is not None and transient and attempt < self.retry.max_attempts:
                     on_notice("retry", f"attempt {attempt} of {request.model} failed ({error_type(exc)}); retrying")
                 charge_llm(Usage(), None, failed=True)
+                tell_budget_warnings(on_notice)
                 raise _AttemptFailed(exc) from exc
             latency_ms = (time.perf_counter() - started) * 1000
             self._record_stream(span, progress)
@@ -367,6 +369,7 @@ class LLMClient:
             charge_llm(usage, cost, failed=False,
                        counted=counted_cost(request.model, str(request.agent_name), attempt, cost))
             message_id = on_message(message)
+            tell_budget_warnings(on_notice)  # after the reply it paid for, in record order
             span.set_attribute(sc.RESPONSE_MESSAGE_ID, message_id)
             return ChatResult(message, usage, cost, getattr(response, "id", None), attempt)
 

@@ -163,19 +163,18 @@ def _parse_line(raw: bytes) -> tuple[EventLine | None, str | None]:
 def read_event_lines(path: Path, warn: Warn = stderr_warning) -> list[EventLine]:
     """Every line in order; a torn last line is skipped with a warning, other damage raises."""
     path = Path(path)
-    data = path.read_bytes()
-    lines = data.split(b"\n")
-    complete = data.endswith(b"\n") or not data
-    if complete:
-        lines = lines[:-1]
     out: list[EventLine] = []
-    with collector_paused():
-        for number, raw in enumerate(lines, start=1):
+    # Line by line, not the whole file at once: a resume's peak memory held the file's bytes twice
+    # (read, then split) beside the records parsed from them.
+    with open(path, "rb") as handle, collector_paused():
+        for number, raw in enumerate(handle, start=1):
+            torn = not raw.endswith(b"\n")  # only the last line can lack it: a writer that crashed mid-line
+            raw = raw[:-1] if not torn else raw
             line, problem = _parse_line(raw)
             if line is not None:
                 out.append(line)
             else:
-                _bad_line(path, number, raw, problem, torn=number == len(lines) and not complete, warn=warn)
+                _bad_line(path, number, raw, problem, torn=torn, warn=warn)
     return out
 
 

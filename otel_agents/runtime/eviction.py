@@ -14,6 +14,7 @@ anything back. So eviction can never change what an agent sends or says.
 
 from __future__ import annotations
 
+import asyncio
 import math
 import time
 from collections import OrderedDict
@@ -34,7 +35,9 @@ class EvictionPolicy(BaseModel):
 
     ``max_live_agents``: when a response ends, the least recently used agents are
     evicted until at most this many hold their transcript. ``idle_seconds``: an agent
-    unused for that long is evicted then too, even under the limit. Never evicted: the
+    unused for that long is evicted then too, even under the limit, and by a timer on
+    the session's event loop while it waits between events (``run --watch``, a long
+    tool call), so at most ``idle_seconds`` plus half of it after its last use. Never evicted: the
     agents answering (the run's agent, a parent waiting for its sub-agent, ...), an
     agent whose latest records the recorder has not written yet (evicted at a later
     check), and one whose saved records differ from what it holds.
@@ -118,6 +121,27 @@ class Evictor:
         self.evictions = 0
         self.revivals = 0
         self._reported = (0, 0)  # the counts the last run's root span was given
+        self._timer: asyncio.TimerHandle | None = None  # the idle check's next firing ...
+        self._timer_loop: asyncio.AbstractEventLoop | None = None  # ... on this loop
+
+    def keep_checking_idle(self) -> None:
+        """With ``idle_seconds``, sweep on a timer on the running event loop (a run starts it; a new
+        loop, as each ``asyncio.run`` makes, gets its own): a session waiting between events has no
+        response ending to sweep at. A callback, not a task or a thread: nothing to cancel or join."""
+        idle = self.policy.idle_seconds
+        if idle is None:
+            return
+        loop = asyncio.get_running_loop()
+        if self._timer is not None and not self._timer.cancelled() and self._timer_loop is loop:
+            return
+        self._timer_loop = loop
+        period = min(max(idle / 2, 0.05), 30.0)  # at most half the idle time late, never a busy loop
+
+        def tick() -> None:
+            self.sweep()
+            self._timer = loop.call_later(period, tick)
+
+        self._timer = loop.call_later(period, tick)
 
     def report(self, span: Any) -> None:
         """The run's root span says how many agents left memory and came back since the last run ended."""

@@ -181,7 +181,7 @@ class Session:
     def host_notice(self, agent_id: str, notice: str, content: str) -> str:
         """A notice for the user, never the model (seed 004): a ``host_notice`` record on the current
         span, the one that caused it. ``notice`` is its kind (``retry``, ``denial``, ``budget``,
-        ``truncation``); no transcript holds it, so no model request ever carries it."""
+        ``budget_warning``, ``truncation``); no transcript holds it, so no model request ever carries it."""
         return self._log(sc.EVENT_HOST_NOTICE, agent_id=agent_id, notice=notice, content=content)
 
     # --- agents ---
@@ -416,6 +416,8 @@ class Session:
             links=links,
         ) as span, scope("agent", span), marks_error_type(span), metering(self.budget):
             self.previous_run = span.get_span_context() if span.get_span_context().is_valid else self.previous_run
+            if self.evictor is not None:
+                self.evictor.keep_checking_idle()  # idle agents leave while the session waits, too
             target = agent or self.ensure_root()
             pending, self.before_next_run = self.before_next_run, []
             for work in pending:

@@ -74,6 +74,8 @@ def test_quick_run_measures_what_it_says(quick_run, harness):
     assert (memory["agents_small"], memory["agents"]) == harness.QUICK.memory_agents
     assert memory["evicted"] > 0 and memory["revived"] > 0
     assert memory["rss_mb_without_eviction"] > 0 and memory["rss_mb_small"] > 0
+    # The resume of the larger session was measured, and its policy left at most the limit live (+ the root).
+    assert memory["rss_mb_resume"] > 0 and 0 < memory["resume_live_agents"] <= memory["max_live_agents"] + 1
     assert document["targets"]["rss_mb_1000_agents"] == pytest.approx(
         harness.MEMORY_GROWTH_LIMIT * memory["rss_mb_small"])
     assert document["figures"]["cli_start_imports_litellm"] == 0

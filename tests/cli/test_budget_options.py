@@ -234,3 +234,39 @@ def test_a_sub_agent_budget_spent_in_run_1_stays_spent_after_resume(cli_env, tmp
     assert scoped.stdout == "The worker spoke.\n"
     assert "budget exhausted" not in scoped.stderr
     assert [r["agent_name"] for r in llm_records(cli_env, sid)][5:] == ["main", "Worker", "main"]
+
+
+def test_budget_warnings_and_exhaustion_are_host_notices_never_sent_to_the_model(cli_env, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")  # the process inherits it
+    with OpenAIServer() as server:
+        # 20 tokens a call: the 4th call takes both limits to 80 % (80 of 100 tokens, 4 of 5 calls),
+        # the 5th spends the token limit, and the 6th prompt's attempt is refused.
+        server.plan(*[Reply(content=f"Answer {i}.", prompt_tokens=15, completion_tokens=5) for i in range(1, 7)])
+        result = otel(cli_env, "run", "--model", "openai/x", "--api-base", server.api_base,
+                      "--max-tokens", "100", "--max-llm-calls", "5", "p1", "p2", "p3", "p4", "p5", "p6")
+        bodies = server.bodies
+    assert result.exit_code == 1, result.stderr
+    assert error_lines(result.stderr) == ["error: budget exhausted for session: 100 of 100 tokens spent"]
+    assert len(bodies) == 5
+    session_dir = cli_env / "sessions" / session_of(result.stderr)
+    records = [json.loads(x) for x in (session_dir / "events.jsonl").read_text().splitlines()]
+    notices = [r for r in records if r["event_type"] == "host_notice"]
+    assert [(n["notice"], n["content"]) for n in notices] == [
+        ("budget_warning", "budget warning for session: 80 of 100 tokens spent (80% of the limit)"),
+        ("budget_warning", "budget warning for session: 4 of 5 LLM calls made (80% of the limit)"),
+        ("budget", "budget exhausted for session: 100 of 100 tokens spent"),
+    ]
+    # Each on the span that caused it: the 4th attempt (after the reply it paid for), the refused turn.
+    journal = [json.loads(x) for x in (session_dir / "spans.jsonl").read_text().splitlines()]
+    starts = {x["start"]: x for x in journal if "start" in x}
+    replies = [r for r in records if r["event_type"] == "transcript_entry" and r.get("role") == "assistant"]
+    assert notices[0]["span_id"] == notices[1]["span_id"] == replies[3]["span_id"]
+    assert records.index(notices[0]) == records.index(replies[3]) + 1
+    refused = starts[notices[2]["span_id"]]
+    assert refused["name"] == "turn" and notices[2]["message_id"] > replies[4]["message_id"]
+    # No model request carries them, not even the one after the warnings.
+    sent = json.dumps([body["messages"] for body in bodies])
+    assert "budget" not in sent
+    view = invoke("view", str(session_dir), "perspective", "main")
+    host_lines = [line for line in view.stdout.splitlines() if "[Host]" in line]
+    assert len(host_lines) == 3 and all(line.endswith("(not sent to the model)") for line in host_lines)

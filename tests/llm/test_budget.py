@@ -9,7 +9,7 @@ from hypothesis import given, strategies as st
 
 from otel_agents.llm.budget import (
     Budget, BudgetError, BudgetExhausted, BudgetMeter, Spent, budget_from_json, budget_from_mapping, charge, check, metering,
-    refuse_unpriced, totals_before, usd,
+    refuse_unpriced, tell_warnings, totals_before, usd,
 )
 from otel_agents.llm.pricing import PriceTable, Usage
 from otel_agents.llm.scripts import ScriptError, parse_script
@@ -132,3 +132,25 @@ def test_a_model_counted_at_recorded_costs_charges_meters_those_others_their_pri
     assert counted_cost("replay/counted-test", "main", 1, 0.0) == 0.25
     assert counted_cost("replay/counted-test", "main", 2, 0.0) is None  # a call it has no record of
     assert counted_cost("scripted/demo", "main", 1, 0.125) == 0.125  # every other model: its price
+
+
+@given(tokens=st.lists(st.integers(0, 40), max_size=20), limit=st.integers(0, 200), carried=st.integers(0, 200))
+def test_a_limit_warns_once_when_its_spend_crosses_the_mark_and_not_again_after_a_resume(tokens, limit, carried):
+    meter = BudgetMeter("x", Budget(max_tokens=limit), Spent(tokens=carried))
+    told: list[tuple[str, str]] = []
+    with metering(meter):
+        for count in tokens:
+            charge(Usage(input_tokens=count), None)
+            tell_warnings(lambda kind, text: told.append((kind, text)))
+    final = carried + sum(tokens)
+    crossed = limit > 0 and carried < 0.8 * limit <= final
+    assert [kind for kind, _ in told] == (["budget_warning"] if crossed else [])
+    assert all(text.startswith(f"budget warning for x: ") and f" of {limit} tokens spent (" in text for _, text in told)
+
+
+def test_an_exhausted_budget_is_told_as_a_budget_notice():
+    told: list[tuple[str, str]] = []
+    meter = BudgetMeter("Worker", Budget(max_llm_calls=1), Spent(llm_calls=1))
+    with metering(meter), pytest.raises(BudgetExhausted):
+        check(noop_telemetry(), lambda kind, text: told.append((kind, text)))
+    assert told == [("budget", "budget exhausted for Worker: 1 of 1 LLM calls made")]

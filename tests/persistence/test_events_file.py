@@ -88,3 +88,11 @@ def test_repair_is_a_no_op_on_clean_and_missing_files(tmp_path):
     assert repair_torn_tail(path) == 0 and path.read_text() == '{"a": 1}\n'
     path.write_text("no newline at all")
     assert repair_torn_tail(path) == len("no newline at all") and path.read_bytes() == b""
+
+
+@pytest.mark.parametrize("tail", ["\n", "\n" + "{}\n"])
+def test_an_empty_line_that_is_not_a_torn_tail_is_an_error_naming_it(tmp_path, tail):
+    path = tmp_path / "events.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in _records(2)) + tail)
+    with pytest.raises(EventsFileError, match=r"events.jsonl:3: empty line"):
+        read_records(path, lambda m: None)

@@ -7,6 +7,7 @@ revived from the events.jsonl that recorder wrote.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -273,3 +274,28 @@ def test_any_limit_and_any_order_of_discussions_saves_what_keeping_every_agent_s
     assert evicting[0] == kept[0] and evicting[1] == kept[1]
     assert events(where / "evicting", "20260101-000000-cccccc") == events(where / "kept", "20260101-000000-cccccc")
     assert evicting[2].evictions > 0
+
+
+def test_idle_agents_leave_memory_while_the_session_waits_on_a_long_tool_call(tmp_path):
+    seen = []
+
+    @otel_agents.tool
+    async def wait(ctx: otel_agents.ToolContext) -> str:
+        """Wait as a long tool call does, then say which agents are out of memory."""
+        await asyncio.sleep(0.6)  # no response ends meanwhile: only the timer can sweep
+        seen.append(sorted(a.name for a in ctx.agent.session.agents.values() if a.evicted))
+        return "waited"
+
+    path = tmp_path / "wait.json"
+    path.write_text(json.dumps({"name": "wait", "agents": {
+        "main": [{"tool_calls": [{"name": "task", "arguments": {"name": "B", "user_prompt": "hi"}}]},
+                 {"tool_calls": [{"name": "wait", "arguments": {}}]}, "done"],
+        "B": ["b"]}}))
+    with otel_agents.recording(home=tmp_path / "home"):
+        agent = otel_agents.Agent("main", tools=[wait])
+        with otel_agents.Session(agent, script=path, eviction=EvictionPolicy(idle_seconds=0.15)) as session:
+            assert session.run_sync("go") == "done"
+            assert [m["content"] for m in session.agent("B").transcript][-1] == "b"  # revived intact
+    # B answered before the wait (its response's end was too soon to evict it); idle for 0.15 s
+    # during the wait, it left. main, answering, stayed.
+    assert seen == [["B"]]
