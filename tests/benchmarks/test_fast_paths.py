@@ -20,6 +20,7 @@ from opentelemetry.trace import Link, Status, StatusCode
 
 from otel_agents.persistence.timestamps import iso_ts, parse_iso_ts
 from otel_agents.tracing import redaction as R
+from otel_agents.tracing.ip_masking import mask_ips
 from otel_agents.tracing import semconv as sc
 from otel_agents.tracing import records as RECORDS_MOD
 from otel_agents.tracing.records import (
@@ -49,7 +50,7 @@ def plain_redact_text(text: str) -> str:
         if "cookie" in lowered:
             text = R._COOKIE_HEADER.sub(lambda m: m.group(1) + R.MARKER, text)
         text = R._KEYED_VALUE.sub(lambda m: m.group(1) + R.MARKER, text)
-    return text
+    return mask_ips(text)  # IP addresses are part of the rule (seed 002), with no shortcut of their own
 
 
 def plain_is_secret_key(key: str) -> bool:
