@@ -9,7 +9,7 @@ import pytest
 
 from support.collector import Collector, assert_same_session, run_session, session_id_of
 
-RUNTIMES = 4  # parametrized: 8 works too (CPU is shared while testing)
+RUNTIMES = 8  # the fleet: eight runtime processes at once
 
 
 def _fleet(tmp_path, collector: Collector, endpoint: str, protocol: str, n: int) -> None:
