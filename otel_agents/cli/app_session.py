@@ -51,3 +51,13 @@ def install_app_hooks(session: Any, app: App) -> None:
         _install(session, app.hooks)
     except TypeError as exc:
         raise click.UsageError(f"app {app.reference!r}: {exc}") from None
+
+
+def agents_by_name(app: App | None, script: Any) -> tuple[dict, dict]:
+    """The agents' request parameters and budgets by name for a restored or forked session:
+    the app's (over the script's) when there is an app, else the script's, else none."""
+    if app is not None:
+        return app.agent.settings_by_name(script), app.agent.budgets_by_name(script)
+    if script is None:
+        return {}, {}
+    return script.agent_settings(script.root_name), script.budgets_by_name(script.root_name)

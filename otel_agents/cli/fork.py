@@ -17,7 +17,7 @@ from otel_agents.cli.execution import (
     start_recording,
     use_saved_script,
 )
-from otel_agents.cli.app_session import install_app_hooks, load_app_or_exit
+from otel_agents.cli.app_session import agents_by_name, install_app_hooks, load_app_or_exit
 from otel_agents.cli.eviction_options import EvictionOptions, eviction_options
 from otel_agents.cli.options import ledger_errors_are_data_errors, session_dir_or_exit, storage_options
 from otel_agents.tracing import semconv as sc
@@ -66,11 +66,7 @@ def fork_session_command(source_id, at, prompts, script_name, model_opts, otlp_f
     tracing = configure(otlp_file)
     llm = make_llm(tracing, model_opts)
     # As resume: the agents' request parameters and budgets by name (the script's, the app's), and its eviction.
-    if app is not None:
-        agent_settings, agent_budgets = app.agent.settings_by_name(script), app.agent.budgets_by_name(script)
-    else:
-        agent_settings = script.agent_settings(script.root_name) if script is not None else {}
-        agent_budgets = script.budgets_by_name(script.root_name) if script is not None else {}
+    agent_settings, agent_budgets = agents_by_name(app, script)
     override = use_saved_script(llm, script, model)
     try:
         session = fork_session(

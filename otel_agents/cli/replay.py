@@ -18,7 +18,7 @@ from otel_agents.cli.execution import (
     make_llm,
     start_recording,
 )
-from otel_agents.cli.app_session import build_app_session, load_app_or_exit
+from otel_agents.cli.app_session import agents_by_name, build_app_session, load_app_or_exit
 from otel_agents.cli.options import DataError, session_dir_or_exit, storage_options
 
 @dataclass
@@ -167,10 +167,7 @@ def _forked_before_run(start: Any, app: Any, script: Any, model: str, **restore_
     from otel_agents.runtime.scenario import install_hooks
     from otel_agents.tracing.session_ids import new_session_id
 
-    if app is not None:
-        settings, budgets = app.agent.settings_by_name(script), app.agent.budgets_by_name(script)
-    else:
-        settings, budgets = script.agent_settings(script.root_name), script.budgets_by_name(script.root_name)
+    settings, budgets = agents_by_name(app, script)
     if script is not None:
         restore_kwargs["llm"].use_script(script)  # agents left on its scripted model, as at run 1
     try:

@@ -19,7 +19,7 @@ from otel_agents.cli.execution import (
     start_recording,
     use_saved_script,
 )
-from otel_agents.cli.app_session import install_app_hooks, load_app_or_exit
+from otel_agents.cli.app_session import agents_by_name, install_app_hooks, load_app_or_exit
 from otel_agents.cli.budget_options import BudgetOptions, budget_options, check_session_budgets
 from otel_agents.cli.eviction_options import EvictionOptions, eviction_options
 from otel_agents.cli.options import ledger_errors_are_data_errors, session_dir_or_exit, storage_options
@@ -110,12 +110,7 @@ def _resume_owned(session_dir, session_id, prompts, script_name, model_opts, otl
 
     tracing = configure(otlp_file)
     llm = make_llm(tracing, model_opts)
-    if app is not None:
-        agent_settings = app.agent.settings_by_name(script)
-        agent_budgets = app.agent.budgets_by_name(script)
-    else:
-        agent_settings = script.agent_settings(script.root_name) if script is not None else {}
-        agent_budgets = script.budgets_by_name(script.root_name) if script is not None else {}
+    agent_settings, agent_budgets = agents_by_name(app, script)
     override = use_saved_script(llm, script, model)
     try:
         session = restore_session(
