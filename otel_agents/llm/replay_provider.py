@@ -16,7 +16,9 @@ import httpx
 from otel_agents.llm.budget import count_cost_as
 from otel_agents.llm.litellm_loader import load_litellm
 from otel_agents.llm.replay_book import RecordedCall, ReplayBook, Stopped
-from otel_agents.llm.scripted_provider import META_AGENT_NAME, META_ATTEMPT, Answer, answer_chunks, fill_response, price_map_changed
+from otel_agents.llm.scripted_provider import (
+    META_AGENT_NAME, META_ATTEMPT, Answer, answer_chunks, fill_response, price_map_changed, registered_handler,
+)
 
 litellm = load_litellm()
 from litellm import CustomLLM  # noqa: E402
@@ -103,12 +105,7 @@ def _recorded_error(call: RecordedCall, model: str) -> Exception:
 
 
 def _handler() -> ReplayLLM:
-    for item in litellm.custom_provider_map:
-        if item.get("provider") == PROVIDER:
-            return item["custom_handler"]
-    handler = ReplayLLM()
-    litellm.custom_provider_map = [*litellm.custom_provider_map, {"provider": PROVIDER, "custom_handler": handler}]
-    return handler
+    return registered_handler(PROVIDER, ReplayLLM)
 
 
 def register_replay(name: str, book: ReplayBook) -> str:

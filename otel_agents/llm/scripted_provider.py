@@ -13,7 +13,7 @@ import asyncio
 import json
 import math
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator
+from typing import Any, AsyncIterator, Callable
 
 import httpx
 
@@ -189,13 +189,18 @@ def _transient_error(failure: ScriptedFailure, agent: str, model: str) -> Except
     return error_class(message=message, llm_provider=PROVIDER, model=model, response=response)
 
 
-def _handler() -> ScriptedLLM:
+def registered_handler(provider: str, make: Callable[[], Any]) -> Any:
+    """litellm's handler of ``provider/...`` model strings, registered with ``make()`` the first time."""
     for item in litellm.custom_provider_map:
-        if item.get("provider") == PROVIDER:
+        if item.get("provider") == provider:
             return item["custom_handler"]
-    handler = ScriptedLLM()
-    litellm.custom_provider_map = [*litellm.custom_provider_map, {"provider": PROVIDER, "custom_handler": handler}]
+    handler = make()
+    litellm.custom_provider_map = [*litellm.custom_provider_map, {"provider": provider, "custom_handler": handler}]
     return handler
+
+
+def _handler() -> ScriptedLLM:
+    return registered_handler(PROVIDER, ScriptedLLM)
 
 
 def register_script(script: Script) -> str:
