@@ -10,18 +10,17 @@ that lost only its newline is kept, as the reader kept it).
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, Callable, Mapping
+from typing import Any, Callable, Mapping
 
 import orjson
 
 from otel_agents.tracing.records import RecordError, validate_record
 
 from otel_agents.persistence.gc_pause import collector_paused
+from otel_agents.persistence.line_appender import LineAppender, cut_torn_tail
 from otel_agents.persistence.notices import Warn, stderr_warning
-from otel_agents.persistence.private import open_private_append
 from otel_agents.persistence.timestamps import iso_ts, parse_iso_ts
 
 EVENTS_FILE = "events.jsonl"
@@ -52,81 +51,20 @@ def split_line(line: Mapping[str, Any]) -> EventLine:
     return EventLine(record, ts if isinstance(ts, str) else None, line.get("trace_id"), line.get("span_id"))
 
 
-class EventsWriter:
-    """Appends lines; opened lazily so that a session that never records writes nothing."""
+class EventsWriter(LineAppender):
+    """Appends record lines (flushed per line unless in a batch, ``LineAppender``); opened lazily,
+    so that a session that never records writes nothing."""
 
     def __init__(self, path: Path, warn: Warn = stderr_warning):
-        self.path = Path(path)
-        self.warn = warn
-        self._handle: BinaryIO | None = None
-        self.lines_written = 0
-        self.bytes_written = 0
-
-    def _open(self) -> BinaryIO:
-        if self._handle is None:
-            cut = repair_torn_tail(self.path)
-            if cut:
-                self.warn(f"{self.path}: removed a torn last line ({cut} bytes) left by an interrupted writer")
-            self._handle = open_private_append(self.path)
-        return self._handle
+        super().__init__(path, is_record_line, warn)
 
     def append(self, record: Mapping[str, Any], ts_ns: int, trace_id: str | None, span_id: str | None) -> None:
-        handle = self._open()
-        line = encode_line(record, ts_ns, trace_id, span_id)
-        handle.write(line)
-        handle.flush()  # per line: a crash loses at most the line being written
-        self.lines_written += 1
-        self.bytes_written += len(line)
-
-    def close(self) -> None:
-        if self._handle is not None:
-            try:
-                self._handle.close()
-            finally:
-                self._handle = None
+        super().append(encode_line(record, ts_ns, trace_id, span_id))
 
 
 def repair_torn_tail(path: Path, is_whole: Callable[[bytes], bool] | None = None) -> int:
-    """Make the file end in a newline before appending; returns the number of bytes removed.
-
-    An unterminated last line is cut off, unless ``is_whole`` (default: a whole
-    events.jsonl record) says it is a complete line whose newline alone was lost
-    (readers accept such a line, so the writer must keep it): then only the
-    newline is added.
-    """
-    is_whole = is_whole or is_record_line
-    try:
-        size = path.stat().st_size
-    except FileNotFoundError:
-        return 0
-    if size == 0:
-        return 0
-    with open(path, "rb+") as handle:
-        handle.seek(size - 1)
-        if handle.read(1) == b"\n":
-            return 0
-        # Walk back to the last newline in blocks.
-        position, block = size, 65536
-        keep = 0
-        while position > 0:
-            start = max(0, position - block)
-            handle.seek(start)
-            chunk = handle.read(position - start)
-            index = chunk.rfind(b"\n")
-            if index >= 0:
-                keep = start + index + 1
-                break
-            position = start
-        handle.seek(keep)
-        if is_whole(handle.read(size - keep)):
-            handle.seek(size)
-            handle.write(b"\n")
-            keep = size
-        else:
-            handle.truncate(keep)
-        handle.flush()
-        os.fsync(handle.fileno())
-    return size - keep
+    """``line_appender.cut_torn_tail`` with events.jsonl's test of a whole line by default."""
+    return cut_torn_tail(path, is_whole or is_record_line)
 
 
 def is_record_line(raw: bytes) -> bool:

@@ -29,13 +29,12 @@ from __future__ import annotations
 import hashlib
 import re
 from pathlib import Path
-from typing import Any, BinaryIO, Iterable, Iterator, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 import orjson
 
-from otel_agents.persistence.events_file import repair_torn_tail
+from otel_agents.persistence.line_appender import LineAppender
 from otel_agents.persistence.notices import Warn, stderr_warning
-from otel_agents.persistence.private import open_private_append
 from otel_agents.tracing import semconv as sc
 from otel_agents.tracing.records import from_span_event
 from otel_agents.tracing.spandata import EventData, LinkData, SpanData
@@ -168,35 +167,18 @@ def _big_ints_as_text(value: Any) -> Any:
     return value
 
 
-class JournalWriter:
-    """Appends journal lines, flushed one by one; opened lazily, torn tail cut off first."""
+class JournalWriter(LineAppender):
+    """Appends journal lines (flushed per call unless in a batch, ``LineAppender``); opened lazily, torn tail cut off first."""
 
     def __init__(self, path: Path, warn: Warn = stderr_warning):
-        self.path = Path(path)
-        self.warn = warn
-        self._handle: BinaryIO | None = None
+        super().__init__(path, _is_whole_line, warn)
         self._contexts: set[str] = set()
         self._last_context: tuple[Any, str | None, str] = (None, None, "")
-        self.lines_written = 0
-        self.bytes_written = 0
-
-    def _open(self) -> BinaryIO:
-        if self._handle is None:
-            cut = repair_torn_tail(self.path, _is_whole_line)
-            if cut:
-                self.warn(f"{self.path}: removed a torn last line ({cut} bytes) left by an interrupted writer")
-            self._handle = open_private_append(self.path)
-        return self._handle
 
     def write(self, lines: Iterable[Mapping[str, Any]]) -> None:
         data = b"".join(encode(line) for line in lines)
-        if not data:
-            return
-        handle = self._open()
-        handle.write(data)
-        handle.flush()  # per call: a crash loses at most the line being written
-        self.lines_written += data.count(b"\n")
-        self.bytes_written += len(data)
+        if data:
+            self.append(data)
 
     def start(self, span: SpanData) -> None:
         lines = []
@@ -213,13 +195,6 @@ class JournalWriter:
 
     def end(self, span: SpanData, started: SpanData | None, recorded: set[str] | None = None) -> None:
         self.write([end_line(span, started, recorded)])
-
-    def close(self) -> None:
-        if self._handle is not None:
-            try:
-                self._handle.close()
-            finally:
-                self._handle = None
 
 
 # --------------------------------------------------------------------------- reading

@@ -43,10 +43,10 @@ def private_fd(fd: int) -> int:
     return fd
 
 
-def open_private_append(path: Path) -> BinaryIO:
-    """``open(path, "ab")``, the file created (or kept) 0600."""
+def open_private_append(path: Path, buffering: int = -1) -> BinaryIO:
+    """``open(path, "ab", buffering)``, the file created (or kept) 0600."""
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, FILE_MODE)
-    return os.fdopen(private_fd(fd), "ab")
+    return os.fdopen(private_fd(fd), "ab", buffering)
 
 
 def _chmod(path: Path, mode: int) -> None:

@@ -26,9 +26,10 @@ What this changes, and why it is safe:
   own output goes. If the child dies, the run goes on with one warning and nothing
   more is saved, as for a failed disk.
 - Cost: the child polls the pipe rather than blocking on it, and in batches: it reads
-  what a pause of up to 50 ms let gather (see :func:`_messages`). It defers a run's
-  end writes until the pipe is empty, so the run's last run end and close write the
-  tree once.
+  what a pause of up to 50 ms let gather (see :func:`_batches`) and hands each batch's
+  lines to the kernel once (``SessionSink.batch``: until then the pipe holds them). It
+  defers a run's end writes until the pipe is empty, so the run's last run end and
+  close write the tree once.
 - ``close`` sends the last message, wakes the child from its pause (a third pipe) and
   waits for it: when the command returns, every file is written.
 
@@ -166,23 +167,25 @@ def serve(recorder: Any, read_fd: int, warn: Warn = stderr_warning, wake_fd: int
     resource: dict[str, Any] = {}
     scope = None
     recorder.defer_run_end_writes = True
-    for message in _messages(read_fd, recorder.idle, wake_fd):
-        kind = message[0]
-        if kind == START:
-            recorder.take_start(_span_data(message[1], resource, scope))
-        elif kind == END:
-            recorder.take_end(_span_data(message[1], resource, scope))
-        elif kind == RECORD:
-            _, trace_id, span_id, record, ts_ns = message
-            recorder.take_record(record, ts_ns, trace_id, span_id)
-        elif kind == CONTEXT:
-            _, resource, scope = message
-        elif kind == CLOSE:
-            recorder.close()
-            return 0 if recorder.saved_everything else EXIT_NOT_SAVED
-        else:
-            warn(f"the session recorder received a message it does not know ({kind!r}); it stops")
-            return 1
+    for batch in _batches(read_fd, recorder.idle, wake_fd):
+        with recorder.batch():  # lines reach the kernel once per batch: until then the pipe holds them
+            for message in batch:
+                kind = message[0]
+                if kind == START:
+                    recorder.take_start(_span_data(message[1], resource, scope))
+                elif kind == END:
+                    recorder.take_end(_span_data(message[1], resource, scope))
+                elif kind == RECORD:
+                    _, trace_id, span_id, record, ts_ns = message
+                    recorder.take_record(record, ts_ns, trace_id, span_id)
+                elif kind == CONTEXT:
+                    _, resource, scope = message
+                elif kind == CLOSE:
+                    recorder.close()
+                    return 0 if recorder.saved_everything else EXIT_NOT_SAVED
+                else:
+                    warn(f"the session recorder received a message it does not know ({kind!r}); it stops")
+                    return 1
     recorder.idle()  # the run's process ended without closing (a crash): everything it sent is written
     return 0 if recorder.saved_everything else EXIT_NOT_SAVED
 
@@ -198,8 +201,8 @@ def _span_data(fields: tuple, resource: dict[str, Any], scope: str | None) -> Sp
     )
 
 
-def _messages(read_fd: int, on_idle: Callable[[], bool | None], wake_fd: int | None = None) -> Iterator[tuple]:
-    """Every whole message in the pipe, in order, until the writer's end is closed.
+def _batches(read_fd: int, on_idle: Callable[[], bool | None], wake_fd: int | None = None) -> Iterator[list[tuple]]:
+    """Every whole message in the pipe, in order, until the writer's end is closed: a list per read.
 
     ``on_idle`` is called each time the pipe is found empty after messages, and again at
     once (after another look at the pipe) while it returns True: idle work done in slices.
@@ -242,14 +245,17 @@ def _messages(read_fd: int, on_idle: Callable[[], bool | None], wake_fd: int | N
             gathered += len(chunk)
             buffer += chunk
             start = 0
+            batch = []
             while len(buffer) - start >= header:
                 (size,) = HEADER.unpack_from(buffer, start)
                 end = start + header + size
                 if end > len(buffer):
                     break
-                yield pickle.loads(buffer[start + header:end])
+                batch.append(pickle.loads(buffer[start + header:end]))
                 start = end
             del buffer[:start]
+            if batch:
+                yield batch
     finally:
         os.close(read_fd)
         waiting.close()

@@ -16,7 +16,7 @@ from otel_agents.tracing.spandata import SpanData
 
 @dataclass(frozen=True)
 class CheckpointPolicy:
-    """When a sub-agent invocation or a run ends, write the tree only if it grew enough.
+    """When a run ends, write the tree only if it grew enough, and never while a run is open.
 
     Rewriting the whole tree at every sub-agent or run end costs O(n^2) bytes
     over a session. Writing only once the tree has grown by ``growth`` times its
@@ -25,17 +25,26 @@ class CheckpointPolicy:
     most ``(1 + growth) / growth`` times the final tree, plus the final write of
     ``close()``. The journal makes every finished span durable in between. Sizes
     are the bytes of spans.jsonl and events.jsonl, which grow as the tree does.
+    Skipping a due write keeps the bound: the next write covers more, never less.
 
     ``growth`` 3 (a write once the streams are four times what the last one covered):
     half the checkpoints of doubling, and at most 1.33 times the final tree in all.
-    Readers of a running or crashed session rebuild from the journal anyway; the
-    checkpoints in between were an eighth of the recorder process's CPU at 500 calls.
+
+    ``during_runs`` False: no tree is written while a run is open (at a sub-agent's
+    end, or at a run's end once the next run has begun). Such a checkpoint is stale
+    at the next span, and readers of a session whose checkpoint is behind its
+    streams rebuild from the journal (``saved.load_saved``), so it was never read:
+    it cost the recorder a partial tree build and encoding for nothing. True keeps
+    the old behaviour (a tool may read the tree mid-run; tests of the bound use it).
     """
 
     growth: float = 3.0
     min_bytes: int = 16_384
+    during_runs: bool = False
 
-    def due(self, pending: int, written: int) -> bool:
+    def due(self, pending: int, written: int, running: bool = False) -> bool:
+        if running and not self.during_runs:
+            return False
         return pending >= self.growth * max(written, self.min_bytes)
 
 
@@ -83,7 +92,7 @@ class DerivedFiles:
 
     def _checkpoint_due(self) -> bool:
         return self.policy.due(self._appended() - self._appended_at_checkpoint,
-                               self._saved_bytes + self._appended_at_checkpoint)
+                               self._saved_bytes + self._appended_at_checkpoint, running=self._open_runs > 0)
 
     def _appended(self) -> int:
         return self._journal.bytes_written + self._events.bytes_written
@@ -91,6 +100,9 @@ class DerivedFiles:
     def checkpoint(self, tree: dict[str, Any] | None = None) -> dict[str, Any] | None:
         """Write tree.json.gz and meta.json now; returns the tree written (None if not written)."""
         with self._lock:
+            if self._store_failed:
+                return None
+            self._flush_streams()  # the mark below must cover every line handed over so far
             if self._store_failed:
                 return None
             try:
@@ -131,6 +143,9 @@ class DerivedFiles:
         self._run_end_due = False
         if self._checkpoint_due():
             self.checkpoint()
+        elif self._open_runs and not self.policy.during_runs:
+            pass  # a run began meanwhile (a recorder process writes later): its start wrote meta.json
+            # from the settled runs, this one included; a tree built now would be partial and stale at once
         elif self._settled is None or (self._changed_traces and not self._open_runs):
             self._write_meta()  # not known from the runs alone, or something else happened since
         elif not self._open_runs:

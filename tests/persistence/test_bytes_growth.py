@@ -10,7 +10,7 @@ import pytest
 
 from otel_agents.persistence.recorder import CheckpointPolicy
 
-EVERY_END = CheckpointPolicy(growth=0, min_bytes=0)  # rewrite the tree at every sub-agent and run end
+EVERY_END = CheckpointPolicy(growth=0, min_bytes=0, during_runs=True)  # rewrite the tree at every sub-agent and run end
 BOUND = 1.3  # bytes(8R prompts) / bytes(R prompts) / 8
 
 

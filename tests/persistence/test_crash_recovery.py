@@ -56,7 +56,7 @@ CRASHING_RUN = textwrap.dedent(
     print(session.id, flush=True)
     store = SessionStore.create(Path(sessions_dir), session.id)
     recorder = SessionRecorder(store, session.id, billing_file=Path(billing),
-                               policy=CheckpointPolicy(growth=0, min_bytes=0))
+                               policy=CheckpointPolicy(growth=0, min_bytes=0, during_runs=True))
     tracing.add_processor(recorder)
     tracing.add_listener(recorder)
     asyncio.run(session.run("Ask the helper, then crash"))

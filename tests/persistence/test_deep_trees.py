@@ -204,9 +204,9 @@ def test_a_thousand_deep_sub_agent_chain_runs_saves_shows_verifies_views_and_res
 
 
 def test_a_deep_chain_killed_midway_is_recovered_from_its_journal(tmp_path):
-    """The in-process recorder's checkpoint lags behind the journal when the run is killed:
-    loading rebuilds the tree from spans.jsonl, compares it with the checkpoint node by
-    node (a deep ``==`` would fail) and writes it back."""
+    """A run killed mid-way left no tree (none is written while a run is open): readers
+    rebuild it from spans.jsonl, and the owner's repair writes it back whole; a second
+    repair compares the saved tree with the rebuilt one node by node (a deep ``==`` would fail)."""
     home = tmp_path / "home"
     script = tmp_path / "chain.json"
     script.write_text(json.dumps(_chain_script(400)))
@@ -232,8 +232,13 @@ def test_a_deep_chain_killed_midway_is_recovered_from_its_journal(tmp_path):
     shown = _cli(home, "sessions", "show", session_id)
     assert shown.returncode == 0, shown.stderr[-2000:]
     assert "Traceback" not in shown.stderr and "interrupted" in shown.stdout.splitlines()[0]
+    assert not (journal.parent / "tree.json.gz").exists()  # readers never write
+    repaired = _cli(home, "sessions", "repair", session_id)
+    assert repaired.returncode == 0 and "Traceback" not in repaired.stderr, repaired.stderr[-2000:]
     tree = SessionStore(journal.parent).load_tree()  # written back whole
-    assert _depth(tree) > 4 * 399 and tree["runs"][0]["status"] == "in_progress"
+    again = _cli(home, "sessions", "repair", session_id)
+    assert again.returncode == 0 and "nothing to repair" in again.stdout, again.stdout + again.stderr[-2000:]
+    assert _depth(tree) > 4 * 399 and tree["runs"][0]["status"] == "interrupted"  # repair recorded its end
     verified = _cli(home, "sessions", "verify", session_id)
     assert verified.returncode == 0 and "agree" in verified.stdout, verified.stdout[-2000:] + verified.stderr[-2000:]
 

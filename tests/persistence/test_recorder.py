@@ -16,7 +16,7 @@ from otel_agents.persistence.tree_walk import iter_ops
 from otel_agents.persistence.verify import verify_session
 from otel_agents.runtime.tools import make_tool
 
-EVERY_SUB_AGENT = CheckpointPolicy(growth=0, min_bytes=0)  # the naive policy: rewrite at each sub-agent end
+EVERY_SUB_AGENT = CheckpointPolicy(growth=0, min_bytes=0, during_runs=True)  # the naive policy: rewrite at each sub-agent end
 
 
 def test_demo_session_directory_agrees_with_itself_and_the_ledger(record):

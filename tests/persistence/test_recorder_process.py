@@ -30,7 +30,7 @@ def _forked(tmp_path, session_id, warnings, **kwargs):
     return store, fork_recorder(recorder)
 
 
-@pytest.mark.parametrize("policy", [CheckpointPolicy(), CheckpointPolicy(growth=0, min_bytes=0)])
+@pytest.mark.parametrize("policy", [CheckpointPolicy(), CheckpointPolicy(growth=0, min_bytes=0, during_runs=True)])
 def test_the_recorder_process_writes_what_the_inline_recorder_writes(record, scripts, tmp_path, policy):
     forked: dict = {}
     warnings: list[str] = []
@@ -78,7 +78,7 @@ def test_idle_work_in_slices_goes_on_without_waiting_for_messages():
     import pickle
     import struct
 
-    from otel_agents.persistence.recorder_process import _messages
+    from otel_agents.persistence.recorder_process import _batches
 
     read_fd, write_fd = os.pipe()
     frames = [("hello", n) for n in range(3)]
@@ -102,7 +102,7 @@ def test_idle_work_in_slices_goes_on_without_waiting_for_messages():
     safety = threading.Timer(10, end_run)  # were idle not called again, the loop would wait for ever
     safety.start()
     try:
-        assert list(_messages(read_fd, idle)) == frames
+        assert [message for batch in _batches(read_fd, idle) for message in batch] == frames
     finally:
         safety.cancel()
     assert len(calls) == 4
@@ -162,7 +162,7 @@ def test_the_childs_pause_ends_on_a_wake_pipe_numbered_past_1023():
     import struct
     import time
 
-    from otel_agents.persistence.recorder_process import _messages
+    from otel_agents.persistence.recorder_process import _batches
 
     high = 1500
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -185,7 +185,7 @@ def test_the_childs_pause_ends_on_a_wake_pipe_numbered_past_1023():
     started = time.monotonic()
     closer.start()
     try:
-        assert list(_messages(read_fd, lambda: False, high)) == frames
+        assert [message for batch in _batches(read_fd, lambda: False, high) for message in batch] == frames
     finally:
         closer.join()
         os.close(wake_write)

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from otel_agents.persistence.events_file import read_event_lines
 from otel_agents.persistence.journal import is_record_event, read_journal, spans_from_journal
 from otel_agents.persistence.ledger_read import read_records
+from otel_agents.persistence.saved import load_saved
 from otel_agents.persistence.session_sink import CheckpointPolicy, SessionSink
 from otel_agents.persistence.store import SessionStore
 from otel_agents.persistence.timestamps import parse_iso_ts
@@ -227,7 +228,7 @@ def test_deferred_run_end_writes_still_add_each_run_to_the_settled_summary(saved
 
 
 def test_checkpoints_at_sub_agent_ends_follow_the_policy(saved, tmp_path):
-    every = _sink(tmp_path / "every", saved["store"].session_id, policy=CheckpointPolicy(growth=0, min_bytes=0))
+    every = _sink(tmp_path / "every", saved["store"].session_id, policy=CheckpointPolicy(growth=0, min_bytes=0, during_runs=True))
     trees = []
     original = every.checkpoint
 
@@ -244,3 +245,52 @@ def test_checkpoints_at_sub_agent_ends_follow_the_policy(saved, tmp_path):
     every.close()
     meta = orjson.loads(every.store.meta_path.read_bytes())
     assert meta["checkpoint"]["files"]["tree.json.gz"] is not None
+
+
+def test_no_tree_is_written_while_a_run_is_open_unless_the_policy_asks(saved, tmp_path):
+    """By default a due checkpoint waits for a moment when no run is open: one written mid-run is
+    behind its streams at the next span, so readers would rebuild from the journal anyway."""
+    sink = _sink(tmp_path, saved["store"].session_id, policy=CheckpointPolicy(growth=0, min_bytes=0))
+    steps = _steps(saved["spans"], saved["lines"])
+    roots = [item for kind, item in steps if kind == "end" and item.parent_span_id is None
+             and span_operation(item) == sc.OP_INVOKE_AGENT]
+    first_end = steps.index(("end", roots[0]))
+    sub_agent_ended = False
+    for step in steps[:first_end]:
+        _feed(sink, [step])
+        kind, item = step
+        sub_agent_ended |= kind == "end" and item.parent_span_id is not None and span_operation(item) == sc.OP_INVOKE_AGENT
+        assert not sink.store.tree_path.exists(), step  # due at every end, but a run is open
+    assert sub_agent_ended and sink.stats.checkpoints == 0
+    _feed(sink, [steps[first_end]])  # the run's end, none open: the due checkpoint is written now
+    assert sink.stats.checkpoints == 1
+    loaded = load_saved(sink.store.directory, warn=pytest.fail, owned=True)
+    assert loaded.source == "checkpoint" and loaded.tree == sink.tree()
+    _feed(sink, steps[first_end + 1:])
+    sink.close()
+    assert sink.store.load_tree() == build_tree(saved["spans"], saved["store"].session_id)
+
+
+def test_a_batch_hands_its_lines_to_the_kernel_once_at_its_end(saved, tmp_path):
+    """Inside ``batch()`` nothing is flushed line by line; at its end every line is on disk, and a
+    checkpoint inside a batch flushes first, so its mark covers the files as they then are."""
+    sink = _sink(tmp_path, saved["store"].session_id, policy=CheckpointPolicy(growth=1e9))
+    steps = _steps(saved["spans"], saved["lines"])
+    store = sink.store
+    _feed(sink, steps[:3])  # opens both files, each line flushed as it is written
+    sizes = (store.journal_path.stat().st_size, store.events_path.stat().st_size)
+    assert sizes == (sink._journal.bytes_written, sink._events.bytes_written) and all(sizes)
+    with sink.batch():
+        _feed(sink, steps[3:8])  # a few lines: less than the file buffer holds
+        assert sink._journal.bytes_written > sizes[0]
+        assert (store.journal_path.stat().st_size, store.events_path.stat().st_size) == sizes  # held back
+        _feed(sink, steps[8:40])
+    assert (store.journal_path.stat().st_size, store.events_path.stat().st_size) == (
+        sink._journal.bytes_written, sink._events.bytes_written)
+    with sink.batch():
+        _feed(sink, steps[40:])
+        sink.checkpoint()
+        loaded = load_saved(store.directory, warn=pytest.fail, owned=True)
+        assert loaded.source == "checkpoint"  # the mark matches the files: nothing was left in a buffer
+    sink.close()
+    assert _by_id(_rebuilt(sink)) == _by_id(saved["spans"])
