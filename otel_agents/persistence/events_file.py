@@ -59,7 +59,7 @@ class EventsWriter(LineAppender):
         super().__init__(path, is_record_line, warn)
 
     def append(self, record: Mapping[str, Any], ts_ns: int, trace_id: str | None, span_id: str | None) -> None:
-        super().append(encode_line(record, ts_ns, trace_id, span_id))
+        self.append_bytes(encode_line(record, ts_ns, trace_id, span_id))
 
 
 def repair_torn_tail(path: Path, is_whole: Callable[[bytes], bool] | None = None) -> int:

@@ -178,7 +178,7 @@ class JournalWriter(LineAppender):
     def write(self, lines: Iterable[Mapping[str, Any]]) -> None:
         data = b"".join(encode(line) for line in lines)
         if data:
-            self.append(data)
+            self.append_bytes(data)
 
     def start(self, span: SpanData) -> None:
         lines = []

@@ -16,7 +16,7 @@ _BUFFER_BYTES = 1 << 16  # a batch's lines reach the kernel in few writes (the d
 class LineAppender:
     """Appends whole lines; nothing is opened until the first line, so an unused file is never created.
 
-    ``flush_each`` (default): every :meth:`append` hands its bytes to the kernel before
+    ``flush_each`` (default): every :meth:`append_bytes` hands its bytes to the kernel before
     it returns, so a crash of this process tears at most the line being written. A
     writer whose input is durable elsewhere until it is written (the recorder process
     reads a kernel pipe) may turn it off for a batch and :meth:`flush` at its end.
@@ -33,7 +33,7 @@ class LineAppender:
         self.lines_written = 0
         self.bytes_written = 0
 
-    def append(self, data: bytes) -> None:
+    def append_bytes(self, data: bytes) -> None:
         """``data``: whole lines, each ending in a newline."""
         if self._handle is None:
             self._open()

@@ -143,15 +143,13 @@ class DerivedFiles:
         self._run_end_due = False
         if self._checkpoint_due():
             self.checkpoint()
-        elif self._open_runs and not self.policy.during_runs:
+        elif self._open_runs:
             pass  # a run began meanwhile (a recorder process writes later): its start wrote meta.json
-            # from the settled runs, this one included; a tree built now would be partial and stale at once
-        elif self._settled is None or (self._changed_traces and not self._open_runs):
+            # from the settled runs, this one included; a summary built now would cover a partial run
+        elif self._settled is None or self._changed_traces:
             self._write_meta()  # not known from the runs alone, or something else happened since
-        elif not self._open_runs:
+        else:
             self._write_meta_dict(self._meta_now(dict(self._settled)))
-        # else a run began meanwhile (a recorder process writes later): its start wrote
-        # meta.json from the settled runs, this one included
 
     def _settle(self, meta: Mapping[str, Any], end_ns: int) -> None:
         self._settled = {k: v for k, v in meta.items() if k != "checkpoint"}
