@@ -38,15 +38,15 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
-from otel_agents.persistence.events_file import EventLine, EventsFileError, EventsWriter, read_event_lines
-from otel_agents.persistence.journal import JournalError, JournalWriter, read_journal, spans_from_journal
+from otel_agents.persistence.events_file import EventsWriter
+from otel_agents.persistence.journal import JournalWriter
 from otel_agents.persistence.ledger_records import ledger_records
 from otel_agents.persistence.pricing_file import PricingSnapshot
 from otel_agents.persistence.notices import Warn, stderr_warning
 from otel_agents.persistence.sink_ledger import RunBilling, failure_reason
 from otel_agents.persistence.sink_derived import CheckpointPolicy, DerivedFiles, RecorderStats
-from otel_agents.persistence.store import SessionStore, StoreError, checkpoint_is_current
-from otel_agents.persistence.timestamps import parse_iso_ts
+from otel_agents.persistence.sink_saved import SavedRuns
+from otel_agents.persistence.store import SessionStore
 from otel_agents.persistence.tree import assemble_session, build_nodes, merge_trees
 from otel_agents.persistence.tree_encoding import TreeEncoder
 from otel_agents.persistence.tree_span_fields import span_operation
@@ -60,7 +60,7 @@ def _start_of(span: SpanData) -> SpanData:
     return dataclasses.replace(span, end_ns=None, events=(), status="UNSET", status_message=None)
 
 
-class SessionSink(DerivedFiles):
+class SessionSink(SavedRuns, DerivedFiles):
     """Writes one session directory (and its runs' ledger records) from plain span data.
 
     ``resume=True`` continues a saved session, so checkpoints and the final tree hold
@@ -135,52 +135,6 @@ class SessionSink(DerivedFiles):
     @property
     def billing_file(self) -> Path | None:
         return self._billing.billing_file
-
-    def _load_saved(self, from_journal: bool) -> None:
-        """The saved session this sink continues; unreadable => nothing more is written to it."""
-        store = self.store
-        try:
-            meta = store.read_meta()
-        except StoreError:
-            meta = None  # a missing or damaged summary is rewritten at the first checkpoint
-        try:
-            if self.base_tree is None and not from_journal and checkpoint_is_current(store, meta):
-                self._base_tree_due = True  # everything the journal holds is in the checkpoint: read neither now
-                self._settle_from_meta(meta)
-            elif store.journal_path.exists():
-                lines = read_event_lines(store.events_path, self.warn) if store.events_path.exists() else []
-                for span in spans_from_journal(read_journal(store.journal_path, self.warn), lines):
-                    self._take_saved(span)
-                self._recorded_before(lines)
-            elif store.tree_path.exists() and self.base_tree is None:
-                self.base_tree = store.load_tree(self._tree_encoder)
-            self._saved_bytes = sum(p.stat().st_size for p in (store.journal_path, store.events_path) if p.exists())
-        except (JournalError, EventsFileError, StoreError, OSError) as exc:
-            self._fail_store(exc)
-            return
-        self._base_billed = bool(meta and meta.get("billed"))
-        if meta is not None:
-            self._last_meta = meta
-            self.created_ns = self.created_ns or self._created_ns_of(meta)
-
-    def _take_saved(self, span: SpanData) -> None:
-        self.stats.base_spans += 1
-        if span.end_ns is not None:
-            self._base.append(span)
-            self._ended_before.add(span.span_id)
-            self._trace_spans.setdefault(span.trace_id, []).append(span)
-            return
-        # Open when saved: it may still end (import completes it).
-        self._open[span.span_id] = span
-        self._trace_open.setdefault(span.trace_id, set()).add(span.span_id)
-
-    def _recorded_before(self, lines: list[EventLine]) -> None:
-        """Records saved for spans that may still end (open ones, or not in the journal at all): their
-        end lines must leave them out, as they would have if the records had come through :meth:`record`."""
-        for line in lines:
-            if line.span_id is not None and line.span_id not in self._ended_before:
-                ts_ns = parse_iso_ts(line.ts) if line.ts else 0
-                self._recorded.setdefault(line.span_id, set()).add((line.record.get("message_id"), ts_ns))
 
     def set_warn(self, warn: Warn) -> None:
         """Say warnings another way from now on (the recorder process sends them to the run's)."""
