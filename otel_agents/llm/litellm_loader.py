@@ -6,9 +6,20 @@ Importing litellm costs seconds; commands that call no LLM never reach this.
 from __future__ import annotations
 
 import gc
+import logging
 import os
 import sys
 from types import ModuleType
+
+# litellm's async logging worker is bound to one event loop. A process that runs sessions on
+# several loops (the Python API under repeated ``asyncio.run``, a test runner) makes it carry
+# its pending tasks to the new loop, and say so on stderr as a warning. Nothing is lost, and
+# no callback of ours is among those tasks: the line is noise in the user's diagnostics.
+_LOOP_CHANGED = "LoggingWorker: event loop changed"
+
+
+def _not_loop_change(record: logging.LogRecord) -> bool:
+    return not (isinstance(record.msg, str) and record.msg.startswith(_LOOP_CHANGED))
 
 
 def load_litellm() -> ModuleType:
@@ -19,6 +30,7 @@ def load_litellm() -> ModuleType:
 
     litellm.suppress_debug_info = True
     litellm.telemetry = False
+    logging.getLogger("LiteLLM").addFilter(_not_loop_change)  # a filter is added once, however often asked
     if first_import:
         # The import leaves ~280,000 long-lived objects (and no cyclic garbage: a collection
         # right after it frees nothing). Freezing them keeps every later full collection
