@@ -129,39 +129,61 @@ def _status(directory: Path) -> dict[str, Any]:
     return {"status": status, "live": live}
 
 
+async def _new_lines(cache: SessionCache, session_id: str, directory: Path,
+                     at: tuple[int, int]) -> tuple[list[bytes], tuple[int, int], bool]:
+    """The events for the lines after cursor ``at``, the cursor after them, and whether any line was read.
+
+    Raises ApiError when the session was removed or became unreadable.
+    """
+    span_lines, spans_next = read_lines(directory / "spans.jsonl", at[0])
+    event_lines, events_next = read_lines(directory / "events.jsonl", at[1])
+    cursor = (spans_next, events_next)
+    out = []
+    changed = spans_named(span_lines)
+    if changed:
+        rows = await run_in_threadpool(_rows, cache, session_id, changed)
+        out.append(_event("nodes", {"nodes": rows}, cursor))
+    if event_lines:
+        out.append(_event("records", {"message_ids": messages_named(event_lines)}, cursor))
+    if not out and cursor != at:
+        out.append(_event("cursor", {}, cursor))  # lines that named nothing: the cursor still moves on
+    return out, cursor, bool(span_lines or event_lines)
+
+
 async def follow(cache: SessionCache, session_id: str, start: tuple[int, int] | None,
                  disconnected) -> AsyncIterator[bytes]:
-    """The event stream of one session until the client goes away."""
+    """The event stream of one session until the client goes away.
+
+    A status saying the writer is gone (``live`` false) comes after every line it wrote:
+    its last lines may land between a poll's read and its look at the owner, so they are
+    read once more before that status is sent.
+    """
     directory = cache.directory(session_id)
-    spans_at, events_at = start if start is not None else current_cursor(directory)
+    cursor = start if start is not None else current_cursor(directory)
     yield b"retry: 1000\n\n"
     last_status: dict[str, Any] | None = None
     status_at = heartbeat_at = 0.0
     while not await disconnected():
         now = time.monotonic()
-        span_lines, spans_next = read_lines(directory / "spans.jsonl", spans_at)
-        event_lines, events_next = read_lines(directory / "events.jsonl", events_at)
-        cursor = (spans_next, events_next)
-        changed = spans_named(span_lines)
-        sent = False
-        if changed:
-            try:
-                rows = await run_in_threadpool(_rows, cache, session_id, changed)
-            except ApiError:
-                return  # removed or unreadable now: the client reconnects and is told why, in one line
-            yield _event("nodes", {"nodes": rows}, cursor)
-            sent = True
-        if event_lines:
-            yield _event("records", {"message_ids": messages_named(event_lines)}, cursor)
-            sent = True
-        if not sent and cursor != (spans_at, events_at):
-            yield _event("cursor", {}, cursor)  # lines that named nothing: the cursor still moves on
-            sent = True
-        spans_at, events_at = cursor
+        try:
+            events, cursor, read_any = await _new_lines(cache, session_id, directory, cursor)
+        except ApiError:
+            return  # removed or unreadable now: the client reconnects and is told why, in one line
+        for event in events:
+            yield event
+        sent = bool(events)
         if sent or now - status_at >= STATUS_EVERY_S:
             status_at = now
             status = await run_in_threadpool(_status, directory)
             if status != last_status:
+                more = not status["live"]
+                while more:  # to the files' ends (a read takes at most READ_LIMIT of each)
+                    try:
+                        last_lines, cursor, more = await _new_lines(cache, session_id, directory, cursor)
+                    except ApiError:
+                        return
+                    for event in last_lines:
+                        yield event
                 last_status = status
                 yield _event("status", status, cursor)
                 sent = True
@@ -170,5 +192,5 @@ async def follow(cache: SessionCache, session_id: str, start: tuple[int, int] | 
         elif now - heartbeat_at >= HEARTBEAT_S:
             heartbeat_at = now
             yield b": heartbeat\n\n"
-        if not span_lines and not event_lines:
+        if not read_any:
             await asyncio.sleep(POLL_S)

@@ -153,6 +153,36 @@ def test_a_reconnect_from_the_start_replays_every_node(staged):
         reader.close()
 
 
+def test_the_writer_gone_status_comes_after_every_line_it_wrote(staged, monkeypatch):
+    """Its last lines landing between a poll's read and its look at the owner still come first."""
+    import fcntl
+
+    lock = open(staged.directory / "owner.lock", "w")
+    fcntl.flock(lock, fcntl.LOCK_EX)  # a writer holds the session
+    real_status = live._status
+    finishing = threading.Event()
+    last_lines: list[bytes] = []
+
+    def status_as_the_writer_finishes(directory):
+        if finishing.is_set():  # the race, made certain: the last lines and the exit during this poll
+            finishing.clear()
+            last_lines.extend(staged.append(1.0))
+            fcntl.flock(lock, fcntl.LOCK_UN)
+        return real_status(directory)
+
+    monkeypatch.setattr(live, "_status", status_as_the_writer_finishes)
+    reader = EventReader(staged.url)
+    try:
+        reader.until(lambda seen: any(e[1] == "status" and e[3]["live"] for e in seen), SETTLE_S)
+        finishing.set()
+        got = reader.until(lambda seen: any(e[1] == "status" and not e[3]["live"] for e in seen), SETTLE_S)
+    finally:
+        reader.close()
+        lock.close()
+    gone = next(i for i, e in enumerate(got) if e[1] == "status" and not e[3]["live"])
+    assert started(last_lines) and started(last_lines) <= node_ids(got[:gone])
+
+
 def test_read_lines_waits_for_a_torn_line_and_restarts_a_shorter_file(tmp_path):
     path = tmp_path / "spans.jsonl"
     assert live.read_lines(path, 0) == ([], 0)
