@@ -39,7 +39,7 @@ import bench_ui  # noqa: E402
 import bench_views  # noqa: E402
 from bench_machine import machine  # noqa: E402
 from bench_timing import alternate, median_of, run_process  # noqa: E402
-from figures import FULL, MEMORY_GROWTH_LIMIT, QUICK, TARGETS, Results, Sizes, met  # noqa: E402,F401 (TARGETS: read by the harness test)
+from figures import DIFFERENCES, FULL, MEMORY_GROWTH_LIMIT, QUICK, TARGETS, Results, Sizes, met  # noqa: E402,F401 (TARGETS, DIFFERENCES: read by the harness test)
 
 
 # --------------------------------------------------------------------------- scripted sessions
