@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
-# Timing belongs to the benchmarks: on a busy machine a slow example or a slow draw says how
-# busy it is, not that a property fails. Tests that set these keep theirs.
+# Timing belongs to the benchmarks: with test files running in parallel, a slow example or a slow
+# draw says how busy the machine is, not that a property fails. Tests that set these keep theirs.
 settings.register_profile("suite", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("suite")
 

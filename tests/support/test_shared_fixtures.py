@@ -15,7 +15,7 @@ ONE_TEST = "tests/tracing/test_otlp_decode.py::test_otlp_example_trace_resources
 def pytest_run(fixtures: Path, **env: str) -> subprocess.CompletedProcess:
     environment = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_AGENTS_")}
     environment.update({"OTEL_AGENTS_FIXTURES": str(fixtures), **env})
-    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rsf", "-q", ONE_TEST],
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "0", "-rsf", "-q", ONE_TEST],
                           cwd=TESTS.parent, capture_output=True, text=True, env=environment, timeout=300)
 
 
