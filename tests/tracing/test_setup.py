@@ -9,11 +9,11 @@ import time
 
 import pytest
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcSpanExporter
-from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpSpanExporter
 from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from otel_agents.tracing.export_filter import DEFAULT_VALUE_CAP, NetworkExportFilter
+from otel_agents.tracing.otlp_http_exporter import HttpSpanExporter  # the stock one, its requests encoded directly
 from otel_agents.tracing.setup import (
     DEFAULT_SERVICE_NAME,
     ConfigError,
