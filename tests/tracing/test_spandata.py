@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from otel_agents.tracing import semconv as sc
 from otel_agents.tracing.records import make_record, to_span_attributes
 from otel_agents.tracing.spandata import SpanReader, from_readable
@@ -76,3 +78,20 @@ def test_reading_an_end_takes_unchanged_values_from_the_start_and_redacts_the_re
     assert ended.attributes["plain"] is started.attributes["plain"]
     assert ended.attributes["note"] == started.attributes["note"] == "key [REDACTED]"
     assert ended.attributes["note"] is not started.attributes["note"]
+
+
+@pytest.mark.parametrize("start_extra", [{}, {"tools": ("task", "discuss")}, {"flag": True}])
+def test_an_end_whose_start_values_are_all_unchanged_reads_as_a_fresh_read(memory_tracing, start_extra):
+    """The usual end: the start's attributes untouched, new ones set since (a sequence at the start
+    is read value by value, the rest taken whole); either way the same as a fresh read."""
+    tracer = memory_tracing.telemetry.tracer
+    reader = SpanReader()
+    with tracer.start_as_current_span("op", attributes={"a": "text", "n": 1, **start_extra}) as span:
+        started = reader.read(span)
+        span.set_attribute("tokens", 12)
+        span.set_attribute("said", f"key {SECRET}")
+    (finished,) = memory_tracing.spans()
+    ended = reader.read(finished, started=started)
+    assert ended == from_readable(finished)
+    assert list(ended.attributes) == ["a", "n", *start_extra, "tokens", "said"]
+    assert ended.attributes["said"] == "key [REDACTED]" and ended.attributes["a"] is started.attributes["a"]
