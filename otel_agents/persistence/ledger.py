@@ -26,20 +26,22 @@ from otel_agents.tracing.redaction import MARKER, is_secret_key, redact, redact_
 _ID_PREFIX = b'{"record_id":"'
 
 
-def _line(record: Mapping) -> bytes:
+def _line(record: Mapping, seen: dict[str, str] | None = None) -> bytes:
+    """``seen``: texts already redacted in this batch (a run's records repeat most of theirs:
+    session, trace, agent, model), each redacted once."""
     record_id = record.get("record_id")
     if not isinstance(record_id, str) or not record_id:
         raise LedgerError(f"ledger record without a record_id: {dict(record)!r:.200}")
     # record_id first, so that reading the ids back never needs a full parse.
     ordered = {"record_id": record_id, **{k: v for k, v in record.items() if k != "record_id"}}
-    return orjson.dumps(_redacted(ordered)) + b"\n"
+    return orjson.dumps(_redacted(ordered, {} if seen is None else seen)) + b"\n"
 
 
 # The ledger's own field names, none of them a secret's: not asked about again for every record.
 _OWN_KEYS = frozenset(k for k in (*CSV_COLUMNS, "tokens", *TOKEN_KEYS) if not is_secret_key(k))
 
 
-def _redacted(record: Mapping) -> dict:
+def _redacted(record: Mapping, seen: dict[str, str]) -> dict:
     """``redact(record)``, with the ledger's own fields taken the short way."""
     out = {}
     for key, value in record.items():
@@ -47,7 +49,10 @@ def _redacted(record: Mapping) -> dict:
         if key not in _OWN_KEYS:
             out[key] = MARKER if isinstance(key, str) and is_secret_key(key) else redact(value)
         elif kind is str:
-            out[key] = redact_text(value)
+            redacted = seen.get(value)
+            if redacted is None:
+                redacted = seen[value] = redact_text(value)
+            out[key] = redacted
         elif kind is dict and all(k in _OWN_KEYS and type(v) is int for k, v in value.items()):
             out[key] = dict(value)  # the token counts
         else:
@@ -159,7 +164,8 @@ class LedgerAppender:
         self._head = b""  # the first bytes of that line
 
     def append(self, records: Iterable[Mapping]) -> int:
-        lines = [(_line(r), r["record_id"]) for r in records]  # validate before touching the file
+        seen: dict[str, str] = {}
+        lines = [(_line(r, seen), r["record_id"]) for r in records]  # validate before touching the file
         if not lines:
             return 0
         make_private_dir(self.billing_file.parent, own_existing=False)

@@ -93,6 +93,20 @@ def test_a_line_is_redacted_as_the_generic_redaction_redacts_it(fields, tokens):
     assert _line(record) == orjson.dumps(redact(ordered)) + b"\n"
 
 
+@given(st.lists(st.dictionaries(st.sampled_from([*CSV_COLUMNS, "api_key", "extra"]),
+                                 st.sampled_from([*SECRETISH, "main", "gpt-4o", None, 3]), max_size=8), max_size=5))
+def test_a_batch_redacts_each_repeated_text_once_and_every_line_as_alone(batch):
+    """An append's records share one memo of redacted texts: each line is still what ``redact`` gives it."""
+    from otel_agents.persistence.ledger import _line
+    from otel_agents.tracing.redaction import redact
+
+    records = [{**fields, "record_id": f"{n:032x}:{n:016x}"} for n, fields in enumerate(batch)]
+    seen: dict[str, str] = {}
+    written = [_line(record, seen) for record in records]
+    assert written == [orjson.dumps(redact({"record_id": r["record_id"], **r})) + b"\n" for r in records]
+    assert not any(secret in line for line in written for secret in (b"canary", b"hunter2", b"abc123"))
+
+
 def test_a_torn_last_line_is_skipped_with_a_warning_and_cut_by_the_next_append(tmp_path):
     ledger = tmp_path / "billing.jsonl"
     append_records(ledger, [llm(1)])
