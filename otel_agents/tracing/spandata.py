@@ -7,7 +7,6 @@ dataclasses, so tree building is one pure function whatever the trace's route.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from operator import itemgetter
 from typing import Any, Container, Mapping
 
 from opentelemetry.sdk.trace import ReadableSpan
@@ -28,8 +27,6 @@ STATUS_NAMES = {StatusCode.UNSET: "UNSET", StatusCode.OK: "OK", StatusCode.ERROR
 _MESSAGE_ID_KEY = sc.EVENT_FIELD_PREFIX + "message_id"  # how a record event names its record
 _MISSING = object()
 _SCALARS = (str, int, float, bool)
-_SCALAR_SET = frozenset(_SCALARS)
-_second = itemgetter(1)
 # (text, any value): what a copy of a span goes through; pattern redaction or the source's scrub.
 _REDACT = (redact_text, redact)
 _SCRUB = (scrub_text, scrub)
@@ -212,23 +209,7 @@ def _redacted_plain(attributes: Any, known: Mapping[str, Any] | None = None, how
     if not attributes:
         return out
     text, value_of = how
-    items = attributes.items()
-    if known:
-        # A span's end holds its start's attributes first, most of them unchanged: when all
-        # are, in order and type, they are taken whole (C-level compares), and only the
-        # attributes set since are read one by one.
-        count = len(known)
-        everything = list(items)
-        head = everything[:count]
-        if (
-            head == list(known.items())
-            and list(map(type, map(_second, head))) == list(map(type, known.values()))
-            and _SCALAR_SET.issuperset(map(type, known.values()))
-        ):
-            out.update(known)
-            items = everything[count:]
-            known = None
-    for key, value in items:
+    for key, value in attributes.items():
         kind = type(value)
         if known is not None:
             before = known.get(key, _MISSING)

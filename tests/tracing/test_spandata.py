@@ -82,8 +82,8 @@ def test_reading_an_end_takes_unchanged_values_from_the_start_and_redacts_the_re
 
 @pytest.mark.parametrize("start_extra", [{}, {"tools": ("task", "discuss")}, {"flag": True}])
 def test_an_end_whose_start_values_are_all_unchanged_reads_as_a_fresh_read(memory_tracing, start_extra):
-    """The usual end: the start's attributes untouched, new ones set since (a sequence at the start
-    is read value by value, the rest taken whole); either way the same as a fresh read."""
+    """The usual end: the start's attributes untouched, new ones set since: the same as a fresh read,
+    in the SDK's order, the unchanged values the start's own objects."""
     tracer = memory_tracing.telemetry.tracer
     reader = SpanReader()
     with tracer.start_as_current_span("op", attributes={"a": "text", "n": 1, **start_extra}) as span:
