@@ -47,3 +47,24 @@ def test_the_first_instant_of_year_one():
 def test_a_time_past_year_9999_is_an_error_as_in_datetime(ns):
     with pytest.raises((ValueError, OverflowError, OSError)):
         iso_ts(ns)
+
+
+@given(st.integers(YEAR_1000_NS // 10**9, LAST_NS // 10**9 - 2),
+       st.lists(st.tuples(st.integers(0, 2), st.integers(0, 999_999_999)), min_size=1, max_size=30))
+def test_many_in_the_same_seconds_in_any_order(second, offsets):
+    """The last second's text is kept for the next stamp: going back and forth between seconds changes nothing."""
+    for extra, fraction in offsets:
+        ns = (second + extra) * 1_000_000_000 + fraction
+        assert iso_ts(ns) == _by_datetime(ns)
+
+
+def test_threads_stamping_other_seconds_at_once():
+    from concurrent.futures import ThreadPoolExecutor
+
+    seconds = [1_700_000_000 + 86_400 * n for n in range(8)]
+
+    def stamp(second: int) -> bool:
+        return all(iso_ts(second * 10**9 + i) == _by_datetime(second * 10**9 + i) for i in range(3_000))
+
+    with ThreadPoolExecutor(8) as pool:
+        assert all(pool.map(stamp, seconds))
