@@ -111,11 +111,13 @@ def _export_attributes(
     export_content: bool,
     content_keys: frozenset[str],
     already_dropped: int,
+    seen: dict[str, str],
 ) -> tuple[dict[str, Any], int, bool, int]:
     """One pass over a span's or event's attributes: content switch, redaction, count, cap.
 
     Returns (attributes, dropped, changed, size bound): ``changed`` is False when the
     result would encode exactly as the original, so the original can be sent as is.
+    ``seen``: texts already redacted in this export, each redacted once.
     """
     out: dict[str, Any] = {}
     dropped = already_dropped
@@ -134,7 +136,9 @@ def _export_attributes(
         if not known_safe_key(key) and is_secret_key(key):
             new: Any = MARKER
         elif type(value) is str:
-            new = redact_text(value)
+            new = seen.get(value)
+            if new is None:
+                new = seen[value] = redact_text(value)
             length = len(new) if new.isascii() else text_bytes(new)  # isascii: O(1), no copy
             if length > cap:
                 new = cap_value(new, cap)
@@ -174,26 +178,30 @@ def filter_span(span: ReadableSpan, limits: ExportLimits | int = ExportLimits(),
 
 
 def _filter_span(
-    span: ReadableSpan, limits: ExportLimits, export_content: bool, envelope: EnvelopeSizes
+    span: ReadableSpan, limits: ExportLimits, export_content: bool, envelope: EnvelopeSizes,
+    seen: dict[str, str] | None = None,
 ) -> tuple[ReadableSpan, int]:
     """The network copy of one span and a bound of its encoded request size.
 
     The span itself when the copy would encode the same: most spans carry no secret
     and nothing over the caps, and copying them is most of what the filter would cost.
+    ``seen``: texts redacted for the spans exported with this one (a batch's spans repeat
+    the same tool definitions, prices, ids and names), each redacted once.
     """
+    seen = {} if seen is None else seen
     changed = False
     events: list[tuple[str, dict[str, Any], int, int | None]] = []  # made Events only for a copy
     event_sizes: list[int] = []
     for e in span.events:
         name = redact_text(e.name)
         attributes, dropped, event_changed, size = _export_attributes(
-            e.attributes, limits, export_content, _CONTENT_EVENT_KEYS, dropped_count(e.attributes)
+            e.attributes, limits, export_content, _CONTENT_EVENT_KEYS, dropped_count(e.attributes), seen
         )
         changed = changed or event_changed or name != e.name
         events.append((name, attributes, dropped, e.timestamp))
         event_sizes.append(EVENT_FIXED + FIELD + text_bytes(name) + size)
     attributes, dropped, attributes_changed, size = _export_attributes(
-        span.attributes, limits, export_content, sc.CONTENT_ATTRIBUTES, span.dropped_attributes
+        span.attributes, limits, export_content, sc.CONTENT_ATTRIBUTES, span.dropped_attributes, seen
     )
     status = span.status
     if status.description and not export_content and span.attributes.get(sc.GEN_AI_OPERATION_NAME) == sc.OP_EXECUTE_TOOL:
@@ -294,7 +302,8 @@ class NetworkExportFilter(SpanExporter):
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         try:
-            filtered = [_filter_span(s, self.limits, self.export_content, self._envelope) for s in spans]
+            seen: dict[str, str] = {}
+            filtered = [_filter_span(s, self.limits, self.export_content, self._envelope, seen) for s in spans]
         except Exception as exc:  # a filtering bug must not break the run either
             self.failure = f"{type(exc).__name__}: {exc}"
             self.discarded += len(spans)

@@ -228,6 +228,25 @@ def test_spans_with_nothing_to_change_are_sent_as_they_are_and_the_others_as_cop
     assert private.attributes[sc.GEN_AI_INPUT_MESSAGES] == "hello"
 
 
+def test_a_text_repeated_across_a_batch_is_redacted_in_every_span_as_alone():
+    key = "sk-" + "Z9y8X7w6" * 4
+    said = f"the key {key} again"
+
+    def build(tracer):
+        for i in range(4):  # the same text on spans, events and the next batch's spans
+            with tracer.start_as_current_span(f"s{i}", attributes={"said": said, "n": i}) as span:
+                span.add_event("transcript_entry", {sc.EVENT_FIELD_PREFIX + "content": said})
+
+    spans = _finished(build)
+    sent: list = []
+    exporter = NetworkExportFilter(_Collecting(sent))
+    assert exporter.export(spans[:3]) is SpanExportResult.SUCCESS
+    assert exporter.export(spans[3:]) is SpanExportResult.SUCCESS
+    assert len(sent) == 4 and key not in repr([(dict(s.attributes), [dict(e.attributes) for e in s.events]) for s in sent])
+    for original, out in zip(spans, sent):
+        assert encode_spans([out]) == encode_spans([filter_span(original)])
+
+
 def test_export_requests_stay_under_the_batch_budget_without_encoding_each_span_first():
     def build(tracer):
         for i in range(60):
