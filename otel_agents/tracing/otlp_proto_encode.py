@@ -102,11 +102,26 @@ def _attributes(tag: bytes, attributes: Mapping[str, Any] | None) -> bytes:
     if not attributes:
         return b""
     out = []
+    keys = _KEYS
     for key, value in attributes.items():
         try:
-            out.append(_field(tag, _key_value(key, value)))
+            kind = type(value)
+            if kind is str:  # most values: KeyValue{key, AnyValue{string_value}} written here, without calls
+                text = value.encode()
+                size = len(text)
+                any_value = b"\x0a" + (_ONE_BYTE[size] if size < 0x80 else _varint(size)) + text
+            elif kind is int and 0 <= value < 0x80:
+                any_value = b"\x18" + _ONE_BYTE[value]
+            else:
+                any_value = _any_value(value)
+            size = len(any_value)
+            key_value = ((keys.get(key) or _key(key)) + b"\x12" + (_ONE_BYTE[size] if size < 0x80 else _varint(size))
+                         + any_value)
         except Exception as error:  # noqa: BLE001  (as the stock _encode_attributes)
             _logger.exception("Failed to encode key %s: %s", key, error)
+            continue
+        size = len(key_value)
+        out.append(tag + (_ONE_BYTE[size] if size < 0x80 else _varint(size)) + key_value)
     return b"".join(out)
 
 
