@@ -22,6 +22,9 @@ def _not_loop_change(record: logging.LogRecord) -> bool:
     return not (isinstance(record.msg, str) and record.msg.startswith(_LOOP_CHANGED))
 
 
+_LITELLM_LOGGER = logging.getLogger("LiteLLM")  # fetched once: load_litellm runs at every LLM attempt
+
+
 def load_litellm() -> ModuleType:
     # Never fetch the price map from the network at run time: use the bundled copy.
     os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
@@ -30,7 +33,7 @@ def load_litellm() -> ModuleType:
 
     litellm.suppress_debug_info = True
     litellm.telemetry = False
-    logging.getLogger("LiteLLM").addFilter(_not_loop_change)  # a filter is added once, however often asked
+    _LITELLM_LOGGER.addFilter(_not_loop_change)  # added once, however often asked (litellm may be imported before us)
     if first_import:
         # The import leaves ~280,000 long-lived objects (and no cyclic garbage: a collection
         # right after it frees nothing). Freezing them keeps every later full collection

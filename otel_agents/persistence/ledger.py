@@ -21,7 +21,7 @@ import orjson
 from otel_agents.persistence.ledger_read import CSV_COLUMNS, LedgerError, Warn, iter_records, unopenable
 from otel_agents.persistence.private import FILE_MODE, make_private_dir, private_fd
 from otel_agents.persistence.tree_shape import TOKEN_KEYS
-from otel_agents.tracing.redaction import MARKER, is_secret_key, redact, redact_text
+from otel_agents.tracing.redaction import MARKER, is_secret_key, redact, redact_text_once
 
 _ID_PREFIX = b'{"record_id":"'
 
@@ -49,10 +49,7 @@ def _redacted(record: Mapping, seen: dict[str, str]) -> dict:
         if key not in _OWN_KEYS:
             out[key] = MARKER if isinstance(key, str) and is_secret_key(key) else redact(value)
         elif kind is str:
-            redacted = seen.get(value)
-            if redacted is None:
-                redacted = seen[value] = redact_text(value)
-            out[key] = redacted
+            out[key] = redact_text_once(value, seen)
         elif kind is dict and all(k in _OWN_KEYS and type(v) is int for k, v in value.items()):
             out[key] = dict(value)  # the token counts
         else:

@@ -70,7 +70,7 @@ from otel_agents.tracing.export_caps import (
     value_bytes,
 )
 from otel_agents.tracing.export_size import EVENT_FIXED, FIELD, EnvelopeSizes, attribute_bound, span_bound, text_bytes
-from otel_agents.tracing.redaction import is_secret_key, known_safe_key, redact, redact_text
+from otel_agents.tracing.redaction import is_secret_key, known_safe_key, redact, redact_text, redact_text_once
 
 DEFAULT_VALUE_CAP = 64 * 1024
 MIN_VALUE_CAP = 256  # below this the marker itself would not fit
@@ -136,9 +136,7 @@ def _export_attributes(
         if not known_safe_key(key) and is_secret_key(key):
             new: Any = MARKER
         elif type(value) is str:
-            new = seen.get(value)
-            if new is None:
-                new = seen[value] = redact_text(value)
+            new = redact_text_once(value, seen)
             length = len(new) if new.isascii() else text_bytes(new)  # isascii: O(1), no copy
             if length > cap:
                 new = cap_value(new, cap)
@@ -193,7 +191,7 @@ def _filter_span(
     events: list[tuple[str, dict[str, Any], int, int | None]] = []  # made Events only for a copy
     event_sizes: list[int] = []
     for e in span.events:
-        name = redact_text(e.name)
+        name = redact_text_once(e.name, seen)
         attributes, dropped, event_changed, size = _export_attributes(
             e.attributes, limits, export_content, _CONTENT_EVENT_KEYS, dropped_count(e.attributes), seen
         )
@@ -212,7 +210,7 @@ def _filter_span(
         if value_bytes(status.description) > limits.value_cap:
             status = Status(status.status_code, cap_value(status.description, limits.value_cap))
         changed = changed or status.description != span.status.description
-    name = redact_text(span.name)
+    name = redact_text_once(span.name, seen)
     if changed or attributes_changed or name != span.name:
         copied = [Event(n, _attributes_with_count(a, d), t) for n, a, d, t in events]
         span = rebuild_span(span, _attributes_with_count(attributes, dropped), copied, status=status, name=name)

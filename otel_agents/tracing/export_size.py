@@ -16,6 +16,8 @@ from typing import Any, Mapping, Sequence
 
 from opentelemetry.sdk.trace import ReadableSpan
 
+from otel_agents.tracing.otlp_proto_encode import encode_request
+
 TAG = 2
 LENGTH = 5
 VARINT = 10
@@ -111,12 +113,10 @@ class EnvelopeSizes:
         known = self._known.get(key)
         if known is not None and known[0] is span.resource and known[1] is span.instrumentation_scope:
             return known[2]
-        from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
-
         bare = ReadableSpan(name="", context=span.context, resource=span.resource,
                             instrumentation_scope=span.instrumentation_scope)
         # The bare span's own bytes are counted once more: an over-estimate, never under.
-        size = encode_spans([bare]).ByteSize() + 2 * LENGTH  # ResourceSpans and ScopeSpans prefixes may grow
+        size = len(encode_request([bare])) + 2 * LENGTH  # ResourceSpans and ScopeSpans prefixes may grow
         if len(self._known) > 64:  # resources and scopes come and go only in tests
             self._known.clear()
         self._known[key] = (span.resource, span.instrumentation_scope, size)

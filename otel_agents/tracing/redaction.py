@@ -189,6 +189,16 @@ def redact_text(text: str) -> str:
     return mask_ips(text)
 
 
+def redact_text_once(text: str, seen: dict[str, str]) -> str:
+    """:func:`redact_text`, each text once per ``seen``: a batch (a run's ledger records, an
+    export's spans) repeats most of its texts. ``seen`` lives no longer than the batch, so
+    credentials learned meanwhile apply to the next one."""
+    redacted = seen.get(text)
+    if redacted is None:
+        redacted = seen[text] = redact_text(text)
+    return redacted
+
+
 def redact(value: Any) -> Any:
     """Redact strings, and mappings/sequences recursively (secret keys lose their values).
 

@@ -273,3 +273,15 @@ def test_every_header_of_the_seed_list_is_redacted_wherever_it_appears(header):
             redacted = redact_text(text)
             assert value not in redacted and MARKER in redacted, (name, text, redacted)
             assert redact_text(redacted) == redacted
+
+
+def test_redact_text_once_gives_redact_text_and_asks_it_once_per_text(monkeypatch):
+    from otel_agents.tracing import redaction
+
+    asked = []
+    real = redaction.redact_text
+    monkeypatch.setattr(redaction, "redact_text", lambda text: asked.append(text) or real(text))
+    seen: dict[str, str] = {}
+    texts = ["api_key=abc123 here", "plain words", "api_key=abc123 here", "plain words"]
+    assert [redaction.redact_text_once(t, seen) for t in texts] == [real(t) for t in texts]
+    assert asked == ["api_key=abc123 here", "plain words"] and "abc123" not in seen["api_key=abc123 here"]
