@@ -41,14 +41,15 @@ from __future__ import annotations
 
 import gc
 import os
-import pickle
 import select
 import sys
 import time
 from typing import Any, Callable, Iterator, Mapping
 
 from otel_agents.persistence.notices import Warn, stderr_warning
-from otel_agents.persistence.recorder_link import CLOSE, CONTEXT, END, EXIT_NOT_SAVED, HEADER, RECORD, START, RecorderLink
+from otel_agents.persistence.recorder_link import (
+    CLOSE, CONTEXT, END, EXIT_NOT_SAVED, HEADER, RECORD, START, RecorderLink, decode_payload,
+)
 from otel_agents.persistence.store import this_writer
 from otel_agents.tracing.spandata import EventData, LinkData, SpanData
 
@@ -246,13 +247,14 @@ def _batches(read_fd: int, on_idle: Callable[[], bool | None], wake_fd: int | No
             buffer += chunk
             start = 0
             batch = []
-            while len(buffer) - start >= header:
-                (size,) = HEADER.unpack_from(buffer, start)
-                end = start + header + size
-                if end > len(buffer):
-                    break
-                batch.append(pickle.loads(buffer[start + header:end]))
-                start = end
+            with memoryview(buffer) as view:  # payloads decoded in place, not copied out first
+                while len(buffer) - start >= header:
+                    (size,) = HEADER.unpack_from(buffer, start)
+                    end = start + header + size
+                    if end > len(buffer):
+                        break
+                    batch.append(decode_payload(view[start + header:end]))
+                    start = end
             del buffer[:start]
             if batch:
                 yield batch

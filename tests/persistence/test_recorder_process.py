@@ -75,16 +75,13 @@ def test_a_frame_larger_than_the_pipe_arrives_whole(tmp_path):
 
 def test_idle_work_in_slices_goes_on_without_waiting_for_messages():
     """The child's loop calls the recorder's idle work again at once while it says more remains."""
-    import pickle
-    import struct
-
+    from otel_agents.persistence.recorder_link import encode_frame
     from otel_agents.persistence.recorder_process import _batches
 
     read_fd, write_fd = os.pipe()
     frames = [("hello", n) for n in range(3)]
     for frame in frames:
-        data = pickle.dumps(frame)
-        os.write(write_fd, struct.pack("<I", len(data)) + data)
+        os.write(write_fd, encode_frame(frame))
     calls = []
     closed = threading.Lock()
 
@@ -157,11 +154,10 @@ def test_a_run_that_dies_without_closing_ends_the_recorders_pause(tmp_path, long
 
 def test_the_childs_pause_ends_on_a_wake_pipe_numbered_past_1023():
     """A run with many files open hands the child high descriptors; ``select`` would refuse them."""
-    import pickle
     import resource
-    import struct
     import time
 
+    from otel_agents.persistence.recorder_link import encode_frame
     from otel_agents.persistence.recorder_process import _batches
 
     high = 1500
@@ -174,8 +170,7 @@ def test_the_childs_pause_ends_on_a_wake_pipe_numbered_past_1023():
     os.close(wake_read)
     frames = [("hello", n) for n in range(3)]
     for frame in frames:
-        data = pickle.dumps(frame)
-        os.write(write_fd, struct.pack("<I", len(data)) + data)
+        os.write(write_fd, encode_frame(frame))
 
     def close_and_wake() -> None:
         os.close(write_fd)
