@@ -47,8 +47,8 @@ def encode_frame(message: tuple) -> bytes:
     return b"".join((HEADER.pack(len(body) + 1), tag, body))
 
 
-def decode_payload(payload: Any) -> tuple:
-    """The message of one frame's payload (bytes or a memoryview of them)."""
+def decode_frame(payload: Any) -> tuple:
+    """The message in one frame's payload (bytes or a memoryview of them: what follows the length)."""
     if payload[0] == _MARSHAL_TAG:
         return marshal.loads(payload[1:])
     return pickle.loads(payload[1:])

@@ -48,7 +48,7 @@ from typing import Any, Callable, Iterator, Mapping
 
 from otel_agents.persistence.notices import Warn, stderr_warning
 from otel_agents.persistence.recorder_link import (
-    CLOSE, CONTEXT, END, EXIT_NOT_SAVED, HEADER, RECORD, START, RecorderLink, decode_payload,
+    CLOSE, CONTEXT, END, EXIT_NOT_SAVED, HEADER, RECORD, START, RecorderLink, decode_frame,
 )
 from otel_agents.persistence.store import this_writer
 from otel_agents.tracing.spandata import EventData, LinkData, SpanData
@@ -253,7 +253,7 @@ def _batches(read_fd: int, on_idle: Callable[[], bool | None], wake_fd: int | No
                     end = start + header + size
                     if end > len(buffer):
                         break
-                    batch.append(decode_payload(view[start + header:end]))
+                    batch.append(decode_frame(view[start + header:end]))
                     start = end
             del buffer[:start]
             if batch:

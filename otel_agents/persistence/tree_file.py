@@ -11,7 +11,6 @@ that no other module decompresses or parses it.
 
 from __future__ import annotations
 
-import gzip
 import zlib
 from pathlib import Path
 from typing import Any, Mapping
@@ -19,7 +18,7 @@ from typing import Any, Mapping
 import orjson
 
 from otel_agents.persistence.gc_pause import collector_paused
-from otel_agents.persistence.tree_encoding import TreeEncoder
+from otel_agents.persistence.tree_encoding import TreeEncoder, decompress_tree
 from otel_agents.persistence.tree_flat import FlatError, deeper_than, flat_session, unflatten_session
 from otel_agents.persistence.tree_shape import ShapeError, check_session_shape
 
@@ -53,7 +52,7 @@ def decode_payload(data: bytes, where: str, encoder: TreeEncoder | None = None) 
 
 def _decode(data: bytes, where: str, encoder: TreeEncoder | None) -> dict[str, Any]:
     try:
-        raw = encoder.decompress(data) if encoder is not None else gzip.decompress(data)
+        raw = encoder.decompress(data) if encoder is not None else decompress_tree(data)
     except (OSError, EOFError, zlib.error) as exc:
         raise StoreError(f"{where} is truncated or corrupt ({type(exc).__name__}: {exc})") from None
     try:

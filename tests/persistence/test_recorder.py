@@ -86,7 +86,9 @@ def _bytes_written(record, scripts, n, policy):
 def test_bytes_written_grow_linearly_with_session_length(record, scripts):
     small, small_final, small_writes = _bytes_written(record, scripts, 10, CheckpointPolicy())
     large, large_final, large_writes = _bytes_written(record, scripts, 40, CheckpointPolicy())
-    assert 3 <= large_final / small_final <= 4.5  # the tree itself is linear in the session
+    # The tree itself is linear in the session (4x the sub-agents): a little under 4x compressed,
+    # as the fixed head and the repeated sub-agent shapes compress better in a longer tree.
+    assert 2.8 <= large_final / small_final <= 4.5
     assert large / small <= 1.3 * 4
     assert large <= 4 * large_final  # the geometric bound: (1 + 1/growth) + 1 final writes
     assert large_writes < 40 / 2  # coalesced: far fewer writes than sub-agent ends

@@ -11,7 +11,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import Link, Status, StatusCode
 
 from otel_agents.persistence.recorder import SessionTraces
-from otel_agents.persistence.recorder_link import HEADER, decode_payload, encode_frame, span_fields
+from otel_agents.persistence.recorder_link import HEADER, decode_frame, encode_frame, span_fields
 from otel_agents.persistence.recorder_process import _span_data
 from otel_agents.tracing import semconv as sc
 from otel_agents.tracing.spandata import SpanReader
@@ -21,7 +21,7 @@ def _through_the_pipe(message):
     frame = encode_frame(message)
     (size,) = HEADER.unpack_from(frame)
     assert len(frame) == HEADER.size + size
-    return decode_payload(memoryview(frame)[HEADER.size:])
+    return decode_frame(memoryview(frame)[HEADER.size:])
 
 
 SECRET = "sk-ant-" + "y" * 40
