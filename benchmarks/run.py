@@ -2,7 +2,7 @@
 
     python benchmarks/run.py                  # full sizes (a few minutes on 2 cores)
     python benchmarks/run.py --quick          # tiny sizes: a smoke run (< 1 min); figures are not comparable
-    python benchmarks/run.py --only cpu       # the recording path's figures only (overhead, CPU, export, peer)
+    python benchmarks/run.py --only cpu       # the recording path's figures only (overhead, CPU, export, peer, recorder replay)
     python benchmarks/run.py --json out.json  # also write {"figures": {...}, "targets": ..., "details": ..., "machine": ...}
 
 Comparisons run both sides in this one invocation, alternating, and report the
@@ -33,6 +33,7 @@ import bench_collect  # noqa: E402
 import bench_cpu  # noqa: E402
 import bench_instrumentation  # noqa: E402
 import bench_recorded  # noqa: E402
+import bench_recorder  # noqa: E402
 import bench_resume  # noqa: E402
 import bench_session  # noqa: E402
 import bench_ui  # noqa: E402
@@ -131,6 +132,7 @@ def session_benchmarks(sizes: Sizes, tmp: Path, results: Results, measure: bool 
     results.add("instrumentation_vs_sdk_same_data", instrumented.median_a / same_data,
                 instrumented_us_per_turn=instrumented.median_a / turns * 1e6,
                 sdk_same_data_us_per_turn=same_data / turns * 1e6)
+    recorder_replay(sizes, script, plan.prompts, home, results)
     if cpu_only:
         return None, None
 
@@ -283,6 +285,21 @@ def billing_benchmark(sizes: Sizes, tmp: Path, results: Results) -> None:
                 one_call_s=statistics.median(cold), one_call_runs=cold)
 
 
+def recorder_replay(sizes: Sizes, script: Path, prompts: tuple[str, ...], home: Callable[[], Path],
+                    results: Results) -> None:
+    """The recorder process's work alone: a session's frames replayed through its loop, the least disturbed replay."""
+    frames = bench_recorder.capture(script, prompts, home())
+    replays = [bench_recorder.replay(frames, home()) for _ in range(sizes.instrumentation_pairs)]
+    per_call = [seconds / frames.llm_calls * 1e6 for seconds, _ in replays]
+    replayed = replays[0][1]
+    results.add("recorder_replay_us_per_call", min(per_call), runs_us=per_call, llm_calls=frames.llm_calls,
+                messages=frames.messages, frame_bytes=len(frames.data),
+                same_streams=all((replayed / name).read_bytes() == (frames.session_dir / name).read_bytes()
+                                 for name in ("events.jsonl", "spans.jsonl")),
+                note="CPU of recorder_process.serve over one traced session's frames, in this process; "
+                     "the minimum of the replays")
+
+
 def listing_home(recorded: Path | None, sessions_dir: Path, count: int = 200) -> Path:
     """``count`` saved sessions to list: the recorded session's meta.json under as many ids."""
     import orjson
@@ -332,8 +349,8 @@ def main(argv: list[str] | None = None) -> int:
                                choices=["sessions", "saved", "memory", "billing", "cli", "collect", "ui"],
                                help="leave out a group of benchmarks (repeatable)")
     parser.add_argument("--only", choices=["cpu"],
-                        help="cpu: only overhead_ratio, the CPU figures (cpu_us_per_call, the export, the peer) "
-                             "and instrumentation_vs_sdk_same_data")
+                        help="cpu: only overhead_ratio, the CPU figures (cpu_us_per_call, the export, the peer), "
+                             "instrumentation_vs_sdk_same_data and the recorder replay")
     args = parser.parse_args(argv)
     if args.only == "cpu":
         args.skip = [group for group in skip.choices if group != "sessions"]  # every other group, new ones too

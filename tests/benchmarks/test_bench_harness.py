@@ -76,6 +76,9 @@ def test_quick_run_measures_what_it_says(quick_run, harness):
     assert details["billing_summary_s_1m"]["records"] == harness.QUICK.ledger_records
     assert len(details["ledger_append_s_1m"]["runs"]) == len(details["ledger_append_s_1m"]["one_call_runs"]) >= 1
     assert details["instrumentation_vs_bare"]["turns"] > 0
+    replay = details["recorder_replay_us_per_call"]  # the recorder's work on a real session's frames...
+    assert replay["messages"] > replay["llm_calls"] > 0 and len(replay["runs_us"]) == harness.QUICK.instrumentation_pairs
+    assert replay["same_streams"] is True  # ...writing what the live recorder process wrote
     memory = details["rss_mb_1000_agents"]  # the larger session really had its agents, evicted and revived
     assert (memory["agents_small"], memory["agents"]) == harness.QUICK.memory_agents
     assert memory["evicted"] > 0 and memory["revived"] > 0
@@ -145,5 +148,6 @@ def test_only_cpu_reports_the_recording_paths_figures_and_nothing_else(tmp_path)
     assert set(figures) == {
         "overhead_ratio", "cpu_us_per_call", "cpu_vs_peer_litellm_otel", "peer_litellm_otel_cpu_us_per_call",
         "otlp_export_cpu_us_per_call", "instrumentation_vs_bare", "instrumentation_vs_sdk_same_data",
+        "recorder_replay_us_per_call",
     }
     assert all(isinstance(v, (int, float)) and math.isfinite(v) and v >= 0 for v in figures.values())
