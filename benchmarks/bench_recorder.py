@@ -17,6 +17,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import bench_session
 
@@ -83,3 +84,17 @@ def replay(frames: Frames, home: Path) -> tuple[float, Path]:
     if code != 0:
         raise AssertionError(f"the replayed recorder ended with {code}")
     return seconds, store.directory
+
+
+def replay_figure(script: Path, prompts: tuple[str, ...], home: Callable[[], Path], add: Callable[..., None], *,
+                  replays: int) -> None:
+    """``recorder_replay_us_per_call``: the least disturbed of ``replays`` replays, given to ``add(name, value, **details)``."""
+    frames = capture(script, prompts, home())
+    runs = [replay(frames, home()) for _ in range(replays)]
+    per_call = [seconds / frames.llm_calls * 1e6 for seconds, _ in runs]
+    replayed = runs[0][1]
+    add("recorder_replay_us_per_call", min(per_call), runs_us=per_call, llm_calls=frames.llm_calls,
+        messages=frames.messages, frame_bytes=len(frames.data),
+        same_streams=all((replayed / name).read_bytes() == (frames.session_dir / name).read_bytes()
+                         for name in ("events.jsonl", "spans.jsonl")),
+        note="CPU of recorder_process.serve over one traced session's frames, in this process; the minimum")

@@ -132,7 +132,7 @@ def session_benchmarks(sizes: Sizes, tmp: Path, results: Results, measure: bool 
     results.add("instrumentation_vs_sdk_same_data", instrumented.median_a / same_data,
                 instrumented_us_per_turn=instrumented.median_a / turns * 1e6,
                 sdk_same_data_us_per_turn=same_data / turns * 1e6)
-    recorder_replay(sizes, script, plan.prompts, home, results)
+    bench_recorder.replay_figure(script, plan.prompts, home, results.add, replays=sizes.instrumentation_pairs)
     if cpu_only:
         return None, None
 
@@ -283,21 +283,6 @@ def billing_benchmark(sizes: Sizes, tmp: Path, results: Results) -> None:
     cold, warm = bench_billing.run_end_appends(ledger, sizes.process_repeat)
     results.add("ledger_append_s_1m", statistics.median(warm), records=ledger.records, runs=warm,
                 one_call_s=statistics.median(cold), one_call_runs=cold)
-
-
-def recorder_replay(sizes: Sizes, script: Path, prompts: tuple[str, ...], home: Callable[[], Path],
-                    results: Results) -> None:
-    """The recorder process's work alone: a session's frames replayed through its loop, the least disturbed replay."""
-    frames = bench_recorder.capture(script, prompts, home())
-    replays = [bench_recorder.replay(frames, home()) for _ in range(sizes.instrumentation_pairs)]
-    per_call = [seconds / frames.llm_calls * 1e6 for seconds, _ in replays]
-    replayed = replays[0][1]
-    results.add("recorder_replay_us_per_call", min(per_call), runs_us=per_call, llm_calls=frames.llm_calls,
-                messages=frames.messages, frame_bytes=len(frames.data),
-                same_streams=all((replayed / name).read_bytes() == (frames.session_dir / name).read_bytes()
-                                 for name in ("events.jsonl", "spans.jsonl")),
-                note="CPU of recorder_process.serve over one traced session's frames, in this process; "
-                     "the minimum of the replays")
 
 
 def listing_home(recorded: Path | None, sessions_dir: Path, count: int = 200) -> Path:
