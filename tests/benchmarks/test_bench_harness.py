@@ -136,7 +136,7 @@ def test_a_ratio_that_should_be_high_is_met_from_above(harness):
     assert harness.met("bytes_growth", 1.0, 1.1) and not harness.met("bytes_growth", 1.2, 1.1)
 
 
-def test_only_cpu_reports_the_recording_paths_figures_and_nothing_else(tmp_path):
+def test_only_cpu_reports_the_recording_paths_figures_and_nothing_else(tmp_path, harness):
     out = tmp_path / "out.json"
     done = subprocess.run(
         [sys.executable, str(BENCHMARKS / "run.py"), "--quick", "--only", "cpu", "--json", str(out)],
@@ -150,4 +150,7 @@ def test_only_cpu_reports_the_recording_paths_figures_and_nothing_else(tmp_path)
         "otlp_export_cpu_us_per_call", "instrumentation_vs_bare", "instrumentation_vs_sdk_same_data",
         "recorder_replay_us_per_call",
     }
-    assert all(isinstance(v, (int, float)) and math.isfinite(v) and v >= 0 for v in figures.values())
+    for name, value in figures.items():
+        assert isinstance(value, (int, float)) and not isinstance(value, bool), name
+        # A difference of two CPU measures may come out negative at these sizes on a busy machine.
+        assert (not math.isnan(value)) if name in harness.DIFFERENCES else (math.isfinite(value) and value >= 0), name
