@@ -138,11 +138,8 @@ class TreeEncoder:
         module reads, such as a reserved flag bit) is read by ``gzip.decompress`` itself, so
         the result, or the error, is always gzip's; such a file lends no members.
         """
-        remembered: dict[bytes, bytes] = {}
-        self._members = {}
-        text = decompress_tree(data, remembered)
-        self._members = remembered
-        return text
+        self._members = {}  # filled as members are read; emptied again if gzip has to read the file
+        return decompress_tree(data, self._members)
 
 
 def decompress_tree(data: bytes, remember: dict[bytes, bytes] | None = None) -> bytes:
