@@ -30,7 +30,9 @@ events (content switch, redaction, count and cap together) that also sums an
 upper bound of its encoded size (``export_size``); the OTLP encoder measures a
 span only when that bound exceeds the span budget, and requests are cut by the
 bounds. A span the rules leave unchanged (most: no secret, nothing over a cap)
-is handed to the exporter as it is, not copied.
+is handed to the exporter as it is, not copied; to an exporter that writes OTLP
+itself (``takes_encoded_spans``), already written, checked and encoded in that one
+pass (``export_unchanged.py``).
 
 An endpoint that fails or answers late loses nothing it could still take: spans
 of a failed request are held (up to ``max_held_bytes``) and sent again with the
@@ -70,6 +72,7 @@ from otel_agents.tracing.export_caps import (
     value_bytes,
 )
 from otel_agents.tracing.export_size import EVENT_FIXED, FIELD, EnvelopeSizes, attribute_bound, span_bound, text_bytes
+from otel_agents.tracing.export_unchanged import UnchangedSpans
 from otel_agents.tracing.redaction import is_secret_key, known_safe_key, redact, redact_text, redact_text_once
 
 DEFAULT_VALUE_CAP = 64 * 1024
@@ -161,6 +164,27 @@ def _export_attributes(
         out[key] = new
         size += attribute_bound(key, new)
     return out, dropped, changed, size
+
+
+def _keeps_attribute(
+    key: str, value: Any, limits: ExportLimits, export_content: bool, content_keys: frozenset[str], seen: dict[str, str],
+) -> bool:
+    """Whether :func:`_export_attributes` leaves this one attribute as it is: its loop's verdict, building nothing.
+
+    Strings and scalars (nearly every attribute) are judged here as the loop judges them
+    (``test_export_filter`` checks that the two agree on any attribute); anything else by the pass itself.
+    """
+    if not export_content and key in content_keys:
+        return False
+    if not known_safe_key(key) and is_secret_key(key):
+        return False
+    kind = type(value)
+    if kind is str:
+        new = redact_text_once(value, seen)
+        return (new is value or new == value) and (len(value) if value.isascii() else text_bytes(value)) <= limits.value_cap
+    if kind in _SCALARS:
+        return True
+    return not _export_attributes({key: value}, limits, export_content, content_keys, 0, seen)[2]
 
 
 def _attributes_with_count(attributes: dict[str, Any], dropped: int) -> Any:
@@ -301,7 +325,8 @@ class NetworkExportFilter(SpanExporter):
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         try:
             seen: dict[str, str] = {}
-            filtered = [_filter_span(s, self.limits, self.export_content, self._envelope, seen) for s in spans]
+            unchanged = self._unchanged_spans(seen)
+            filtered = [self._filtered(s, seen, unchanged) for s in spans]
         except Exception as exc:  # a filtering bug must not break the run either
             self.failure = f"{type(exc).__name__}: {exc}"
             self.discarded += len(spans)
@@ -312,6 +337,27 @@ class NetworkExportFilter(SpanExporter):
                 self.skipped_spans += len(spans)
                 return SpanExportResult.FAILURE
             return self._send_held()
+
+    def _unchanged_spans(self, seen: dict[str, str]) -> UnchangedSpans | None:
+        """This export's one-pass writer of unchanged spans, if the exporter takes spans already written."""
+        if not getattr(self.inner, "takes_encoded_spans", False):
+            return None
+        limits, content = self.limits, self.export_content
+
+        def keeps(key: str, value: Any, is_event: bool) -> bool:
+            return _keeps_attribute(key, value, limits, content, _CONTENT_EVENT_KEYS if is_event else sc.CONTENT_ATTRIBUTES, seen)
+
+        return UnchangedSpans(keeps, lambda name: redact_text_once(name, seen) == name, limits.max_attributes)
+
+    def _filtered(self, span: ReadableSpan, seen: dict[str, str], unchanged: UnchangedSpans | None) -> tuple[Any, int]:
+        """What is sent for ``span`` and a bound of its request size: written already when unchanged, else ``_filter_span``."""
+        if unchanged is not None:
+            written = unchanged.write(span)
+            if written is not None:
+                bound = self._envelope(span) + len(written.data)
+                if bound <= self.limits.span_bytes:  # else _filter_span decides (fit_span keeps what fits)
+                    return written, bound
+        return _filter_span(span, self.limits, self.export_content, self._envelope, seen)
 
     def begin_exit(self) -> None:
         """The final flush starts: the held spans get one more attempt whatever the pause."""

@@ -31,7 +31,7 @@ LINK_FIXED = FIELD + (FIELD + 16) + (FIELD + 8) + SCALAR + (TAG + 4)
 
 
 class Unbounded(Exception):
-    """A value this module does not bound (a mapping): measure with the encoder instead."""
+    """A value of no OTLP type, which this module does not bound."""
 
 
 def text_bytes(text: str) -> int:
@@ -58,6 +58,8 @@ def value_bound(value: Any) -> int:
         return FIELD + sum(FIELD + value_bound(v) for v in value)
     if isinstance(value, (int, float)):
         return SCALAR
+    if isinstance(value, Mapping):  # a KeyValueList: a KeyValue per entry, its key as the encoder writes it
+        return FIELD + sum(attribute_bound(str(k), v) for k, v in value.items())
     raise Unbounded(type(value).__name__)
 
 

@@ -57,7 +57,15 @@ def uses_direct_encoding() -> bool:
 
 
 class HttpSpanExporter(OTLPSpanExporter):
-    """``OTLPSpanExporter`` (http/protobuf) whose requests are the same bytes, written directly."""
+    """``OTLPSpanExporter`` (http/protobuf) whose requests are the same bytes, written directly.
+
+    It also takes spans written already (``otlp_proto_encode.EncodedSpan``, what the export
+    filter sends for a span it leaves unchanged) wherever it takes ReadableSpans.
+    """
+
+    @property
+    def takes_encoded_spans(self) -> bool:
+        return uses_direct_encoding()
 
     def export(self, spans: Sequence[Any]) -> SpanExportResult:
         _ours.active = True

@@ -9,6 +9,9 @@ encoder's bytes, byte for byte (``tests/tracing/test_otlp_proto_encode.py`` chec
 generated spans and on a real session's), in a third of the time or less. An attribute the
 stock encoder refuses (a value it cannot encode, an integer outside int64) is left out
 and logged as it would be; anything else it refuses fails the whole request as it would.
+
+A span may also arrive already written (:class:`EncodedSpan`, from the export filter's
+one-pass check, ``export_unchanged.py``): its bytes are placed as they are.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from __future__ import annotations
 import logging
 import struct
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 _logger = logging.getLogger(__name__)
@@ -93,39 +96,76 @@ def _key_value(key: str, value: Any) -> bytes:
     return _key(key) + _field(b"\x12", _any_value(value))
 
 
-def _attributes(tag: bytes, attributes: Mapping[str, Any] | None) -> bytes:
+def plain_items(attributes: Mapping[str, Any]) -> Any:
+    """The items of an attribute map, read from the SDK's own dict when it has one.
+
+    A ``BoundedAttributes`` iterates in Python, one ``__getitem__`` under its lock per item.
+    """
+    return getattr(attributes, "_dict", attributes).items()
+
+
+def span_attributes(span: Any) -> Mapping[str, Any] | None:
+    """A span's attributes without ``ReadableSpan.attributes``'s read-only proxy, which hides the SDK's dict."""
+    own = getattr(span, "_attributes", None)
+    return own if own is not None else span.attributes
+
+
+def attributes_field(tag: bytes, attributes: Mapping[str, Any] | None) -> bytes:
     """Repeated KeyValue under ``tag``; a value that cannot be encoded loses its key only, as in the stock encoder."""
     if not attributes:
         return b""
-    out = []
-    keys = _KEYS
-    for key, value in attributes.items():
-        try:
-            kind = type(value)
-            if kind is str:  # most values: KeyValue{key, AnyValue{string_value}} written here, without calls
-                text = value.encode()
-                size = len(text)
-                any_value = b"\x0a" + (_ONE_BYTE[size] if size < 0x80 else _varint(size)) + text
-            elif kind is int and 0 <= value < 0x80:
-                any_value = b"\x18" + _ONE_BYTE[value]
-            else:
-                any_value = _any_value(value)
-            size = len(any_value)
-            key_value = ((keys.get(key) or _key(key)) + b"\x12" + (_ONE_BYTE[size] if size < 0x80 else _varint(size))
-                         + any_value)
-        except Exception as error:  # noqa: BLE001  (as the stock _encode_attributes)
-            _logger.exception("Failed to encode key %s: %s", key, error)
-            continue
-        size = len(key_value)
-        out.append(tag + (_ONE_BYTE[size] if size < 0x80 else _varint(size)) + key_value)
-    return b"".join(out)
+    return b"".join([attribute_field(tag, key, value) for key, value in plain_items(attributes)])
+
+
+def attribute_field(tag: bytes, key: str, value: Any) -> bytes:
+    """One KeyValue under ``tag``; b"" (logged, as the stock ``_encode_attributes`` does) for a value it cannot encode."""
+    try:
+        kind = type(value)
+        if kind is str:  # most values: KeyValue{key, AnyValue{string_value}} written here, without calls
+            text = value.encode()
+            size = len(text)
+            any_value = b"\x0a" + (_ONE_BYTE[size] if size < 0x80 else _varint(size)) + text
+        elif kind is int and 0 <= value < 0x80:
+            any_value = b"\x18" + _ONE_BYTE[value]
+        else:
+            any_value = _any_value(value)
+        size = len(any_value)
+        key_value = (_KEYS.get(key) or _key(key)) + b"\x12" + (_ONE_BYTE[size] if size < 0x80 else _varint(size)) + any_value
+    except Exception as error:  # noqa: BLE001
+        _logger.exception("Failed to encode key %s: %s", key, error)
+        return b""
+    size = len(key_value)
+    return tag + (_ONE_BYTE[size] if size < 0x80 else _varint(size)) + key_value
 
 
 def _flags(context: Any) -> bytes:
     return _FLAGS_REMOTE if context is not None and context.is_remote else _FLAGS_LOCAL
 
 
-def _span(span: Any) -> bytes:
+AttributeWriter = Callable[[bytes, "Mapping[str, Any] | None"], bytes]
+
+
+class EncodedSpan:
+    """A span already written as its ScopeSpans.spans field, with what groups it into a request."""
+
+    __slots__ = ("resource", "instrumentation_scope", "data")
+
+    def __init__(self, resource: Any, instrumentation_scope: Any, data: bytes):
+        self.resource = resource
+        self.instrumentation_scope = instrumentation_scope
+        self.data = data
+
+
+def span_field(span: Any, attributes: AttributeWriter | None = None) -> bytes:
+    """One span as the ScopeSpans.spans field (tag, length, Span message).
+
+    ``attributes`` writes the span's and its events' attributes (``(tag, attributes) -> bytes``,
+    :func:`attributes_field` by default): a caller that checks each attribute anyway writes them in the same pass.
+    """
+    return _field(b"\x12", _span(span, attributes or attributes_field))
+
+
+def _span(span: Any, attributes: AttributeWriter) -> bytes:
     """A Span message's fields, 1 to 16 in order."""
     context = span.context
     parent = span.parent
@@ -142,7 +182,7 @@ def _span(span: Any) -> bytes:
         out += (b"\x39", _FIXED64(span.start_time))
     if span.end_time:
         out += (b"\x41", _FIXED64(span.end_time))
-    out.append(_attributes(b"\x4a", span.attributes))
+    out.append(attributes(b"\x4a", span_attributes(span)))
     if span.dropped_attributes:
         out += (b"\x50", _varint(span.dropped_attributes))
     for event in span.events:
@@ -151,7 +191,7 @@ def _span(span: Any) -> bytes:
             body += b"\x09" + _FIXED64(event.timestamp)
         if event.name:
             body += _field(b"\x12", event.name.encode())
-        body += _attributes(b"\x1a", event.attributes)
+        body += attributes(b"\x1a", event.attributes)
         if event.dropped_attributes:
             body += b"\x20" + _varint(event.dropped_attributes)
         out.append(_field(b"\x5a", body))
@@ -160,7 +200,7 @@ def _span(span: Any) -> bytes:
     for link in span.links:
         linked = link.context
         body = (b"\x0a\x10" + linked.trace_id.to_bytes(16, "big") + b"\x12\x08" + linked.span_id.to_bytes(8, "big")
-                + _attributes(b"\x22", link.attributes))
+                + attributes_field(b"\x22", link.attributes))
         if link.dropped_attributes:
             body += b"\x28" + _varint(link.dropped_attributes)
         out.append(_field(b"\x6a", body + b"\x35" + _flags(linked)))
@@ -183,17 +223,18 @@ def _scope(scope: Any) -> bytes:
         out += _field(b"\x0a", scope.name.encode())
     if scope.version:
         out += _field(b"\x12", scope.version.encode())
-    return out + _attributes(b"\x1a", getattr(scope, "attributes", None))
+    return out + attributes_field(b"\x1a", getattr(scope, "attributes", None))
 
 
 def encode_request(spans: Sequence[Any]) -> bytes:
-    """The serialised ExportTraceServiceRequest of these ReadableSpans, grouped by resource then scope as the stock encoder groups them."""
+    """The serialised ExportTraceServiceRequest of these ReadableSpans (or EncodedSpans), grouped by resource then scope as the stock encoder groups them."""
     grouped: dict[Any, dict[Any, list[bytes]]] = defaultdict(lambda: defaultdict(list))
     for span in spans:
-        grouped[span.resource][span.instrumentation_scope or None].append(_field(b"\x12", _span(span)))
+        data = span.data if type(span) is EncodedSpan else _field(b"\x12", _span(span, attributes_field))
+        grouped[span.resource][span.instrumentation_scope or None].append(data)
     out = []
     for resource, scopes in grouped.items():
-        body = [_field(b"\x0a", _attributes(b"\x0a", resource.attributes))]
+        body = [_field(b"\x0a", attributes_field(b"\x0a", resource.attributes))]
         for scope, encoded in scopes.items():
             scope_spans = _field(b"\x0a", _scope(scope)) + b"".join(encoded)
             if scope is not None and scope.schema_url:

@@ -72,3 +72,16 @@ def test_the_envelope_is_measured_once_per_resource_and_scope():
     second = ReadableSpan("b", _context(2), resource=resource, instrumentation_scope=scope)
     other = ReadableSpan("c", _context(3), resource=Resource.create({"service.name": "y"}), instrumentation_scope=scope)
     assert sizes(first) == sizes(second) > 1000 > sizes(other)
+
+
+maps = st.recursive(st.dictionaries(st.text(max_size=20), values, max_size=4),
+                    lambda inner: st.dictionaries(st.text(max_size=20), st.one_of(values, inner), max_size=3), max_leaves=8)
+
+
+@settings(max_examples=200, deadline=None)
+@given(maps, maps)
+def test_map_values_are_bounded_too(on_span, on_link):
+    # OTLP's kvlist values: a span, an event or a link may carry them (the SDK allows maps as attributes).
+    span = ReadableSpan(name="s", context=_context(1), resource=Resource({}), attributes={"m": on_span},
+                        events=[Event("e", {"m": on_span}, 1)], links=[Link(_context(2), {"m": on_link})])
+    assert EnvelopeSizes()(span) + span_bound(span) >= encode_spans([span]).ByteSize()

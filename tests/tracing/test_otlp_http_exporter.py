@@ -59,3 +59,18 @@ def test_a_stock_exporter_in_the_same_process_keeps_the_stock_encoder(monkeypatc
         ours.shutdown()
     assert used == [len(spans)]
     assert type(stock_module.encode_spans(spans)).__name__ == "ExportTraceServiceRequest"  # outside an export of ours
+
+
+def test_behind_the_export_filter_the_receiver_gets_the_stock_request_of_spans_written_in_its_pass():
+    from otel_agents.tracing.export_filter import NetworkExportFilter
+
+    spans = finished_spans()
+    with HttpTraceReceiver() as receiver:
+        exporter = otlp_exporter("http/protobuf", 5.0, endpoint=receiver.traces_url)
+        assert exporter.takes_encoded_spans
+        network = NetworkExportFilter(exporter)
+        assert network.export(spans) is SpanExportResult.SUCCESS
+        network.shutdown()
+        (request,) = receiver.requests
+    assert network.delivered == len(spans)
+    assert request.SerializeToString() == encode_spans(spans).SerializePartialToString()
