@@ -2,7 +2,7 @@
 
     python benchmarks/run.py                  # full sizes (a few minutes on 2 cores)
     python benchmarks/run.py --quick          # tiny sizes: a smoke run (< 1 min); figures are not comparable
-    python benchmarks/run.py --only cpu       # the recording path's figures only (overhead, CPU, export, peer, recorder replay)
+    python benchmarks/run.py --only cpu       # the recording path's figures only (overhead, CPU, export, peer, recorder and export replays)
     python benchmarks/run.py --json out.json  # also write {"figures": {...}, "targets": ..., "details": ..., "machine": ...}
 
 Comparisons run both sides in this one invocation, alternating, and report the
@@ -30,6 +30,7 @@ import bench_agents_memory  # noqa: E402
 import bench_billing  # noqa: E402
 import bench_cli  # noqa: E402
 import bench_collect  # noqa: E402
+import bench_export  # noqa: E402
 import bench_cpu  # noqa: E402
 import bench_instrumentation  # noqa: E402
 import bench_recorded  # noqa: E402
@@ -133,6 +134,7 @@ def session_benchmarks(sizes: Sizes, tmp: Path, results: Results, measure: bool 
                 instrumented_us_per_turn=instrumented.median_a / turns * 1e6,
                 sdk_same_data_us_per_turn=same_data / turns * 1e6)
     bench_recorder.replay_figure(script, plan.prompts, home, results.add, replays=sizes.instrumentation_pairs)
+    bench_export.replay_figure(script, plan.prompts, home, results.add, replays=sizes.instrumentation_pairs)
     if cpu_only:
         return None, None
 
@@ -335,7 +337,7 @@ def main(argv: list[str] | None = None) -> int:
                                help="leave out a group of benchmarks (repeatable)")
     parser.add_argument("--only", choices=["cpu"],
                         help="cpu: only overhead_ratio, the CPU figures (cpu_us_per_call, the export, the peer), "
-                             "instrumentation_vs_sdk_same_data and the recorder replay")
+                             "instrumentation_vs_sdk_same_data and the recorder and export replays")
     args = parser.parse_args(argv)
     if args.only == "cpu":
         args.skip = [group for group in skip.choices if group != "sessions"]  # every other group, new ones too

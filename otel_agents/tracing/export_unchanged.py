@@ -70,7 +70,9 @@ class UnchangedSpans:
                 known = (key, value)
             elif kind is int or kind is bool or value is None or (kind is float and value):
                 known = (key, value, kind)  # 1 == True == 1.0 and 0.0 == -0.0, yet each encodes differently
-            else:  # zeros as floats, sequences: checked each time
+            elif kind is tuple and all(type(item) is str for item in value):
+                known = (key, value, kind)  # names of tools, finish reasons: (True,) == (1,) excluded
+            else:  # zeros as floats, other sequences: checked each time
                 out.append(self._checked(tag, key, value))
                 continue
             field = written.get(known)

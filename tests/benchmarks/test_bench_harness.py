@@ -79,6 +79,8 @@ def test_quick_run_measures_what_it_says(quick_run, harness):
     replay = details["recorder_replay_us_per_call"]  # the recorder's work on a real session's frames...
     assert replay["messages"] > replay["llm_calls"] > 0 and len(replay["runs_us"]) == harness.QUICK.instrumentation_pairs
     assert replay["same_streams"] is True  # ...writing what the live recorder process wrote
+    export = details["otlp_export_replay_us_per_call"]  # a real session's spans, each received by the receiver
+    assert export["spans"] > export["llm_calls"] > 0 and len(export["runs_us"]) == harness.QUICK.instrumentation_pairs
     memory = details["rss_mb_1000_agents"]  # the larger session really had its agents, evicted and revived
     assert (memory["agents_small"], memory["agents"]) == harness.QUICK.memory_agents
     assert memory["evicted"] > 0 and memory["revived"] > 0
@@ -148,7 +150,7 @@ def test_only_cpu_reports_the_recording_paths_figures_and_nothing_else(tmp_path,
     assert set(figures) == {
         "overhead_ratio", "cpu_us_per_call", "cpu_vs_peer_litellm_otel", "peer_litellm_otel_cpu_us_per_call",
         "otlp_export_cpu_us_per_call", "instrumentation_vs_bare", "instrumentation_vs_sdk_same_data",
-        "recorder_replay_us_per_call",
+        "recorder_replay_us_per_call", "otlp_export_replay_us_per_call",
     }
     for name, value in figures.items():
         assert isinstance(value, (int, float)) and not isinstance(value, bool), name

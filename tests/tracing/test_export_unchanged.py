@@ -114,7 +114,8 @@ def test_values_equal_across_types_keep_their_own_encoding_within_one_export():
         return ReadableSpan(name="s", context=SpanContext(1, number, is_remote=False), attributes={"v": value},
                             start_time=1, end_time=2)
 
-    batch = [span(1, True), span(2, 1), span(3, 1.0), span(4, 0.0), span(5, -0.0), span(6, False), span(7, 0)]
+    batch = [span(1, True), span(2, 1), span(3, 1.0), span(4, 0.0), span(5, -0.0), span(6, False), span(7, 0),
+             span(8, (True,)), span(9, (1,)), span(10, ("a",)), span(11, ("a",)), span(12, (1.0,))]
     (request,), items, _ = requests([batch], True)
     assert all(type(item) is EncodedSpan for item in items)
     assert request == stock(batch)
