@@ -71,7 +71,16 @@ from otel_agents.tracing.export_caps import (
     fit_span,
     value_bytes,
 )
-from otel_agents.tracing.export_size import EVENT_FIXED, FIELD, EnvelopeSizes, attribute_bound, span_bound, text_bytes
+from otel_agents.tracing.export_size import (
+    EVENT_FIXED,
+    FIELD,
+    MAX_BATCH_BYTES,
+    EnvelopeSizes,
+    attribute_bound,
+    chunk_by_size,
+    span_bound,
+    text_bytes,
+)
 from otel_agents.tracing.export_unchanged import UnchangedSpans
 from otel_agents.tracing.redaction import is_secret_key, known_safe_key, redact, redact_text, redact_text_once
 
@@ -79,7 +88,6 @@ DEFAULT_VALUE_CAP = 64 * 1024
 MIN_VALUE_CAP = 256  # below this the marker itself would not fit
 MAX_ATTRIBUTES = 128
 MAX_SPAN_BYTES = 1024 * 1024
-MAX_BATCH_BYTES = 3 * 1024 * 1024  # leaves room under the collectors' 4 MiB default
 PAUSE_AFTER_FAILURE_S = 5.0
 MAX_HELD_BYTES = 64 * 1024 * 1024  # encoded bound of spans kept for a retry
 
@@ -243,28 +251,6 @@ def _filter_span(
         return span, bound
     fitted = fit_span(span, limits.span_bytes, limits.value_cap)
     return fitted, encoded_size([fitted])
-
-
-def chunk_by_size(
-    spans: Sequence[ReadableSpan], limit: int = MAX_BATCH_BYTES, sizes: Sequence[int] | None = None
-) -> list[list[ReadableSpan]]:
-    """Consecutive groups whose encoded requests each stay within ``limit`` bytes.
-
-    Each span is measured as a request of its own, so a group's true size (which
-    shares the resource and scope) is never larger than the sum used here.
-    ``sizes``: an upper bound of each span's request size, known already (else each is encoded).
-    """
-    chunks: list[list[ReadableSpan]] = []
-    used = 0
-    for number, span in enumerate(spans):
-        size = encoded_size([span]) if sizes is None else sizes[number]
-        if chunks and used + size <= limit:
-            chunks[-1].append(span)
-            used += size
-        else:
-            chunks.append([span])
-            used = size
-    return chunks
 
 
 class NetworkExportFilter(SpanExporter):

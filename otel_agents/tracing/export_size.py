@@ -28,6 +28,7 @@ SCALAR = TAG + VARINT
 SPAN_FIXED = (FIELD + 16) + 2 * (FIELD + 8) + SCALAR + 2 * (TAG + 8) + 3 * SCALAR + (FIELD + SCALAR) + (TAG + 4) + FIELD
 EVENT_FIXED = FIELD + (TAG + 8) + SCALAR  # the event's prefix, time, dropped count
 LINK_FIXED = FIELD + (FIELD + 16) + (FIELD + 8) + SCALAR + (TAG + 4)
+MAX_BATCH_BYTES = 3 * 1024 * 1024  # a request's default budget: room under the collectors' 4 MiB gRPC default
 
 
 class Unbounded(Exception):
@@ -123,3 +124,25 @@ class EnvelopeSizes:
             self._known.clear()
         self._known[key] = (span.resource, span.instrumentation_scope, size)
         return size
+
+
+def chunk_by_size(
+    spans: Sequence[ReadableSpan], limit: int = MAX_BATCH_BYTES, sizes: Sequence[int] | None = None
+) -> list[list[ReadableSpan]]:
+    """Consecutive groups whose encoded requests each stay within ``limit`` bytes.
+
+    Each span is measured as a request of its own, so a group's true size (which
+    shares the resource and scope) is never larger than the sum used here.
+    ``sizes``: an upper bound of each span's request size, known already (else each is encoded).
+    """
+    chunks: list[list[ReadableSpan]] = []
+    used = 0
+    for number, span in enumerate(spans):
+        size = len(encode_request([span])) if sizes is None else sizes[number]
+        if chunks and used + size <= limit:
+            chunks[-1].append(span)
+            used += size
+        else:
+            chunks.append([span])
+            used = size
+    return chunks
