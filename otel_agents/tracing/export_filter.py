@@ -180,7 +180,7 @@ def _keeps_attribute(
     """Whether :func:`_export_attributes` leaves this one attribute as it is: its loop's verdict, building nothing.
 
     Strings and scalars (nearly every attribute) are judged here as the loop judges them
-    (``test_export_filter`` checks that the two agree on any attribute); anything else by the pass itself.
+    (``test_export_unchanged`` checks that the two agree on any attribute); anything else by the pass itself.
     """
     if not export_content and key in content_keys:
         return False

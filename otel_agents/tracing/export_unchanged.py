@@ -10,7 +10,8 @@ counts). The first attribute the filter would change abandons the span, which th
 the filter's copying path (``export_filter._filter_span``) as before.
 
 The rule is the filter's own, never restated here: a pair is unchanged when
-``keeps(key, value, is_event)`` (the filter's attribute pass on that one pair) says so. What
+``keeps(key, value, is_event)`` says so (``export_filter._keeps_attribute``, the verdict of
+the filter's attribute pass on that one pair). What
 this module adds is only what holds for a whole span: no more attributes than the filter
 keeps, names redaction leaves alone, no status message (the filter rewrites those).
 """
