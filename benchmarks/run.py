@@ -30,8 +30,8 @@ import bench_agents_memory  # noqa: E402
 import bench_billing  # noqa: E402
 import bench_cli  # noqa: E402
 import bench_collect  # noqa: E402
-import bench_export  # noqa: E402
 import bench_cpu  # noqa: E402
+import bench_export  # noqa: E402
 import bench_instrumentation  # noqa: E402
 import bench_recorded  # noqa: E402
 import bench_recorder  # noqa: E402

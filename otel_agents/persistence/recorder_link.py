@@ -21,7 +21,7 @@ from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 
 from otel_agents.persistence.notices import Warn, stderr_warning
 from otel_agents.persistence.recorder import SessionTraces
-from otel_agents.tracing.spandata import KIND_NAMES, STATUS_NAMES, hex_span_id, hex_trace_id
+from otel_agents.tracing.spandata import KIND_NAMES, STATUS_NAMES, hex_span_id, hex_trace_id, sdk_attributes
 
 HEADER = struct.Struct("<I")  # the payload's length
 # A payload's first byte says how the rest is encoded. Spans and records hold built-in
@@ -66,12 +66,12 @@ def span_fields(span: Any, ended: bool) -> tuple:
         return (hex_trace_id(context.trace_id), hex_span_id(context.span_id),
                 hex_span_id(parent.span_id) if parent is not None and parent.is_valid else None,
                 span.name, KIND_NAMES.get(span.kind, "INTERNAL"), span.start_time or 0, None,
-                _attributes_of(span), (), _links_of(span), "UNSET", None)
+                sdk_attributes(span), (), _links_of(span), "UNSET", None)
     status = span.status
     return (hex_trace_id(context.trace_id), hex_span_id(context.span_id),
             hex_span_id(parent.span_id) if parent is not None and parent.is_valid else None,
             span.name, KIND_NAMES.get(span.kind, "INTERNAL"), span.start_time or 0, span.end_time,
-            _attributes_of(span), tuple((e.name, e.timestamp, _attributes_of(e)) for e in span.events),
+            sdk_attributes(span), tuple((e.name, e.timestamp, sdk_attributes(e)) for e in span.events),
             _links_of(span), STATUS_NAMES.get(status.status_code, "UNSET"), status.description)
 
 
@@ -213,20 +213,6 @@ class RecorderLink(SpanProcessor):
                 self._lost = True
                 reason = exc.strerror or exc
         self.warn(f"the session recorder of {self.session_id} is gone ({reason}); the run goes on without saving it")
-
-
-def _attributes_of(holder: Any) -> Mapping[str, Any]:
-    """A span's or event's attributes, to be encoded at once (never kept).
-
-    The SDK keeps them in a ``BoundedAttributes`` over a plain dict; encoding that
-    dict directly saves a Python-level copy per span and event on the run's thread.
-    Anything else (another SDK version, a hand-made span) is copied the public way.
-    """
-    inner = getattr(holder, "_attributes", None)
-    inner = getattr(inner, "_dict", inner)
-    if isinstance(inner, dict):
-        return inner
-    return dict(holder.attributes or {})
 
 
 def _links_of(span: Any) -> tuple:

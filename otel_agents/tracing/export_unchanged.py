@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping
 
-from otel_agents.tracing.otlp_proto_encode import EncodedSpan, attribute_field, plain_items, span_field
+from otel_agents.tracing.otlp_proto_encode import EncodedSpan, attribute_field, span_field
 
 _SPAN_ATTRIBUTES = b"\x4a"  # Span.attributes; events' attributes are Event.attributes (b"\x1a")
 
@@ -65,7 +65,7 @@ class UnchangedSpans:
         if written is None:
             written = self._written[tag] = {}
         out = []
-        for key, value in plain_items(attributes):
+        for key, value in attributes.items():
             kind = type(value)
             if kind is str:
                 known = (key, value)

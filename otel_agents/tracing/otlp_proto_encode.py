@@ -22,6 +22,8 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from otel_agents.tracing.spandata import sdk_attributes
+
 _logger = logging.getLogger(__name__)
 
 _DOUBLE = struct.Struct("<d").pack
@@ -96,25 +98,11 @@ def _key_value(key: str, value: Any) -> bytes:
     return _key(key) + _field(b"\x12", _any_value(value))
 
 
-def plain_items(attributes: Mapping[str, Any]) -> Any:
-    """The items of an attribute map, read from the SDK's own dict when it has one.
-
-    A ``BoundedAttributes`` iterates in Python, one ``__getitem__`` under its lock per item.
-    """
-    return getattr(attributes, "_dict", attributes).items()
-
-
-def span_attributes(span: Any) -> Mapping[str, Any] | None:
-    """A span's attributes without ``ReadableSpan.attributes``'s read-only proxy, which hides the SDK's dict."""
-    own = getattr(span, "_attributes", None)
-    return own if own is not None else span.attributes
-
-
 def attributes_field(tag: bytes, attributes: Mapping[str, Any] | None) -> bytes:
     """Repeated KeyValue under ``tag``; a value that cannot be encoded loses its key only, as in the stock encoder."""
     if not attributes:
         return b""
-    return b"".join([attribute_field(tag, key, value) for key, value in plain_items(attributes)])
+    return b"".join([attribute_field(tag, key, value) for key, value in attributes.items()])
 
 
 def attribute_field(tag: bytes, key: str, value: Any) -> bytes:
@@ -182,7 +170,7 @@ def _span(span: Any, attributes: AttributeWriter) -> bytes:
         out += (b"\x39", _FIXED64(span.start_time))
     if span.end_time:
         out += (b"\x41", _FIXED64(span.end_time))
-    out.append(attributes(b"\x4a", span_attributes(span)))
+    out.append(attributes(b"\x4a", sdk_attributes(span)))
     if span.dropped_attributes:
         out += (b"\x50", _varint(span.dropped_attributes))
     for event in span.events:
@@ -191,7 +179,7 @@ def _span(span: Any, attributes: AttributeWriter) -> bytes:
             body += b"\x09" + _FIXED64(event.timestamp)
         if event.name:
             body += _field(b"\x12", event.name.encode())
-        body += attributes(b"\x1a", event.attributes)
+        body += attributes(b"\x1a", sdk_attributes(event))
         if event.dropped_attributes:
             body += b"\x20" + _varint(event.dropped_attributes)
         out.append(_field(b"\x5a", body))

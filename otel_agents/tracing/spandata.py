@@ -64,6 +64,21 @@ class SpanData:
     scope: str | None = None
 
 
+def sdk_attributes(holder: Any) -> dict[str, Any]:
+    """A span's or event's attributes as the SDK holds them, to be read at once (never kept or changed).
+
+    The SDK keeps them in a ``BoundedAttributes`` over a plain dict, behind a read-only proxy
+    on ended spans; iterating either goes through Python item by item, under a lock. Their
+    dict is read directly (the recorder link's frames, the OTLP encoder). Anything else
+    (another SDK version, a hand-made span) is copied the public way.
+    """
+    inner = getattr(holder, "_attributes", None)
+    inner = getattr(inner, "_dict", inner)
+    if isinstance(inner, dict):
+        return inner
+    return dict(holder.attributes or {})
+
+
 def hex_trace_id(value: int) -> str:
     return format(value, "032x")
 
