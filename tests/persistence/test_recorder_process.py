@@ -219,7 +219,10 @@ def test_forking_the_recorder_leaves_the_runs_collector_as_it_was(tmp_path, coll
         gc.disable()
     try:
         _, link = _forked(tmp_path, "20261122-000000-abcdef", [])
-        assert gc.get_freeze_count() == frozen and gc.isenabled() is collecting
+        # A frozen object can still be freed meanwhile (a temporary of pytest-xdist's I/O thread
+        # frozen with the rest): the count may fall by those few. Unfreezing would empty it,
+        # freezing the run's newer objects would raise it.
+        assert frozen - 1_000 < gc.get_freeze_count() <= frozen and gc.isenabled() is collecting
         link.close()
     finally:
         if was_enabled:
