@@ -95,3 +95,41 @@ def test_an_end_whose_start_values_are_all_unchanged_reads_as_a_fresh_read(memor
     assert ended == from_readable(finished)
     assert list(ended.attributes) == ["a", "n", *start_extra, "tokens", "said"]
     assert ended.attributes["said"] == "key [REDACTED]" and ended.attributes["a"] is started.attributes["a"]
+
+
+# ---------------------------------------------------------------- the shapes' own constructors
+
+import dataclasses  # noqa: E402
+
+from hypothesis import given, strategies as st  # noqa: E402
+
+from otel_agents.tracing.spandata import EventData, LinkData, SpanData  # noqa: E402
+
+_values = st.one_of(st.none(), st.integers(), st.text(max_size=5), st.dictionaries(st.text(max_size=3), st.integers(), max_size=2))
+
+
+@pytest.mark.parametrize("cls", [SpanData, EventData, LinkData])
+@given(data=st.data())
+def test_a_shape_built_by_position_or_keyword_holds_each_field_and_stays_frozen(cls, data):
+    fields = dataclasses.fields(cls)
+    values = [data.draw(_values, label=f.name) for f in fields]
+    by_position = cls(*values)
+    by_keyword = cls(**{f.name: v for f, v in zip(fields, values)})
+    for f, value in zip(fields, values):
+        assert getattr(by_position, f.name) is value  # None too: given is given, as the generated constructor kept it
+    assert by_position == by_keyword
+    assert dataclasses.replace(by_position) == by_position
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        setattr(by_position, fields[0].name, "changed")
+
+
+@pytest.mark.parametrize("cls, required", [
+    (SpanData, ("t", "s", None, "n", "INTERNAL", 1, None)), (EventData, ("e", 1)), (LinkData, ("t", "s")),
+])
+def test_defaults_are_the_fields_defaults_and_no_two_shapes_share_a_dict(cls, required):
+    first, second = cls(*required), cls(*required)
+    for f in dataclasses.fields(cls)[len(required):]:
+        default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+        assert getattr(first, f.name) == default
+        if f.default_factory is dict:
+            assert getattr(first, f.name) is not getattr(second, f.name)
