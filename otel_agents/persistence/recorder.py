@@ -117,21 +117,24 @@ class SessionRecorder(SessionSink, SpanProcessor):
         """Log lines are span events: the journal gets them with their span's end."""
 
     # ------------------------------------------------------------------ raw SpanData (the recorder process)
-    def take_start(self, raw: SpanData) -> None:
-        """A span start as raw SpanData fields (values as the SDK held them): read, then written."""
+    def take_start(self, raw: SpanData, credential_free: bool = False) -> None:
+        """A span start as raw SpanData fields (values as the SDK held them): read, then written.
+
+        ``credential_free``: no known credential is in the bytes it came in (``SpanReader.clean``).
+        """
         with self._lock:
             try:
-                data = self._reader.clean(raw)
+                data = self._reader.clean(raw, credential_free=credential_free)
             except Exception as exc:
                 self._fail_store(exc)
                 return
             self.start(self._scrub(data))
 
-    def take_end(self, raw: SpanData) -> None:
+    def take_end(self, raw: SpanData, credential_free: bool = False) -> None:
         with self._lock:
             try:
                 recorded = () if self.redact_contents else self.recorded(raw.span_id)
-                data = self._reader.clean(raw, recorded, self.started(raw.span_id))
+                data = self._reader.clean(raw, recorded, self.started(raw.span_id), credential_free)
             except Exception as exc:
                 self._fail_store(exc)
                 return

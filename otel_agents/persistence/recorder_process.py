@@ -51,6 +51,7 @@ from otel_agents.persistence.recorder_link import (
     CLOSE, CONTEXT, END, EXIT_NOT_SAVED, HEADER, RECORD, START, RecorderLink, decode_frame,
 )
 from otel_agents.persistence.store import this_writer
+from otel_agents.tracing.credentials import credential_free
 from otel_agents.tracing.spandata import EventData, LinkData, SpanData
 
 __all__ = ["EXIT_NOT_SAVED", "RecorderLink", "RecorderModeError", "fork_recorder", "recorder_mode", "serve"]
@@ -168,14 +169,14 @@ def serve(recorder: Any, read_fd: int, warn: Warn = stderr_warning, wake_fd: int
     resource: dict[str, Any] = {}
     scope = None
     recorder.defer_run_end_writes = True
-    for batch in _batches(read_fd, recorder.idle, wake_fd):
+    for batch, free in _batches(read_fd, recorder.idle, wake_fd):
         with recorder.batch():  # lines reach the kernel once per batch: until then the pipe holds them
             for message in batch:
                 kind = message[0]
                 if kind == START:
-                    recorder.take_start(_span_data(message[1], resource, scope))
+                    recorder.take_start(_span_data(message[1], resource, scope), free)
                 elif kind == END:
-                    recorder.take_end(_span_data(message[1], resource, scope))
+                    recorder.take_end(_span_data(message[1], resource, scope), free)
                 elif kind == RECORD:
                     _, trace_id, span_id, record, ts_ns = message
                     recorder.take_record(record, ts_ns, trace_id, span_id)
@@ -202,8 +203,11 @@ def _span_data(fields: tuple, resource: dict[str, Any], scope: str | None) -> Sp
     )
 
 
-def _batches(read_fd: int, on_idle: Callable[[], bool | None], wake_fd: int | None = None) -> Iterator[list[tuple]]:
-    """Every whole message in the pipe, in order, until the writer's end is closed: a list per read.
+def _batches(read_fd: int, on_idle: Callable[[], bool | None],
+             wake_fd: int | None = None) -> Iterator[tuple[list[tuple], bool]]:
+    """Every whole message in the pipe, in order, until the writer's end is closed: a list per read,
+    with whether their bytes hold no known credential (``credentials.credential_free``: one search
+    of the batch, so the recorder copies them the short way).
 
     ``on_idle`` is called each time the pipe is found empty after messages, and again at
     once (after another look at the pipe) while it returns True: idle work done in slices.
@@ -255,9 +259,10 @@ def _batches(read_fd: int, on_idle: Callable[[], bool | None], wake_fd: int | No
                         break
                     batch.append(decode_frame(view[start + header:end]))
                     start = end
+            free = bool(batch) and credential_free(buffer, start)
             del buffer[:start]
             if batch:
-                yield batch
+                yield batch, free
     finally:
         os.close(read_fd)
         waiting.close()

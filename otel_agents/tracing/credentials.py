@@ -72,6 +72,17 @@ def known_credentials() -> tuple[str, ...]:
     return values
 
 
+def credential_free(data: bytes | bytearray, end: int | None = None) -> bool:
+    """Whether no known credential occurs in ``data[:end]``: text as marshal and pickle write it (UTF-8).
+
+    A text holding a credential holds its UTF-8 bytes, so a False here may be a false
+    alarm (bytes spanning two values) but a True is never wrong: the caller may skip
+    :func:`scrub_text` for every text those bytes held.
+    """
+    stop = len(data) if end is None else end
+    return not any(data.find(value.encode("utf-8", "surrogatepass"), 0, stop) >= 0 for value in known_credentials())
+
+
 def add_credential(value: str | None) -> None:
     """A credential the program was handed another way (an API key option)."""
     global _values

@@ -161,7 +161,7 @@ def _known_safe_keys() -> frozenset[str]:
     return frozenset(name for name in names if not _secret_key_rule(name))
 
 
-_KNOWN_SAFE_KEYS = _known_safe_keys()
+_KNOWN_SAFE_KEYS = KNOWN_SAFE_KEYS = _known_safe_keys()
 # True for the attribute keys this project writes (none of them secret); a set's own lookup,
 # without a Python call, for loops over every attribute of every span.
 known_safe_key = _KNOWN_SAFE_KEYS.__contains__

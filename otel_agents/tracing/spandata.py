@@ -14,7 +14,9 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 from otel_agents.tracing import semconv as sc
 from otel_agents.tracing.credentials import scrub_text
-from otel_agents.tracing.redaction import MARKER, is_secret_key, known_safe_key, redact, redact_text, scrub
+from otel_agents.tracing.redaction import (
+    KNOWN_SAFE_KEYS, MARKER, is_secret_key, known_safe_key, redact, redact_text, scrub,
+)
 
 KIND_NAMES = {
     SpanKind.INTERNAL: "INTERNAL",
@@ -174,17 +176,29 @@ class SpanReader:
 
     def clean(
         self, raw: SpanData, redacted_events: Container[tuple[str, int]] = (), started: SpanData | None = None,
+        credential_free: bool = False,
     ) -> SpanData:
         """:meth:`read` of a span that arrived as raw SpanData fields (the recorder process's pipe).
 
         ``raw`` holds the SDK's values as they were (ids already hex): the same redaction
         applies, and a resource dict shared by many spans is redacted once.
+
+        ``credential_free``: the caller found no known credential in the bytes ``raw`` came in
+        (:func:`~otel_agents.tracing.credentials.credential_free`). Scrubbing can then only
+        replace secret keys' values and make sequences lists, so a span whose keys are all
+        known not to be secret is copied the short way (:func:`_plain_without_secrets`), to
+        the same SpanData. A redacting reader (``redact_patterns``) takes the long way.
         """
         if self._how is _REDACT:
             redacted_events = ()
+            credential_free = False
         if raw.resource is not self._resource:
             self._resource = raw.resource
             self._resource_plain = _redacted_plain(raw.resource, None, self._how)
+        if credential_free:
+            short = _copied_without_secrets(raw, self._resource_plain)
+            if short is not None:
+                return short
         text = self._how[0]
         return SpanData(
             trace_id=raw.trace_id,
@@ -204,6 +218,66 @@ class SpanReader:
             resource=self._resource_plain,
             scope=raw.scope,
         )
+
+
+def _copied_without_secrets(raw: SpanData, resource: dict[str, Any]) -> SpanData | None:
+    """``raw`` read by a scrubbing reader, when no text of it holds a known credential; None: take the long way."""
+    attributes = _plain_without_secrets(raw.attributes)
+    if attributes is None:
+        return None
+    events = []
+    for event in raw.events:
+        plain = _plain_without_secrets(event.attributes)
+        if plain is None:
+            return None
+        events.append(EventData(event.name, event.time_ns, plain))
+    links = []
+    for link in raw.links:
+        plain = _plain_without_secrets(link.attributes)
+        if plain is None:
+            return None
+        links.append(LinkData(link.trace_id, link.span_id, plain))
+    return SpanData(raw.trace_id, raw.span_id, raw.parent_span_id, raw.name, raw.kind, raw.start_ns, raw.end_ns,
+                    attributes, tuple(events), tuple(links), raw.status, raw.status_message, resource, raw.scope)
+
+
+# Keys found not to be secret (the project's own, then others as they are met), up to a bound.
+_NOT_SECRET: set[str] = set(KNOWN_SAFE_KEYS)
+_NOT_SECRET_MAX = 4096
+_FLAT = frozenset({str, int, float, bool, type(None), bytes})
+
+
+def _plain_without_secrets(attributes: Mapping[str, Any]) -> dict[str, Any] | None:
+    """``_redacted_plain(attributes, None, _SCRUB)`` of attributes no text of which holds a known credential.
+
+    Such a scrub changes only the values of secret keys, pairs led by one, maps, and
+    the type of sequences (lists): with no key secret, it is a copy with sequences
+    of flat values made lists. None where the long way is needed (a secret or
+    non-text key, a map, a pair led by a secret key, a nested value).
+    """
+    if not attributes:
+        return {}
+    keys = attributes.keys()
+    if not keys <= _NOT_SECRET:
+        for key in keys - _NOT_SECRET:
+            if not isinstance(key, str) or is_secret_key(key):
+                return None
+            if len(_NOT_SECRET) < _NOT_SECRET_MAX:
+                _NOT_SECRET.add(key)
+    plain = dict(attributes)
+    for key, value in plain.items():
+        if type(value) in _FLAT:
+            continue
+        if isinstance(value, (tuple, list)):
+            if len(value) == 2 and isinstance(value[0], str) and is_secret_key(value[0]):
+                return None
+            for item in value:
+                if type(item) not in _FLAT:
+                    return None
+            plain[key] = list(value)
+        elif isinstance(value, dict):
+            return None
+    return plain
 
 
 def _plain_span(

@@ -73,6 +73,49 @@ def test_a_frame_larger_than_the_pipe_arrives_whole(tmp_path):
     assert start["attrs"]["big"] == big
 
 
+@pytest.fixture
+def a_known_credential(monkeypatch):
+    from otel_agents.tracing.credentials import reload_credentials
+
+    monkeypatch.setenv("MY_SERVICE_TOKEN", "plain-looking-token-42")
+    reload_credentials()
+    yield "plain-looking-token-42"
+    monkeypatch.delenv("MY_SERVICE_TOKEN")
+    reload_credentials()
+
+
+def test_each_batch_says_whether_its_bytes_hold_a_known_credential(a_known_credential):
+    from otel_agents.persistence.recorder_link import encode_frame
+    from otel_agents.persistence.recorder_process import _batches
+
+    read_fd, write_fd = os.pipe()
+    os.write(write_fd, encode_frame(("plain", 1)) + encode_frame(("plain", 2)))
+    batches = _batches(read_fd, lambda: False)
+    assert next(batches) == ([("plain", 1), ("plain", 2)], True)
+    os.write(write_fd, encode_frame(("plain", 3)) + encode_frame((f"says {a_known_credential}", 4)))
+    assert next(batches) == ([("plain", 3), (f"says {a_known_credential}", 4)], False)
+    os.close(write_fd)
+    assert list(batches) == []
+
+
+def test_a_known_credential_never_reaches_the_journal_of_the_recorder_process(tmp_path, a_known_credential):
+    warnings: list[str] = []
+    store, link = _forked(tmp_path, "20261127-000000-abcdef", warnings)
+    provider = TracerProvider(shutdown_on_exit=False)
+    provider.add_span_processor(link)
+    tracer = provider.get_tracer("otel_agents")
+    with tracer.start_as_current_span("invoke_agent main", attributes={
+            sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT, sc.SESSION_ID: store.session_id, "note": "nothing secret"}):
+        with tracer.start_as_current_span("step") as step:
+            step.set_attribute("note", f"the token is {a_known_credential}")  # set directly: Telemetry never saw it
+            step.add_event("log", {"line": a_known_credential})
+    link.close()
+    assert warnings == []
+    journal = store.journal_path.read_text()
+    assert a_known_credential not in journal
+    assert "the token is [REDACTED]" in journal and "nothing secret" in journal
+
+
 def test_idle_work_in_slices_goes_on_without_waiting_for_messages():
     """The child's loop calls the recorder's idle work again at once while it says more remains."""
     from otel_agents.persistence.recorder_link import encode_frame
@@ -99,7 +142,7 @@ def test_idle_work_in_slices_goes_on_without_waiting_for_messages():
     safety = threading.Timer(10, end_run)  # were idle not called again, the loop would wait for ever
     safety.start()
     try:
-        assert [message for batch in _batches(read_fd, idle) for message in batch] == frames
+        assert [message for batch, _ in _batches(read_fd, idle) for message in batch] == frames
     finally:
         safety.cancel()
     assert len(calls) == 4
@@ -180,7 +223,7 @@ def test_the_childs_pause_ends_on_a_wake_pipe_numbered_past_1023():
     started = time.monotonic()
     closer.start()
     try:
-        assert [message for batch in _batches(read_fd, lambda: False, high) for message in batch] == frames
+        assert [message for batch, _ in _batches(read_fd, lambda: False, high) for message in batch] == frames
     finally:
         closer.join()
         os.close(wake_write)

@@ -74,3 +74,57 @@ def test_scrubbing_is_idempotent_and_leaves_no_credential(text):
         assert scrub_text(once) == once
         assert KEY not in once and TOKEN not in once
         assert redact_text(once) == redact_text(text)  # redaction of the source's copy equals redaction of the original
+
+
+# ---------------------------------------------------------------- credential_free: one search of a frame's bytes
+
+import marshal  # noqa: E402
+import pickle  # noqa: E402
+
+from hypothesis import HealthCheck  # noqa: E402
+
+_ONE_ENVIRONMENT = settings(suppress_health_check=[HealthCheck.function_scoped_fixture])  # set once, read by every example
+
+
+class Word(str):
+    """A str subclass: marshal refuses it, so its frame goes through pickle."""
+
+
+_texts = st.one_of(st.text(max_size=12), st.sampled_from([KEY, TOKEN, f"say {KEY}!", f"{TOKEN}{TOKEN}", "é" + TOKEN]))
+_leaves = st.one_of(st.none(), st.integers(), st.booleans(), _texts, _texts.map(Word), _texts.map(str.encode))
+_messages = st.recursive(_leaves, lambda inner: st.lists(inner, max_size=3) | st.tuples(inner, inner)
+                         | st.dictionaries(_texts, inner, max_size=3), max_leaves=12)
+
+
+def _texts_in(value):
+    if isinstance(value, (str, bytes)):
+        yield value if isinstance(value, str) else value.decode("utf-8", "surrogateescape")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _texts_in(key)
+            yield from _texts_in(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _texts_in(item)
+
+
+@settings(_ONE_ENVIRONMENT, max_examples=150)
+@given(message=_messages, pickled=st.booleans())
+def test_bytes_holding_a_credential_are_never_called_free_of_one(environment, message, pickled):
+    try:
+        data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL) if pickled else marshal.dumps(message)
+    except ValueError:  # marshal refuses a str subclass: such a frame is pickled
+        data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    holds = any(KEY in text or TOKEN in text for text in _texts_in(message))
+    if holds:
+        assert not credentials.credential_free(data)
+    assert credentials.credential_free(data, 0)  # nothing searched, nothing found
+    prefix = b"x" * 7
+    assert credentials.credential_free(prefix + data, len(prefix))  # only the bytes before ``end`` count
+
+
+@_ONE_ENVIRONMENT
+@given(st.lists(st.text(alphabet="0123456789 ,.", max_size=20), max_size=5))
+def test_texts_that_cannot_hold_a_credential_are_free_of_one(environment, texts):
+    assert credentials.credential_free(marshal.dumps(tuple(texts)))
+    assert not credentials.credential_free(marshal.dumps(tuple(texts) + (f"x{KEY}",)))

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from otel_agents.tracing import semconv as sc
 from otel_agents.tracing.records import make_record, to_span_attributes
-from otel_agents.tracing.spandata import SpanReader, from_readable
+from otel_agents.tracing.spandata import EventData, LinkData, SpanData, SpanReader, from_readable
 from otel_agents.tracing.telemetry import Telemetry
 
 SECRET = "sk-ant-" + "x" * 40
@@ -99,12 +103,6 @@ def test_an_end_whose_start_values_are_all_unchanged_reads_as_a_fresh_read(memor
 
 # ---------------------------------------------------------------- the shapes' own constructors
 
-import dataclasses  # noqa: E402
-
-from hypothesis import given, strategies as st  # noqa: E402
-
-from otel_agents.tracing.spandata import EventData, LinkData, SpanData  # noqa: E402
-
 _values = st.one_of(st.none(), st.integers(), st.text(max_size=5), st.dictionaries(st.text(max_size=3), st.integers(), max_size=2))
 
 
@@ -133,3 +131,81 @@ def test_defaults_are_the_fields_defaults_and_no_two_shapes_share_a_dict(cls, re
         assert getattr(first, f.name) == default
         if f.default_factory is dict:
             assert getattr(first, f.name) is not getattr(second, f.name)
+
+
+# ---------------------------------------------------------------- clean(): the short way for credential-free spans
+
+class Named(str):
+    """A str subclass, as a user's code may set."""
+
+
+_plain_keys = st.sampled_from(["note", "count", sc.GEN_AI_AGENT_NAME, sc.SESSION_ID, "x.y", "tags"])
+_keys = st.one_of(_plain_keys, _plain_keys, _plain_keys, _plain_keys,  # a secret key in one of five: most spans have none
+                  st.sampled_from(["api_key", "Authorization", "http.request.header.x-api-key"]))
+_flat = st.one_of(st.none(), st.integers(), st.booleans(), st.floats(), st.text(max_size=8),
+                  st.text(max_size=8).map(Named), st.binary(max_size=4), st.just("sk-ant-" + "q" * 40))
+_raw_values = st.one_of(
+    _flat, st.tuples(_flat, _flat), st.lists(_flat, max_size=3).map(tuple), st.lists(_flat, max_size=3),
+    st.tuples(st.sampled_from(["authorization", "note"]), st.text(max_size=5)),  # a pair led by a (secret) key
+    st.dictionaries(_keys, _flat, max_size=2),  # a map
+    st.tuples(st.tuples(st.sampled_from(["authorization", "note"]), _flat)),  # nested: a pair, a map
+    st.tuples(st.dictionaries(_keys, _flat, max_size=2)),
+)
+_raw_values = st.one_of(_flat, _flat, _flat, _raw_values)  # most values flat, as on real spans
+_raw_attributes = st.dictionaries(_keys, _raw_values, max_size=4)
+
+
+@st.composite
+def _raw_spans(draw):
+    events = tuple(EventData(draw(st.sampled_from([sc.EVENT_LOG, "hook", sc.record_event_name("transcript_entry")])),
+                             draw(st.integers(0, 3)), draw(_raw_attributes)) for _ in range(draw(st.integers(0, 2))))
+    links = tuple(LinkData("a" * 32, "b" * 16, draw(_raw_attributes)) for _ in range(draw(st.integers(0, 1))))
+    return SpanData("c" * 32, "d" * 16, None, draw(st.text(max_size=6)), "INTERNAL", 1, draw(st.sampled_from([None, 2])),
+                    draw(_raw_attributes), events, links, "ERROR", draw(st.none() | st.text(max_size=6)),
+                    {"service.name": "svc", "token": "t"}, "otel_agents")
+
+
+@settings(max_examples=300, deadline=None)
+@given(raw=_raw_spans(), start=_raw_spans(), patterns=st.booleans(), recorded_times=st.sets(st.integers(0, 3)))
+def test_a_credential_free_span_read_the_short_way_is_the_span_read_the_long_way(raw, start, patterns, recorded_times):
+    """No credential is known here, so every span is credential-free: both ways must agree, types included."""
+    reader = SpanReader(redact_patterns=patterns)
+    started = reader.clean(start)
+    recorded = {(e.attributes.get(sc.EVENT_FIELD_PREFIX + "message_id"), e.time_ns) for e in raw.events
+                if e.time_ns in recorded_times}
+    for known in (None, started):
+        long_way = reader.clean(raw, recorded, known)
+        short_way = reader.clean(raw, recorded, known, credential_free=True)
+        assert short_way == long_way
+        assert repr(short_way) == repr(long_way)  # True is not 1, a list is not a tuple
+
+
+_secret_or_plain = st.sampled_from(["authorization", "api_key", "note", "count"])
+_any_values = st.one_of(
+    _flat, st.lists(_flat, max_size=3).map(tuple), st.lists(_flat, max_size=3),
+    st.tuples(_secret_or_plain, _flat), st.dictionaries(_secret_or_plain, _flat, max_size=2),
+    st.tuples(st.tuples(_secret_or_plain, _flat)), st.tuples(st.dictionaries(_secret_or_plain, _flat, max_size=2)),
+)
+
+
+@settings(max_examples=400)
+@given(st.dictionaries(_keys, _any_values, max_size=4))
+def test_attributes_copied_without_secrets_are_the_scrubbed_copy_or_left_to_it(attributes):
+    from otel_agents.tracing.spandata import _SCRUB, _plain_without_secrets, _redacted_plain
+
+    short = _plain_without_secrets(attributes)
+    if short is not None:
+        assert repr(short) == repr(_redacted_plain(attributes, None, _SCRUB))
+
+
+_exactly_flat = st.one_of(st.none(), st.integers(), st.booleans(), st.floats(), st.text(max_size=8), st.binary(max_size=4))
+
+
+@given(st.dictionaries(_plain_keys, st.one_of(_exactly_flat, st.lists(_exactly_flat, max_size=3).map(tuple)), max_size=6))
+def test_flat_attributes_under_keys_known_not_secret_take_the_short_way(attributes):
+    from otel_agents.tracing.redaction import is_secret_key
+    from otel_agents.tracing.spandata import _plain_without_secrets
+
+    led_by_a_secret_key = any(isinstance(v, tuple) and len(v) == 2 and isinstance(v[0], str) and is_secret_key(v[0])
+                              for v in attributes.values())
+    assert (_plain_without_secrets(attributes) is None) == led_by_a_secret_key
