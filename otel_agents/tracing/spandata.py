@@ -217,22 +217,27 @@ class SpanReader:
 def _copied_without_secrets(raw: SpanData, resource: dict[str, Any]) -> SpanData | None:
     """``raw`` read by a scrubbing reader, when no text of it holds a known credential; None: take the long way."""
     attributes = _plain_without_secrets(raw.attributes)
-    if attributes is None:
+    events = _copies_without_secrets(raw.events) if raw.events else ()  # most spans have neither
+    links = _copies_without_secrets(raw.links) if raw.links else ()
+    if attributes is None or events is None or links is None:
         return None
-    events = []
-    for event in raw.events:
-        plain = _plain_without_secrets(event.attributes)
-        if plain is None:
-            return None
-        events.append(EventData(event.name, event.time_ns, plain))
-    links = []
-    for link in raw.links:
-        plain = _plain_without_secrets(link.attributes)
-        if plain is None:
-            return None
-        links.append(LinkData(link.trace_id, link.span_id, plain))
+    if events:
+        events = tuple(EventData(e.name, e.time_ns, copy) for e, copy in zip(raw.events, events))
+    if links:
+        links = tuple(LinkData(link.trace_id, link.span_id, copy) for link, copy in zip(raw.links, links))
     return SpanData(raw.trace_id, raw.span_id, raw.parent_span_id, raw.name, raw.kind, raw.start_ns, raw.end_ns,
-                    attributes, tuple(events), tuple(links), raw.status, raw.status_message, resource, raw.scope)
+                    attributes, events, links, raw.status, raw.status_message, resource, raw.scope)
+
+
+def _copies_without_secrets(holders: tuple) -> list[dict[str, Any]] | None:
+    """Each event's or link's attributes copied by :func:`_plain_without_secrets`; None if one cannot be."""
+    copies = []
+    for holder in holders:
+        copy = _plain_without_secrets(holder.attributes)
+        if copy is None:
+            return None
+        copies.append(copy)
+    return copies
 
 
 # Keys found not to be secret (the project's own, then others as they are met), up to a bound.
