@@ -13,7 +13,7 @@ from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.sdk.util import BoundedList
 from opentelemetry.trace import Status
 
-from otel_agents.tracing.otlp_proto_encode import encode_request
+from otel_agents.tracing.export_size import encoded_size
 
 TRUNCATION_MARKER = "…[truncated {dropped} bytes by otel-agents; full value in the local session]"
 # A span over budget never has its strings cut below this many bytes.
@@ -98,11 +98,6 @@ def dropped_count(attributes: Any) -> int:
 
 
 # --- spans over budget ---
-
-
-def encoded_size(spans: Sequence[ReadableSpan]) -> int:
-    """Bytes of the OTLP ``ExportTraceServiceRequest`` the exporters would send (the stock encoder's, written directly)."""
-    return len(encode_request(spans))
 
 
 def rebuild_span(

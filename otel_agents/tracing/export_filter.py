@@ -67,7 +67,6 @@ from otel_agents.tracing.export_caps import (
     dropped_count,
     rebuild_span,
     cap_value,
-    encoded_size,
     fit_span,
     value_bytes,
 )
@@ -78,6 +77,7 @@ from otel_agents.tracing.export_size import (
     EnvelopeSizes,
     attribute_bound,
     chunk_by_size,
+    encoded_size,
     span_bound,
     text_bytes,
 )

@@ -31,6 +31,11 @@ LINK_FIXED = FIELD + (FIELD + 16) + (FIELD + 8) + SCALAR + (TAG + 4)
 MAX_BATCH_BYTES = 3 * 1024 * 1024  # a request's default budget: room under the collectors' 4 MiB gRPC default
 
 
+def encoded_size(spans: Sequence[ReadableSpan]) -> int:
+    """Bytes of the OTLP ``ExportTraceServiceRequest`` the exporters would send (the stock encoder's, written directly)."""
+    return len(encode_request(spans))
+
+
 class Unbounded(Exception):
     """A value of no OTLP type, which this module does not bound."""
 
@@ -119,7 +124,7 @@ class EnvelopeSizes:
         bare = ReadableSpan(name="", context=span.context, resource=span.resource,
                             instrumentation_scope=span.instrumentation_scope)
         # The bare span's own bytes are counted once more: an over-estimate, never under.
-        size = len(encode_request([bare])) + 2 * LENGTH  # ResourceSpans and ScopeSpans prefixes may grow
+        size = encoded_size([bare]) + 2 * LENGTH  # ResourceSpans and ScopeSpans prefixes may grow
         if len(self._known) > 64:  # resources and scopes come and go only in tests
             self._known.clear()
         self._known[key] = (span.resource, span.instrumentation_scope, size)
@@ -138,7 +143,7 @@ def chunk_by_size(
     chunks: list[list[ReadableSpan]] = []
     used = 0
     for number, span in enumerate(spans):
-        size = len(encode_request([span])) if sizes is None else sizes[number]
+        size = encoded_size([span]) if sizes is None else sizes[number]
         if chunks and used + size <= limit:
             chunks[-1].append(span)
             used += size

@@ -125,7 +125,7 @@ _COOKIE_HEADER = re.compile(r"(?i)(?<![A-Za-z0-9_\-])((?:set-)?cookie\s*:\s*)(?!
 def is_secret_key(key: str) -> bool:
     """``Authorization``, ``x-api-key``; also namespaced keys ending in one
     (``http.request.header.authorization``)."""
-    if key in _KNOWN_SAFE_KEYS:  # the attribute keys this project writes: one set lookup
+    if key in KNOWN_SAFE_KEYS:  # the attribute keys this project writes: one set lookup
         return False
     return _secret_key_rule(key)
 
@@ -161,10 +161,10 @@ def _known_safe_keys() -> frozenset[str]:
     return frozenset(name for name in names if not _secret_key_rule(name))
 
 
-_KNOWN_SAFE_KEYS = KNOWN_SAFE_KEYS = _known_safe_keys()
+KNOWN_SAFE_KEYS = _known_safe_keys()
 # True for the attribute keys this project writes (none of them secret); a set's own lookup,
 # without a Python call, for loops over every attribute of every span.
-known_safe_key = _KNOWN_SAFE_KEYS.__contains__
+known_safe_key = KNOWN_SAFE_KEYS.__contains__
 
 
 def redact_text(text: str) -> str:

@@ -109,13 +109,13 @@ def test_the_shortest_secret_shapes_are_still_redacted():
 
 
 def test_known_keys_are_exactly_the_ones_the_rule_calls_safe():
-    assert R._KNOWN_SAFE_KEYS  # built from semconv and the record fields
-    for key in R._KNOWN_SAFE_KEYS:
+    assert R.KNOWN_SAFE_KEYS  # built from semconv and the record fields
+    for key in R.KNOWN_SAFE_KEYS:
         assert not plain_is_secret_key(key)
     for key in [*R.SECRET_KEYS, "Authorization", "http.request.header.x-api-key", "X-Api-Key", "api key"]:
         assert R.is_secret_key(key) and plain_is_secret_key(key)
     for key in (sc.GEN_AI_INPUT_MESSAGES, sc.EVENT_FIELD_PREFIX + "content", "content", "service.name"):
-        assert key in R._KNOWN_SAFE_KEYS and not R.is_secret_key(key)
+        assert key in R.KNOWN_SAFE_KEYS and not R.is_secret_key(key)
 
 
 @settings(max_examples=300, deadline=None)

@@ -24,7 +24,8 @@ from opentelemetry.trace import Status, StatusCode
 
 from otel_agents.runtime.tools import ToolContext, make_tool
 from otel_agents.tracing import semconv as sc
-from otel_agents.tracing.export_caps import cap_value, encoded_size, value_bytes
+from otel_agents.tracing.export_caps import cap_value, value_bytes
+from otel_agents.tracing.export_size import encoded_size
 from otel_agents.tracing.export_filter import (
     MAX_ATTRIBUTES,
     ExportLimits,
