@@ -20,12 +20,17 @@ _STATUSES = {0: "UNSET", 1: "OK", 2: "ERROR"}
 
 
 def _id(raw: bytes, nbytes: int, where: Where, required: bool) -> str | None:
-    if not raw or not any(raw):
+    if not raw:
         if required:
-            raise where.error("missing id" if not raw else f"invalid all-zero id {raw.hex()!r}")
+            raise where.error("missing id")
         return None
+    # The length first, as the JSON reader: a zero id of the wrong length is malformed, not "none".
     if len(raw) != nbytes:
         raise where.error(f"invalid id {base64.b64encode(raw).decode()!r}: expected {nbytes} bytes")
+    if not any(raw):
+        if required:
+            raise where.error(f"invalid all-zero id {raw.hex()!r}")
+        return None
     return raw.hex()
 
 
