@@ -86,10 +86,13 @@ _call = st.fixed_dictionaries({
     "function": st.fixed_dictionaries({"name": st.text(min_size=1, max_size=8),
                                        "arguments": st.one_of(_text, st.just('{"a": 1}'), st.just(""))}),
 })
+# Drawn directly, not filtered out of _message: three in four of those are other roles, and
+# hypothesis's health check then fails the reply test at random.
+_reply = st.fixed_dictionaries({"role": st.just("assistant"), "content": st.one_of(st.none(), _text)},
+                               optional={"tool_calls": st.lists(_call, max_size=3), "reasoning_content": _text})
 _message = st.one_of(
     st.fixed_dictionaries({"role": st.sampled_from(["system", "user"]), "content": _text}),
-    st.fixed_dictionaries({"role": st.just("assistant"), "content": st.one_of(st.none(), _text)},
-                          optional={"tool_calls": st.lists(_call, max_size=3), "reasoning_content": _text}),
+    _reply,
     st.fixed_dictionaries({"role": st.just("tool"), "tool_call_id": st.text(min_size=1, max_size=8),
                            "name": st.text(max_size=8), "content": _text}),
     st.fixed_dictionaries({"role": st.just("user"), "content": st.lists(
@@ -111,7 +114,7 @@ def test_any_context_becomes_valid_instructions_and_input_messages_in_order(mess
 
 
 @settings(max_examples=100, deadline=None)
-@given(_message.filter(lambda m: m["role"] == "assistant"))
+@given(_reply)
 def test_any_reply_becomes_a_valid_output_message_keeping_its_calls(message):
     out = output_messages(message)
     validate(sc.GEN_AI_OUTPUT_MESSAGES, out)
