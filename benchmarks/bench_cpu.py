@@ -22,10 +22,29 @@ def _total_cpu(run: Any) -> float:
 
 def cpu_figures(plan: Any, script: Path, traced: list, disabled: list, home: Callable[[], Path],
                 add: Callable[..., None], *, export_pairs: int, peer_pairs: int) -> None:
-    """cpu_us_per_call (from the overhead pairs ``traced``/``disabled``), otlp_export_cpu_us_per_call,
-    the litellm peer and the ratio to it, each given to ``add(name, value, target=None, **details)``."""
+    """cpu_us_per_call (from the overhead pairs ``traced``/``disabled``; its details say what the same
+    session costs without its recorder), otlp_export_cpu_us_per_call, the litellm peer and the ratio
+    to it, each given to ``add(name, value, target=None, **details)``."""
     per_call = [(_total_cpu(t) - _total_cpu(d)) / plan.llm_calls * 1e6 for t, d in zip(traced, disabled)]
     ours = statistics.median(per_call)
+
+    # The same traced session without its recorder (nothing saved), against the disabled one: the
+    # spans, records and console alone, the part of cpu_us_per_call that is not persistence.
+    unrecorded: list = []
+    floor: list = []
+
+    def session(runs: list, *, traced: bool, recorded: bool) -> Callable[[], float]:
+        def run() -> float:
+            done = bench_session.run_session(script, plan.prompts, home(), traced=traced, recorded=recorded)
+            runs.append(done)
+            return done.seconds
+        return run
+
+    alternate(session(unrecorded, traced=True, recorded=False), session(floor, traced=False, recorded=False),
+              export_pairs)
+    if any(run.session_dir is not None or run.child_cpu_seconds for run in unrecorded):
+        raise AssertionError("a session run without its recorder saved something or had a recorder process")
+    unrecorded_per_call = [(_total_cpu(u) - _total_cpu(d)) / plan.llm_calls * 1e6 for u, d in zip(unrecorded, floor)]
 
     # The same traced session with and without an OTLP/HTTP exporter to a loopback receiver (its own process).
     with bench_export.receiver() as receiver:
@@ -77,5 +96,7 @@ def cpu_figures(plan: Any, script: Path, traced: list, disabled: list, home: Cal
                 attribute_bytes_per_call=with_callback[0].span_bytes / len(requests))
     add("cpu_us_per_call", ours, target=0.35 * peer, runs_us=per_call, llm_calls=plan.llm_calls,
                 recorder_cpu_us_per_call=statistics.median(t.child_cpu_seconds for t in traced) / plan.llm_calls * 1e6,
+                unrecorded_cpu_us_per_call=statistics.median(unrecorded_per_call), unrecorded_runs_us=unrecorded_per_call,
+                unrecorded_vs_peer=statistics.median(unrecorded_per_call) / peer if peer > 0 else float("inf"),
                 note="traced session (process + recorder process) minus disabled session, total CPU, per LLM call")
     add("cpu_vs_peer_litellm_otel", ours / peer if peer > 0 else float("inf"))

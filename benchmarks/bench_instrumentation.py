@@ -119,15 +119,19 @@ def _parent_context(spans: dict[int, trace.Span], parent: int | None):
     return trace.set_span_in_context(spans[parent] if parent is not None else trace.INVALID_SPAN)
 
 
-def replay_instrumented(capture: Capture, home: Path) -> float:
-    """Seconds to replay every call through the CLI's tracing, recorder and console set-up."""
+def replay_instrumented(capture: Capture, home: Path, *, recorded: bool = True) -> float:
+    """Seconds to replay every call through the CLI's tracing, recorder and console set-up.
+
+    ``recorded=False``: the same without the recorder (nothing saved): what the spans,
+    records and console cost before any persistence.
+    """
     from otel_agents.cli.execution import attach_console, configure, start_recording
     from otel_agents.persistence.paths import Paths
 
     paths = Paths(Path(home) / "sessions", Path(home) / "billing.jsonl")
     started = time.perf_counter()
     tracing = configure(None)
-    recorder = start_recording(tracing, paths, capture.session_id)
+    recorder = start_recording(tracing, paths, capture.session_id) if recorded else None
     attach_console(tracing, False, False, False)
     telemetry = tracing.telemetry
     tracer = telemetry.tracer
@@ -160,7 +164,8 @@ def replay_instrumented(capture: Capture, home: Path) -> float:
             if code != StatusCode.UNSET:
                 span.set_status(Status(code, description))
             span.end()
-    recorder.close()
+    if recorder is not None:
+        recorder.close()
     tracing.shutdown()
     return time.perf_counter() - started
 

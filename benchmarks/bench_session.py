@@ -137,11 +137,13 @@ class SessionRun:
 
 def run_session(
     script_path: Path, prompts: tuple[str, ...], home: Path, *, traced: bool,
-    before_run: Callable[[Any], None] | None = None,
+    before_run: Callable[[Any], None] | None = None, recorded: bool = True,
 ) -> SessionRun:
     """One whole session through the CLI's in-process path; litellm must already be imported (warm-up).
 
     ``before_run(tracing)`` may add processors and listeners (the instrumentation benchmark's capture).
+    ``recorded=False`` with ``traced``: spans, records and the console as traced, but no recorder
+    (nothing saved): what the instrumentation costs before any persistence.
     """
     from otel_agents.cli.execution import ModelOptions, attach_console, configure, make_llm, start_recording
     from otel_agents.llm.scripts import load_script
@@ -158,7 +160,7 @@ def run_session(
         tracing = configure(None)
         llm = make_llm(tracing, ModelOptions(None, None, MAX_TURNS, 4, 120.0))
         session = build_session(script, telemetry=tracing.telemetry, llm=llm, max_turns=MAX_TURNS)
-        recorder = start_recording(tracing, paths, session.id) if traced else None
+        recorder = start_recording(tracing, paths, session.id) if traced and recorded else None
         attach_console(tracing, False, False, False)
         if before_run is not None:
             before_run(tracing)
@@ -180,7 +182,7 @@ def run_session(
         else:
             os.environ["OTEL_SDK_DISABLED"] = previous
     calls = sum(1 for agent in session.agents.values() for m in agent.transcript if m["role"] == "assistant")
-    directory = paths.sessions_dir / session.id if traced else None
+    directory = paths.sessions_dir / session.id if recorder is not None else None
     return SessionRun(seconds, cpu_seconds, child_cpu_seconds, session.id, calls, directory)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import json
 import math
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -76,6 +77,10 @@ def test_quick_run_measures_what_it_says(quick_run, harness):
     assert details["billing_summary_s_1m"]["records"] == harness.QUICK.ledger_records
     assert len(details["ledger_append_s_1m"]["runs"]) == len(details["ledger_append_s_1m"]["one_call_runs"]) >= 1
     assert details["instrumentation_vs_bare"]["turns"] > 0
+    floor = details["instrumentation_vs_sdk_same_data"]  # the replay without the recorder, against the SDK's
+    assert floor["unrecorded_us_per_turn"] > 0
+    assert floor["unrecorded_vs_sdk_same_data"] == pytest.approx(
+        floor["unrecorded_us_per_turn"] / floor["sdk_same_data_us_per_turn"])
     replay = details["recorder_replay_us_per_call"]  # the recorder's work on a real session's frames...
     assert replay["messages"] > replay["llm_calls"] > 0 and len(replay["runs_us"]) == harness.QUICK.instrumentation_pairs
     assert replay["same_streams"] is True  # ...writing what the live recorder process wrote
@@ -98,6 +103,10 @@ def test_quick_run_reports_the_cpu_figures_against_the_peer(quick_run, harness):
     # Ours from the overhead pairs: every pair, recorder process included.
     assert len(details["cpu_us_per_call"]["runs_us"]) == harness.QUICK.overhead_pairs
     assert details["cpu_us_per_call"]["recorder_cpu_us_per_call"] > 0
+    # The same session without its recorder, paired with disabled ones: the instrumentation's own share.
+    cpu = details["cpu_us_per_call"]
+    assert len(cpu["unrecorded_runs_us"]) == harness.QUICK.overhead_pairs
+    assert cpu["unrecorded_cpu_us_per_call"] == pytest.approx(statistics.median(cpu["unrecorded_runs_us"]))
     assert targets["cpu_us_per_call"] == pytest.approx(0.35 * figures["peer_litellm_otel_cpu_us_per_call"])
     peer_us = figures["peer_litellm_otel_cpu_us_per_call"]
     # A --quick peer can measure at or below zero on a loaded machine: the ratio then says infinite.
