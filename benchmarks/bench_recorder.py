@@ -87,8 +87,9 @@ def replay(frames: Frames, home: Path) -> tuple[float, Path]:
 
 
 def replay_figure(script: Path, prompts: tuple[str, ...], home: Callable[[], Path], add: Callable[..., None], *,
-                  replays: int) -> None:
-    """``recorder_replay_us_per_call``: the least disturbed of ``replays`` replays, given to ``add(name, value, **details)``."""
+                  replays: int) -> Frames:
+    """``recorder_replay_us_per_call``: the least disturbed of ``replays`` replays, given to ``add(name, value, **details)``;
+    returns the frames replayed."""
     frames = capture(script, prompts, home())
     runs = [replay(frames, home()) for _ in range(replays)]
     per_call = [seconds / frames.llm_calls * 1e6 for seconds, _ in runs]
@@ -98,3 +99,4 @@ def replay_figure(script: Path, prompts: tuple[str, ...], home: Callable[[], Pat
         same_streams=all((replayed / name).read_bytes() == (frames.session_dir / name).read_bytes()
                          for name in ("events.jsonl", "spans.jsonl")),
         note="CPU of recorder_process.serve over one traced session's frames, in this process; the minimum")
+    return frames

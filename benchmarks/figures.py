@@ -41,6 +41,7 @@ TARGETS: dict[str, tuple[float | None, str]] = {
     "instrumentation_vs_sdk_same_data": (1.5, "x"),
     "instrumentation_vs_bare": (None, "x"),
     "recorder_replay_us_per_call": (None, "us"),  # resolves the recorder process's share of cpu_us_per_call
+    "recorder_replay_instructions_per_call": (None, "instr"),  # the same replay counted exactly (valgrind)
     "otlp_export_replay_us_per_call": (None, "us"),  # resolves what otlp_export_cpu_us_per_call measures
     "bytes_growth": (1.1, "x"),
     "resume_s_1k": (None, "s"),
@@ -72,6 +73,8 @@ AT_LEAST = {"collect_vs_import"}  # higher is better: central ingest at least 0.
 # --quick sizes on a loaded machine, they may come out negative (a ratio over a negative, infinite).
 DIFFERENCES = {"cpu_us_per_call", "peer_litellm_otel_cpu_us_per_call", "otlp_export_cpu_us_per_call",
                "cpu_vs_peer_litellm_otel"}
+# Figures that need a tool the machine may lack (NaN, with an ``unavailable`` detail saying which).
+NEEDS_VALGRIND = {"recorder_replay_instructions_per_call"}
 
 
 def met(name: str, value: float, target: float) -> bool:

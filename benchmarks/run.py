@@ -2,7 +2,7 @@
 
     python benchmarks/run.py                  # full sizes (a few minutes on 2 cores)
     python benchmarks/run.py --quick          # tiny sizes: a smoke run (< 1 min); figures are not comparable
-    python benchmarks/run.py --only cpu       # the recording path's figures only (overhead, CPU, export, peer, recorder and export replays)
+    python benchmarks/run.py --only cpu       # the recording path's figures only (overhead, CPU, export, peer, recorder and export replays, the replay's instructions)
     python benchmarks/run.py --json out.json  # also write {"figures": {...}, "targets": ..., "details": ..., "machine": ...}
 
 Comparisons run both sides in this one invocation, alternating, and report the
@@ -32,6 +32,7 @@ import bench_cli  # noqa: E402
 import bench_collect  # noqa: E402
 import bench_cpu  # noqa: E402
 import bench_export  # noqa: E402
+import bench_instructions  # noqa: E402
 import bench_instrumentation  # noqa: E402
 import bench_recorded  # noqa: E402
 import bench_recorder  # noqa: E402
@@ -41,7 +42,9 @@ import bench_ui  # noqa: E402
 import bench_views  # noqa: E402
 from bench_machine import machine  # noqa: E402
 from bench_timing import alternate, median_of, run_process  # noqa: E402
-from figures import DIFFERENCES, FULL, MEMORY_GROWTH_LIMIT, QUICK, TARGETS, Results, Sizes, met  # noqa: E402,F401 (TARGETS, DIFFERENCES: read by the harness test)
+from figures import (  # noqa: E402,F401 (TARGETS, DIFFERENCES, NEEDS_VALGRIND: read by the harness test)
+    DIFFERENCES, FULL, MEMORY_GROWTH_LIMIT, NEEDS_VALGRIND, QUICK, TARGETS, Results, Sizes, met,
+)
 
 
 # --------------------------------------------------------------------------- scripted sessions
@@ -138,7 +141,8 @@ def session_benchmarks(sizes: Sizes, tmp: Path, results: Results, measure: bool 
                 sdk_same_data_us_per_turn=same_data / turns * 1e6,
                 unrecorded_us_per_turn=unrecorded / turns * 1e6,
                 unrecorded_vs_sdk_same_data=unrecorded / same_data)
-    bench_recorder.replay_figure(script, plan.prompts, home, results.add, replays=sizes.instrumentation_pairs)
+    frames = bench_recorder.replay_figure(script, plan.prompts, home, results.add, replays=sizes.instrumentation_pairs)
+    bench_instructions.instructions_figure(frames, home, results.add)
     bench_export.replay_figure(script, plan.prompts, home, results.add, replays=sizes.instrumentation_pairs)
     if cpu_only:
         return None, None
@@ -342,7 +346,8 @@ def main(argv: list[str] | None = None) -> int:
                                help="leave out a group of benchmarks (repeatable)")
     parser.add_argument("--only", choices=["cpu"],
                         help="cpu: only overhead_ratio, the CPU figures (cpu_us_per_call, the export, the peer), "
-                             "instrumentation_vs_sdk_same_data and the recorder and export replays")
+                             "instrumentation_vs_sdk_same_data, the recorder and export replays and the recorder "
+                             "replay's instructions (valgrind)")
     args = parser.parse_args(argv)
     if args.only == "cpu":
         args.skip = [group for group in skip.choices if group != "sessions"]  # every other group, new ones too
