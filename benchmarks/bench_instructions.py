@@ -7,7 +7,9 @@ counts the same within about 0.01 % run alone, 0.3 % with the other core busy (t
 feeder thread then hands over other batch sizes). One process replays a session's frames
 once (imports, first-use work and one replay), another twice; the difference is one warm
 replay, the figure's numerator. Instructions are not time (a cache miss costs more than
-an add), so the figure locates changes of the recorder; it has no target.
+an add), and valgrind hides some CPU extensions (OpenSSL's SHA-256 of the tree's members
+runs without SHA-NI under it: about 7 % of the count, a fraction of that natively), so the
+figure locates changes of the recorder's own code; it has no target.
 """
 
 from __future__ import annotations
