@@ -182,5 +182,8 @@ def test_only_cpu_reports_the_recording_paths_figures_and_nothing_else(tmp_path,
     }
     for name, value in figures.items():
         assert isinstance(value, (int, float)) and not isinstance(value, bool), name
+        if name in harness.NEEDS_VALGRIND and not counting_instructions():
+            assert math.isnan(value), name
+            continue
         # A difference of two CPU measures may come out negative at these sizes on a busy machine.
         assert (not math.isnan(value)) if name in harness.DIFFERENCES else (math.isfinite(value) and value >= 0), name
