@@ -77,3 +77,26 @@ def test_a_recorded_session_repeated_keeps_every_chat_context_exact(bench, tmp_p
     for record in answered:  # every copy's calls: the context counts follow the growing transcripts
         context = viewer.chat_context(record["message_id"])  # raises when a count disagrees with the records
         assert context.message_count == len(context.messages) > 0
+
+
+def test_a_session_and_a_replay_without_their_recorder_save_nothing(bench, tmp_path, monkeypatch):
+    """The recorder-free halves of cpu_us_per_call and instrumentation_vs_sdk_same_data: traced, nothing written."""
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    instrumentation = importlib.import_module("bench_instrumentation")
+    session = bench["bench_session"]
+    plan = session.make_script(30, agents=2, runs=1)
+    script = session.write_script(plan, tmp_path)
+    session.warm_up(tmp_path / "warm")
+
+    unrecorded = session.run_session(script, plan.prompts, tmp_path / "bare", traced=True, recorded=False)
+    assert unrecorded.session_dir is None and unrecorded.child_cpu_seconds == 0
+    assert unrecorded.llm_calls == plan.llm_calls
+    assert not (tmp_path / "bare" / "sessions").exists() and not (tmp_path / "bare" / "billing.jsonl").exists()
+    recorded = session.run_session(script, plan.prompts, tmp_path / "saved", traced=True)
+    assert recorded.session_dir is not None and (recorded.session_dir / "spans.jsonl").exists()
+
+    capture = instrumentation.capture_session(script, plan.prompts, tmp_path / "capture")
+    assert instrumentation.replay_instrumented(capture, tmp_path / "replay-bare", recorded=False) > 0
+    assert not (tmp_path / "replay-bare" / "sessions").exists()
+    instrumentation.replay_instrumented(capture, tmp_path / "replay-saved")
+    assert any((tmp_path / "replay-saved" / "sessions").glob("*/spans.jsonl"))
