@@ -143,29 +143,39 @@ def test_a_slow_writer_answers_429_with_retry_after_and_the_exporters_retry_deli
             answers = list(pool.map(lambda chunk: _post(collector, _protobuf_body(chunk)), _chunks(triples, 6, 1)))
         busy = [headers for status, headers, _ in answers if status == 429]
         assert busy and all(headers["Retry-After"] == "1" for headers in busy)
-        # Real exporters while the writer stays behind (the test keeps its queue full with
-        # redeliveries, which change nothing): their 429s are retried after Retry-After.
+        # Real exporters while the writer stays behind: the test keeps its queue full with
+        # redeliveries (which change nothing) until the exporters themselves have been refused,
+        # then lets the writer catch up, so their retries after Retry-After must deliver everything.
         done = threading.Event()
+        filler_refused = []
 
         def keep_busy():
             body = _protobuf_body(triples)
-            while not done.wait(0.05):  # half the writer's pace: the exporters' retries still get through
-                _post(collector, body)
+            while not done.wait(0.05):
+                if _post(collector, body)[0] == 429:
+                    filler_refused.append(1)
 
-        fillers = [threading.Thread(target=keep_busy, daemon=True)]
-        for filler in fillers:
-            filler.start()
+        def exporters_refused() -> int:
+            logged = sum(json.loads(line).get("busy", 0) for line in list(collector.lines))
+            return logged - len(busy) - len(filler_refused)
+
+        filler = threading.Thread(target=keep_busy, daemon=True)
+        filler.start()
         env = {"OTEL_BSP_SCHEDULE_DELAY": "20", "OTEL_BSP_MAX_EXPORT_BATCH_SIZE": "8"}
         homes = [tmp_path / f"worker{i}" for i in range(2)]
         procs = [run_session(h, collector.http_endpoint, "http/protobuf", env=env) for h in homes]
-        ids = [session_id_of(proc) for proc in procs]
+        deadline = time.monotonic() + 120
+        # 2, not 1: a filler's refusal can be logged before its answer reaches the filler.
+        while exporters_refused() < 2 and time.monotonic() < deadline and any(p.poll() is None for p in procs):
+            time.sleep(0.1)
         done.set()
-        for filler in fillers:
-            filler.join(30)
+        filler.join(30)
+        outcomes = [proc.communicate(timeout=300) for proc in procs]
         assert collector.stop() == 0
-    refused = sum(json.loads(line).get("busy", 0) for line in collector.lines)
-    assert refused > len(busy)  # the exporters met 429s too
-    for h, session_id in zip(homes, ids):
+    assert exporters_refused() >= 1  # exact now: the filler has stopped and every log line is in
+    for h, proc, (_, err) in zip(homes, procs, outcomes):
+        assert proc.returncode == 0 and "not delivered" not in err, err
+        session_id = next(line.split(": ", 1)[1] for line in err.splitlines() if line.startswith("session: "))
         assert_same_session(h, tmp_path / "central", session_id)
 
 
