@@ -9,7 +9,6 @@ from typing import Any, Mapping
 
 import click
 
-from otel_agents.tracing import semconv as sc
 from otel_agents.cli.options import (
     ledger_errors_are_data_errors, reads_whole_sessions, session_dir_or_exit, storage_options,
 )
@@ -151,7 +150,7 @@ def repair(session_id: str, paths) -> None:
     from otel_agents.persistence.repair import repair_session
 
     directory = session_dir_or_exit(paths, session_id)
-    with own_session(directory) as ownership:
+    with own_session(directory):
         try:
             changes = repair_session(directory, paths.billing_file, lambda m: click.echo(f"warning: {m}", err=True))
         except ValueError as exc:

@@ -17,9 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from google.protobuf.json_format import ParseDict
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
-    ExportTraceServiceRequest, ExportTraceServiceResponse,
-)
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from otel_agents.persistence.journal import read_journal
 from support.collector import Collector, assert_same_session, base_env, ledger, run_session, session_id_of

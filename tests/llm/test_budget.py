@@ -145,7 +145,7 @@ def test_a_limit_warns_once_when_its_spend_crosses_the_mark_and_not_again_after_
     final = carried + sum(tokens)
     crossed = limit > 0 and carried < 0.8 * limit <= final
     assert [kind for kind, _ in told] == (["budget_warning"] if crossed else [])
-    assert all(text.startswith(f"budget warning for x: ") and f" of {limit} tokens spent (" in text for _, text in told)
+    assert all(text.startswith("budget warning for x: ") and f" of {limit} tokens spent (" in text for _, text in told)
 
 
 def test_an_exhausted_budget_is_told_as_a_budget_notice():

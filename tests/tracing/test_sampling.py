@@ -6,7 +6,6 @@ check runs the real CLI twice at once (ratio 0 and ratio 1) against real OTLP re
 
 from __future__ import annotations
 
-import gzip
 import os
 import subprocess
 import sys
@@ -133,12 +132,11 @@ def _run_cli(tmp: Path, tag: str, env_extra: dict[str, str]) -> subprocess.Popen
     )
 
 
-def _session(home: Path) -> tuple[list[dict], list[dict], dict]:
+def _session(home: Path) -> tuple[list[dict], list[dict]]:
     (directory,) = (home / "sessions").iterdir()
     journal = [orjson.loads(line) for line in (directory / "spans.jsonl").read_bytes().splitlines()]
     ledger = [orjson.loads(line) for line in (home / "billing.jsonl").read_bytes().splitlines()]
-    tree = orjson.loads(gzip.decompress((directory / "tree.json.gz").read_bytes()))
-    return journal, ledger, tree
+    return journal, ledger
 
 
 def _otlp_file_spans(path: Path) -> int:
@@ -166,7 +164,7 @@ def test_ratio_zero_sends_nothing_and_ratio_one_everything_while_the_session_and
         assert none_receiver.calls == []  # nothing over the wire
         received = all_receiver.spans()
     journals = {tag: _session(tmp_path / tag) for tag in jobs}
-    (j0, ledger0, tree0), (j1, ledger1, tree1) = journals["ratio0"], journals["ratio1"]
+    (j0, ledger0), (j1, ledger1) = journals["ratio0"], journals["ratio1"]
     ended = lambda journal: {line["end"] for line in journal if "end" in line}  # noqa: E731
     assert len(ended(j0)) == len(ended(j1)) == len(received) > 30  # the session has every span either way
     assert {s.span_id for s in received} == ended(j1)
