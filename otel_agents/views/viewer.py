@@ -8,27 +8,18 @@ returns or in the records of the agents it concerns; the indexes are built once.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from otel_agents.persistence.events_file import EVENTS_FILE
-from otel_agents.persistence.journal_lookup import span_from_journal, tools_from_journal
 from otel_agents.persistence.notices import Warn, stderr_warning
 from otel_agents.tracing import semconv as sc
 from otel_agents.tracing.records import message_from_record
+from otel_agents.views.chat_spans import ChatSpans, check_context_attributes, tool_schemas
 from otel_agents.views.errors import AmbiguousAgent, SessionDataError, UnknownAgent, UnknownMessage, UnknownSpan
 from otel_agents.views.index import SessionIndex, is_utterance, paused, tool_calls_of
-from otel_agents.views.loading import (
-    JOURNAL_FILE,
-    TREE_FILE,
-    read_event_file,
-    read_events,
-    read_tree,
-    records_from_tree,
-    span_nodes,
-)
+from otel_agents.views.loading import TREE_FILE, read_event_file, read_events, read_tree, records_from_tree
 from otel_agents.views.model import (
     AgentInfo,
     CauseLink,
@@ -62,10 +53,7 @@ class SessionViewer:
     ) -> None:
         self.session_id = session_id
         self._index = index
-        self._tree = tree
-        self._tree_path = tree_path  # read on first use: only ``context`` needs the tree
-        self._spans: dict[str, dict[str, Any]] | None = None  # span id -> tree node, on first use
-        self._tools: dict[str, Any] | None = None  # tool definitions by id, indexed with the spans
+        self._chat_spans = ChatSpans(tree, tree_path)
         self._agents = self._agent_infos()
 
     @classmethod
@@ -350,58 +338,6 @@ class SessionViewer:
         return refs
 
     # --- exact LLM context ---
-    def _journal_path(self) -> Path | None:
-        """The session's span journal, next to its tree (None for a viewer built from memory)."""
-        if self._spans is not None or self._tree is not None or self._tree_path is None:
-            return None  # a tree in memory is already decoded (or indexed): it answers at once
-        path = self._tree_path.with_name(JOURNAL_FILE)
-        return path if path.is_file() else None
-
-    def _span_node(self, key: str) -> dict[str, Any] | None:
-        """A tree node by span id, or the chat span whose response is assistant entry ``key``.
-
-        The journal answers first when there is one: it reads only the lines naming the
-        key, where the tree would be decoded whole (seconds and a gigabyte at 100k entries).
-        """
-        journal = self._journal_path()
-        if journal is not None:
-            node = span_from_journal(journal, key)
-            if node is not None:
-                return node
-        return self._tree_span_node(key)
-
-    def _tool_definitions(self, definitions_id: str) -> Any | None:
-        journal = self._journal_path()
-        if journal is not None:
-            tools = tools_from_journal(journal, definitions_id)
-            if tools is not None:
-                return tools
-        self._index_tree_spans()  # not in the journal (or none): the tree's spans
-        return (self._tools or {}).get(definitions_id)
-
-    def _tree_span_node(self, key: str) -> dict[str, Any] | None:
-        spans = self._index_tree_spans()
-        return spans.get(key.strip()) or spans.get(key.strip().lower())
-
-    def _index_tree_spans(self) -> dict[str, dict[str, Any]]:
-        if self._spans is None:
-            if self._tree is None:
-                if self._tree_path is None or not self._tree_path.exists():
-                    raise SessionDataError(f"session has no {TREE_FILE}: the span tree is needed for chat contexts")
-                self._tree = read_tree(self._tree_path)
-            self._spans, self._tools = {}, {}
-            for node in span_nodes(self._tree):
-                attrs = node["attributes"]
-                self._spans.setdefault(node["span_id"].lower(), node)
-                response = attrs.get(sc.RESPONSE_MESSAGE_ID)
-                if isinstance(response, str):
-                    self._spans.setdefault(response, node)  # message ids never look like span ids
-                # Tool definitions by id: each trace holds them once, on its first chat span that sent them.
-                definitions_id, text = attrs.get(sc.REQUEST_TOOLS_ID), attrs.get(sc.REQUEST_TOOLS)
-                if isinstance(definitions_id, str) and text is not None:
-                    self._tools.setdefault(definitions_id, text)
-        return self._spans
-
     @paused
     def chat_context(self, span_id: str) -> ChatContext:
         """The message list sent on a ``chat`` span, rebuilt from the records, byte-identical to what was sent.
@@ -410,7 +346,7 @@ class SessionViewer:
         """
         record = self._index.by_id.get(span_id.strip())
         answered = record is not None and record.get("role") == "assistant"
-        node = None if record is not None and not answered else self._span_node(span_id)  # no span answers it
+        node = None if record is not None and not answered else self._chat_spans.node(span_id)  # no span answers it
         if node is None:
             if record is not None:
                 raise UnknownSpan(f"{span_id} is not an assistant entry answered by a chat span of this session")
@@ -419,7 +355,7 @@ class SessionViewer:
         agent_id = attrs.get(sc.CONTEXT_AGENT_ID)
         if agent_id is None:
             raise UnknownSpan(f"span {node['span_id']} ({node.get('name', '?')}) is not a chat span")
-        _check_context_attributes(span_id, attrs)
+        check_context_attributes(span_id, attrs)
         count = attrs.get(sc.CONTEXT_MESSAGE_COUNT, 0)
         last = attrs.get(sc.CONTEXT_LAST_MESSAGE_ID)
         if last is None:
@@ -435,7 +371,7 @@ class SessionViewer:
             )
         tools = attrs.get(sc.REQUEST_TOOLS)
         if tools is None and attrs.get(sc.REQUEST_TOOLS_ID) is not None:
-            tools = self._tool_definitions(attrs[sc.REQUEST_TOOLS_ID])
+            tools = self._chat_spans.tool_definitions(attrs[sc.REQUEST_TOOLS_ID])
             if tools is None:
                 raise SessionDataError(
                     f"chat span {span_id} sent tool definitions {attrs[sc.REQUEST_TOOLS_ID]}, "
@@ -451,32 +387,6 @@ class SessionViewer:
             message_count=count,
             attempt=attempt,
             messages=[message_from_record(r) for r in records],
-            tools=_tool_schemas(span_id, tools),
+            tools=tool_schemas(span_id, tools),
         )
 
-
-# What a chat span's context attributes must be (a hand-edited or damaged file may hold anything).
-_CONTEXT_TYPES = (
-    (sc.CONTEXT_AGENT_ID, str, "a string"),
-    (sc.CONTEXT_MESSAGE_COUNT, int, "a whole number"),
-    (sc.CONTEXT_LAST_MESSAGE_ID, str, "a string"),
-    (sc.REQUEST_TOOLS_ID, str, "a string"),
-    (sc.LLM_ATTEMPT, int, "a whole number"),
-)
-
-
-def _check_context_attributes(span_id: str, attrs: Mapping[str, Any]) -> None:
-    for key, kind, what in _CONTEXT_TYPES:
-        value = attrs.get(key)
-        if value is not None and (not isinstance(value, kind) or isinstance(value, bool)):
-            raise SessionDataError(f"chat span {span_id}: {key} is {value!r}, not {what}")
-
-
-def _tool_schemas(span_id: str, tools: Any) -> Any:
-    """The schemas a chat span sent, from their JSON text (a copy cut short in transit is named)."""
-    if not isinstance(tools, str):
-        return tools
-    try:
-        return json.loads(tools)
-    except ValueError:
-        raise SessionDataError(f"chat span {span_id}: its tool schemas are not whole JSON (cut short in transit?)") from None
