@@ -92,6 +92,7 @@ def run_collect(options: CollectOptions) -> None:
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
     grpc = http = http_thread = None
+    started = time.monotonic()
     try:
         if options.grpc:
             try:
@@ -117,6 +118,8 @@ def run_collect(options: CollectOptions) -> None:
         if grpc is not None:
             grpc.stop(grace=30).wait()
         writer.stop()
+        # What came since the last line (the requests just finished included): the lines add up to the whole run.
+        _minute_line(options, writer, time.monotonic() - started)
         lock.release()
         _log(options, {"stopped": True})
 

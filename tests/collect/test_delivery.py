@@ -133,6 +133,54 @@ def test_kill_9_mid_stream_keeps_what_was_acknowledged_and_the_retry_delivers_th
     assert_same_session(home, central, session_id)
 
 
+class _Fillers:
+    """Threads that post ``body`` again and again while told to fill, counting the 429s they get."""
+
+    def __init__(self, collector: Collector, body: bytes, n: int):
+        self.collector, self.body = collector, body
+        self.refused = 0
+        self._filling, self._closed = threading.Event(), threading.Event()
+        self._lock = threading.Lock()
+        self._posting = 0
+        self._threads = [threading.Thread(target=self._run, daemon=True) for _ in range(n)]
+        for thread in self._threads:
+            thread.start()
+
+    def _run(self) -> None:
+        while not self._closed.is_set():
+            if not self._filling.wait(0.05):
+                continue
+            with self._lock:
+                if not self._filling.is_set():
+                    continue
+                self._posting += 1
+            status = _post(self.collector, self.body)[0]
+            with self._lock:
+                self._posting -= 1
+                self.refused += status == 429
+            if status == 429:
+                time.sleep(0.01)
+
+    def fill(self) -> None:
+        self._filling.set()
+
+    def pause(self) -> None:
+        """No filler posts after this returns, and every answer to one has come back."""
+        with self._lock:
+            self._filling.clear()
+        while True:
+            with self._lock:
+                if self._posting == 0:
+                    return
+            time.sleep(0.01)
+
+    def close(self) -> None:
+        self.pause()
+        self._closed.set()
+        for thread in self._threads:
+            thread.join(30)
+
+
 def test_a_slow_writer_answers_429_with_retry_after_and_the_exporters_retry_delivers_everything(tmp_path):
     home, _, triples = _local_run(tmp_path)
     args = ("--max-queued", "1", "--write-delay", "0.1", "--json-log", "--log-every", "0.5")
@@ -141,36 +189,40 @@ def test_a_slow_writer_answers_429_with_retry_after_and_the_exporters_retry_deli
             answers = list(pool.map(lambda chunk: _post(collector, _protobuf_body(chunk)), _chunks(triples, 6, 1)))
         busy = [headers for status, headers, _ in answers if status == 429]
         assert busy and all(headers["Retry-After"] == "1" for headers in busy)
-        # Real exporters while the writer stays behind: the test keeps its queue full with
-        # redeliveries (which change nothing) until the exporters themselves have been refused,
-        # then lets the writer catch up, so their retries after Retry-After must deliver everything.
-        done = threading.Event()
-        filler_refused = []
-
-        def keep_busy():
-            body = _protobuf_body(triples)
-            while not done.wait(0.05):
-                if _post(collector, body)[0] == 429:
-                    filler_refused.append(1)
+        # Real exporters while the writer stays behind: the test's fillers keep its one-slot queue
+        # full (one request written, one queued, the rest refused) until the exporters themselves
+        # have been refused, then let it catch up: the exporters' retries after Retry-After must
+        # deliver everything. The fillers redeliver one span of the local session: it changes nothing.
+        named = next(t for t in triples if any(a["key"] in SESSION_KEYS for a in t[2].get("attributes", [])))
+        fillers = _Fillers(collector, _protobuf_body([named]), 3)
 
         def exporters_refused() -> int:
+            """At least how many 429s the exporters met: counted while the fillers are paused, once
+            two log lines have come since (a line counts refusals up to just before it is written)."""
+            seen = len(collector.lines)
+            wait = time.monotonic() + 30
+            while sum('"busy"' in line for line in collector.lines[seen:]) < 2 and collector.proc.poll() is None:
+                assert time.monotonic() < wait, "the collector stopped logging"
+                time.sleep(0.05)
             logged = sum(json.loads(line).get("busy", 0) for line in list(collector.lines))
-            return logged - len(busy) - len(filler_refused)
+            return logged - len(busy) - fillers.refused
 
-        filler = threading.Thread(target=keep_busy, daemon=True)
-        filler.start()
         env = {"OTEL_BSP_SCHEDULE_DELAY": "20", "OTEL_BSP_MAX_EXPORT_BATCH_SIZE": "8"}
         homes = [tmp_path / f"worker{i}" for i in range(2)]
+        fillers.fill()
         procs = [run_session(h, collector.http_endpoint, "http/protobuf", env=env) for h in homes]
         deadline = time.monotonic() + 120
-        # 2, not 1: a filler's refusal can be logged before its answer reaches the filler.
-        while exporters_refused() < 2 and time.monotonic() < deadline and any(p.poll() is None for p in procs):
-            time.sleep(0.1)
-        done.set()
-        filler.join(30)
+        while time.monotonic() < deadline and any(p.poll() is None for p in procs):
+            time.sleep(1.0)
+            fillers.pause()
+            if exporters_refused() >= 1:
+                break
+            fillers.fill()
+        fillers.close()
         outcomes = [proc.communicate(timeout=300) for proc in procs]
         assert collector.stop() == 0
-    assert exporters_refused() >= 1  # exact now: the filler has stopped and every log line is in
+    # Exact now: the fillers have stopped and the line at exit counts the rest.
+    assert sum(json.loads(line).get("busy", 0) for line in collector.lines) - len(busy) - fillers.refused >= 1
     for h, proc, (_, err) in zip(homes, procs, outcomes):
         assert proc.returncode == 0 and "not delivered" not in err, err
         session_id = next(line.split(": ", 1)[1] for line in err.splitlines() if line.startswith("session: "))

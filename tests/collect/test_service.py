@@ -47,6 +47,16 @@ def test_the_log_line_counts_spans_sessions_and_ignored_and_sigint_exits_0(tmp_p
     assert {"rejected", "ignored"} <= set(minutes[0])
 
 
+def test_the_line_at_exit_counts_what_came_since_the_last_one(tmp_path):
+    with Collector(tmp_path / "central", "--json-log", "--log-every", "3600") as collector:
+        session_id_of(run_session(tmp_path / "worker", collector.http_endpoint))
+        assert collector.stop() == 0
+    lines = [json.loads(line) for line in collector.lines]
+    minutes = [line for line in lines if "spans_per_s" in line]
+    assert len(minutes) == 1 and lines[-2] == minutes[0] and lines[-1]["stopped"] is True  # no minute had passed
+    assert minutes[0]["sessions"] == 1 and minutes[0]["spans_per_s"] > 0 and minutes[0]["busy"] == 0
+
+
 def test_a_busy_port_is_one_line_and_exit_2(tmp_path):
     import socket
     import subprocess
