@@ -91,7 +91,12 @@ def run_session(home: Path, endpoint: str | None, protocol: str = "http/protobuf
 def session_id_of(proc: subprocess.Popen) -> str:
     out, err = proc.communicate(timeout=300)
     assert proc.returncode == 0, err
-    return next(line.split(": ", 1)[1] for line in err.splitlines() if line.startswith("session: "))
+    return session_id_in(err)
+
+
+def session_id_in(stderr: str) -> str:
+    """The id a run names on its stderr (``session: ID``)."""
+    return next(line.split(": ", 1)[1] for line in stderr.splitlines() if line.startswith("session: "))
 
 
 def ledger(home: Path, session_id: str) -> set[str]:
