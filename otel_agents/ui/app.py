@@ -92,9 +92,11 @@ def create_app(
     async def live_events(request: Request) -> Response:
         try:
             session_id = request.path_params["session_id"]
-            cache.directory(session_id)
+            directory = cache.directory(session_id)
             given = request.headers.get("last-event-id") or request.query_params.get("cursor")
-            start = live.parse_cursor(given) if given else None
+            # Without a cursor the stream starts at the files' ends as this request found them, before
+            # the client has its answer: a line written after the client saw the headers is streamed.
+            start = live.parse_cursor(given) if given else live.current_cursor(directory)
         except ApiError as exc:
             return error_response(exc.status, exc.message)
         return StreamingResponse(

@@ -27,6 +27,7 @@ HEARTBEAT_S = 10.0
 STATUS_EVERY_S = 1.0  # a writer that dies changes no file: liveness is asked of the lock this often
 CURSOR = re.compile(r"^([0-9]{1,15})\.([0-9]{1,15})$")
 READ_LIMIT = 8 << 20  # bytes read per file per poll: a huge backlog arrives in several messages
+READ_BACK = 64 << 10  # bytes read at a time backwards from a file's end, for its last newline
 
 
 def parse_cursor(value: str) -> tuple[int, int]:
@@ -37,12 +38,22 @@ def parse_cursor(value: str) -> tuple[int, int]:
 
 
 def current_cursor(directory: Path) -> tuple[int, int]:
-    return _size(directory / "spans.jsonl"), _size(directory / "events.jsonl")
+    """Where the files' whole lines end now: a line still being written is streamed once it is whole."""
+    return _whole_lines_end(directory / "spans.jsonl"), _whole_lines_end(directory / "events.jsonl")
 
 
-def _size(path: Path) -> int:
+def _whole_lines_end(path: Path) -> int:
     try:
-        return path.stat().st_size
+        with open(path, "rb") as fh:
+            end = fh.seek(0, 2)
+            while end > 0:  # backwards to the last newline: one read of the tail, unless a line is longer
+                start = max(0, end - READ_BACK)
+                fh.seek(start)
+                newline = fh.read(end - start).rfind(b"\n")
+                if newline >= 0:
+                    return start + newline + 1
+                end = start
+            return 0
     except OSError:
         return 0
 
@@ -150,16 +161,16 @@ async def _new_lines(cache: SessionCache, session_id: str, directory: Path,
     return out, cursor, bool(span_lines or event_lines)
 
 
-async def follow(cache: SessionCache, session_id: str, start: tuple[int, int] | None,
+async def follow(cache: SessionCache, session_id: str, start: tuple[int, int],
                  disconnected) -> AsyncIterator[bytes]:
     """The event stream of one session until the client goes away.
 
-    A status saying the writer is gone (``live`` false) comes after every line it wrote:
+    Lines after cursor ``start`` are streamed. A status saying the writer is gone (``live`` false) comes after every line it wrote:
     its last lines may land between a poll's read and its look at the owner, so they are
     read once more before that status is sent.
     """
     directory = cache.directory(session_id)
-    cursor = start if start is not None else current_cursor(directory)
+    cursor = start
     yield b"retry: 1000\n\n"
     last_status: dict[str, Any] | None = None
     status_at = heartbeat_at = 0.0

@@ -155,6 +155,32 @@ def test_new_spans_arrive_as_rows_within_the_bound_and_a_reconnect_loses_nothing
     assert count == len(started(staged.directory.joinpath("spans.jsonl").read_bytes().splitlines()))
 
 
+def test_a_line_half_written_when_a_client_connects_reaches_it_once_whole(ui_home, staged):
+    journal = (ui_home.sessions / ui_home.demo / "spans.jsonl").read_bytes().splitlines(keepends=True)
+    line = next(line for line in journal[staged.spans_at:] if started([line]))
+    path = staged.directory / "spans.jsonl"
+    with open(path, "ab") as fh:
+        fh.write(line[:len(line) // 2])  # the writer is in the middle of it
+    reader = EventReader(staged.url)  # no cursor: the stream starts where the whole lines end
+    try:
+        reader.until(lambda seen: any(e[1] == "status" for e in seen), SETTLE_S)
+        with open(path, "ab") as fh:
+            fh.write(line[len(line) // 2:])
+        reader.until(lambda seen: started([line]) <= node_ids(seen), SETTLE_S)
+    finally:
+        reader.close()
+
+
+def test_the_cursor_of_now_ends_at_the_last_whole_line(tmp_path):
+    assert live.current_cursor(tmp_path) == (0, 0)  # no files yet
+    long_tail = b"x" * (live.READ_BACK * 2 + 5)  # a line being written, longer than one read back
+    (tmp_path / "spans.jsonl").write_bytes(b'{"a": 1}\n{"b": 2}\n' + long_tail)
+    (tmp_path / "events.jsonl").write_bytes(b'{"c": 3}\n')
+    assert live.current_cursor(tmp_path) == (18, 9)
+    (tmp_path / "spans.jsonl").write_bytes(long_tail)
+    assert live.current_cursor(tmp_path)[0] == 0
+
+
 def test_a_reconnect_from_the_start_replays_every_node(staged):
     staged.append(1.0)
     reader = EventReader(staged.url, headers={"last-event-id": "0.0"})
