@@ -165,9 +165,9 @@ async def follow(cache: SessionCache, session_id: str, start: tuple[int, int],
                  disconnected) -> AsyncIterator[bytes]:
     """The event stream of one session until the client goes away.
 
-    Lines after cursor ``start`` are streamed. A status saying the writer is gone (``live`` false) comes after every line it wrote:
-    its last lines may land between a poll's read and its look at the owner, so they are
-    read once more before that status is sent.
+    Lines after cursor ``start`` are streamed. A status saying the writer is gone (``live``
+    false) comes after every line it wrote: its last lines may land between a poll's read
+    and its look at the owner, so they are read once more before that status is sent.
     """
     directory = cache.directory(session_id)
     cursor = start
