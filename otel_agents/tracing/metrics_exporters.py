@@ -58,7 +58,8 @@ class OtlpJsonMetricsFileExporter(MetricExporter):
 
     def __init__(self, path: Path):
         super().__init__()
-        self.path = Path(path)
+        # Resolved now: a relative path names the directory the run started in, whatever the cwd at export time.
+        self.path = Path(path).absolute()
         self._lock = threading.Lock()
 
     def export(self, metrics_data: Any, timeout_millis: float = 10_000, **kwargs: Any) -> Any:

@@ -104,7 +104,8 @@ class OtlpJsonFileExporter(SpanExporter):
     """``--otlp-file``: appends one OTLP/JSON line per export, flushed whole."""
 
     def __init__(self, path: Path):
-        self.path = Path(path)
+        # Resolved now: a relative path names the directory the run started in, whatever the cwd at export time.
+        self.path = Path(path).absolute()
         self._lock = threading.Lock()
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import orjson
 from google.protobuf import json_format
 from opentelemetry.exporter.otlp.proto.common.metrics_encoder import encode_metrics
@@ -67,3 +69,17 @@ def test_silent_when_not_asked_and_quiet_when_delivered(capsys):
         up.shutdown()
         assert len(receiver.metric_requests) == 1
     assert capsys.readouterr().err == ""
+
+
+def test_a_relative_path_is_the_directory_it_was_given_in(tmp_path, monkeypatch):
+    """A periodic reader exports later, on its own thread: a chdir meanwhile must not move the file."""
+    from otel_agents.tracing.metrics_exporters import OtlpJsonMetricsFileExporter
+    from otel_agents.tracing.otlp_json import OtlpJsonFileExporter
+
+    (tmp_path / "start").mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "start")
+    spans, metrics = OtlpJsonFileExporter(Path("run.jsonl")), OtlpJsonMetricsFileExporter(Path("run.metrics.jsonl"))
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    assert spans.path == tmp_path / "start" / "run.jsonl"
+    assert metrics.path == tmp_path / "start" / "run.metrics.jsonl"
