@@ -125,8 +125,9 @@ def replay_instrumented(capture: Capture, home: Path, *, recorded: bool = True) 
     ``recorded=False``: the same without the recorder (nothing saved): what the spans,
     records and console cost before any persistence.
     """
-    from otel_agents.cli.execution import attach_console, configure, start_recording
+    from otel_agents.cli.execution import attach_console, start_recording
     from otel_agents.persistence.paths import Paths
+    from otel_agents.session_recording import configure
 
     paths = Paths(Path(home) / "sessions", Path(home) / "billing.jsonl")
     started = time.perf_counter()

@@ -7,7 +7,7 @@ spread over agents, tools and discussions like a real session. Every turn has
 ``latency_ms`` 0: timings measure this project, not sleeps.
 
 :func:`run_session` follows the command's own path (``cli/run.py``): the
-tracing set-up of ``cli.execution.configure``, ``make_llm``, ``build_session``,
+tracing set-up of ``cli.execution.command_tracing`` (``session_recording.configure``), ``make_llm``, ``build_session``,
 ``start_recording`` and ``attach_console``, then each prompt run on one event loop
 (``asyncio.Runner``, as ``cli.execution.execute`` does), the recorder closed and
 tracing shut down. ``traced=False`` is the floor: the
@@ -145,11 +145,12 @@ def run_session(
     ``recorded=False`` with ``traced``: spans, records and the console as traced, but no recorder
     (nothing saved): what the instrumentation costs before any persistence.
     """
-    from otel_agents.cli.execution import ModelOptions, attach_console, configure, make_llm, start_recording
+    from otel_agents.cli.execution import ModelOptions, attach_console, make_llm, start_recording
     from otel_agents.llm.scripts import load_script
     from otel_agents.persistence.paths import Paths
     from otel_agents.runtime.scenario import build_session
     from otel_agents.runtime.session import RunContext
+    from otel_agents.session_recording import configure
 
     script = load_script(str(script_path))
     paths = Paths(Path(home) / "sessions", Path(home) / "billing.jsonl")

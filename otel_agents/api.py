@@ -93,9 +93,8 @@ class recording:
 
     def _start(self, session: "Session", ownership: Any = None, resume: bool = False) -> Recording:
         extra = {"resume": True} if resume else {"redact_contents": self.redacted_save}
-        # The tracing stays up for the block's other sessions: a failed start must not shut it down.
-        keep = _KeepTracing(self.tracing)
-        handle = start_recording(keep, self.paths, session.id, ownership, **extra)
+        # A failed start leaves the tracing up for the block's other sessions: the block shuts it down.
+        handle = start_recording(self.tracing, self.paths, session.id, ownership, **extra)
         self.sessions.append(session)
         return handle
 
@@ -103,19 +102,6 @@ class recording:
         self.saved_everything = self.saved_everything and saved
         if session in self.sessions:
             self.sessions.remove(session)
-
-
-class _KeepTracing:
-    """The recording's tracing as ``start_recording`` sees it: its shutdown on failure is the block's job."""
-
-    def __init__(self, tracing: Any) -> None:
-        self._tracing = tracing
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._tracing, name)
-
-    def shutdown(self, *args: Any) -> bool:
-        return True
 
 
 def active_recording() -> recording | None:

@@ -177,8 +177,8 @@ def start_recording(tracing: Tracing, paths: Paths, session_id: str, ownership=N
 
     Runs before the first LLM call, so an unwritable home costs nothing but the message.
     ``ownership``: the session's lock when the caller took it already (resume takes it
-    before loading); otherwise it is taken here, for a new session. On failure the
-    tracing is shut down and the lock this call took is released.
+    before loading); otherwise it is taken here, for a new session. On failure the lock
+    this call took is released; the tracing is the caller's, which shuts it down.
     """
     from otel_agents.persistence.recorder import SessionRecorder
     from otel_agents.persistence.recorder_process import RecorderModeError, fork_recorder, recorder_mode
@@ -187,25 +187,18 @@ def start_recording(tracing: Tracing, paths: Paths, session_id: str, ownership=N
     try:
         mode = recorder_mode()
     except RecorderModeError as exc:
-        tracing.shutdown()
         raise RecordingConfigError(str(exc)) from None
     try:
         check_file_writable(paths.billing_file)
         store = SessionStore.create(paths.sessions_dir, session_id)
     except StoreError as exc:
-        tracing.shutdown()
         raise StorageUnwritable(str(exc)) from None
     if ownership is None:
-        try:
-            ownership = own_session(store.directory, create=True)
-        except RecordingError:
-            tracing.shutdown()
-            raise
+        ownership = own_session(store.directory, create=True)
     try:
         recorder = SessionRecorder(store, session_id, billing_file=paths.billing_file, **recorder_kwargs)
     except BaseException:
         ownership.release()
-        tracing.shutdown()
         raise
     if not tracing.enabled:
         warn("warning: OTEL_SDK_DISABLED is set: only events.jsonl is saved (no tree, no billing)")

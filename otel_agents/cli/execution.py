@@ -9,9 +9,10 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import click
 
@@ -116,13 +117,25 @@ def output_options(func: Callable[..., Any]) -> Callable[..., Any]:
     return func
 
 
-def configure(otlp_file: Path | None):
+@contextmanager
+def command_tracing(otlp_file: Path | None) -> Iterator[Any]:
+    """The command's tracing from OTEL_* (a bad setting is exit 2), shut down on every way out.
+
+    A refusal after it started (a bad price table, an unpriced budget, a busy session, an
+    unwritable home) and a failed run end the same way: its exporters flushed and its metric
+    readers' threads stopped. ``execute`` shuts it down itself before its last lines; the
+    second shutdown does nothing.
+    """
     from otel_agents.session_recording import RecordingConfigError, configure as configure_recording
 
     try:
-        return configure_recording(otlp_file)
+        tracing = configure_recording(otlp_file)
     except RecordingConfigError as exc:
         raise click.UsageError(str(exc)) from None
+    try:
+        yield tracing
+    finally:
+        tracing.shutdown()
 
 
 def make_llm(tracing, opts: ModelOptions):
@@ -133,7 +146,6 @@ def make_llm(tracing, opts: ModelOptions):
     try:
         prices = PriceTable.from_env()
     except PriceConfigError as exc:
-        tracing.shutdown()
         raise click.UsageError(str(exc)) from None
     return LLMClient(
         tracing.telemetry,
@@ -324,8 +336,10 @@ def execute(session, prompts: list[str], context, tracing, recording, steps: Nex
     finally:
         signal.signal(signal.SIGTERM, previous)
         signal.signal(signal.SIGINT, previous_int)
-        saved = recording.close()
-        tracing.shutdown()
+        try:
+            saved = recording.close()
+        finally:
+            tracing.shutdown()  # before the last lines: its warnings name what an endpoint missed
         if saved and steps is not None:
             for line in steps.lines(session.id):
                 click.echo(line, err=True)

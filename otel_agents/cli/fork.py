@@ -6,7 +6,7 @@ import click
 
 from otel_agents.cli.execution import (
     attach_console,
-    configure,
+    command_tracing,
     execute,
     finish,
     make_llm,
@@ -60,48 +60,46 @@ def fork_session_command(source_id, at, prompts, script_name, model_opts, otlp_f
         raise click.UsageError(str(exc)) from None
     params = recorded.merged(model_opts.params) if recorded is not None else model_opts.params
 
+    from otel_agents.restore import keep_revivable
     from otel_agents.runtime.scenario import install_hooks
     from otel_agents.runtime.session import RunContext
 
-    tracing = configure(otlp_file)
-    llm = make_llm(tracing, model_opts)
-    # As resume: the agents' request parameters and budgets by name (the script's, the app's), and its eviction.
-    agent_settings, agent_budgets = agents_by_name(app, script)
-    override = use_saved_script(llm, script, model)
-    try:
-        session = fork_session(
-            source, point, new_session_id(),
-            tools=app.agent.tool_list() if app else (),
-            model_override=override,
-            script_model=script.model if script else None,
-            telemetry=tracing.telemetry,
-            llm=llm,
-            max_turns=model_opts.max_turns,
-            agent_settings=agent_settings,
-            settings_override=params,
-            agent_budgets=agent_budgets,
-            eviction=eviction_opts.policy(script),
-        )
-    except ForkError as exc:
-        tracing.shutdown()
-        raise click.UsageError(str(exc)) from None
-    if script is not None:
-        install_hooks(session, script.hooks)  # hooks are code: installed as the source's run had them
-    if app is not None:
-        install_app_hooks(session, app)
-    recording = start_recording(tracing, paths, session.id)
-    from otel_agents.restore import keep_revivable
-
-    keep_revivable(session, paths.session_dir(session.id))  # evicted agents come back from the fork's own records
-    attach_console(tracing, verbose, trace_llm, trace_tools)
-    extra = point.run_attributes()  # on every run: the first is the one that says it (meta.json reads run 1)
-    if app is not None:
-        extra[sc.RUN_APP] = app.reference
-    if params is not None:
-        extra[sc.RUN_PARAMS] = params.to_json()
-    context = RunContext(source="fork", script=script.source if script else None, model_override=model, extra=extra)
-    steps = next_steps(paths, session.id, "agents")
-    return execute(session, prompt_list, context, tracing, recording, steps)
+    with command_tracing(otlp_file) as tracing:  # shut down however the command ends
+        llm = make_llm(tracing, model_opts)
+        # As resume: the agents' request parameters and budgets by name (the script's, the app's), and its eviction.
+        agent_settings, agent_budgets = agents_by_name(app, script)
+        override = use_saved_script(llm, script, model)
+        try:
+            session = fork_session(
+                source, point, new_session_id(),
+                tools=app.agent.tool_list() if app else (),
+                model_override=override,
+                script_model=script.model if script else None,
+                telemetry=tracing.telemetry,
+                llm=llm,
+                max_turns=model_opts.max_turns,
+                agent_settings=agent_settings,
+                settings_override=params,
+                agent_budgets=agent_budgets,
+                eviction=eviction_opts.policy(script),
+            )
+        except ForkError as exc:
+            raise click.UsageError(str(exc)) from None
+        if script is not None:
+            install_hooks(session, script.hooks)  # hooks are code: installed as the source's run had them
+        if app is not None:
+            install_app_hooks(session, app)
+        recording = start_recording(tracing, paths, session.id)
+        keep_revivable(session, paths.session_dir(session.id))  # evicted agents come back from the fork's own records
+        attach_console(tracing, verbose, trace_llm, trace_tools)
+        extra = point.run_attributes()  # on every run: the first is the one that says it (meta.json reads run 1)
+        if app is not None:
+            extra[sc.RUN_APP] = app.reference
+        if params is not None:
+            extra[sc.RUN_PARAMS] = params.to_json()
+        context = RunContext(source="fork", script=script.source if script else None, model_override=model, extra=extra)
+        steps = next_steps(paths, session.id, "agents")
+        return execute(session, prompt_list, context, tracing, recording, steps)
 
 
 @click.command()

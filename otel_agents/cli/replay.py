@@ -12,7 +12,7 @@ from otel_agents.cli.execution import (
     EXIT_OK,
     ModelOptions,
     attach_console,
-    configure,
+    command_tracing,
     execute,
     finish,
     make_llm,
@@ -108,10 +108,10 @@ def replay_command(session_id: str, from_run: int, strict: bool, verbose: bool, 
 
     from otel_agents.runtime.scenario import build_session
     from otel_agents.runtime.session import RunContext
+    from otel_agents.tracing import semconv as sc
 
-    tracing = configure(None)
-    llm = make_llm(tracing, ModelOptions(model, None, 20, 4, 120.0, params, source.stream))
-    try:
+    with command_tracing(None) as tracing:  # shut down however the command ends
+        llm = make_llm(tracing, ModelOptions(model, None, 20, 4, 120.0, params, source.stream))
         if start is not None:
             session = _forked_before_run(start, app, script, model, telemetry=tracing.telemetry, llm=llm,
                                          settings_override=params, budget=meter)
@@ -121,34 +121,29 @@ def replay_command(session_id: str, from_run: int, strict: bool, verbose: bool, 
         else:
             session = build_app_session(app, script, model, telemetry=tracing.telemetry, llm=llm,
                                         settings_override=params, budget=meter)
-    except click.UsageError:
-        tracing.shutdown()
-        raise
-    llm.stream = source.stream  # as recorded, whatever the script says now
-    recording = start_recording(tracing, paths, session.id)
-    attach_console(tracing, verbose, False, False)
+        llm.stream = source.stream  # as recorded, whatever the script says now
+        recording = start_recording(tracing, paths, session.id)
+        attach_console(tracing, verbose, False, False)
+        from otel_agents.llm.replay_provider import register_replay  # litellm: after the recorder forked
 
-    from otel_agents.llm.replay_provider import register_replay  # litellm: after the recorder forked
-    from otel_agents.tracing import semconv as sc
+        register_replay(source.session_id, book)
+        extra: dict[str, Any] = {}  # the session replayed is named by the run's model: replay/<source>
+        if app is not None:
+            extra[sc.RUN_APP] = app.reference
+        if params is not None:
+            extra[sc.RUN_PARAMS] = params.to_json()
+        if start is not None:  # it starts from a fork of the source: meta.json and `sessions list` say so
+            extra.update(start.point.run_attributes())
+        context = RunContext(source="replay", script=script.source if script is not None else None,
+                             model_override=model, extra=extra)
+        replayed = [(run, prompt) for run, prompt in source.prompts if run >= from_run]
+        report = ReplayReport(book, source.session_id, len(replayed))
 
-    register_replay(source.session_id, book)
-    extra: dict[str, Any] = {}  # the session replayed is named by the run's model: replay/<source>
-    if app is not None:
-        extra[sc.RUN_APP] = app.reference
-    if params is not None:
-        extra[sc.RUN_PARAMS] = params.to_json()
-    if start is not None:  # it starts from a fork of the source: meta.json and `sessions list` say so
-        extra.update(start.point.run_attributes())
-    context = RunContext(source="replay", script=script.source if script is not None else None,
-                         model_override=model, extra=extra)
-    replayed = [(run, prompt) for run, prompt in source.prompts if run >= from_run]
-    report = ReplayReport(book, source.session_id, len(replayed))
+        def limit_run(index: int) -> None:
+            meter.budget = limits.get(replayed[index][0], Budget())
 
-    def limit_run(index: int) -> None:
-        meter.budget = limits.get(replayed[index][0], Budget())
-
-    code = execute(session, [prompt for _, prompt in replayed], context, tracing, recording, report,
-                   before_run=limit_run)
+        code = execute(session, [prompt for _, prompt in replayed], context, tracing, recording, report,
+                       before_run=limit_run)
     if code == EXIT_OK and report.failed():
         return EXIT_FAILED
     return code

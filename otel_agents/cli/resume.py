@@ -8,7 +8,7 @@ import click
 
 from otel_agents.cli.execution import (
     attach_console,
-    configure,
+    command_tracing,
     execute,
     finish,
     label_runs,
@@ -63,13 +63,12 @@ def _saved_txn(tree, meta) -> str | None:
     return saved_txn([last]) if isinstance(last, dict) else None
 
 
-def _target_or_exit(session, delivery: Delivery | None, tracing):
+def _target_or_exit(session, delivery: Delivery | None):
     """The agent a delivery names (None: the root answers), or a usage error listing the agents."""
     if delivery is None:
         return None
     agent = session.find_agent(delivery.agent)
     if agent is None:
-        tracing.shutdown()
         names = ", ".join(sorted({a.name for a in session.agents.values()}))
         raise click.UsageError(f"session {session.id} has no agent {delivery.agent!r} (its agents: {names})")
     return agent
@@ -105,64 +104,58 @@ def _resume_owned(session_dir, session_id, prompts, script_name, model_opts, otl
     except ResumeError as exc:
         raise click.UsageError(str(exc)) from None
 
-    from otel_agents.runtime.scenario import install_hooks
-    from otel_agents.runtime.session import RunContext
-
-    tracing = configure(otlp_file)
-    llm = make_llm(tracing, model_opts)
-    agent_settings, agent_budgets = agents_by_name(app, script)
-    override = use_saved_script(llm, script, model)
-    try:
-        session = restore_session(
-            saved,
-            tools=app.agent.tool_list() if app else (),
-            model_override=override,
-            # agents on another script's scripted model move to this one's
-            script_model=script.model if script else None,
-            telemetry=tracing.telemetry,
-            llm=llm,
-            max_turns=model_opts.max_turns,
-            agent_settings=agent_settings,
-            settings_override=params,
-            agent_budgets=agent_budgets,
-            budget=BudgetMeter.for_session(limits),
-            eviction=eviction_opts.policy(script),
-        )
-        check_session_budgets(session, budget_opts, totals_before(tree, meta), lambda: agents_spent(session_dir, tree))
-    except ResumeError as exc:
-        tracing.shutdown()
-        raise click.UsageError(str(exc)) from None
-    except click.UsageError:
-        tracing.shutdown()
-        raise
-    target = _target_or_exit(session, delivery, tracing)
-    if script is not None:
-        install_hooks(session, script.hooks)
-    if app is not None:
-        install_app_hooks(session, app)
-
     from otel_agents.cli.execution import StorageUnwritable
     from otel_agents.persistence.store import StoreError
+    from otel_agents.restore import keep_revivable
+    from otel_agents.runtime.scenario import install_hooks
+    from otel_agents.runtime.session import RunContext
     from otel_agents.saved_session import bill_before_resume
 
-    try:  # said before anything is billed or any LLM is called; a crashed run is billed once, before new runs
-        bill_before_resume(session_dir, tree, meta, paths.billing_file)
-    except StoreError as exc:
-        tracing.shutdown()
-        raise StorageUnwritable(str(exc)) from None
-    recording = start_recording(tracing, paths, session_id, ownership=ownership, resume=True)
-    from otel_agents.restore import keep_revivable
+    with command_tracing(otlp_file) as tracing:  # shut down however the command ends
+        llm = make_llm(tracing, model_opts)
+        agent_settings, agent_budgets = agents_by_name(app, script)
+        override = use_saved_script(llm, script, model)
+        try:
+            session = restore_session(
+                saved,
+                tools=app.agent.tool_list() if app else (),
+                model_override=override,
+                # agents on another script's scripted model move to this one's
+                script_model=script.model if script else None,
+                telemetry=tracing.telemetry,
+                llm=llm,
+                max_turns=model_opts.max_turns,
+                agent_settings=agent_settings,
+                settings_override=params,
+                agent_budgets=agent_budgets,
+                budget=BudgetMeter.for_session(limits),
+                eviction=eviction_opts.policy(script),
+            )
+            check_session_budgets(session, budget_opts, totals_before(tree, meta),
+                                  lambda: agents_spent(session_dir, tree))
+        except ResumeError as exc:
+            raise click.UsageError(str(exc)) from None
+        target = _target_or_exit(session, delivery)
+        if script is not None:
+            install_hooks(session, script.hooks)
+        if app is not None:
+            install_app_hooks(session, app)
 
-    keep_revivable(session, session_dir)  # the policy's limit holds from here on
-    txn = _saved_txn(tree, meta)
-    attach_console(tracing, verbose, trace_llm, trace_tools, txn=txn)
-    extra = {sc.RUN_APP: app.reference} if app else {}  # the next resume imports the same app
-    if params is not None:
-        extra[sc.RUN_PARAMS] = params.to_json()  # and gives every agent the same parameters
-    context = RunContext(source="external" if delivery else "resume", script=script.source if script else None,
-                         model_override=model, extra=extra, sender=delivery.sender if delivery else None)
-    label_runs(session, context, txn, sender=delivery.sender if delivery else None)
-    return execute(session, prompt_list, context, tracing, recording, agent=target)
+        try:  # said before anything is billed or any LLM is called; a crashed run is billed once, before new runs
+            bill_before_resume(session_dir, tree, meta, paths.billing_file)
+        except StoreError as exc:
+            raise StorageUnwritable(str(exc)) from None
+        recording = start_recording(tracing, paths, session_id, ownership=ownership, resume=True)
+        keep_revivable(session, session_dir)  # the policy's limit holds from here on
+        txn = _saved_txn(tree, meta)
+        attach_console(tracing, verbose, trace_llm, trace_tools, txn=txn)
+        extra = {sc.RUN_APP: app.reference} if app else {}  # the next resume imports the same app
+        if params is not None:
+            extra[sc.RUN_PARAMS] = params.to_json()  # and gives every agent the same parameters
+        context = RunContext(source="external" if delivery else "resume", script=script.source if script else None,
+                             model_override=model, extra=extra, sender=delivery.sender if delivery else None)
+        label_runs(session, context, txn, sender=delivery.sender if delivery else None)
+        return execute(session, prompt_list, context, tracing, recording, agent=target)
 
 
 @click.command()

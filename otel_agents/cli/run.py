@@ -8,7 +8,7 @@ import click
 
 from otel_agents.cli.execution import (
     attach_console,
-    configure,
+    command_tracing,
     execute,
     finish,
     label_runs,
@@ -79,49 +79,39 @@ def run(prompts, script_name, app_reference, resume_id, watch_paths, watch_agent
         raise click.UsageError("no prompt given (as arguments, on stdin, or in the script's 'prompts')")
     watch = _file_watch(watch_paths, watch_agent, watch_for, script)
     eviction = eviction_opts.policy(script)
-    tracing = configure(otlp_file)
-
+    from otel_agents.restore import keep_revivable
     from otel_agents.runtime.scenario import build_session
     from otel_agents.runtime.session import RunContext
+    from otel_agents.tracing import semconv as sc
 
-    llm = make_llm(tracing, model_opts)
-    if app is None:
-        session = build_session(script, model=model_opts.model, telemetry=tracing.telemetry, llm=llm,
-                                max_turns=model_opts.max_turns, settings_override=model_opts.params,
-                                budget=budget_opts.meter(), eviction=eviction)
-    else:
-        try:
+    with command_tracing(otlp_file) as tracing:  # shut down however the command ends
+        llm = make_llm(tracing, model_opts)
+        if app is None:
+            session = build_session(script, model=model_opts.model, telemetry=tracing.telemetry, llm=llm,
+                                    max_turns=model_opts.max_turns, settings_override=model_opts.params,
+                                    budget=budget_opts.meter(), eviction=eviction)
+        else:
             session = build_app_session(app, script, model_opts.model, telemetry=tracing.telemetry, llm=llm,
                                         max_turns=model_opts.max_turns, settings_override=model_opts.params,
                                         budget=budget_opts.meter(), eviction=eviction)
-        except click.UsageError:
-            tracing.shutdown()
-            raise
-    try:
         check_session_budgets(session, budget_opts)
-    except click.UsageError:
-        tracing.shutdown()
-        raise
-    recording = start_recording(tracing, paths, session.id, redact_contents=redacted_save)
-    from otel_agents.restore import keep_revivable
-
-    keep_revivable(session, paths.session_dir(session.id), redacted=redacted_save)  # only now may agents be evicted
-    attach_console(tracing, verbose, trace_llm, trace_tools)
-    from otel_agents.tracing import semconv as sc
-
-    extra = {sc.RUN_REDACTED_SAVE: True} if redacted_save else {}
-    if app is not None:
-        extra[sc.RUN_APP] = app.reference  # resume re-imports it for the tools and hooks
-    if model_opts.params is not None:
-        extra[sc.RUN_PARAMS] = model_opts.params.to_json()  # resume gives them to every agent again
-    context = RunContext(source="cli", script=script.source if script is not None else None,
-                         model_override=model_opts.model, extra=extra)
-    label_runs(session, context, txn=None, keep_argv=not redacted_save)  # argv holds the prompts
-    demo = app is None and (script_name or DEFAULT_SCRIPT) == DEFAULT_SCRIPT
-    if demo and model_opts.model is None:  # on a real model neither failure is scripted
-        click.echo(DEMO_NOTICE, err=True)
-    steps = next_steps(paths, session.id, "dialog Jack Jill" if demo else "agents")
-    finish(execute(session, prompt_list, context, tracing, recording, steps, watch=watch))
+        recording = start_recording(tracing, paths, session.id, redact_contents=redacted_save)
+        keep_revivable(session, paths.session_dir(session.id), redacted=redacted_save)  # only now may agents be evicted
+        attach_console(tracing, verbose, trace_llm, trace_tools)
+        extra = {sc.RUN_REDACTED_SAVE: True} if redacted_save else {}
+        if app is not None:
+            extra[sc.RUN_APP] = app.reference  # resume re-imports it for the tools and hooks
+        if model_opts.params is not None:
+            extra[sc.RUN_PARAMS] = model_opts.params.to_json()  # resume gives them to every agent again
+        context = RunContext(source="cli", script=script.source if script is not None else None,
+                             model_override=model_opts.model, extra=extra)
+        label_runs(session, context, txn=None, keep_argv=not redacted_save)  # argv holds the prompts
+        demo = app is None and (script_name or DEFAULT_SCRIPT) == DEFAULT_SCRIPT
+        if demo and model_opts.model is None:  # on a real model neither failure is scripted
+            click.echo(DEMO_NOTICE, err=True)
+        steps = next_steps(paths, session.id, "dialog Jack Jill" if demo else "agents")
+        code = execute(session, prompt_list, context, tracing, recording, steps, watch=watch)
+    finish(code)
 
 
 def _file_watch(paths, agent: str | None, duration: float | None, script):

@@ -135,6 +135,7 @@ class Tracing:
     network_exporters: list[SpanExporter] = field(default_factory=list)
     network_processors: list[NetworkExportProcessor] = field(default_factory=list)
     export_timeout_s: float = DEFAULT_EXPORT_TIMEOUT_S
+    _shut_down: bool | None = field(default=None, init=False, repr=False)  # the first shutdown's answer
 
     @property
     def enabled(self) -> bool:
@@ -153,10 +154,13 @@ class Tracing:
         ``bound_s`` defaults to the export timeout plus SHUTDOWN_GRACE_S. Returns False
         when the bound was reached (the flush goes on in a daemon thread that dies with
         the process; only network copies can be lost). One warning per endpoint that
-        did not get every span says how many it missed.
+        did not get every span says how many it missed. Only the first call shuts down (the
+        command's own, or its owner's on the way out); later ones return its answer.
         """
         if self.provider is None:
             return True
+        if self._shut_down is not None:
+            return self._shut_down
         if bound_s is None:
             bound_s = self.export_timeout_s + SHUTDOWN_GRACE_S
         for processor in self.network_processors:
@@ -164,7 +168,7 @@ class Tracing:
         worker = threading.Thread(target=self.provider.shutdown, name="otel-agents-shutdown", daemon=True)
         worker.start()
         worker.join(bound_s)
-        finished = not worker.is_alive()
+        finished = self._shut_down = not worker.is_alive()
         for processor in self.network_processors:
             report = processor.exit_report(finished, bound_s)
             if report is not None:

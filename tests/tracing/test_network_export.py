@@ -79,9 +79,13 @@ def test_a_receiver_that_never_answers_costs_the_timeout_once_and_one_counted_wa
         tracing = configure_tracing()
         ids = _spans_over_time(tracing, batches=5, per_batch=2, pause_s=0.3)
         started = time.monotonic()
-        tracing.shutdown()
+        answer = tracing.shutdown()
         assert time.monotonic() - started <= 1 + SHUTDOWN_GRACE_S + 0.5
         assert 1 <= len(receiver.calls) <= 3  # one timeout at a time, not one per batch
+        # A command's owner shuts down again on its way out: the same answer, no second warning or wait.
+        started = time.monotonic()
+        assert tracing.shutdown() is answer
+        assert time.monotonic() - started < 0.5
     (line,) = capsys.readouterr().err.splitlines()
     assert line.startswith(f"warning: could not send spans to the OTLP endpoint {receiver.endpoint}")
     assert f"): {len(ids)} of {len(ids)} spans not delivered" in line

@@ -30,14 +30,29 @@ def clean_env(monkeypatch):
             monkeypatch.delenv(var)
 
 
+@pytest.fixture
+def configured():
+    """``configure_tracing`` for one test, each provider shut down after it: one left running keeps
+    its metric reader's thread (and exporter) alive for the rest of the test process."""
+    made = []
+
+    def configure(*args, **kwargs):
+        made.append(configure_tracing(*args, **kwargs))
+        return made[-1]
+
+    yield configure
+    for tracing in made:
+        tracing.shutdown(bound_s=2.0)
+
+
 def _inner(tracing) -> object:
     (exporter,) = tracing.network_exporters
     assert isinstance(exporter, NetworkExportFilter)
     return exporter.inner
 
 
-def test_no_endpoint_means_nothing_is_sent():
-    tracing = configure_tracing()
+def test_no_endpoint_means_nothing_is_sent(configured):
+    tracing = configured()
     assert tracing.enabled and tracing.network_exporters == []
     tracing.shutdown()
 
@@ -51,18 +66,18 @@ def test_no_endpoint_means_nothing_is_sent():
         ({"OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "grpc"}, GrpcSpanExporter),
     ],
 )
-def test_protocol_picks_the_exporter_class(monkeypatch, variables, expected):
+def test_protocol_picks_the_exporter_class(configured, monkeypatch, variables, expected):
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4317")
     for key, value in variables.items():
         monkeypatch.setenv(key, value)
-    tracing = configure_tracing()
+    tracing = configured()
     assert type(_inner(tracing)) is expected
     assert "127.0.0.1:4317" in tracing.network_exporters[0].describe
 
 
-def test_traces_endpoint_alone_enables_export(monkeypatch):
+def test_traces_endpoint_alone_enables_export(configured, monkeypatch):
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://127.0.0.1:4318/v1/traces")
-    assert type(_inner(configure_tracing())) is HttpSpanExporter
+    assert type(_inner(configured())) is HttpSpanExporter
 
 
 @pytest.mark.parametrize(
@@ -84,10 +99,10 @@ def test_bad_configuration_is_a_clear_error(monkeypatch, variable, value, messag
         configure_tracing()
 
 
-def test_grpc_accepts_an_endpoint_without_scheme(monkeypatch):
+def test_grpc_accepts_an_endpoint_without_scheme(configured, monkeypatch):
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "localhost:4317")
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
-    assert type(_inner(configure_tracing())) is GrpcSpanExporter
+    assert type(_inner(configured())) is GrpcSpanExporter
 
 
 @pytest.mark.parametrize(
@@ -99,15 +114,15 @@ def test_bad_value_cap_is_a_clear_error(monkeypatch, value, message):
         TracingOptions()
 
 
-def test_project_switches_reach_the_network_filter(monkeypatch):
+def test_project_switches_reach_the_network_filter(configured, monkeypatch):
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318")
     monkeypatch.setenv("OTEL_AGENTS_EXPORT_VALUE_CAP", "1000")
     monkeypatch.setenv("OTEL_AGENTS_EXPORT_CONTENT", "false")
-    (exporter,) = configure_tracing().network_exporters
+    (exporter,) = configured().network_exporters
     assert exporter.value_cap == 1000 and exporter.export_content is False
     monkeypatch.delenv("OTEL_AGENTS_EXPORT_VALUE_CAP")
     monkeypatch.delenv("OTEL_AGENTS_EXPORT_CONTENT")
-    (exporter,) = configure_tracing().network_exporters
+    (exporter,) = configured().network_exporters
     assert exporter.value_cap == DEFAULT_VALUE_CAP and exporter.export_content is True
 
 
@@ -119,37 +134,37 @@ def test_project_switches_reach_the_network_filter(monkeypatch):
         ({"OTEL_RESOURCE_ATTRIBUTES": "service.name=from-resource", "OTEL_SERVICE_NAME": "from-name"}, "from-name"),
     ],
 )
-def test_service_name_precedence(monkeypatch, variables, service):
+def test_service_name_precedence(configured, monkeypatch, variables, service):
     for key, value in variables.items():
         monkeypatch.setenv(key, value)
-    resource = configure_tracing().provider.resource.attributes
+    resource = configured().provider.resource.attributes
     assert resource["service.name"] == service
     assert resource["service.version"]
     if "team=x" in variables.get("OTEL_RESOURCE_ATTRIBUTES", ""):
         assert resource["team"] == "x"
 
 
-def test_sdk_disabled_gives_a_working_no_op(monkeypatch):
+def test_sdk_disabled_gives_a_working_no_op(configured, monkeypatch):
     monkeypatch.setenv("OTEL_SDK_DISABLED", "true")
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318")
-    tracing = configure_tracing()
+    tracing = configured()
     assert not tracing.enabled
     with tracing.telemetry.tracer.start_as_current_span("x") as span:
         assert not span.is_recording()
     assert tracing.shutdown() is True
 
 
-def test_console_and_none_exporters(monkeypatch):
+def test_console_and_none_exporters(configured, monkeypatch):
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318")
     monkeypatch.setenv("OTEL_TRACES_EXPORTER", "none")
-    assert configure_tracing().network_exporters == []
+    assert configured().network_exporters == []
     monkeypatch.setenv("OTEL_TRACES_EXPORTER", "console")
-    (console,) = configure_tracing().network_exporters
+    (console,) = configured().network_exporters
     assert isinstance(console, ConsoleSpanExporter)
 
 
-def test_nothing_is_dropped_locally():
-    tracing = configure_tracing(TracingOptions(batch=False))
+def test_nothing_is_dropped_locally(configured):
+    tracing = configured(TracingOptions(batch=False))
     memory = InMemorySpanExporter()
     tracing.add_processor(SimpleSpanProcessor(memory))
     with tracing.telemetry.tracer.start_as_current_span("s") as span:
@@ -162,11 +177,11 @@ def test_nothing_is_dropped_locally():
     assert len(local.events[0].attributes) == 150 and len(local.events[0].attributes["a0"]) == 100_000
 
 
-def test_shutdown_is_bounded_even_when_the_receiver_outlasts_the_exporter_timeout(monkeypatch, capsys):
+def test_shutdown_is_bounded_even_when_the_receiver_outlasts_the_exporter_timeout(configured, monkeypatch, capsys):
     with HttpTraceReceiver("hang", hang_seconds=20) as receiver:
         monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint)
         monkeypatch.setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "15")  # a user's long timeout
-        tracing = configure_tracing()
+        tracing = configured()
         with tracing.telemetry.tracer.start_as_current_span("s"):
             pass
         started = time.monotonic()
