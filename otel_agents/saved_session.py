@@ -17,7 +17,7 @@ from typing import Any, Mapping
 from otel_agents.persistence.gc_pause import collector_paused
 from otel_agents.persistence.repair import flush_unbilled, mark_billed
 from otel_agents.persistence.saved import SessionUnreadable, load_checkpoint, load_saved
-from otel_agents.persistence.store import SessionStore, StoreError, check_file_writable
+from otel_agents.persistence.store import SessionStore, StoreError, check_ledger_writable
 from otel_agents.persistence.tree_file import UnknownTreeVersion
 from otel_agents.persistence.tree_walk import records_of
 from otel_agents.restore import ResumeError, SavedSession, merge_records, runs_from_meta, saved_runs
@@ -51,7 +51,7 @@ def load_for_resume(session_dir: Path, session_id: str):
 def bill_before_resume(session_dir: Path, tree: Mapping[str, Any] | None, meta: Mapping[str, Any] | None,
                        billing_file: Path) -> None:
     """Prove the ledger writable (StoreError, one line) and bill what a crash left unbilled, once, before new runs."""
-    check_file_writable(billing_file)
+    check_ledger_writable(billing_file)
     if tree is not None:
         flush_unbilled(tree, billing_file)
         mark_billed(Path(session_dir), meta)

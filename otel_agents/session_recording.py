@@ -182,14 +182,14 @@ def start_recording(tracing: Tracing, paths: Paths, session_id: str, ownership=N
     """
     from otel_agents.persistence.recorder import SessionRecorder
     from otel_agents.persistence.recorder_process import RecorderModeError, fork_recorder, recorder_mode
-    from otel_agents.persistence.store import SessionStore, StoreError, check_file_writable
+    from otel_agents.persistence.store import SessionStore, StoreError, check_ledger_writable
 
     try:
         mode = recorder_mode()
     except RecorderModeError as exc:
         raise RecordingConfigError(str(exc)) from None
     try:
-        check_file_writable(paths.billing_file)
+        check_ledger_writable(paths.billing_file)
         store = SessionStore.create(paths.sessions_dir, session_id)
     except StoreError as exc:
         raise StorageUnwritable(str(exc)) from None

@@ -40,7 +40,7 @@ def import_traces(files: tuple[str, ...], as_json: bool, paths) -> None:
     from otel_agents.tracing.decoding import ImportFormatError
     from otel_agents.persistence.ownership import SessionBusy
     from otel_agents.persistence.paths import InvalidSessionId
-    from otel_agents.persistence.store import StoreError
+    from otel_agents.persistence.store import NotALedger, StoreError
 
     sources = []
     for path in map(Path, files):
@@ -61,6 +61,8 @@ def import_traces(files: tuple[str, ...], as_json: bool, paths) -> None:
             apply_import(plans, paths.sessions_dir, paths.billing_file, own=own)
     except SessionBusy as exc:
         raise ImportRefused(f"{exc}; import once it has finished") from None
+    except NotALedger as exc:
+        raise ImportRefused(str(exc)) from None
     except (StoreError, OSError) as exc:
         raise click.ClickException(f"cannot write the import: {exc}") from None
     if as_json:

@@ -344,16 +344,16 @@ def apply_import(plans: Sequence[SessionImport], sessions_dir: Path, billing_fil
     ``own``: called with each directory before it is written, to own it (import_locks.py).
     """
     from otel_agents.persistence.ledger import append_records
-    from otel_agents.persistence.store import check_file_writable
+    from otel_agents.persistence.store import check_ledger_writable
 
-    # Every destination is proved writable before the first byte goes anywhere.
+    # Every destination is proved writable (and the ledger one) before the first byte goes anywhere.
+    if any(plan.ledger for plan in plans):
+        check_ledger_writable(billing_file)
     stores = {plan.session_id: SessionStore.create(Path(sessions_dir), plan.session_id) for plan in plans if plan.changed}
     if own is not None:
         for plan in plans:
             if plan.changed:
                 own(stores[plan.session_id].directory)
-    if any(plan.ledger for plan in plans):
-        check_file_writable(billing_file)
     for plan in plans:
         if plan.changed:
             _write_session(stores[plan.session_id], plan)

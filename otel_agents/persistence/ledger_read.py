@@ -38,6 +38,37 @@ def unopenable(billing_file: Path, exc: OSError) -> LedgerError:
     return LedgerError(f"cannot open the billing ledger {billing_file}: {exc.strerror or exc}")
 
 
+def not_a_ledger(billing_file: Path) -> str | None:
+    """Why a file already at the ledger's path is not a ledger (its first whole line is no record), or None.
+
+    Empty, missing, or one torn line (a first write cut short, which the next append ends) is a ledger.
+    One line is read, so a mistyped ``--billing-file`` naming another file is refused before anything
+    is appended to it.
+    """
+    try:
+        with open(billing_file, "rb") as fh:
+            line = fh.readline(_FIRST_LINE_LIMIT)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f"cannot read {billing_file}: {exc.strerror or exc}"
+    if not line.endswith(b"\n"):
+        if len(line) < _FIRST_LINE_LIMIT:
+            return None  # empty, or a torn first record
+        return f"{billing_file} is not a billing ledger (its first line is longer than any ledger record)"
+    try:
+        record = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        record = None
+    if isinstance(record, dict) and isinstance(record.get("record_id"), str):
+        return None
+    return f"{billing_file} is not a billing ledger (its first line is not a ledger record)"
+
+
+# A ledger line is a few hundred bytes; 1 MiB leaves room for any record's long error text.
+_FIRST_LINE_LIMIT = 1 << 20
+
+
 def default_warn(message: str) -> None:
     warnings.warn(message, stacklevel=3)
 

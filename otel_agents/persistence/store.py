@@ -365,6 +365,20 @@ def check_file_writable(path: Path) -> None:
         raise StoreError(f"cannot write {path}: {explain_os_error(exc, path)}") from None
 
 
+class NotALedger(StoreError):
+    """The billing file's path names a file that is not a ledger: bad input, not a write failure."""
+
+
+def check_ledger_writable(billing_file: Path) -> None:
+    """``check_file_writable`` for the billing ledger, and a file already there must be one (NotALedger)."""
+    from otel_agents.persistence.ledger_read import not_a_ledger
+
+    check_file_writable(billing_file)
+    reason = not_a_ledger(Path(billing_file))
+    if reason is not None:
+        raise NotALedger(reason)
+
+
 def explain_os_error(exc: OSError, path: Path) -> str:
     """``File exists`` from mkdir says little; name the file that stands where a directory must be."""
     if isinstance(exc, (FileExistsError, NotADirectoryError)):

@@ -240,3 +240,21 @@ def test_a_working_memory_truncation_is_one_host_notice_never_sent_to_the_model(
     host_lines = [line for line in view.stdout.splitlines() if "[Host]" in line]
     assert len(host_lines) == 1 and "working memory" in host_lines[0] and host_lines[0].endswith("(not sent to the model)")
     assert CliRunner().invoke(cli, ["sessions", "verify", session_dir.name]).exit_code == 0
+
+
+def test_a_billing_file_that_is_not_a_ledger_is_refused_and_left_as_it_was(cli_env, tmp_path):
+    # A mistyped --billing-file naming a trace document: nothing may be appended to it or its mode changed.
+    other = tmp_path / "trace.json"
+    other.write_text('{\n  "data": []\n}\n')
+    other.chmod(0o644)
+    before = other.read_bytes()
+    spans = tmp_path / "spans.jsonl"  # a real trace for import, saved elsewhere first
+    assert invoke(["hi", "--otlp-file", str(spans), "--sessions-dir", str(tmp_path / "first")]).exit_code == 0
+    for argv in (["run", "hi"], ["import", str(spans), "--sessions-dir", str(tmp_path / "second")]):
+        result = CliRunner().invoke(cli, [*argv, "--billing-file", str(other)])
+        assert result.exit_code == 2, (argv, result.output)
+        (line,) = [line for line in result.stderr.splitlines() if line.startswith("Error")]
+        assert f"{other} is not a billing ledger" in line, argv
+        assert other.read_bytes() == before and other.stat().st_mode & 0o777 == 0o644
+    assert not (cli_env / "sessions").exists() or not any((cli_env / "sessions").iterdir())
+    assert not (tmp_path / "second").exists() or not any((tmp_path / "second").iterdir())

@@ -46,3 +46,24 @@ def test_filters_are_inclusive_and_by_session():
     assert ids(filter_records(records, until=date(2025, 3, 1))) == [1]
     assert ids(filter_records(records, session="s2")) == [2]
     assert ids(Filters(session="s1", since=date(2025, 3, 3)).apply(records)) == [3, 4]
+
+
+def test_a_ledger_is_what_its_first_line_says(tmp_path):
+    from otel_agents.persistence.ledger import append_records
+    from otel_agents.persistence.ledger_read import not_a_ledger
+
+    ledger = tmp_path / "billing.jsonl"
+    assert not_a_ledger(ledger) is None  # not there yet: it will be one
+    ledger.write_bytes(b"")
+    assert not_a_ledger(ledger) is None
+    ledger.write_bytes(b'{"record_id":"t:s","ts":"2026-')  # a first write cut short: the next append ends it
+    assert not_a_ledger(ledger) is None
+    ledger.unlink()
+    append_records(ledger, [llm(1)])
+    ledger.write_bytes(ledger.read_bytes() + b"garbage\n")  # only the first line is asked
+    assert not_a_ledger(ledger) is None
+    for text in (b'{\n  "data": []\n}\n', b'{"data": []}\n', b"[1, 2]\n", b'{"record_id": 7}\n', b"x" * (1 << 20)):
+        other = tmp_path / "other.json"
+        other.write_bytes(text)
+        reason = not_a_ledger(other)
+        assert reason is not None and reason.startswith(f"{other} is not a billing ledger"), text[:20]
