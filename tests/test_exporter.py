@@ -285,3 +285,13 @@ def test_an_instrumented_litellm_app_under_opentelemetry_instrument_gets_session
         verify = subprocess.run([sys.executable, "-m", "otel_agents", "sessions", "verify", session_id],
                                 env=env, capture_output=True, text=True, timeout=120)
         assert verify.returncode == 0, verify.stdout + verify.stderr
+
+
+def test_a_billing_file_that_is_not_a_ledger_is_refused_when_the_exporter_is_made(tmp_path):
+    from otel_agents.exporter import SessionExporter
+
+    other = tmp_path / "notes.json"
+    other.write_text('{"notes": []}\n')
+    with pytest.raises(ValueError, match="is not a billing ledger"):
+        SessionExporter(sessions_dir=tmp_path / "sessions", billing_file=other)
+    assert other.read_text() == '{"notes": []}\n'

@@ -20,6 +20,7 @@ from otel_agents.persistence.intake_state import HoldPolicy
 from otel_agents.persistence.ownership import Ownership, SessionBusy, take
 from otel_agents.persistence.paths import Paths
 from otel_agents.persistence.span_intake import SpanIntake, unchanged
+from otel_agents.persistence.store import NotALedger
 
 STATE_DIR = ".collect"  # under the sessions directory: the receiver's lock, held spans, unsettled sessions
 
@@ -79,11 +80,13 @@ def run_collect(options: CollectOptions) -> None:
     try:
         lock = _own_sessions_dir(options.paths)
         intake = _intake(options)
-    except (OSError, CollectError) as exc:
+    except (OSError, CollectError, NotALedger) as exc:
         if lock is not None:
             lock.release()
         if http_socket is not None:
             http_socket.close()
+        if isinstance(exc, NotALedger):
+            raise CollectError(str(exc)) from None
         if isinstance(exc, CollectError):
             raise
         raise CollectError(f"cannot write {options.paths.sessions_dir}: {exc}") from None

@@ -39,13 +39,14 @@ from otel_agents.persistence.intake_state import Held, HoldPolicy, IntakeState, 
 from otel_agents.persistence.repair import mark_billed
 from otel_agents.persistence.import_sessions import in_journal_form, record_lines, sessions_of_traces
 from otel_agents.persistence.ledger import LedgerAppender, LedgerError
+from otel_agents.persistence.ledger_read import not_a_ledger
 from otel_agents.persistence.ledger_records import ledger_records
 from otel_agents.persistence.notices import Warn, stderr_warning
 from otel_agents.persistence.ownership import Ownership, SessionBusy, take
 from otel_agents.persistence.paths import InvalidSessionId, Paths
 from otel_agents.persistence.private import open_private_append
 from otel_agents.persistence.session_sink import SessionSink
-from otel_agents.persistence.store import SessionStore, StoreError
+from otel_agents.persistence.store import NotALedger, SessionStore, StoreError
 from otel_agents.persistence.timestamps import parse_iso_ts
 from otel_agents.persistence.tree_file import TREE_FILE
 from otel_agents.persistence.tree_span_fields import session_id_of
@@ -130,6 +131,9 @@ class SpanIntake:
         self._held: set[str] = set()  # ids of the traces not released yet
         self._unsynced: set[Path] = set()  # session directories written since the last sync()
         self._open: OrderedDict[str, _Open] = OrderedDict()
+        reason = not_a_ledger(self.paths.billing_file)  # a long-lived intake never appends to another file
+        if reason is not None:
+            raise NotALedger(reason)
         self._ledger = LedgerAppender(self.paths.billing_file)
         self._state = IntakeState(state_dir, hold) if state_dir is not None else None
         if self._state is not None:

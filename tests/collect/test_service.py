@@ -77,6 +77,22 @@ def test_a_busy_port_is_one_line_and_exit_2(tmp_path):
     assert bad.returncode == 2 and "invalid address 'nowhere'" in bad.stderr and "Traceback" not in bad.stderr
 
 
+def test_a_billing_file_that_is_not_a_ledger_is_one_line_and_exit_2(tmp_path):
+    import subprocess
+    import sys
+
+    from support.collector import base_env
+
+    other = tmp_path / "notes.json"
+    other.write_text('{"notes": []}\n')
+    proc = subprocess.run([sys.executable, "-m", "otel_agents", "collect", "--http", "127.0.0.1:0",
+                           "--billing-file", str(other)], env=base_env(tmp_path), capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.count("\n") == 1 and f"{other} is not a billing ledger" in proc.stderr
+    assert other.read_text() == '{"notes": []}\n'
+
+
 def test_a_collected_session_resumes_on_the_collecting_machine(tmp_path):
     import subprocess
     import sys
