@@ -5,7 +5,8 @@ run's end. Writers hold an exclusive ``flock`` for the whole read-ids-then-appen
 so concurrent processes interleave whole lines only and a ``record_id``
 (``<trace_id>:<span_id>``) is never written twice: re-export, a retried flush,
 importing the same trace and recovery after a crash are all harmless. A line a
-killed writer left torn is cut by the next append. Reading is ``ledger_read.py``;
+killed writer left torn is cut by the next append, and a file that is not a ledger is never
+opened for append (``ledger_read.not_a_ledger``). Reading is ``ledger_read.py``;
 summaries and exports are ``ledger_summary.py``.
 """
 
@@ -18,12 +19,12 @@ from typing import Callable, Iterable, Mapping
 
 import orjson
 
-from otel_agents.persistence.ledger_read import CSV_COLUMNS, LedgerError, Warn, iter_records, unopenable
+from otel_agents.persistence.ledger_read import (
+    CSV_COLUMNS, LedgerError, Warn, iter_records, not_a_ledger, record_id_of, unopenable,
+)
 from otel_agents.persistence.private import FILE_MODE, make_private_dir, private_fd
 from otel_agents.persistence.tree_shape import TOKEN_KEYS
 from otel_agents.tracing.redaction import MARKER, is_secret_key, redact, redact_text_once
-
-_ID_PREFIX = b'{"record_id":"'
 
 
 def _line(record: Mapping, seen: dict[str, str] | None = None) -> bytes:
@@ -57,19 +58,6 @@ def _redacted(record: Mapping, seen: dict[str, str]) -> dict:
     return out
 
 
-def _record_id_of(line: bytes) -> str | None:
-    if line.startswith(_ID_PREFIX):
-        end = line.find(b'"', len(_ID_PREFIX))
-        if end > 0 and b"\\" not in line[len(_ID_PREFIX) : end]:
-            return line[len(_ID_PREFIX) : end].decode()
-    try:
-        value = orjson.loads(line)
-    except orjson.JSONDecodeError:
-        return None
-    rid = value.get("record_id") if isinstance(value, dict) else None
-    return rid if isinstance(rid, str) else None
-
-
 def _scan_ids(fd: int, offset: int, limit: int | None = None) -> tuple[set[str], int, int | None, int]:
     """Record ids of the whole lines from ``offset``: (ids, end of the last whole line, torn line
     start, start of the last whole line).
@@ -88,7 +76,7 @@ def _scan_ids(fd: int, offset: int, limit: int | None = None) -> tuple[set[str],
                 return ids, end, end, last
             last = end
             end += len(line)
-            rid = _record_id_of(line)
+            rid = record_id_of(line)
             if rid is not None:
                 ids.add(rid)
             if limit is not None and end - offset >= limit:
@@ -165,6 +153,10 @@ class LedgerAppender:
         lines = [(_line(r, seen), r["record_id"]) for r in records]  # validate before touching the file
         if not lines:
             return 0
+        if self._offset == 0:  # nothing of it read yet: it must be a ledger before it is opened (and made private)
+            reason = not_a_ledger(self.billing_file)
+            if reason is not None:
+                raise LedgerError(reason)
         make_private_dir(self.billing_file.parent, own_existing=False)
         fd = _open_locked(self.billing_file)
         try:

@@ -320,3 +320,14 @@ def test_a_batch_that_failed_is_offered_again_whole(tmp_path):
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "10"  # none of the failed batch was taken for written
     assert _ids(ledger) == [llm(n)["record_id"] for n in range(1, 12)]
+
+
+def test_no_append_reaches_a_file_that_is_not_a_ledger(tmp_path):
+    # Every writer's appends go through here: the front doors' early refusal aside, none opens
+    # (and makes private) or appends to another file a ledger path happens to name.
+    other = tmp_path / "trace.json"
+    other.write_text('{\n  "data": []\n}\n')
+    other.chmod(0o644)
+    with pytest.raises(LedgerError, match=f"{other} is not a billing ledger"):
+        append_records(other, [llm(1)])
+    assert other.read_text() == '{\n  "data": []\n}\n' and other.stat().st_mode & 0o777 == 0o644
