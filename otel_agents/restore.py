@@ -31,14 +31,13 @@ from otel_agents.llm.budget import Budget, BudgetError, budget_from_json
 from otel_agents.llm.model_settings import ModelSettings, ModelSettingsError, settings_from_json
 from otel_agents.persistence.events_file import EVENTS_FILE, split_line
 from otel_agents.persistence.gc_pause import collector_paused
-from otel_agents.runtime.agent import Agent
+from otel_agents.runtime.agent import INTERRUPTED_RESULT, Agent
 from otel_agents.runtime.eviction import keep_saved_records
 from otel_agents.runtime.session import Session
 from otel_agents.runtime.tools import Tool
 from otel_agents.tracing import semconv as sc
 from otel_agents.tracing.records import RecordError, message_id_number, validate_record
 
-INTERRUPTED_RESULT = "Error: the run was interrupted before this tool call finished; its outcome is unknown."
 
 
 class ResumeError(ValueError):

@@ -17,6 +17,7 @@ from otel_agents.runtime.eviction import RevivalError, replay_into
 from otel_agents.runtime.hooks import ToolRequest
 from otel_agents.runtime.logged_string import LoggedString, substance_of
 from otel_agents.runtime.tools import InvalidToolArguments, Tool, ToolContext
+from otel_agents.runtime.turn_taking import Turn, hold
 from otel_agents.tracing import content_capture, semconv as sc
 from otel_agents.tracing.records import message_from_record
 from otel_agents.tracing.telemetry import marks_cancellation, marks_error_type
@@ -27,6 +28,11 @@ if TYPE_CHECKING:
 
 class MaxTurnsExceeded(RuntimeError):
     pass
+
+
+# The result of a tool call the run stopped in (Ctrl-C, a cancelled task), and of one a crash left
+# open, which resume gives the same words (restore.py).
+INTERRUPTED_RESULT = "Error: the run was interrupted before this tool call finished; its outcome is unknown."
 
 
 _DESCRIPTION_CHARS = 200
@@ -76,6 +82,7 @@ class Agent:
         self._transcript: list[dict[str, Any]] | None = []
         self._transcript_ids: list[str] | None = []
         self.busy = 0  # responses of this agent in progress: never evicted meanwhile
+        self.turn = Turn()  # held by whoever talks to it: one conversation at a time (turn_taking.py)
         self.description: str | None = None  # from the first system prompt, also when resumed
         session.register(self)
 
@@ -219,10 +226,11 @@ class Agent:
     async def response(self) -> LoggedString:
         """One ``invoke_agent {name}`` span: LLM turns and tool calls until an utterance."""
         tracer = self.session.telemetry.tracer
-        with tracer.start_as_current_span(
-            sc.span_name(sc.OP_INVOKE_AGENT, self.name), kind=SpanKind.INTERNAL, attributes=self.span_attributes()
-        ) as span, scope("agent", span), marks_error_type(span):
-            return await self.respond_in_current_span()
+        async with hold(self.turn):  # waited for outside the span: its time is the answer's
+            with tracer.start_as_current_span(
+                sc.span_name(sc.OP_INVOKE_AGENT, self.name), kind=SpanKind.INTERNAL, attributes=self.span_attributes()
+            ) as span, scope("agent", span), marks_error_type(span):
+                return await self.respond_in_current_span()
 
     async def respond_in_current_span(self) -> LoggedString:
         self.busy += 1
@@ -263,7 +271,7 @@ class Agent:
                 message = self.transcript[-1]
                 calls = message.get("tool_calls")
                 if calls:
-                    await asyncio.gather(*(self._run_tool_call(call, message_id) for call in calls))
+                    await self._run_tool_calls(calls, message_id)
                     continue
                 utterance = LoggedString(message.get("content") or "", message_id)
                 rejection = await self.session.review(self, utterance)
@@ -274,6 +282,19 @@ class Agent:
         raise MaxTurnsExceeded(
             f"agent {self.name!r} ({self.agent_id}) reached the limit of {limit} LLM turns in one response"
         )
+
+    async def _run_tool_calls(self, calls: list[dict[str, Any]], call_message_id: str) -> None:
+        """A turn's tool calls, concurrently (issue 2), each in its own task, so a sub-agent chain does
+        not grow the C stack. When one stops the run (a budget in force, a cancellation), the others
+        are cancelled and waited for: none writes to the transcript after the run has ended."""
+        tasks = [asyncio.ensure_future(self._run_tool_call(call, call_message_id)) for call in calls]
+        try:
+            await asyncio.gather(*tasks)
+        except BaseException:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
 
     async def _run_tool_call(self, call: dict[str, Any], call_message_id: str) -> None:
         name = call["function"]["name"]
@@ -304,6 +325,7 @@ class Agent:
             started = time.perf_counter()
             ctx = ToolContext(self, call["id"], call_message_id, name)
             status, result = "ok", None
+            stop: BaseException | None = None  # what ends the run, raised once the call has its result
             if tool is None:
                 status, result = "failed", f"Error: unknown tool '{name}'"
             else:
@@ -313,8 +335,13 @@ class Agent:
                 except InvalidToolArguments as exc:
                     status, result = "failed", str(exc)
                 else:
-                    denial = await self.session.approve(ToolRequest(self, name, arguments.sent, call["id"]))
-                    if denial is not None:
+                    try:
+                        denial = await self.session.approve(ToolRequest(self, name, arguments.sent, call["id"]))
+                    except (BudgetExhausted, asyncio.CancelledError) as exc:
+                        denial, stop = None, exc
+                    if stop is not None:
+                        status, result = _stopped(span, stop)
+                    elif denial is not None:
                         hook_name, decision = denial
                         status, result = "denied", f"Error: Action blocked by hook '{hook_name}': {decision.reason}"
                         self.host_notice("denial", f"{self.name} may not run {name}: hook '{hook_name}' denied it "
@@ -324,19 +351,23 @@ class Agent:
                             result = await tool.invoke(ctx, arguments.values)
                         except BudgetExhausted as exc:
                             if in_force(exc.meter):  # this agent's budget or an enclosing one: it stops too
-                                span.set_status(Status(StatusCode.ERROR, str(exc)))
-                                span.set_attribute(sc.ERROR_TYPE, "budget_exhausted")
-                                raise
-                            status, result = "failed", f"Error: {exc}"  # a sub-agent's: its caller carries on
+                                stop = exc
+                                status, result = _stopped(span, exc)
+                            else:
+                                status, result = "failed", f"Error: {exc}"  # a sub-agent's: its caller carries on
+                        except asyncio.CancelledError as exc:
+                            stop = exc
+                            status, result = _stopped(span, exc)
                         except Exception as exc:  # a failing tool is a result, not a crash
                             status = "failed"
                             result = f"Error: tool '{name}' failed: {type(exc).__name__}: {exc}"
-            if status != "ok":
-                span.set_status(Status(StatusCode.ERROR, result))
-                span.set_attribute(sc.ERROR_TYPE, "tool_" + status)
+            if status != "ok" and not isinstance(stop, asyncio.CancelledError):  # an interruption is no error
+                if stop is None:
+                    span.set_status(Status(StatusCode.ERROR, result))
+                    span.set_attribute(sc.ERROR_TYPE, "tool_" + status)
                 telemetry.log("WRN", str(result), span=span)
-            if result is None and ctx.replies:
-                content = None  # the tool replied as it went (discuss)
+            if ctx.replies and (result is None or stop is not None):
+                content = None  # the tool replied as it went (discuss): its call has its results
                 out_chars = sum(len(r) for r in ctx.replies)
             else:
                 content = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False, default=str)
@@ -357,4 +388,18 @@ class Agent:
                     sc.TOOL_LATENCY_MS: round((time.perf_counter() - started) * 1000, 3),
                 }
             )
+            if isinstance(stop, asyncio.CancelledError):
+                raise stop  # not charged: the tree and the ledger count only calls that completed
             charge_tool()
+            if stop is not None:
+                raise stop
+
+
+def _stopped(span: Any, stop: BaseException) -> tuple[str, str]:
+    """The status and result of a tool call the run stopped in: the call still gets a result, so the
+    transcript stays one a provider accepts when the session goes on (seed 004: nothing hidden)."""
+    if isinstance(stop, asyncio.CancelledError):
+        return "failed", INTERRUPTED_RESULT
+    span.set_status(Status(StatusCode.ERROR, str(stop)))
+    span.set_attribute(sc.ERROR_TYPE, "budget_exhausted")
+    return "failed", f"Error: {stop}"

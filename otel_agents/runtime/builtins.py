@@ -11,6 +11,7 @@ from pydantic import Field
 
 from otel_agents.runtime.logged_string import LoggedString
 from otel_agents.runtime.tools import Tool, ToolContext, make_tool
+from otel_agents.runtime.turn_taking import hold
 
 
 async def task(
@@ -40,9 +41,10 @@ async def task(
     )
     if user_prompt is None:
         return f"Created subagent: {name}"
-    piece = session.log_piece_of_text(parent.agent_id, user_prompt, cause=ctx.call_message_id)
-    parent.inform(child, LoggedString(user_prompt, piece))
-    return str(await child.response())
+    async with hold(child.turn):  # told and asked in one exchange (turn_taking.py)
+        piece = session.log_piece_of_text(parent.agent_id, user_prompt, cause=ctx.call_message_id)
+        parent.inform(child, LoggedString(user_prompt, piece))
+        return str(await child.response())
 
 
 async def discuss(
@@ -63,18 +65,20 @@ async def discuss(
     if not speakers:
         return "Error: a discussion needs at least one speaker"
     session = agent.session
-    if prompt is not None:
-        # Parent-generated text delivered to several agents: stored once, referred to by substance.
-        piece = session.log_piece_of_text(agent.agent_id, prompt, cause=ctx.call_message_id)
-        for n in participants:
-            agent.inform(agent.subagents[n], LoggedString(prompt, piece))
-    for speaker_name in speakers:
-        speaker = agent.subagents[speaker_name]
-        utterance = await speaker.response()
-        ctx.reply(str(utterance))
-        for n in participants:
-            if n != speaker_name:
-                speaker.inform(agent.subagents[n], LoggedString(f"[{speaker_name}]: {utterance}", utterance.message_id))
+    # The participants are this discussion's until it ends: another one with any of them waits.
+    async with hold(*(agent.subagents[n].turn for n in participants)):
+        if prompt is not None:
+            # Parent-generated text delivered to several agents: stored once, referred to by substance.
+            piece = session.log_piece_of_text(agent.agent_id, prompt, cause=ctx.call_message_id)
+            for n in participants:
+                agent.inform(agent.subagents[n], LoggedString(prompt, piece))
+        for speaker_name in speakers:
+            speaker = agent.subagents[speaker_name]
+            utterance = await speaker.response()
+            ctx.reply(str(utterance))
+            for n in participants:
+                if n != speaker_name:
+                    speaker.inform(agent.subagents[n], LoggedString(f"[{speaker_name}]: {utterance}", utterance.message_id))
     return None
 
 

@@ -25,6 +25,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable, Union
 
+from otel_agents.runtime.turn_taking import hold
 from otel_agents.tracing import semconv as sc
 
 if TYPE_CHECKING:
@@ -108,8 +109,11 @@ def agent_approval_hook(
         hook_agent = request.agent.session.find_agent(agent_name)
         if hook_agent is None or hook_agent is request.agent:
             return Decision(True, f"hook agent {agent_name!r} does not exist yet")
-        hook_agent.harken(approval_prompt(request), source="system")
-        answer = await hook_agent.response()
+        # Asked and answered in one exchange: a second request waits, then is put against the state
+        # this one's outcome left (seed example 3's subagent count).
+        async with hold(hook_agent.turn):
+            hook_agent.harken(approval_prompt(request), source="system")
+            answer = await hook_agent.response()
         return parse_verdict(answer)
 
     return ApprovalHook(name or agent_name, check, tools, agents)

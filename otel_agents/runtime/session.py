@@ -20,6 +20,7 @@ from otel_agents.runtime.hooks import (
     ApprovalHook, Decision, RemindHook, ReviewHook, ToolRequest, TransformHook, hook_event,
 )
 from otel_agents.runtime.logged_string import LoggedString
+from otel_agents.runtime.turn_taking import Turn, hold
 from otel_agents.tracing import semconv as sc
 from otel_agents.tracing.records import make_record
 from otel_agents.tracing.session_ids import new_session_id, valid_session_id
@@ -118,6 +119,7 @@ class Session:
         self.before_next_run: list[Callable[[], None]] = []
         self.eviction = eviction  # the policy; it applies once the records are saved (eviction.keep_saved_records)
         self.evictor: Evictor | None = None
+        self.run_turn = Turn()  # one run at a time (turn_taking.py)
 
     # --- ids ---
     def allocate_message_id(self) -> str:
@@ -384,8 +386,12 @@ class Session:
     async def run(self, prompt: str | None, *, agent: "Agent | None" = None,
                   context: RunContext | None = None) -> LoggedString:
         """One user prompt = one trace, rooted at ``invoke_agent {agent}``; ``None``: only the work due
-        before the next run (a fork that records its inherited state and runs no prompt)."""
-        context = context or RunContext()
+        before the next run (a fork that records its inherited state and runs no prompt). Runs of one
+        session take turns: one started while another is in progress waits for it (turn_taking.py)."""
+        async with hold(self.run_turn):
+            return await self._run(prompt, agent, context or RunContext())
+
+    async def _run(self, prompt: str | None, agent: "Agent | None", context: RunContext) -> LoggedString:
         self.runs += 1
         links = [Link(self.previous_run)] if self.previous_run is not None else []
         target_name = agent.name if agent else (self.root.name if self.root else self.root_spec.name if self.root_spec else "agent")
@@ -425,9 +431,10 @@ class Session:
             span.set_attributes(target.span_attributes())
             if prompt is None:
                 return LoggedString("")
-            target.harken(prompt, source=context.record_source)
             try:
-                return await target.respond_in_current_span()
+                async with hold(target.turn):  # told and asked in one exchange
+                    target.harken(prompt, source=context.record_source)
+                    return await target.respond_in_current_span()
             finally:
                 if self.evictor is not None:
                     self.evictor.report(span)

@@ -135,7 +135,9 @@ async def test_a_hook_agent_stopped_by_the_session_budget_ends_the_run_instead_o
     with pytest.raises(BudgetExhausted, match="for session: 2 of 2 LLM calls made"):
         await session.run("start")
     results = [m["content"] for m in session.root.transcript if m["role"] == "tool"]
-    assert results == ["Created subagent: Guard"]  # no denial of noop was made up
+    # No denial of noop was made up: its call is answered with what stopped the run, so the
+    # transcript stays one a provider accepts when the session goes on.
+    assert results == ["Created subagent: Guard", "Error: budget exhausted for session: 2 of 2 LLM calls made"]
 
 
 async def test_a_hook_agent_with_its_own_spent_budget_fails_closed(scripted):
