@@ -265,6 +265,7 @@ class Session:
         self._context = RunContext(source=source, script=script.source if script else None, model_override=model,
                                    extra=extra)
         self._runner: asyncio.Runner | None = None
+        self._closed = False
         self._recording_owner = rec
         self._recording = rec._start(self, ownership, resume=source == "resume") if rec else None
         if rec is not None:  # saved from here on: idle agents may be evicted (by runtime.eviction's policy)
@@ -293,25 +294,40 @@ class Session:
             raise ValueError(f"no agent {agent!r} in session {self.id}")
         return found
 
-    async def run(self, prompt: str, *, agent: str | None = None) -> str:
-        """One prompt, one trace: the agent (default the root) answers; returns its utterance."""
-        if self.runtime is None:
+    def _open(self) -> None:
+        # A closed session's recording has ended: what it did now would be spent and never saved.
+        if self._closed:
             raise RuntimeError(f"session {self.id} is closed")
+
+    async def run(self, prompt: str, *, agent: str | None = None) -> str:
+        """One prompt, one trace: the agent (default the root) answers; returns its utterance.
+        Runs of one session take turns: one started while another is in progress waits for it."""
+        self._open()
         return await self.runtime.run(prompt, agent=self._target(agent), context=self._context)
 
     def run_sync(self, prompt: str, *, agent: str | None = None) -> str:
         """``run`` on this session's own event loop (one loop for all its prompts); not inside a running loop."""
+        self._open()
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            pass  # no loop running: ours may
+        else:
+            raise RuntimeError("Session.run_sync() cannot be called from a running event loop: await session.run() there")
         if self._runner is None:
             self._runner = asyncio.Runner()
         return self._runner.run(self.run(prompt, agent=agent))
 
     def external(self, text: str, *, agent: str | None = None) -> str:
         """An outside event the agent (default the root) hears without answering yet; returns its message id."""
+        self._open()
         target = self._target(agent) or self.runtime.ensure_root()
         return self.runtime.external(target, text)
 
     def close(self) -> bool:
-        """Write everything and release the session's lock; False when something could not be saved."""
+        """Write everything and release the session's lock; False when something could not be saved.
+        A closed session refuses to run (``RuntimeError``); ``otel_agents.resume`` carries it on."""
+        self._closed = True
         if self._runner is not None:
             self._runner.close()
             self._runner = None

@@ -42,6 +42,10 @@ class NoSuchSession(RecordingError):
     """The session directory to own does not exist."""
 
 
+class SessionExists(RecordingError):
+    """A new session given the id of a saved one: its records would be mixed into the saved session's."""
+
+
 class _Detachable(SpanProcessor):
     """Processors on a provider that cannot remove them (the SDK's cannot): once detached they see
     nothing more, so a closed recorder never hears later spans (the app's, or another session's)."""
@@ -195,6 +199,10 @@ def start_recording(tracing: Tracing, paths: Paths, session_id: str, ownership=N
         raise StorageUnwritable(str(exc)) from None
     if ownership is None:
         ownership = own_session(store.directory, create=True)
+        if store.holds_session():  # checked under the lock: a concurrent start of the same id sees it too
+            ownership.release()
+            raise SessionExists(f"session {session_id} already exists in {store.directory}: resume it "
+                                f"(otel_agents.resume, otel-agents resume) or give the new session another id")
     try:
         recorder = SessionRecorder(store, session_id, billing_file=paths.billing_file, **recorder_kwargs)
     except BaseException:

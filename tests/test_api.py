@@ -7,9 +7,12 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Optional
 
 import orjson
 import pytest
+
+from otel_agents import ToolContext
 
 ROOT = Path(__file__).resolve().parents[1]
 PROGRAMS = Path(__file__).resolve().parent / "data" / "api_programs"
@@ -201,3 +204,82 @@ def test_a_bad_tracing_setting_is_one_line_and_nothing_is_created(tmp_path, monk
             pass
     assert "OTEL_TRACES_EXPORTER" in str(caught.value) and "\n" not in str(caught.value)
     assert not (tmp_path / "home").exists()
+
+
+def test_a_new_session_with_a_saved_sessions_id_is_refused_and_the_saved_one_is_untouched(tmp_path, script, monkeypatch):
+    import otel_agents
+    from otel_agents import Agent, Session
+    from otel_agents.session_recording import SessionExists
+
+    monkeypatch.setenv("OTEL_AGENTS_RECORDER", "inline")
+    with otel_agents.recording(home=tmp_path):
+        with Session(Agent("researcher"), script=script) as first:
+            first.run_sync("How big is Paris?")
+    directory = tmp_path / "sessions" / first.id
+    before = {p.name: p.read_bytes() for p in directory.iterdir() if p.is_file()}
+    billed = (tmp_path / "billing.jsonl").read_bytes()
+    with otel_agents.recording(home=tmp_path):
+        with pytest.raises(SessionExists, match=f"session {first.id} already exists.*resume it"):
+            Session(Agent("researcher"), script=script, session_id=first.id)
+        with Session(Agent("researcher"), script=script, session_id="20260101-000000-0a0b0c") as fresh:
+            fresh.run_sync("And Rome?")  # an id nobody used is still taken
+    assert {p.name: p.read_bytes() for p in directory.iterdir() if p.is_file()} == before
+    assert (tmp_path / "billing.jsonl").read_bytes().startswith(billed)
+    assert python("-m", "otel_agents", "sessions", "verify", first.id, home=tmp_path).returncode == 0
+
+
+def test_a_closed_session_refuses_to_run_or_hear(tmp_path, script, monkeypatch):
+    import otel_agents
+    from otel_agents import Agent, Session
+
+    monkeypatch.setenv("OTEL_AGENTS_RECORDER", "inline")
+    with otel_agents.recording(home=tmp_path):
+        session = Session(Agent("researcher"), script=script)
+        session.run_sync("How big is Paris?")
+        assert session.close()
+        for attempt in (lambda: session.run_sync("Again?"), lambda: session.external("news")):
+            with pytest.raises(RuntimeError, match="is closed"):
+                attempt()
+    unrecorded = Session(Agent("researcher"), script=script)
+    unrecorded.close()
+    with pytest.raises(RuntimeError, match="is closed"):
+        unrecorded.run_sync("Anyone?")
+    # Only the first run was spent, and it is all that was saved.
+    assert [e["content"] for e in events(tmp_path, session.id) if e.get("role") == "user"] == ["How big is Paris?"]
+    assert len(ledger(tmp_path, session.id)) == 4
+
+
+def test_run_sync_inside_a_running_loop_says_so_and_leaves_no_coroutine_behind(script):
+    import asyncio
+    import warnings
+
+    from otel_agents import Agent, Session
+
+    session = Session(Agent("researcher"), script=script)
+
+    async def inside() -> None:
+        with pytest.raises(RuntimeError, match="await session.run"):
+            session.run_sync("How big is Paris?")
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # "coroutine ... was never awaited" would be raised here
+        asyncio.run(inside())
+        import gc
+        gc.collect()
+    session.close()
+
+
+def where(city: str, context: Optional[ToolContext] = None) -> str:
+    """Where the caller asks from.
+
+    city: a city
+    """
+    return f"{city} from {context.agent.name}"
+
+
+def test_a_tool_may_take_an_optional_context():
+    from otel_agents import tool
+
+    made = tool(where)
+    assert made.context_param == "context"
+    assert list(made.schema()["function"]["parameters"]["properties"]) == ["city"]

@@ -85,6 +85,10 @@ class SessionStore:
     def exists(self) -> bool:
         return self.directory.is_dir()
 
+    def holds_session(self) -> bool:
+        """Whether a session was saved here already (a directory holding only a lock is empty)."""
+        return any((self.directory / name).exists() for name in (EVENTS_FILE, JOURNAL_FILE, TREE_FILE, META_FILE))
+
     # --- tree ---
     def save_tree(
         self, payload: Mapping[str, Any], *, before_rename: Callable[[Path], None] | None = None,

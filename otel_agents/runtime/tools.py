@@ -8,8 +8,8 @@
         unit: C or F
         '''
 
-Sync and async functions both work. A parameter annotated ``ToolContext`` (or named
-``ctx``) is not shown to the model; it receives the calling agent and the call's ids.
+Sync and async functions both work. A parameter annotated ``ToolContext`` (or
+``ToolContext | None``, or named ``ctx``) is not shown to the model; it receives the calling agent and the call's ids.
 Parameters may be str, int, float, bool, enums, Literal, lists, tuples, dicts, Optional,
 unions, nested pydantic models and dataclasses; each call's arguments are validated
 against them before the function runs (``tool_schema.py``).
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import inspect
 import re
+import types
 import typing
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
@@ -111,13 +112,24 @@ def _docstring_parts(doc: str) -> tuple[str, dict[str, str]]:
     return " ".join(s for s in summary_lines if s).strip(), params
 
 
+def _is_context(hint: Any) -> bool:
+    """``ToolContext``, also as ``Optional[ToolContext]``, ``ToolContext | None`` or ``Annotated[ToolContext, ...]``."""
+    if hint is ToolContext:
+        return True
+    if typing.get_origin(hint) is typing.Annotated:
+        return _is_context(typing.get_args(hint)[0])
+    args = typing.get_args(hint)
+    return typing.get_origin(hint) in (typing.Union, types.UnionType) and ToolContext in args and all(
+        a is ToolContext or a is type(None) for a in args)
+
+
 def make_tool(
     func: Callable[..., Any], name: str | None = None, description: str | None = None, provider: str | None = None
 ) -> Tool:
     summary, param_docs = _docstring_parts(func.__doc__ or "")
     hints = typing.get_type_hints(func, include_extras=True)  # extras: Annotated[..., Field(...)] constraints
     context_param = next(
-        (p for p in inspect.signature(func).parameters if hints.get(p) is ToolContext or p == "ctx"), None
+        (p for p in inspect.signature(func).parameters if _is_context(hints.get(p)) or p == "ctx"), None
     )
     try:
         model = arguments_model(func, hints, param_docs, skip=context_param)
