@@ -81,7 +81,10 @@ def import_traces(files: tuple[str, ...], as_json: bool, paths) -> None:
                 f"merged: {summary['spans_added']} new span(s), {summary['spans_completed']} completed, "
                 f"{summary['records_added']} new record(s)"
             )
-        click.echo(f"session {plan.session_id}: {what}; {summary['ledger_records_added']} ledger record(s) added")
+        billed = (f"{summary['ledger_records_added']} ledger record(s) added" if plan.whole else
+                  "not billed yet: a trace is not whole (its root, a parent or some of the calls its root counts "
+                  "are missing); importing the rest bills it, or `otel-agents sessions repair` bills what there is")
+        click.echo(f"session {plan.session_id}: {what}; {billed}")
 
 
 def _understood(sources: list, source_type) -> list:

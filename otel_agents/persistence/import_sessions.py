@@ -31,6 +31,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from otel_agents.persistence.repair import mark_billed
 from otel_agents.persistence.events_file import EventLine, EventsFileError, read_event_lines
+from otel_agents.persistence.intake_order import every_trace_whole, sort_events_file
 from otel_agents.persistence.journal import (
     JournalError,
     context_line,
@@ -82,6 +83,9 @@ class SessionImport:
     created_ns: int = 0
     ledger: list[dict[str, Any]] = field(default_factory=list)
     ledger_written: int = 0
+    # Billed only once every trace of the session is known whole (intake_order.every_trace_whole, as
+    # collect): a record's path depends on every span, and a ledger record is never rewritten.
+    whole: bool = True
 
     @property
     def changed(self) -> bool:
@@ -97,6 +101,7 @@ class SessionImport:
             "records_added": len(self.new_records),
             "runs": len(self.tree.get("runs", [])),
             "ledger_records_added": self.ledger_written,
+            "billed": self.whole,
         }
 
 
@@ -329,7 +334,8 @@ def plan_import(sources: Iterable[Source], sessions_dir: Path) -> list[SessionIm
                                  f"({type(exc).__name__}: {exc})") from None
         if not plan.created_ns:
             plan.created_ns = plan.tree.get("started_ns") or min((s.start_ns for s in state.spans.values()), default=0)
-        plan.ledger = ledger_records(plan.tree)
+        plan.whole = every_trace_whole(list(state.spans.values()))
+        plan.ledger = ledger_records(plan.tree) if plan.whole else []
         plans.append(plan)
     return plans
 
@@ -358,6 +364,8 @@ def apply_import(plans: Sequence[SessionImport], sessions_dir: Path, billing_fil
         if plan.changed:
             _write_session(stores[plan.session_id], plan)
     for plan in plans:
+        if not plan.whole:
+            continue  # billed by the import that completes it, or by `sessions repair` / resume
         plan.ledger = ledger_records(plan.tree)  # of the tree as written
         plan.ledger_written = append_records(billing_file, plan.ledger) if plan.ledger else 0
         store = stores.get(plan.session_id) or SessionStore(Path(sessions_dir) / plan.session_id)
@@ -387,7 +395,9 @@ def _write_session(store: SessionStore, plan: SessionImport) -> None:
             sink.end(span)
     for _, ended in plan.completed:
         sink.end(ended)
-    tree = sink.checkpoint()
+    if sink.saved_everything:  # a session imported in parts: its records in message order, as the run wrote them
+        sort_events_file(store.events_path)
+    tree = sink.checkpoint()  # its mark names the sorted file
     sink.close()
     if not sink.saved_everything or tree is None:
         raise StoreError(warnings[0] if warnings else f"cannot save session {plan.session_id}")
