@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 from datetime import date, datetime
-from decimal import Decimal
+from decimal import Context, Decimal
 from pathlib import Path
 
 import click
@@ -63,7 +63,11 @@ def billing() -> None:
 
 
 def _cost_text(cost: Decimal | None) -> str:
-    return "-" if cost is None else f"{cost.quantize(Decimal('0.000001'))}"
+    if cost is None:
+        return "-"
+    # Enough digits for any total (the default 28 cannot show 1e22 to the micro-dollar).
+    digits = Context(prec=max(28, cost.adjusted() + 8))
+    return f"{cost.quantize(Decimal('0.000001'), context=digits)}"
 
 
 def format_table(header: list[str], rows: list[list[str]], numeric_from: int = 1) -> str:

@@ -2,7 +2,7 @@
 
 The decoders (otlp_decode.py, jaeger_decode.py) prove a file is well-formed OTLP/JSON or Jaeger JSON;
 these checks prove its spans say nothing our own spans could not: token counts
-are non-negative integers, costs and latencies finite non-negative numbers,
+are non-negative integers below 2**63, costs and latencies finite non-negative numbers below 1e15,
 message ids ``msg_<digits>``, records well-formed seed-001 records, times in
 order (how deep spans nest is not limited: trees are built without recursion). The attribute
 rules are one declarative pydantic schema keyed by attribute name; a key absent
@@ -22,9 +22,12 @@ from otel_agents.tracing import semconv as sc
 from otel_agents.tracing.records import RecordError, from_span_event, validate_record
 from otel_agents.tracing.spandata import SpanData
 
-Count = Annotated[int, Field(strict=True, ge=0, description="a non-negative integer")]
-Ordinal = Annotated[int, Field(strict=True, ge=1, description="a positive integer")]
-Amount = Annotated[float, Field(strict=True, ge=0, allow_inf_nan=False, description="a finite non-negative number")]
+# Bounded as the saved files can hold them: the journal keeps integers of 64 bits (a larger one would
+# read back as text), and a cost below 1e15 USD keeps its micro-dollars in every sum and table.
+Count = Annotated[int, Field(strict=True, ge=0, lt=2**63, description="a non-negative integer below 2**63")]
+Ordinal = Annotated[int, Field(strict=True, ge=1, lt=2**63, description="a positive integer below 2**63")]
+Amount = Annotated[float, Field(strict=True, ge=0, lt=1e15, allow_inf_nan=False,
+                                description="a finite non-negative number below 1e15")]
 MessageId = Annotated[str, Field(strict=True, pattern=r"^msg_[0-9]+$", description="a message id msg_<digits>")]
 SpanRef = Annotated[
     str, Field(strict=True, pattern=r"^[0-9a-f]{32}:[0-9a-f]{16}$", description="<32 hex digits>:<16 hex digits>")

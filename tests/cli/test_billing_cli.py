@@ -425,3 +425,17 @@ def test_reprice_in_a_fresh_process_reproduces_the_offline_models_costs(tmp_path
     assert f"reprice: {len(llm_ok)} LLM records priced, 0 differently" in rebuild.stdout
     assert "the ledger already matches the saved sessions and the current prices" in rebuild.stdout
     assert ledger.read_bytes() == before
+
+
+def test_summary_shows_a_huge_cost_to_the_micro_dollar(home):
+    # Ledgers written before costs were bounded at import (or by hand) may hold any finite cost.
+    home, priced, _ = home
+    lines = ledger_lines(home)
+    big = dict(next(line for line in lines if line.get("type") == "llm"), record_id="f" * 32 + ":" + "e" * 16,
+               cost_usd=1e25)
+    with open(home / "billing.jsonl", "ab") as handle:
+        handle.write(orjson.dumps(big) + b"\n")
+    result = invoke(home, "summary", "--session", big["session_id"])
+    assert result.exit_code == 0, result.output
+    total = result.stdout.splitlines()[-1]
+    assert " 10000000000000000000000000.000000 " in total  # shown to the micro-dollar, as every cost is

@@ -99,7 +99,7 @@ def test_a_span_the_tree_cannot_hold_is_rejected_with_its_reason_and_the_rest_ke
     bad = span("00000000000000a4", "00000000000000a1", "chat x", **{"gen_ai.usage.input_tokens": -3})
     result = feed.take([bad, CALL, ROOT])
     assert [reason for _, reason in result.rejected] == [
-        "span 00000000000000a4: attributes: gen_ai.usage.input_tokens: expected a non-negative integer, got -3"]
+        "span 00000000000000a4: attributes: gen_ai.usage.input_tokens: expected a non-negative integer below 2**63, got -3"]
     assert result.written == 3
     feed.close()
 
