@@ -65,8 +65,10 @@ def read_source(session_dir: Path, from_run: int = 1) -> ReplaySource:
         raise ReplayError(f"session {session_id} was saved without contents (--redacted-save): nothing to replay")
     if not 1 <= from_run <= len(runs):
         raise ReplayError(f"--from-run {from_run}: session {session_id} has runs 1 to {len(runs)}")
+    for index, run in enumerate(runs[from_run - 1:], from_run):
+        _refuse_unreplayable(session_id, index, run.get("attributes") or {})
     run_of_span = {run["span_id"]: index for index, run in enumerate(runs, 1)}
-    prompts = _prompts(viewer, run_of_span, session_id)
+    prompts = _prompts(viewer, {span: run for span, run in run_of_span.items() if run >= from_run}, session_id)
     last = runs[-1].get("attributes") or {}
 
     chats = [(run_of_span.get(top.get("span_id"), len(runs) + 1), node)
@@ -122,6 +124,20 @@ def state_before_run(session_dir: Path, run: int) -> StateBeforeRun:
     earlier = {**source.tree, "runs": runs[: run - 1], "ops": []}
     per_agent = {agent: totals["inclusive"] for agent, totals in agent_totals(earlier).items()}
     return StateBeforeRun(source, point, fold_totals(session_entries(earlier["runs"], [])), per_agent)
+
+
+def _refuse_unreplayable(session_id: str, index: int, attrs: dict[str, Any]) -> None:
+    """A run replay cannot make again: it re-runs each run's prompt to the root agent, from the state
+    the runs before it left, so a fork's first run (it starts from another session's state) and an
+    outside event's run (`send`, a watched file: delivered to an agent with a sender) are refused,
+    rather than reported as divergences they are not."""
+    if index == 1 and attrs.get(sc.RUN_FORK_SESSION):
+        raise ReplayError(f"session {session_id} is a fork of {attrs[sc.RUN_FORK_SESSION]} (after "
+                          f"{attrs.get(sc.RUN_FORK_MESSAGE)}): its run 1 starts from that session's state; replay "
+                          f"its later runs with --from-run 2, or replay {attrs[sc.RUN_FORK_SESSION]}")
+    if attrs.get(sc.RUN_SOURCE) == "external":
+        raise ReplayError(f"session {session_id}: run {index} answered an outside event (send, or a watched "
+                          "file), which replay does not deliver again (docs/replay.md, Limits)")
 
 
 def _refuse(text: str) -> None:

@@ -291,6 +291,36 @@ def test_a_session_saved_without_contents_cannot_be_replayed(tmp_path):
         f"Error: session {source} was saved without contents (--redacted-save): nothing to replay"]
 
 
+def test_a_forks_first_run_is_refused_and_its_later_runs_replay(tmp_path):
+    home = tmp_path / "home"
+    source = session_of(cli("run", "--script", str(DEMO), "hello", home=home))
+    fork = session_of(cli("fork", source, "--at", "msg_000001", home=home))
+    cli("resume", fork, "Go on.", home=home)
+    done = cli("replay", fork, home=home, check=False)
+    assert done.returncode == 2  # not a divergence (exit 1): its run 1 started from the source's state
+    assert done.stderr.strip().splitlines() == [
+        f"Error: session {fork} is a fork of {source} (after msg_000001): its run 1 starts from that session's "
+        f"state; replay its later runs with --from-run 2, or replay {source}"]
+    later = cli("replay", fork, "--from-run", "2", home=home, check=False)
+    assert later.returncode == 0, later.stderr
+    assert "of 1 runs matched" in later.stderr
+
+
+def test_a_run_that_answered_an_outside_event_is_refused_and_nothing_is_written(tmp_path):
+    home = tmp_path / "home"
+    source = session_of(cli("run", "--script", str(DEMO), "hello", home=home))
+    cli("send", source, "--to", "main", "--source", "cron", "File changed: data.json", home=home)
+    before = checksums(home / "sessions" / source)
+    done = cli("replay", source, home=home, check=False)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        f"Error: session {source}: run 2 answered an outside event (send, or a watched file), which replay does "
+        "not deliver again (docs/replay.md, Limits)"]
+    assert sorted(p.name for p in (home / "sessions").iterdir()) == [source]
+    assert checksums(home / "sessions" / source) == before
+    assert cli("replay", source, "--from-run", "1", home=home, check=False).returncode == 2  # it is still in the range
+
+
 def _error_lines(done: subprocess.CompletedProcess) -> list[str]:
     return [line for line in done.stderr.splitlines() if line.startswith("error:")]
 
