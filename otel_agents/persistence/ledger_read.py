@@ -7,6 +7,8 @@ swallows a good record.
 
 from __future__ import annotations
 
+import os
+import stat
 import warnings
 from datetime import date, datetime, timezone
 from pathlib import Path
@@ -46,6 +48,10 @@ def not_a_ledger(billing_file: Path) -> str | None:
     is appended to it.
     """
     try:
+        # A device or a pipe is never a ledger: it would be made private, replaced by a rebuild, or
+        # block the read below (stat follows a symlink to what it names, which is what is written).
+        if not stat.S_ISREG(os.stat(billing_file).st_mode):
+            return f"{billing_file} is not a billing ledger (not a regular file)"
         with open(billing_file, "rb") as fh:
             line = fh.readline(_FIRST_LINE_LIMIT)
     except FileNotFoundError:

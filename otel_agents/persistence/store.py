@@ -377,10 +377,10 @@ def check_ledger_writable(billing_file: Path) -> None:
     """``check_file_writable`` for the billing ledger, and a file already there must be one (NotALedger)."""
     from otel_agents.persistence.ledger_read import not_a_ledger
 
-    check_file_writable(billing_file)
-    reason = not_a_ledger(Path(billing_file))
+    reason = not_a_ledger(Path(billing_file))  # first: opening a pipe to prove it writable would block
     if reason is not None:
         raise NotALedger(reason)
+    check_file_writable(billing_file)
 
 
 def explain_os_error(exc: OSError, path: Path) -> str:

@@ -439,3 +439,17 @@ def test_summary_shows_a_huge_cost_to_the_micro_dollar(home):
     assert result.exit_code == 0, result.output
     total = result.stdout.splitlines()[-1]
     assert " 10000000000000000000000000.000000 " in total  # shown to the micro-dollar, as every cost is
+
+
+def test_rebuild_rewrites_what_a_symlinked_ledger_names_and_keeps_the_link(home, tmp_path):
+    home, priced, _ = home
+    shared = tmp_path / "shared" / "ledger.jsonl"
+    shared.parent.mkdir()
+    (home / "billing.jsonl").rename(shared)
+    (home / "billing.jsonl").symlink_to(shared)
+    lines = shared.read_bytes().splitlines(keepends=True)
+    shared.write_bytes(b"".join(lines[1:]))  # a record lost: rebuild adds it back
+    result = invoke(home, "rebuild")
+    assert result.exit_code == 0, result.output
+    assert (home / "billing.jsonl").is_symlink()
+    assert sorted(shared.read_bytes().splitlines(keepends=True)) == sorted(lines)

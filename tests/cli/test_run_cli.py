@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import subprocess
 import sys
 
@@ -240,6 +241,21 @@ def test_a_working_memory_truncation_is_one_host_notice_never_sent_to_the_model(
     host_lines = [line for line in view.stdout.splitlines() if "[Host]" in line]
     assert len(host_lines) == 1 and "working memory" in host_lines[0] and host_lines[0].endswith("(not sent to the model)")
     assert CliRunner().invoke(cli, ["sessions", "verify", session_dir.name]).exit_code == 0
+
+
+def test_a_billing_file_that_is_a_pipe_is_refused_before_any_call_and_left_a_pipe(cli_env, tmp_path):
+    # A device or a pipe (a mistyped /dev/null, say) would be made private, or block the first read.
+    pipe = tmp_path / "ledger.fifo"
+    os.mkfifo(pipe, 0o666)
+    mode = pipe.stat().st_mode
+    for argv in (["run", "hi"], ["billing", "rebuild"]):
+        result = CliRunner().invoke(cli, [*argv, "--billing-file", str(pipe)])
+        assert result.exit_code == 2, (argv, result.output)
+        (line,) = [line for line in result.stderr.splitlines() if line.startswith("Error")]
+        assert f"{pipe} is not a billing ledger (not a regular file)" in line, argv
+        assert stat.S_ISFIFO(pipe.stat().st_mode) and pipe.stat().st_mode == mode
+        assert "main" not in result.stdout  # no model was called
+    assert not (cli_env / "sessions").exists() or not any((cli_env / "sessions").iterdir())
 
 
 def test_a_billing_file_that_is_not_a_ledger_is_refused_and_left_as_it_was(cli_env, tmp_path):
