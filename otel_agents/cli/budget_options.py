@@ -8,6 +8,8 @@ from typing import Any, Callable, Mapping
 
 import click
 
+from otel_agents.cli.options import FiniteFloat
+
 
 @dataclass(frozen=True)
 class BudgetOptions:
@@ -41,7 +43,7 @@ def budget_options(func: Callable[..., Any]) -> Callable[..., Any]:
                      help="Stop before an LLM attempt past N attempts (failed ones count)."),
         click.option("--max-tokens", "max_total_tokens", type=click.IntRange(0), metavar="N",
                      help="Stop before an LLM attempt once N input+output tokens are spent."),
-        click.option("--max-cost-usd", type=click.FloatRange(0), metavar="X",
+        click.option("--max-cost-usd", type=FiniteFloat(0), metavar="X",
                      help="Stop before an LLM attempt once X US dollars are spent (docs/budgets.md)."),
     ]
 

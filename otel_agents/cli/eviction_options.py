@@ -8,6 +8,8 @@ from typing import Any, Callable
 
 import click
 
+from otel_agents.cli.options import FiniteFloat
+
 
 @dataclass(frozen=True)
 class EvictionOptions:
@@ -26,7 +28,7 @@ class EvictionOptions:
 def eviction_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """The eviction options, passed as ``eviction_opts``."""
     options = [
-        click.option("--evict-idle", "idle_seconds", type=click.FloatRange(0), metavar="SECONDS",
+        click.option("--evict-idle", "idle_seconds", type=FiniteFloat(0), metavar="SECONDS",
                      help="Evict an agent unused for SECONDS from memory; it is revived from the saved records "
                           "when next addressed (docs/scripts.md, 'eviction')."),
         click.option("--max-live-agents", type=click.IntRange(0), metavar="N",

@@ -17,18 +17,26 @@ from typing import Any, Callable, Iterator
 import click
 
 from otel_agents.cli.console import ConsoleOptions, ConsoleRenderer
-from otel_agents.cli.options import SafePath
+from otel_agents.cli.options import FiniteFloat, SafePath, utf8_text
 from otel_agents.persistence.paths import Paths
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
 def read_prompts(arguments: tuple[str, ...], default: tuple[str, ...]) -> list[str]:
-    """Arguments, else one per line from stdin, else an interactive prompt on a terminal.
+    """Arguments, else one per line from stdin, else an interactive prompt on a terminal; each
+    checked as text that can be saved (exit 2 before any call otherwise).
 
     With nothing given and nothing on stdin, the script's own prompts are used.
     The interactive prompt goes to stderr: stdout carries utterances only.
     """
+    prompts = _gather_prompts(arguments, default)
+    for number, prompt in enumerate(prompts, 1):
+        utf8_text(prompt, f"prompt {number}")
+    return prompts
+
+
+def _gather_prompts(arguments: tuple[str, ...], default: tuple[str, ...]) -> list[str]:
     if arguments:
         return list(arguments)
     stdin = sys.stdin
@@ -79,7 +87,7 @@ def model_options(func: Callable[..., Any]) -> Callable[..., Any]:
                      help="Request parameter for every agent's LLM calls (repeatable): temperature, max_tokens, "
                           "top_p, stop, seed; values are JSON where they parse (stop=END or stop='[\"a\",\"b\"]'). "
                           "resume keeps the session's and lets these override them."),
-        click.option("--timeout", type=click.FloatRange(0, min_open=True), default=120.0, show_default=True,
+        click.option("--timeout", type=FiniteFloat(0, min_open=True), default=120.0, show_default=True,
                      help="Seconds per LLM attempt."),
         click.option("--max-attempts", type=click.IntRange(1), default=4, show_default=True,
                      help="Attempts per LLM call (transient failures are retried)."),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import math
 from pathlib import Path
 
 import click
@@ -18,6 +19,8 @@ class SafePath(click.Path):
     def convert(self, value, param, ctx):
         if isinstance(value, str) and "\x00" in value:
             self.fail(f"{value!r} is not a path: it contains a NUL byte", param, ctx)
+        if isinstance(value, str) and value == "" and not self.dir_okay:
+            self.fail("'' is not a file name", param, ctx)  # Path('') is '.', a directory
         return super().convert(value, param, ctx)
 
 
@@ -80,6 +83,32 @@ def session_dir_or_exit(paths: Paths, session_id: str, must_exist: bool = True) 
     if must_exist and not path.is_dir():
         raise click.UsageError(f"no session {session_id!r} in {paths.sessions_dir}")
     return path
+
+
+class FiniteFloat(click.FloatRange):
+    """``click.FloatRange`` without NaN and infinity: NaN passes every comparison a range makes, and
+    neither is a number of seconds or dollars a command can use."""
+
+    def convert(self, value, param, ctx):
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number.", param, ctx)
+        return number
+
+
+def utf8_text(value: str, what: str) -> str:
+    """``value`` if it can be saved as UTF-8, else a usage error naming the byte.
+
+    Python hands bytes that are not UTF-8 (an argument or a stdin line in Latin-1, say) over as
+    lone surrogates; a run would call the model with them and then fail to save the session.
+    """
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        bad = value[exc.start]
+        byte = f"byte 0x{ord(bad) - 0xDC00:02x}" if 0xDC80 <= ord(bad) <= 0xDCFF else f"character U+{ord(bad):04X}"
+        raise click.UsageError(f"{what} is not valid UTF-8 text ({byte} at position {exc.start})") from None
+    return value
 
 
 class DataError(click.ClickException):

@@ -21,7 +21,7 @@ from otel_agents.cli.execution import (
 )
 from otel_agents.cli.budget_options import budget_options, check_session_budgets
 from otel_agents.cli.eviction_options import eviction_options
-from otel_agents.cli.options import storage_options
+from otel_agents.cli.options import FiniteFloat, storage_options
 from otel_agents.cli.app_session import build_app_session, load_app_or_exit
 
 DEFAULT_SCRIPT = "jack-and-jill"
@@ -42,7 +42,7 @@ DEMO_NOTICE = ("demo: the scripted model answers one call with a 429 rate limit 
                    "outside event (repeatable; polled every 0.25s; see also the script's 'triggers').")
 @click.option("--watch-to", "watch_agent", metavar="AGENT",
               help="Agent (name or id) told of --watch changes [default: the root].")
-@click.option("--watch-for", "watch_for", type=click.FloatRange(0, min_open=True), metavar="SECONDS",
+@click.option("--watch-for", "watch_for", type=FiniteFloat(0, min_open=True), metavar="SECONDS",
               help="Stop watching after SECONDS [default: until Ctrl-C or SIGTERM].")
 @model_options
 @budget_options

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from otel_agents.cli.execution import finish, model_options, output_options
-from otel_agents.cli.options import storage_options
+from otel_agents.cli.options import storage_options, utf8_text
 from otel_agents.cli.resume import Delivery, resume_session_command
 
 SOURCE_LIMIT = 200  # characters of a sender's name: it is a label, not a payload
@@ -45,5 +45,6 @@ def send(session_id, text, agent, sender, script_name, model_opts, otlp_file, re
         raise click.UsageError("--redacted-save applies to new sessions only")
     if not text.strip():
         raise click.UsageError("TEXT is empty: an outside event says something")
+    utf8_text(agent, "--to")  # --source has its own check (_checked_source)
     finish(resume_session_command(session_id, (text,), script_name, model_opts, otlp_file, verbose, trace_llm,
                                   trace_tools, paths, delivery=Delivery(agent, sender)))

@@ -28,10 +28,12 @@ class ModelSettings(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", strict=False)
 
     temperature: float | None = Field(default=None, ge=0, le=2)
-    max_tokens: int | None = Field(default=None, ge=1)
+    # Integers of 64 bits, as a span attribute and the journal hold them (a larger one would stop
+    # the session from being saved after the model had been called).
+    max_tokens: int | None = Field(default=None, ge=1, lt=2**63)
     top_p: float | None = Field(default=None, ge=0, le=1)
     stop: tuple[str, ...] | None = None
-    seed: int | None = None
+    seed: int | None = Field(default=None, ge=-(2**63), lt=2**63)
 
     @field_validator("stop", mode="before")
     @classmethod

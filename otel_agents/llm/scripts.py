@@ -174,9 +174,10 @@ def _parse_turn(raw: Any, where: str) -> ScriptedTurn:
         raise _fail(where, "a turn needs 'text' or 'tool_calls'")
     usage = raw.get("usage")
     if usage is not None and (
-        not isinstance(usage, dict) or not all(isinstance(v, int) and v >= 0 for v in usage.values())
+        not isinstance(usage, dict)
+        or not all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**63 for v in usage.values())
     ):
-        raise _fail(where, "'usage' maps token kinds to non-negative integers")
+        raise _fail(where, "'usage' maps token kinds to non-negative integers below 2**63")
     failure = raw.get("fail_first_attempt")
     parsed_failure = None
     if failure is not None:
