@@ -242,8 +242,10 @@ class Session:
         tools: Iterable["Tool"] = (),
         max_turns: int | None = None,
         settings: ModelSettings | None = None,
+        agent_id: str | None = None,
     ) -> "Agent":
-        """Create, register and log an agent inside a ``create_agent {name}`` span."""
+        """Create, register and log an agent inside a ``create_agent {name}`` span (``agent_id``: one
+        allocated already, else the next)."""
         from otel_agents.runtime.agent import Agent
 
         from otel_agents.llm.client import provider_of, request_model_of
@@ -260,7 +262,7 @@ class Session:
             sc.span_name(sc.OP_CREATE_AGENT, name), kind=SpanKind.INTERNAL, attributes=attrs
         ) as span:
             agent = Agent(self, name, model, tools=tools, parent=parent, max_turns=max_turns,
-                          settings=self.settings_for(name, parent, settings))
+                          settings=self.settings_for(name, parent, settings), agent_id=agent_id)
             span.set_attribute(sc.GEN_AI_AGENT_ID, agent.agent_id)
             span.set_attribute(sc.AGENT_ID, agent.agent_id)
             if parent is not None:
@@ -280,13 +282,15 @@ class Session:
                 span.set_attribute(sc.GEN_AI_AGENT_DESCRIPTION, agent.description)
         return agent
 
-    def ensure_root(self) -> "Agent":
+    def ensure_root(self, agent_id: str | None = None) -> "Agent":
+        """The root agent, created from the root spec (with ``agent_id`` when allocated already) if need be."""
         if self.root is None:
             if self.root_spec is None:
                 raise ValueError("this session has no root agent and no root spec")
             spec = self.root_spec
             self.root = self.create_agent(
-                spec.name, spec.model, system_prompt=spec.system_prompt, tools=spec.tools, max_turns=spec.max_turns
+                spec.name, spec.model, system_prompt=spec.system_prompt, tools=spec.tools, max_turns=spec.max_turns,
+                agent_id=agent_id,
             )
         return self.root
 
@@ -411,6 +415,12 @@ class Session:
             attrs[sc.RUN_BUDGET] = self.budget.budget.to_json()
         if self.previous_run is not None:
             attrs[sc.RESUMED_FROM] = f"{self.previous_run.trace_id:032x}:{self.previous_run.span_id:016x}"
+        # The answering agent's id from the span's start: a run killed before its end leaves only the
+        # start in the journal, and a run known by name alone would show a second agent.
+        root_id = self.allocate_agent_id() if agent is None and self.root is None and self.root_spec else None
+        known = agent or self.root
+        if known is not None or root_id is not None:
+            attrs[sc.AGENT_ID] = attrs[sc.GEN_AI_AGENT_ID] = known.agent_id if known is not None else root_id
         attrs.update(context.extra)
         tracer = self.telemetry.tracer
         # A new trace per run, even if the caller is inside another span.
@@ -424,7 +434,7 @@ class Session:
             self.previous_run = span.get_span_context() if span.get_span_context().is_valid else self.previous_run
             if self.evictor is not None:
                 self.evictor.keep_checking_idle()  # idle agents leave while the session waits, too
-            target = agent or self.ensure_root()
+            target = agent or self.ensure_root(agent_id=root_id)
             pending, self.before_next_run = self.before_next_run, []
             for work in pending:
                 work()

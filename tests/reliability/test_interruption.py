@@ -3,7 +3,7 @@
 The process ends open spans as cancelled, writes the tree, flushes the ledger and
 exits 130; the saved session then verifies, bills each operation once, and
 resumes. (SIGKILL, where nothing can be flushed, is covered by the crash-recovery
-tests of the persistence layer.)
+tests of the persistence layer; the last test here kills a run in its first answer.)
 """
 
 from __future__ import annotations
@@ -195,3 +195,44 @@ def test_ctrl_c_during_a_retry_backoff_keeps_the_failed_attempt_once(rel_home, t
     assert resumed.stdout == "after the wait\n"  # the interrupted turn, now answered
     assert len(ledger(rel_home / "billing.jsonl", session_id)) == 2
     assert verify(session_id).exit_code == 0
+
+
+def test_a_run_killed_in_its_first_answer_names_its_one_agent(rel_home, tmp_path):
+    """kill -9 leaves only the run span's start in the journal: the agent id must already be on it,
+    or the tree knows the root by its name and lists a second agent that splits its spending."""
+    from otel_agents.persistence.saved import load_saved
+    from otel_agents.persistence.tree_agents import agents_of_spans
+
+    script = ScriptBuilder("slow-first", {"main": [{"text": "m1", "latency_ms": SLOW_MS}, "m2"]}).write(
+        tmp_path / "slow-first.json")
+
+    def chat_started(home: Path):
+        def check() -> bool:
+            sessions = list((home / "sessions").glob("*")) if (home / "sessions").exists() else []
+            return bool(sessions) and any(str(line.get("name", "")).startswith("chat ")
+                                          for line in journal_starts(sessions[0]))
+        return check
+
+    proc = subprocess.Popen([*cli_command(), "run", "--script", str(script), "go"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, env=subprocess_env(rel_home), cwd=rel_home.parent)
+    try:
+        wait_for(chat_started(rel_home), proc)
+    finally:
+        proc.kill()
+        proc.wait()
+    (directory,) = (rel_home / "sessions").iterdir()
+    session_id = directory.name
+    deadline = time.monotonic() + 30
+    while True:  # the recorder process writes what it was given, then lets the session go
+        resumed = invoke(["resume", session_id, "again"])
+        if resumed.exit_code != 2 or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert resumed.exit_code == 0, resumed.output
+    saved = load_saved(directory, pytest.fail)
+    first, _ = saved.tree["runs"]
+    assert first["status"] == "interrupted" and first["agent_id"] == "agent_001"
+    assert agents_of_spans(saved.tree) == {}  # no agent known by name only
+    assert json.loads((rel_home / "sessions" / session_id / "meta.json").read_text())["agents"] == 1
+    assert verify(session_id).exit_code == 0
+
