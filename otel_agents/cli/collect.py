@@ -17,7 +17,7 @@ class CollectRefused(click.ClickException):
 @click.option("--http", "http", default="127.0.0.1:4318", show_default=True, metavar="HOST:PORT",
               help="OTLP/HTTP address (POST /v1/traces); 'off' for none.")
 @click.option("--grpc", "grpc", default=None, metavar="HOST:PORT", help="OTLP/gRPC address (e.g. 127.0.0.1:4317).")
-@click.option("--hold-seconds", type=FiniteFloat(min=0.0), default=HoldPolicy().unnamed_hold_seconds,
+@click.option("--hold-seconds", type=click.FloatRange(min=0.0), default=HoldPolicy().unnamed_hold_seconds,
               show_default=True, help="Seconds a trace that names no otel-agents session is held before its spans "
               "are dropped and counted as ignored.")
 @click.option("--json-log", is_flag=True, help="The per-minute log line as JSON.")
@@ -35,7 +35,7 @@ def collect(http, grpc, hold_seconds, json_log, log_every, max_queued, settle, w
 
     try:
         hold = HoldPolicy(unnamed_hold_seconds=hold_seconds)
-    except ValidationError:  # what the policy refuses beyond the option's own range
+    except ValidationError:  # inf or nan: refused here, in collect's one-line form
         raise CollectRefused(f"--hold-seconds must be a finite number of seconds, not {hold_seconds}") from None
     try:
         run_collect(CollectOptions(paths=paths, http=None if http == "off" else http, grpc=grpc, json_log=json_log,
