@@ -50,12 +50,15 @@ def not_a_ledger(billing_file: Path) -> str | None:
     try:
         # A device or a pipe is never a ledger: it would be made private, replaced by a rebuild, or
         # block the read below (stat follows a symlink to what it names, which is what is written).
-        if not stat.S_ISREG(os.stat(billing_file).st_mode):
+        mode = os.stat(billing_file).st_mode
+        if stat.S_ISDIR(mode):
+            return None  # no file: opening it for writing fails, and that error names it
+        if not stat.S_ISREG(mode):
             return f"{billing_file} is not a billing ledger (not a regular file)"
         with open(billing_file, "rb") as fh:
             line = fh.readline(_FIRST_LINE_LIMIT)
-    except FileNotFoundError:
-        return None
+    except (FileNotFoundError, NotADirectoryError):
+        return None  # nothing there yet; whether it can be created is the writability check's to say
     except OSError as exc:
         return f"cannot read {billing_file}: {exc.strerror or exc}"
     if not line.endswith(b"\n"):

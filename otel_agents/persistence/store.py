@@ -11,7 +11,6 @@ saved.py's ``load_saved``.
 from __future__ import annotations
 
 import os
-import stat
 import socket
 import tempfile
 from dataclasses import dataclass
@@ -379,16 +378,10 @@ def check_ledger_writable(billing_file: Path) -> None:
     from otel_agents.persistence.ledger_read import not_a_ledger
 
     path = Path(billing_file)
-    try:
-        special = not stat.S_ISREG(mode := os.stat(path).st_mode) and not stat.S_ISDIR(mode)
-    except OSError:
-        special = False  # missing, or under a file: the writability check names that
-    if special:  # a device or a pipe: the writability probe would open it (and block on a pipe)
-        raise NotALedger(not_a_ledger(path) or f"{path} is not a billing ledger (not a regular file)")
-    check_file_writable(path)
-    reason = not_a_ledger(path)
+    reason = not_a_ledger(path)  # first: it stats before opening, and the probe would open a device or block on a pipe
     if reason is not None:
         raise NotALedger(reason)
+    check_file_writable(path)
 
 
 def explain_os_error(exc: OSError, path: Path) -> str:
