@@ -173,13 +173,13 @@ def _load_script(script: str | os.PathLike[str] | None) -> Any:
 def _install(runtime: RuntimeSession, hooks: Iterable[Hook]) -> None:
     for hook in hooks:
         if isinstance(hook, ApprovalHook):
-            runtime.approval_hooks.append(hook)
+            runtime.hooks.approvers.append(hook)
         elif isinstance(hook, ReviewHook):
-            runtime.review_hooks.append(hook)
+            runtime.hooks.reviewers.append(hook)
         elif isinstance(hook, TransformHook):
-            runtime.transform_hooks.append(hook)
+            runtime.hooks.transformers.append(hook)
         elif isinstance(hook, RemindHook):
-            runtime.remind_hooks.append(hook)
+            runtime.hooks.reminders.append(hook)
         else:
             raise TypeError(f"not a hook: {hook!r} (use approval, review, transform, reset or remind)")
 

@@ -202,7 +202,7 @@ class Agent:
 
     def inform(self, dst: "Agent", txt: str) -> str:
         """Deliver text to another agent; transform hooks may rewrite it, the substance stays."""
-        delivered = self.session.transform(self, dst, str(txt))
+        delivered = self.session.hooks.transform(self, dst, str(txt))
         return dst.harken(LoggedString(delivered, substance_of(txt)))
 
     def truncate(self, keep: int, cause: str | None = None) -> str:
@@ -253,7 +253,7 @@ class Agent:
             with tracer.start_as_current_span(sc.OP_TURN, kind=SpanKind.INTERNAL, attributes=attrs) as span, scope(
                 "turn", span
             ):
-                self.session.remind(self)
+                self.session.hooks.remind(self)
                 request = ChatRequest(
                     model=self.model,
                     messages=self.transcript,
@@ -265,7 +265,7 @@ class Agent:
                     settings=self.session.request_settings(self),
                 )
                 await self.session.llm.complete(request, on_message=self._log_entry, on_notice=self.host_notice)
-                self.session.turn_taken(self)
+                self.session.hooks.turn_taken(self)
                 message_id = self.transcript_ids[-1]
                 # The reply as recorded (credentials scrubbed), as a resumed agent would hold it.
                 message = self.transcript[-1]
@@ -274,7 +274,7 @@ class Agent:
                     await self._run_tool_calls(calls, message_id)
                     continue
                 utterance = LoggedString(message.get("content") or "", message_id)
-                rejection = await self.session.review(self, utterance)
+                rejection = await self.session.hooks.review(self, utterance)
                 if rejection is None:
                     return utterance
                 hook_name, decision = rejection
@@ -336,7 +336,7 @@ class Agent:
                     status, result = "failed", str(exc)
                 else:
                     try:
-                        denial = await self.session.approve(ToolRequest(self, name, arguments.sent, call["id"]))
+                        denial = await self.session.hooks.approve(ToolRequest(self, name, arguments.sent, call["id"]))
                     except (BudgetExhausted, asyncio.CancelledError) as exc:
                         denial, stop = None, exc
                     if stop is not None:
@@ -376,7 +376,7 @@ class Agent:
                 out_chars = len(content)
                 result_id = self.harken_tool_result(call["id"], name, content)
                 span.set_attribute(sc.TOOL_RESULT_MESSAGE_ID, result_id)
-                self.session.tool_used(self, name, result_id)
+                self.session.hooks.tool_used(self, name, result_id)
                 if capture and status == "ok":  # the registry's result is a successful execution's
                     telemetry.set_attributes(
                         span, {sc.GEN_AI_TOOL_CALL_RESULT: content_capture.as_json(content_capture.tool_call_result(content))}

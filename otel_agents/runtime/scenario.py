@@ -66,15 +66,15 @@ def _remind(spec: HookSpec) -> RemindHook:
 def install_hooks(session: Session, specs: Iterable[HookSpec]) -> None:
     for spec in specs:
         if spec.kind == "approval":
-            session.approval_hooks.append(_approval(spec))
+            session.hooks.approvers.append(_approval(spec))
         elif spec.kind == "review":
-            session.review_hooks.append(_review(spec))
+            session.hooks.reviewers.append(_review(spec))
         elif spec.kind == "reset":
-            session.review_hooks.append(_reset(spec))
+            session.hooks.reviewers.append(_reset(spec))
         elif spec.kind == "remind":
-            session.remind_hooks.append(_remind(spec))
+            session.hooks.reminders.append(_remind(spec))
         else:
-            session.transform_hooks.append(_transform(spec))
+            session.hooks.transformers.append(_transform(spec))
 
 
 def resolve_model(script: Script, model: str | None) -> str:

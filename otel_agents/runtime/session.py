@@ -13,12 +13,10 @@ from opentelemetry import trace
 from opentelemetry.trace import Link, SpanContext, SpanKind
 
 from otel_agents.llm.accounting import scope
-from otel_agents.llm.budget import Budget, BudgetExhausted, BudgetMeter, carry_over, in_force, metering, refuse_unpriced
+from otel_agents.llm.budget import Budget, BudgetMeter, carry_over, metering, refuse_unpriced
 from otel_agents.llm.model_settings import ModelSettings
 from otel_agents.runtime.eviction import EvictionPolicy, Evictor
-from otel_agents.runtime.hooks import (
-    ApprovalHook, Decision, RemindHook, ReviewHook, ToolRequest, TransformHook, hook_event,
-)
+from otel_agents.runtime.hook_dispatch import SessionHooks
 from otel_agents.runtime.logged_string import LoggedString
 from otel_agents.runtime.turn_taking import Turn, hold
 from otel_agents.tracing import semconv as sc
@@ -107,10 +105,7 @@ class Session:
         self.root_spec = root
         self.root: Agent | None = None
         self.agents: dict[str, Agent] = {}  # every agent that ever existed, by id
-        self.approval_hooks: list[ApprovalHook] = []
-        self.review_hooks: list[ReviewHook] = []
-        self.transform_hooks: list[TransformHook] = []
-        self.remind_hooks: list[RemindHook] = []
+        self.hooks = SessionHooks()
         self._message_counter = message_counter
         self._agent_counter = agent_counter
         self.runs = runs
@@ -293,77 +288,6 @@ class Session:
                 agent_id=agent_id,
             )
         return self.root
-
-    # --- hooks ---
-    async def approve(self, request: ToolRequest) -> tuple[str, Decision] | None:
-        """The first denial among the applicable approval hooks, else None."""
-        span = trace.get_current_span()
-        for hook in self.approval_hooks:
-            if not hook.applies_to(request):
-                continue
-            try:
-                decision = await hook.decide(request)
-            except BudgetExhausted as exc:
-                if in_force(exc.meter):  # the session's (or the asking agent's) budget: the run stops here
-                    raise
-                decision = Decision(False, f"hook failed: {exc}")
-            except Exception as exc:  # a hook that cannot judge fails closed; the agent goes on
-                decision = Decision(False, f"hook failed: {type(exc).__name__}: {exc}")
-            span.add_event(
-                sc.EVENT_HOOK, hook_event("approval", hook.name, "allow" if decision.allowed else "deny", decision.reason)
-            )
-            if not decision.allowed:
-                return hook.name, decision
-        return None
-
-    async def review(self, agent: "Agent", utterance: str) -> tuple[str, Decision] | None:
-        span = trace.get_current_span()
-        for hook in self.review_hooks:
-            if not hook.applies_to(agent):
-                continue
-            decision = await hook.decide(agent, utterance)
-            span.add_event(
-                sc.EVENT_HOOK, hook_event("review", hook.name, "accept" if decision.allowed else "reject", decision.reason)
-            )
-            if not decision.allowed:
-                return hook.name, decision
-        return None
-
-    def remind(self, agent: "Agent") -> None:
-        """Before an LLM turn: each due remind hook adds its message as a system-sourced entry; the hook
-        event beside it (same span) names the entry and its cause (a transcript entry has substance,
-        never a cause: seed 001)."""
-        for hook in self.remind_hooks:
-            if not hook.applies_to(agent):
-                continue
-            due = hook.due(agent)
-            if due is None:
-                continue
-            reason, cause = due
-            message_id = agent.harken(hook.message, source="system")
-            attrs = hook_event("remind", hook.name, "remind", reason)
-            attrs[sc.HOOK_MESSAGE_ID] = message_id
-            if cause is not None:
-                attrs[sc.HOOK_CAUSE] = cause
-            trace.get_current_span().add_event(sc.EVENT_HOOK, attrs)
-
-    def tool_used(self, agent: "Agent", tool: str, result_id: str) -> None:
-        for hook in self.remind_hooks:
-            if hook.applies_to(agent):
-                hook.tool_used(agent, tool, result_id)
-
-    def turn_taken(self, agent: "Agent") -> None:
-        for hook in self.remind_hooks:
-            if hook.applies_to(agent):
-                hook.turn_taken(agent)
-
-    def transform(self, sender: "Agent", recipient: "Agent", text: str) -> str:
-        for hook in self.transform_hooks:
-            changed = hook.transform(sender, recipient, text)
-            if changed != text:
-                trace.get_current_span().add_event(sc.EVENT_HOOK, hook_event("transform", hook.name, "rewrite"))
-            text = changed
-        return text
 
     # --- runs and outside events ---
     def external(self, agent: "Agent", text: str, sender: str | None = None) -> str:

@@ -97,7 +97,7 @@ async def test_review_hook_rejects_and_the_agent_tries_again(scripted, span_tree
             return Decision(False, "do not promise outcomes")
         return Decision(True)
 
-    session.review_hooks.append(ReviewHook("Careful", no_guarantees))
+    session.hooks.reviewers.append(ReviewHook("Careful", no_guarantees))
     answer = await session.run("will it work?")
     assert answer == "I think so, but check."
     transcript = session.root.transcript
@@ -124,7 +124,7 @@ async def test_transform_hook_rewrites_delivery_but_keeps_substance(scripted, me
         },
     }
     session = scripted(data)
-    session.transform_hooks.append(
+    session.hooks.transformers.append(
         TransformHook("Redactor", lambda sender, recipient, text: text.replace("1234", "[REDACTED]"))
     )
     await session.run("go")
@@ -139,7 +139,7 @@ async def test_transform_hook_rewrites_delivery_but_keeps_substance(scripted, me
 
 async def test_approval_hook_denial_text_and_custom_function_hook(scripted, span_tree):
     session = scripted({"agents": {"main": [calls(("add", {"a": 1, "b": 2})), "ok"]}}, tools=[add])
-    session.approval_hooks.append(ApprovalHook("NoMath", lambda req: Decision(False, "math is off today"), frozenset({"add"})))
+    session.hooks.approvers.append(ApprovalHook("NoMath", lambda req: Decision(False, "math is off today"), frozenset({"add"})))
     await session.run("add")
     assert tool_results(session.root)[0]["content"] == "Error: Action blocked by hook 'NoMath': math is off today"
     (span,) = span_tree().named("execute_tool add")
@@ -148,8 +148,8 @@ async def test_approval_hook_denial_text_and_custom_function_hook(scripted, span
 
 async def test_hook_that_returns_a_bool_and_one_that_does_not_apply(scripted):
     session = scripted({"agents": {"main": [calls(("add", {"a": 1, "b": 2})), "ok"]}}, tools=[add])
-    session.approval_hooks.append(ApprovalHook("Other", lambda req: False, frozenset({"task"})))
-    session.approval_hooks.append(ApprovalHook("Yes", lambda req: True))
+    session.hooks.approvers.append(ApprovalHook("Other", lambda req: False, frozenset({"task"})))
+    session.hooks.approvers.append(ApprovalHook("Yes", lambda req: True))
     await session.run("add")
     assert tool_results(session.root)[0]["content"] == "3"
 
@@ -249,7 +249,7 @@ async def test_a_failing_approval_hook_fails_closed_and_the_agent_goes_on(script
         raise RuntimeError("monitor offline")
 
     session = scripted({"agents": {"main": [calls(("add", {"a": 1, "b": 2})), "carried on"]}}, tools=[add])
-    session.approval_hooks.append(ApprovalHook("Monitor", broken))
+    session.hooks.approvers.append(ApprovalHook("Monitor", broken))
     assert await session.run("add") == "carried on"
     assert tool_results(session.root)[0]["content"] == (
         "Error: Action blocked by hook 'Monitor': hook failed: RuntimeError: monitor offline"

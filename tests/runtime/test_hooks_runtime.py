@@ -83,9 +83,9 @@ def test_install_hooks_sorts_kinds():
     session = Session()
     install_hooks(session, [HookSpec("approval", "a", deny_tools=("x",)), HookSpec("review", "r"),
                             HookSpec("transform", "t", replace={"a": "b"})])
-    assert [h.name for h in session.approval_hooks] == ["a"]
-    assert [h.name for h in session.review_hooks] == ["r"]
-    assert [h.name for h in session.transform_hooks] == ["t"]
+    assert [h.name for h in session.hooks.approvers] == ["a"]
+    assert [h.name for h in session.hooks.reviewers] == ["r"]
+    assert [h.name for h in session.hooks.transformers] == ["t"]
 
 
 async def test_hook_decorators_judge_rewrite_and_reset_as_the_scripted_kinds_do(scripted):
@@ -114,9 +114,9 @@ async def test_hook_decorators_judge_rewrite_and_reset_as_the_scripted_kinds_do(
                         {"name": "shout", "arguments": {"text": "fine"}}]},
         "Done!", "Done."]}}
     session = scripted(data, tools=[shout])
-    session.approval_hooks.append(quiet_please)
-    session.review_hooks.append(no_bangs)
-    session.transform_hooks.append(polite)
+    session.hooks.approvers.append(quiet_please)
+    session.hooks.reviewers.append(no_bangs)
+    session.hooks.transformers.append(polite)
     assert (quiet_please.name, no_bangs.name, polite.name) == ("quiet_please", "no_bangs", "polite")
     assert await session.run("go") == "Done."
     contents = [m["content"] for m in session.root.transcript]
@@ -126,7 +126,7 @@ async def test_hook_decorators_judge_rewrite_and_reset_as_the_scripted_kinds_do(
     session.root.inform(other, "a stupid idea")
     assert other.transcript[-1]["content"] == "a unusual idea"
 
-    session.review_hooks[:] = [reset(2, keep=1, name="forget")]
+    session.hooks.reviewers[:] = [reset(2, keep=1, name="forget")]
     await session.run("again")
     assert len(session.root.transcript) == 1  # the reset kept the first entry only
 

@@ -370,7 +370,7 @@ async def test_invalid_arguments_never_reach_a_hook_or_the_tool(scripted, span_t
              {"name": "task", "arguments": {"name": 7, "system_prompt": None}}, {"name": "add", "arguments": {"a": 2}}]
     session = scripted({"agents": {"main": [{"tool_calls": calls}, "Done."]}}, tools=[add])
     watcher = ApprovalHook("Watcher", lambda request: judged.append(request.arguments) or Decision(True))
-    session.approval_hooks.append(watcher)
+    session.hooks.approvers.append(watcher)
     assert await session.run("go") == "Done."
     results = [m["content"] for m in session.root.transcript if m["role"] == "tool"]
     assert results == [

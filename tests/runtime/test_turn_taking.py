@@ -57,7 +57,7 @@ async def test_an_approval_agent_judges_each_request_against_the_state_the_last_
         ],
         "ResourceMonitor": ["APPROVE", "APPROVE", "DENY. too many"],
     }})
-    session.approval_hooks.append(agent_approval_hook("ResourceMonitor", tools=frozenset({"task"}),
+    session.hooks.approvers.append(agent_approval_hook("ResourceMonitor", tools=frozenset({"task"}),
                                                       agents=frozenset({"main"})))
     await session.run("go")
     asked = [m["content"] for m in session.find_agent("ResourceMonitor").transcript if m["role"] == "user"]

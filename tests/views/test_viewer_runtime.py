@@ -43,7 +43,7 @@ def shout_to_bob(sender, recipient, text: str) -> str:
 
 
 def add_shouting(session) -> None:
-    session.transform_hooks.append(TransformHook("ShoutToBob", shout_to_bob))
+    session.hooks.transformers.append(TransformHook("ShoutToBob", shout_to_bob))
 
 
 async def test_dialog_deduplicates_one_utterance_delivered_in_different_forms(scripted_session):
