@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 from otel_agents.version import __version__
 
 if TYPE_CHECKING:
-    from otel_agents.api import Agent, Session, recording, resume
+    from otel_agents.api import Agent, Session, resume
+    from otel_agents.api_recording import recording
     from otel_agents.api_fork import fork
     from otel_agents.forking import ForkError
     from otel_agents.exporter import SessionExporter
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
 
 # public name -> the module that defines it (loaded by __getattr__ on first use)
 _HOMES = {
-    "recording": "otel_agents.api",
+    "recording": "otel_agents.api_recording",
     "Session": "otel_agents.api",
     "Agent": "otel_agents.api",
     "resume": "otel_agents.api",

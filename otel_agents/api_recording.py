@@ -1,0 +1,94 @@
+"""The public ``otel_agents.recording`` block: what a recorded session needs, set up once for every session opened inside."""
+
+from __future__ import annotations
+
+import os
+from contextvars import ContextVar, Token
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from opentelemetry.sdk.trace import TracerProvider
+
+from otel_agents.persistence.paths import Paths
+from otel_agents.session_recording import Recording, application_provider, configure, start_recording
+
+if TYPE_CHECKING:
+    from otel_agents.api import Session
+
+_active: ContextVar["recording | None"] = ContextVar("otel_agents_recording", default=None)
+
+
+class recording:
+    """Record every session opened inside: ``with otel_agents.recording(home=...):`` (or ``async with``).
+
+    Sets up what ``otel-agents run`` sets up: tracing from the standard ``OTEL_*`` variables
+    (OTLP export included), ``<home>/sessions/<id>/`` with its single-writer lock, the
+    crash-safe recorder process, and the billing ledger. When the application has set an SDK
+    ``TracerProvider`` globally (or passes ``tracer_provider``), the recorder joins that
+    provider instead: the application's processors and exporters keep every span they had.
+    """
+
+    def __init__(
+        self,
+        home: str | os.PathLike[str] | None = None,
+        sessions_dir: str | os.PathLike[str] | None = None,
+        billing_file: str | os.PathLike[str] | None = None,
+        *,
+        otlp_file: str | os.PathLike[str] | None = None,
+        redacted_save: bool = False,
+        tracer_provider: TracerProvider | None = None,
+    ) -> None:
+        home_path = Path(home).expanduser() if home is not None else None
+        self.paths = Paths.resolve(
+            Path(sessions_dir) if sessions_dir else (home_path / "sessions" if home_path else None),
+            Path(billing_file) if billing_file else (home_path / "billing.jsonl" if home_path else None),
+        )
+        self.otlp_file = Path(otlp_file) if otlp_file is not None else None
+        self.redacted_save = redacted_save
+        self.tracer_provider = tracer_provider
+        self.tracing: Any = None
+        self.sessions: list[Session] = []
+        self.saved_everything = True  # False once a session could not be saved whole
+        self._token: Token | None = None
+
+    def __enter__(self) -> "recording":
+        if self.tracing is not None:
+            raise RuntimeError("this recording is already active")
+        self.tracing = configure(self.otlp_file, adopt=self.tracer_provider or application_provider())
+        self._token = _active.set(self)
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        try:
+            for session in list(self.sessions):
+                session.close()
+        finally:
+            if self._token is not None:
+                _active.reset(self._token)
+                self._token = None
+            self.tracing.shutdown()
+
+    async def __aenter__(self) -> "recording":
+        return self.__enter__()
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        for session in list(self.sessions):
+            await session.aclose()
+        self.__exit__(*exc_info)
+
+    def _start(self, session: "Session", ownership: Any = None, resume: bool = False) -> Recording:
+        extra = {"resume": True} if resume else {"redact_contents": self.redacted_save}
+        # A failed start leaves the tracing up for the block's other sessions: the block shuts it down.
+        handle = start_recording(self.tracing, self.paths, session.id, ownership, **extra)
+        self.sessions.append(session)
+        return handle
+
+    def _finished(self, session: "Session", saved: bool) -> None:
+        self.saved_everything = self.saved_everything and saved
+        if session in self.sessions:
+            self.sessions.remove(session)
+
+
+def active_recording() -> recording | None:
+    """The innermost ``recording`` block this code runs in, if any."""
+    return _active.get()
