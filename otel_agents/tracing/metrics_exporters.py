@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +10,8 @@ import orjson
 from google.protobuf.json_format import MessageToDict
 from opentelemetry.exporter.otlp.proto.common.metrics_encoder import encode_metrics
 from opentelemetry.sdk.metrics.export import MetricExporter, MetricExportResult
+
+from otel_agents.tracing.whole_lines import WholeLinesFile
 
 
 class ReportingMetricExporter(MetricExporter):
@@ -58,23 +59,18 @@ class OtlpJsonMetricsFileExporter(MetricExporter):
 
     def __init__(self, path: Path):
         super().__init__()
-        # Resolved now: a relative path names the directory the run started in, whatever the cwd at export time.
-        self.path = Path(path).absolute()
-        self._lock = threading.Lock()
+        self.file = WholeLinesFile(path, "metric exports")
+        self.path = self.file.path
 
     def export(self, metrics_data: Any, timeout_millis: float = 10_000, **kwargs: Any) -> Any:
         document = MessageToDict(encode_metrics(metrics_data), use_integers_for_enums=True)
         if not document.get("resourceMetrics"):
             return MetricExportResult.SUCCESS
-        try:
-            with self._lock, open(self.path, "ab") as fh:
-                fh.write(orjson.dumps(document) + b"\n")
-        except OSError:
-            return MetricExportResult.FAILURE
-        return MetricExportResult.SUCCESS
+        written = self.file.append(orjson.dumps(document) + b"\n")
+        return MetricExportResult.SUCCESS if written else MetricExportResult.FAILURE
 
     def force_flush(self, timeout_millis: float = 10_000) -> bool:
         return True
 
     def shutdown(self, timeout_millis: float = 30_000, **kwargs: Any) -> None:
-        return None
+        self.file.close()

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import base64
 import math
-import threading
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
@@ -22,6 +21,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from otel_agents.tracing.spandata import SpanData, from_readable
+from otel_agents.tracing.whole_lines import WholeLinesFile
 
 KIND_NUMBERS = {"INTERNAL": 1, "SERVER": 2, "CLIENT": 3, "PRODUCER": 4, "CONSUMER": 5}
 STATUS_NUMBERS = {"UNSET": 0, "OK": 1, "ERROR": 2}
@@ -101,23 +101,17 @@ def encode_resource_spans(spans: Iterable[SpanData]) -> dict[str, Any]:
 
 
 class OtlpJsonFileExporter(SpanExporter):
-    """``--otlp-file``: appends one OTLP/JSON line per export, flushed whole."""
+    """``--otlp-file``: appends one OTLP/JSON line per export, written whole or not at all (whole_lines.py)."""
 
     def __init__(self, path: Path):
-        # Resolved now: a relative path names the directory the run started in, whatever the cwd at export time.
-        self.path = Path(path).absolute()
-        self._lock = threading.Lock()
+        self.file = WholeLinesFile(path, "spans", note="; the session directory holds every span")
+        self.path = self.file.path
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         if not spans:
             return SpanExportResult.SUCCESS
         line = orjson.dumps(encode_resource_spans(from_readable(s) for s in spans)) + b"\n"
-        try:
-            with self._lock, open(self.path, "ab") as fh:
-                fh.write(line)
-        except OSError:
-            return SpanExportResult.FAILURE
-        return SpanExportResult.SUCCESS
+        return SpanExportResult.SUCCESS if self.file.append(line, len(spans)) else SpanExportResult.FAILURE
 
     def shutdown(self) -> None:
-        return None
+        self.file.close()
