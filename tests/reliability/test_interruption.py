@@ -205,6 +205,8 @@ def test_a_run_killed_in_its_first_answer_names_its_one_agent(rel_home, tmp_path
 
     script = ScriptBuilder("slow-first", {"main": [{"text": "m1", "latency_ms": SLOW_MS}, "m2"]}).write(
         tmp_path / "slow-first.json")
+    # The killed call was never answered, so the same script would wait out its latency again on resume.
+    quick = ScriptBuilder("slow-first", {"main": ["m1"]}).write(tmp_path / "quick.json")
 
     def chat_started(home: Path):
         def check() -> bool:
@@ -224,7 +226,7 @@ def test_a_run_killed_in_its_first_answer_names_its_one_agent(rel_home, tmp_path
     session_id = directory.name
     deadline = time.monotonic() + 30
     while True:  # the recorder process writes what it was given, then lets the session go
-        resumed = invoke(["resume", session_id, "again"])
+        resumed = invoke(["resume", session_id, "--script", str(quick), "again"])
         if resumed.exit_code != 2 or time.monotonic() > deadline:
             break
         time.sleep(0.2)
