@@ -22,6 +22,7 @@ def priced(spans: Iterable[SpanData], prices: PriceTable | None = None) -> list[
     litellm is loaded only when some span needs a price: our own traces never do.
     """
     out = []
+    known: dict[str, bool] = {}  # model string -> priced: a large trace names few models, each looked up once
     for span in spans:
         attrs = span.attributes
         if (
@@ -34,7 +35,7 @@ def priced(spans: Iterable[SpanData], prices: PriceTable | None = None) -> list[
             continue
         if prices is None:
             prices = PriceTable.from_env()
-        cost, source, model = _price(prices, attrs, span.end_ns or span.start_ns)
+        cost, source, model = _price(prices, attrs, span.end_ns or span.start_ns, known)
         added: dict[str, Any] = {sc.LLM_PRICE_SOURCE: source, PRICED_ON_IMPORT: True}
         if cost is not None:
             added[sc.GEN_AI_USAGE_COST] = cost
@@ -49,7 +50,8 @@ def _count(value: Any) -> int:
     return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 else 0
 
 
-def _price(prices: PriceTable, attrs: dict[str, Any], at_ns: int) -> tuple[float | None, str, str | None]:
+def _price(prices: PriceTable, attrs: dict[str, Any], at_ns: int,
+           known: dict[str, bool]) -> tuple[float | None, str, str | None]:
     usage = Usage(
         input_tokens=_count(attrs.get(sc.GEN_AI_USAGE_INPUT_TOKENS)),
         output_tokens=_count(attrs.get(sc.GEN_AI_USAGE_OUTPUT_TOKENS)),
@@ -65,7 +67,9 @@ def _price(prices: PriceTable, attrs: dict[str, Any], at_ns: int) -> tuple[float
             continue
         candidates = [model] + ([f"{provider}/{model}"] if isinstance(provider, str) and provider and "/" not in model else [])
         for candidate in candidates:
-            if prices.lookup(candidate)[1] == PRICE_SOURCE_UNPRICED:
+            if candidate not in known:
+                known[candidate] = prices.lookup(candidate)[1] != PRICE_SOURCE_UNPRICED
+            if not known[candidate]:
                 continue
             cost, source = prices.cost(candidate, usage, at=at)
             if cost is not None:

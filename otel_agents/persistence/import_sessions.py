@@ -290,7 +290,8 @@ def sessions_of_traces(spans: Iterable[SpanData]) -> dict[str, str]:
     session_of_trace: dict[str, str] = {}
     for conversation_id, grouped in group_by_session(spans).items():
         for span in grouped:
-            session_of_trace.setdefault(span.trace_id, session_id_for(conversation_id, span.trace_id))
+            if span.trace_id not in session_of_trace:  # once per trace, not per span
+                session_of_trace[span.trace_id] = session_id_for(conversation_id, span.trace_id)
     return session_of_trace
 
 
