@@ -314,7 +314,7 @@ def resume(
     session_dir = rec.paths.session_dir(session_id)
     ownership = own_session(session_dir)
     try:
-        saved, tree, meta = load_for_resume(session_dir, session_id)
+        saved, tree, meta, repair = load_for_resume(session_dir, session_id)
         last = saved.last_run
         app = reimport_app(last.app) if last and last.app and (tools is None or hooks is None) else None
         if app is not None:
@@ -341,7 +341,7 @@ def resume(
         if budget_scope == "session":
             runtime.carry_spent(totals_before(tree, meta), lambda: agents_spent(session_dir, tree))
         try:  # a crashed run is billed once, before new runs
-            bill_before_resume(session_dir, tree, meta, rec.paths.billing_file)
+            bill_before_resume(session_dir, tree, meta, rec.paths.billing_file, repair)
         except StoreError as exc:  # the ledger unwritable; a damaged ledger's own error goes up as it is
             raise StorageUnwritable(str(exc)) from None
         session = Session.__new__(Session)

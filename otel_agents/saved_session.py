@@ -1,8 +1,10 @@
 """What resume starts from: a saved session read (by ``persistence.saved``) and checked whole before anything runs.
 
 The quick path takes a cleanly closed session from events.jsonl and meta.json (its
-checkpoint mark holds); otherwise the owner's careful load (``load_saved`` with
-``repair``) records what a dead writer left open and rebuilds from the journal. A
+checkpoint mark holds); otherwise the owner's careful load rebuilds from the journal, showing
+what a dead writer left open as interrupted. Loading writes nothing: the careful load's repair
+(recording those ends, rewriting a checkpoint that is behind) is :class:`Resumable`'s to make in
+:func:`bill_before_resume`, once every check has passed, so a refused resume changes nothing. A
 file that exists but cannot be read whole, or records that contradict the checkpoint,
 are a :class:`~otel_agents.restore.ResumeError`: no model is called and nothing billed.
 The CLI and the Python API both resume through :func:`load_for_resume` and
@@ -15,8 +17,9 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from otel_agents.persistence.gc_pause import collector_paused
-from otel_agents.persistence.repair import flush_unbilled, mark_billed
-from otel_agents.persistence.saved import SessionUnreadable, load_checkpoint, load_saved
+from otel_agents.persistence.notices import stderr_warning
+from otel_agents.persistence.repair import flush_unbilled, mark_billed, write_back
+from otel_agents.persistence.saved import LoadedSession, SessionUnreadable, load_checkpoint, load_saved
 from otel_agents.persistence.store import SessionStore, StoreError, check_ledger_writable
 from otel_agents.persistence.tree_file import UnknownTreeVersion
 from otel_agents.persistence.tree_walk import records_of
@@ -39,19 +42,24 @@ def _read_checkpoint(store: SessionStore) -> dict[str, Any] | None:
 
 
 def load_for_resume(session_dir: Path, session_id: str):
-    """Everything resume needs, validated before anything is written (ResumeError, one line, on any problem).
+    """Everything resume needs, validated; nothing is written (ResumeError, one line, on any problem).
 
-    Returns ``(saved, tree, meta)``; ``tree`` is None when no run needs billing (or there is none).
-    The caller holds the session's lock: a dead writer's leftovers are recorded (repair).
+    Returns ``(saved, tree, meta, repair)``; ``tree`` is None when no run needs billing (or there is
+    none); ``repair``: the careful load's, for :func:`bill_before_resume` (None after the quick load).
+    The caller holds the session's lock, so what is open was left by a dead writer.
     """
     with collector_paused():  # a large session is many small acyclic objects (see persistence/gc_pause.py)
         return _load(Path(session_dir), session_id)
 
 
 def bill_before_resume(session_dir: Path, tree: Mapping[str, Any] | None, meta: Mapping[str, Any] | None,
-                       billing_file: Path) -> None:
-    """Prove the ledger writable (StoreError, one line) and bill what a crash left unbilled, once, before new runs."""
+                       billing_file: Path, repair: LoadedSession | None = None) -> None:
+    """A resume's first writes, once every check has passed: prove the ledger writable (StoreError, one
+    line), make ``repair`` (load_for_resume's: record what a dead writer left open, rewrite a checkpoint
+    that is behind), and bill what a crash left unbilled, once, before new runs."""
     check_ledger_writable(billing_file)
+    if repair is not None:
+        meta = write_back(repair, None, stderr_warning).meta
     if tree is not None:
         flush_unbilled(tree, billing_file)
         mark_billed(Path(session_dir), meta)
@@ -75,12 +83,12 @@ def agents_spent(session_dir: Path, tree: Mapping[str, Any] | None) -> dict[str,
 def _load(session_dir: Path, session_id: str):
     quick = _load_current(session_dir, session_id)
     if quick is not None:
-        return quick
+        return (*quick, None)
     # Read before load_saved, which may rewrite a checkpoint that is merely behind.
     checkpoint = _read_checkpoint(SessionStore(session_dir))
     try:
-        # The caller owns the session: what a dead writer left open is recorded as interrupted.
-        loaded = load_saved(session_dir, owned=True, repair=True)
+        # The caller owns the session: what a dead writer left open shows as interrupted (recorded later).
+        loaded = load_saved(session_dir, owned=True)
     except SessionUnreadable as exc:
         raise ResumeError(str(exc)) from None
     if loaded.damaged:  # checked before any model is called or anything billed
@@ -104,7 +112,8 @@ def _load(session_dir: Path, session_id: str):
         runs, last = saved_runs(tree)
     except ResumeError as exc:
         raise ResumeError(f"session {session_id}: {exc}") from None
-    return SavedSession(session_id, records, runs, last, redacted=redacted), tree, loaded.meta
+    repair = loaded if loaded.event_lines is not None else None  # rebuilt from the journal
+    return SavedSession(session_id, records, runs, last, redacted=redacted), tree, loaded.meta, repair
 
 
 def _load_current(session_dir: Path, session_id: str):

@@ -28,13 +28,14 @@ def test_the_quick_load_of_a_closed_session_equals_the_careful_one(home):
     assert first.exit_code == 0, first.stderr
     sid = session_id_of(first)
     directory = home / "sessions" / sid
-    quick, quick_tree, quick_meta = load_for_resume(directory, sid)
+    quick, quick_tree, quick_meta, quick_repair = load_for_resume(directory, sid)
     assert _load_current(directory, sid) is not None and quick_tree is None  # billed: the tree is not even read
     meta = json.loads((directory / "meta.json").read_text())
     (directory / "meta.json").write_text(json.dumps({k: v for k, v in meta.items() if k != "checkpoint"}))
     assert _load_current(directory, sid) is None
-    careful, careful_tree, _ = load_for_resume(directory, sid)
+    careful, careful_tree, _, careful_repair = load_for_resume(directory, sid)
     assert careful_tree is not None
+    assert quick_repair is None and careful_repair is not None  # the careful load's writes wait for the caller
     assert (quick.records, quick.runs, quick.last_run, quick.redacted) == (
         careful.records, careful.runs, careful.last_run, careful.redacted)
     assert quick.runs == 2 and quick.last_run.script == DEEP

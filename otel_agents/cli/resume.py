@@ -84,7 +84,7 @@ def _resume_owned(session_dir, session_id, prompts, script_name, model_opts, otl
     from otel_agents.saved_session import agents_spent, load_for_resume
 
     try:  # everything is read and checked before any model is called or anything billed
-        saved, tree, meta = load_for_resume(session_dir, session_id)
+        saved, tree, meta, repair = load_for_resume(session_dir, session_id)
     except ResumeError as exc:
         raise click.UsageError(str(exc)) from None
     last = saved.last_run
@@ -142,7 +142,7 @@ def _resume_owned(session_dir, session_id, prompts, script_name, model_opts, otl
             install_app_hooks(session, app)
 
         try:  # said before anything is billed or any LLM is called; a crashed run is billed once, before new runs
-            bill_before_resume(session_dir, tree, meta, paths.billing_file)
+            bill_before_resume(session_dir, tree, meta, paths.billing_file, repair)
         except StoreError as exc:
             raise StorageUnwritable(str(exc)) from None
         recording = start_recording(tracing, paths, session_id, ownership=ownership, resume=True)

@@ -58,8 +58,12 @@ def bill_unbilled(loaded: LoadedSession, billing_file: Path) -> int:
     return billed
 
 
-def write_back(loaded: LoadedSession, lines: list[EventLine], warn: Warn) -> LoadedSession:
-    """``load_saved(repair=True)``'s writes, on a session rebuilt from its journal: ``loaded`` as it now stands."""
+def write_back(loaded: LoadedSession, lines: list[EventLine] | None, warn: Warn) -> LoadedSession:
+    """``load_saved(repair=True)``'s writes, on a session rebuilt from its journal: ``loaded`` as it now stands.
+
+    The owner may also make them later, still holding the lock, from what ``load_saved(owned=True)`` gave
+    (``lines`` None: ``loaded.event_lines``): resume does, once its checks have passed."""
+    lines = (loaded.event_lines or []) if lines is None else lines
     store = SessionStore(loaded.directory)
     if loaded.interrupted_ends:
         _record_interrupted(store, list(loaded.interrupted_ends))

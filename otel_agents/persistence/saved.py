@@ -58,6 +58,7 @@ class LoadedSession:
     interrupted: int = 0  # spans a dead writer left open, shown (or, repaired, recorded) as interrupted
     damaged: list[str] = field(default_factory=list)  # files that exist but could not be read whole
     interrupted_ends: tuple[SpanData, ...] = ()  # the ends readers show for those spans
+    event_lines: list[EventLine] | None = None  # rebuilt from the journal: the lines, for a later repair.write_back
 
     @property
     def session_id(self) -> str:
@@ -155,7 +156,7 @@ def load_saved(
         loaded = LoadedSession(
             store.directory, rebuilt_tree, [line.record for line in lines or []], meta, notes, spans=spans,
             source=SOURCE_JOURNAL, live=live, interrupted=len(interrupted), damaged=damaged,
-            interrupted_ends=tuple(interrupted),
+            interrupted_ends=tuple(interrupted), event_lines=lines or [],
         )
         if repair:
             from otel_agents.persistence.repair import write_back  # the owner's writes: readers never import them

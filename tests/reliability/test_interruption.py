@@ -197,44 +197,74 @@ def test_ctrl_c_during_a_retry_backoff_keeps_the_failed_attempt_once(rel_home, t
     assert verify(session_id).exit_code == 0
 
 
+def killed_in_its_first_answer(home: Path, tmp_path: Path) -> tuple[Path, Path]:
+    """A real run killed (-9) while its first model call waits; its session directory, once no process
+    holds it, and a quick script to resume with (the killed call was never answered, so the same script
+    would wait out its latency again)."""
+    from otel_agents.persistence.ownership import owner_of
+
+    script = ScriptBuilder("slow-first", {"main": [{"text": "m1", "latency_ms": SLOW_MS}, "m2"]}).write(
+        tmp_path / "slow-first.json")
+    quick = ScriptBuilder("slow-first", {"main": ["m1"]}).write(tmp_path / "quick.json")
+
+    def chat_started() -> bool:
+        sessions = list((home / "sessions").glob("*")) if (home / "sessions").exists() else []
+        return bool(sessions) and any(str(line.get("name", "")).startswith("chat ")
+                                      for line in journal_starts(sessions[0]))
+
+    proc = subprocess.Popen([*cli_command(), "run", "--script", str(script), "go"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, env=subprocess_env(home), cwd=home.parent)
+    try:
+        wait_for(chat_started, proc)
+    finally:
+        proc.kill()
+        proc.wait()
+    (directory,) = (home / "sessions").iterdir()
+    deadline = time.monotonic() + 30
+    while owner_of(directory) is not None:  # the recorder process writes what it was given, then lets go
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    return directory, quick
+
+
 def test_a_run_killed_in_its_first_answer_names_its_one_agent(rel_home, tmp_path):
     """kill -9 leaves only the run span's start in the journal: the agent id must already be on it,
     or the tree knows the root by its name and lists a second agent that splits its spending."""
     from otel_agents.persistence.saved import load_saved
     from otel_agents.persistence.tree_agents import agents_of_spans
 
-    script = ScriptBuilder("slow-first", {"main": [{"text": "m1", "latency_ms": SLOW_MS}, "m2"]}).write(
-        tmp_path / "slow-first.json")
-    # The killed call was never answered, so the same script would wait out its latency again on resume.
-    quick = ScriptBuilder("slow-first", {"main": ["m1"]}).write(tmp_path / "quick.json")
-
-    def chat_started(home: Path):
-        def check() -> bool:
-            sessions = list((home / "sessions").glob("*")) if (home / "sessions").exists() else []
-            return bool(sessions) and any(str(line.get("name", "")).startswith("chat ")
-                                          for line in journal_starts(sessions[0]))
-        return check
-
-    proc = subprocess.Popen([*cli_command(), "run", "--script", str(script), "go"], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, env=subprocess_env(rel_home), cwd=rel_home.parent)
-    try:
-        wait_for(chat_started(rel_home), proc)
-    finally:
-        proc.kill()
-        proc.wait()
-    (directory,) = (rel_home / "sessions").iterdir()
+    directory, quick = killed_in_its_first_answer(rel_home, tmp_path)
     session_id = directory.name
-    deadline = time.monotonic() + 30
-    while True:  # the recorder process writes what it was given, then lets the session go
-        resumed = invoke(["resume", session_id, "--script", str(quick), "again"])
-        if resumed.exit_code != 2 or time.monotonic() > deadline:
-            break
-        time.sleep(0.2)
+    resumed = invoke(["resume", session_id, "--script", str(quick), "again"])
     assert resumed.exit_code == 0, resumed.output
     saved = load_saved(directory, pytest.fail)
     first, _ = saved.tree["runs"]
     assert first["status"] == "interrupted" and first["agent_id"] == "agent_001"
     assert agents_of_spans(saved.tree) == {}  # no agent known by name only
     assert json.loads((rel_home / "sessions" / session_id / "meta.json").read_text())["agents"] == 1
+    assert verify(session_id).exit_code == 0
+
+
+@pytest.mark.parametrize("refused", [
+    ["resume", "{sid}"],  # no prompt
+    ["send", "{sid}", "--to", "Nobody", "hello"],  # no such agent: known only once the agents are rebuilt
+])
+def test_a_refused_resume_of_a_crashed_session_changes_nothing(refused, rel_home, tmp_path):
+    """Resume reads a crashed session the careful way; what that shows (the dead writer's open spans
+    ended, a checkpoint that is behind) is written only once every check has passed."""
+    directory, quick = killed_in_its_first_answer(rel_home, tmp_path)
+    session_id = directory.name
+
+    def files() -> dict[str, bytes]:
+        return {p.name: p.read_bytes() for p in sorted(directory.iterdir()) if p.is_file()}
+
+    before = files()
+    result = invoke([arg.format(sid=session_id) for arg in refused])
+    assert result.exit_code == 2, result.output
+    assert files() == before
+    assert not (rel_home / "billing.jsonl").exists() or ledger(rel_home / "billing.jsonl", session_id) == []
+    resumed = invoke(["resume", session_id, "--script", str(quick), "again"])  # the repair is made now
+    assert resumed.exit_code == 0, resumed.output
+    assert files()["spans.jsonl"].startswith(before["spans.jsonl"]) and files() != before
     assert verify(session_id).exit_code == 0
 
