@@ -128,6 +128,7 @@ class ConsoleRenderer(SpanProcessor):
     txn: str | None = None  # the session's console id; a new session's is its first run's trace id prefix
     out: TextIO = field(default_factory=lambda: sys.stderr)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _gone: bool = field(default=False, repr=False)  # the console could not be written: nothing more is tried
 
     # --- line assembly ---
     def _emit(self, span: ApiSpan | ReadableSpan, level: str, message: str) -> None:
@@ -140,7 +141,13 @@ class ConsoleRenderer(SpanProcessor):
         txn = self.txn or txn_of(ctx.trace_id)
         line = redact_text(f"[txn:{txn}] {label} {kind}/{ident}: {level} {message}")
         with self._lock:
-            print(line, file=self.out, flush=True)
+            if self._gone:
+                return
+            try:
+                print(line, file=self.out, flush=True)
+            except (OSError, ValueError):  # a closed pipe (`| head`) or stream: the run goes on, unseen
+                # Raising here would escape span start or a record's listener and leave the span open.
+                self._gone = True
 
     # --- live records and logs (Telemetry listener) ---
     def on_record(self, span: ApiSpan, record: Mapping[str, Any], ts_ns: int) -> None:

@@ -184,3 +184,30 @@ def test_ips_are_masked_in_console_lines_and_exports_and_kept_with_the_switch(ho
     result, exported, _ = run_with_ip("true")
     assert "ping from 203.0.113.9" in result.stderr and "203.0.113.9" in exported and "[IP]" not in exported
     monkeypatch.delenv(ip_masking.KEEP_IPS_ENV)
+
+
+def test_a_console_closed_mid_run_leaves_every_span_ended(home, tmp_path):
+    """`otel-agents run -v ... 2>&1 | head -c 100`: the console lines after the pipe closed cannot be
+    written; the run must go on and save every span it started ended (a failed write inside span
+    start left that span open forever, and the session could no more be replayed)."""
+    import os
+    import subprocess
+    import sys
+
+    from otel_agents.persistence.saved import load_saved
+    from otel_agents.persistence.tree_walk import iter_nodes
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_EXPORTER_OTLP")}
+    env.update(OTEL_AGENTS_HOME=str(home), LITELLM_LOCAL_MODEL_COST_MAP="True")
+    proc = subprocess.Popen([sys.executable, "-m", "otel_agents", "run", "-v", "Create Jack and Jill"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=tmp_path)
+    proc.stderr.read(100)  # as `head -c 100` does, then goes away while the run is still under way
+    proc.stderr.close()
+    proc.wait(timeout=120)
+    (directory,) = (home / "sessions").iterdir()
+    saved = load_saved(directory, lambda message: None)
+    open_spans = [node["name"] for _, node in iter_nodes(saved.tree) if node.get("ended_ns") is None]
+    assert open_spans == [] and saved.interrupted == 0
+    assert json.loads((directory / "meta.json").read_text())["status"] == "ok"
+    replayed = CliRunner().invoke(cli, ["replay", directory.name])
+    assert replayed.exit_code == 0, replayed.output
