@@ -74,14 +74,21 @@ def _sessions_dir_option(func):
     )(func)
 
 
+class NoSuchSession(click.ClickException):
+    """A session id that is not valid or names no saved session: one line, exit 2 (the command was
+    used rightly, so click's usage block and --help hint would not help)."""
+
+    exit_code = 2
+
+
 def session_dir_or_exit(paths: Paths, session_id: str, must_exist: bool = True) -> Path:
-    """The session's directory; bad or unknown ids are usage errors (exit 2)."""
+    """The session's directory; bad or unknown ids are NoSuchSession (exit 2)."""
     try:
         path = paths.session_dir(session_id)
     except InvalidSessionId as exc:
-        raise click.UsageError(str(exc)) from None
+        raise NoSuchSession(str(exc)) from None
     if must_exist and not path.is_dir():
-        raise click.UsageError(f"no session {session_id!r} in {paths.sessions_dir}")
+        raise NoSuchSession(f"no session {session_id!r} in {paths.sessions_dir}")
     return path
 
 

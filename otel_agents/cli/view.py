@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 from click.core import ParameterSource
 
-from otel_agents.cli.options import SafePath, session_dir_or_exit, storage_options
+from otel_agents.cli.options import NoSuchSession, SafePath, session_dir_or_exit, storage_options
 from otel_agents.persistence.paths import Paths, home_dir
 
 
@@ -33,7 +33,7 @@ def _open(target: Target, sessions_dir: Path | None):
     if "/" in target.session or target.session in (".", ".."):
         path = Path(target.session)  # a session directory given by path
         if not path.is_dir():
-            raise click.UsageError(f"{target.session} is not a directory")
+            raise NoSuchSession(f"{target.session} is not a directory")
     else:
         path = session_dir_or_exit(paths, target.session)
     try:
