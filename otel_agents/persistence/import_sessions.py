@@ -398,7 +398,9 @@ def _write_session(store: SessionStore, plan: SessionImport) -> None:
         sink.end(ended)
     if sink.saved_everything:  # a session imported in parts: its records in message order, as the run wrote them
         sort_events_file(store.events_path)
-    tree = sink.checkpoint()  # its mark names the sorted file
+    # The plan's tree is build_tree of the very spans the sink now holds (pure, order-independent):
+    # a 100k-span session is not built twice. Its mark names the sorted file.
+    tree = sink.checkpoint(plan.tree)
     sink.close()
     if not sink.saved_everything or tree is None:
         raise StoreError(warnings[0] if warnings else f"cannot save session {plan.session_id}")
