@@ -114,3 +114,20 @@ def test_a_page_carries_the_cursor_of_the_load_it_comes_from(own_home):
     detail = client.get(base).json()
     assert detail["cursor"] == f"{len(whole)}.{events_size}" != page["cursor"]
     assert client.get(f"{base}/nodes").json()["cursor"] == detail["cursor"]
+
+
+def test_a_discuss_call_shows_every_reply_it_gave(ui_home, client):
+    """discuss has no single result entry (the tree's response.message_id is None): its tool entries are the result."""
+    base = f"/api/sessions/{ui_home.demo}"
+    discuss = [r for r in all_rows(client, base) if r["kind"] == "tool" and r["name"] == "execute_tool discuss"]
+    assert discuss
+    lines = (ui_home.sessions / ui_home.demo / "events.jsonl").read_text().splitlines()
+    records = [json.loads(line) for line in lines]
+    for row in discuss:
+        call = client.get(f"{base}/nodes/{row['id']}").json()["tool"]
+        replies = [r["content"] for r in records if r.get("role") == "tool" and r.get("span_id") == row["id"]]
+        assert replies and all(r.get("tool_call_id") == call["call_id"] for r in records
+                               if r.get("role") == "tool" and r.get("span_id") == row["id"])
+        assert call["result"] == "\n\n".join(replies)
+    # The demo's main discussion has two speakers, so two replies, in the order they were given.
+    assert any(client.get(f"{base}/nodes/{r['id']}").json()["tool"]["result"].count("\n\n") == 1 for r in discuss)
