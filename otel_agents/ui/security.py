@@ -6,7 +6,7 @@ import hmac
 import re
 from http.cookies import CookieError, SimpleCookie
 from typing import Mapping
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, quote
 
 from starlette.datastructures import MutableHeaders
 from starlette.responses import JSONResponse
@@ -93,6 +93,10 @@ class Guard:
     def __init__(self, app: ASGIApp, token: str | None = None):
         self.app = app
         self.token = token
+        # The cookie holds the token percent-encoded: a raw ``;`` would end it (or add attributes) and
+        # ``,``, ``"`` or a space would not survive the cookie parsers; the encoding is only ASCII letters,
+        # digits, ``%-._~``, which every parser keeps as they are.
+        self.cookie = quote(token, safe="") if token is not None else None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -105,7 +109,7 @@ class Guard:
                 for name, value in SECURITY_HEADERS.items():
                     headers[name] = value
                 if set_cookie:
-                    headers.append("set-cookie", f"{TOKEN_COOKIE}={self.token}; HttpOnly; SameSite=Strict; Path=/")
+                    headers.append("set-cookie", f"{TOKEN_COOKIE}={self.cookie}; HttpOnly; SameSite=Strict; Path=/")
             await send(message)
 
         set_cookie = False
@@ -127,19 +131,21 @@ class Guard:
         """How the right token came (header, cookie or query), or None."""
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
         auth = headers.get("authorization", "")
-        if auth.startswith("Bearer ") and self._right(auth[7:].strip()):
+        # A header's bytes are the token's UTF-8 bytes: undo the latin-1 decoding before comparing.
+        if auth.startswith("Bearer ") and self._right(auth[7:].strip().encode("latin-1"), self.token):
             return "header"
         cookie = SimpleCookie()
         try:
             cookie.load(headers.get("cookie", ""))
         except CookieError:  # a malformed cookie header is no token
             cookie = SimpleCookie()
-        if TOKEN_COOKIE in cookie and self._right(cookie[TOKEN_COOKIE].value):
+        if TOKEN_COOKIE in cookie and self._right(cookie[TOKEN_COOKIE].value.encode("latin-1"), self.cookie):
             return "cookie"
-        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
-        if any(self._right(value) for value in query.get("token", [])):
+        query = parse_qs(scope.get("query_string", b"").decode("latin-1"), encoding="utf-8", errors="surrogateescape")
+        if any(self._right(value.encode("utf-8", "surrogateescape"), self.token) for value in query.get("token", [])):
             return "query"
         return None
 
-    def _right(self, presented: str) -> bool:
-        return hmac.compare_digest(presented.encode("utf-8", "surrogateescape"), self.token.encode())
+    @staticmethod
+    def _right(presented: bytes, expected: str) -> bool:
+        return hmac.compare_digest(presented, expected.encode("utf-8"))

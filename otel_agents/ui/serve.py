@@ -11,6 +11,7 @@ import threading
 import webbrowser
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import quote
 
 
 class ServeError(Exception):
@@ -35,6 +36,12 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
+
+
+def page_url(host: str, port: int, token: str | None) -> str:
+    """The URL to open; the token percent-encoded whole (a ``+``, ``&``, ``#`` or ``;`` in it is the token's own)."""
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}/" + (f"?token={quote(token, safe='')}" if token else "")
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -65,8 +72,7 @@ def serve(options: ServeOptions) -> None:
         token = secrets.token_urlsafe(24)
     sock = _bind(options.host, options.port)
     host, port = sock.getsockname()[:2]
-    shown = f"[{host}]" if ":" in host else host
-    url = f"http://{shown}:{port}/" + (f"?token={token}" if token else "")
+    url = page_url(host, port, token)
     app = create_app(options.sessions_dir, options.billing_files, token=token, jaeger_url=options.jaeger_url)
     config = uvicorn.Config(app, log_level="warning", lifespan="off", access_log=False,
                             timeout_graceful_shutdown=2)
