@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import threading
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 import orjson
 from starlette.applications import Starlette
@@ -58,9 +58,11 @@ def _warm(cache: SessionCache, session_id: str) -> None:
 
 def create_app(
     sessions_dir: Path, billing_files: list[Path], *, token: str | None = None, jaeger_url: str | None = None,
-    static_dir: Path | None = None,
+    static_dir: Path | None = None, hosts: Iterable[str] | None = (),
 ) -> Starlette:
-    """The read-only app over ``sessions_dir`` and the ledgers ``billing_files`` (docs/ui.md)."""
+    """The read-only app over ``sessions_dir`` and the ledgers ``billing_files`` (docs/ui.md).
+
+    ``hosts``: the names a request's Host may give besides localhost, 127.0.0.1 and [::1]; None: any."""
     sessions_dir = Path(sessions_dir)
     static = Path(static_dir) if static_dir is not None else STATIC_DIR
     cache = SessionCache(sessions_dir)
@@ -144,7 +146,7 @@ def create_app(
 
     app = Starlette(
         routes=routes,
-        middleware=[Middleware(Guard, token=token)],
+        middleware=[Middleware(Guard, token=token, hosts=hosts)],
         exception_handlers={404: not_found, 405: method_not_allowed},
     )
     app.state.cache = cache

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hmac
 import re
 from http.cookies import CookieError, SimpleCookie
-from typing import Mapping
+from typing import Iterable, Mapping
 from urllib.parse import parse_qs, quote
 
 from starlette.datastructures import MutableHeaders
@@ -83,16 +83,33 @@ def paging(query: Mapping[str, str], default_limit: int) -> tuple[int, int]:
     return out[0], out[1]
 
 
+LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
+
+
+def host_name(value: str) -> str:
+    """A Host header's or an address's name, without the port, lowercase, IPv6 in brackets."""
+    value = value.strip().lower()
+    if value.startswith("["):
+        return value.split("]")[0] + "]"
+    if value.count(":") > 1:  # a bare IPv6 address
+        return f"[{value}]"
+    return value.split(":")[0].rstrip(".")
+
+
 class Guard:
-    """ASGI middleware: security headers on every response, only GET/HEAD, and the token when one is set.
+    """ASGI middleware: security headers on every response, only GET/HEAD, a Host that names this server,
+    and the token when one is set.
 
     The token is accepted as ``Authorization: Bearer T``, as the cookie, or as ``?token=T``
     (a first page load), which is answered with the cookie so the page's own requests carry it.
+    ``hosts``: the names a request's Host may give besides the loopback ones (any port), or None for any
+    name (a wildcard bind, where the token is required anyway).
     """
 
-    def __init__(self, app: ASGIApp, token: str | None = None):
+    def __init__(self, app: ASGIApp, token: str | None = None, hosts: Iterable[str] | None = ()):
         self.app = app
         self.token = token
+        self.hosts = None if hosts is None else {*LOOPBACK_NAMES, *(host_name(h) for h in hosts)}
         # The cookie holds the token percent-encoded: a raw ``;`` would end it (or add attributes) and
         # ``,``, ``"`` or a space would not survive the cookie parsers; the encoding is only ASCII letters,
         # digits, ``%-._~``, which every parser keeps as they are.
@@ -113,6 +130,13 @@ class Guard:
             await send(message)
 
         set_cookie = False
+        # DNS rebinding: a page of attacker.example whose name now resolves to 127.0.0.1 sends its own name
+        # as Host. The name is what it cannot fake; the port is not checked (an ssh tunnel may change it).
+        host = next((v.decode("latin-1") for k, v in scope.get("headers", []) if k.lower() == b"host"), "")
+        if self.hosts is not None and host_name(host) not in self.hosts:
+            await error_response(400, f"host {host[:80]!r} is not this server's name: open the URL printed by "
+                                      "`otel-agents ui`")(scope, receive, send_with_headers)
+            return
         if scope["method"] not in ALLOWED_METHODS:
             response = error_response(405, f"method {scope['method']} not allowed: this server is read-only",
                                       {"allow": ", ".join(ALLOWED_METHODS)})

@@ -38,6 +38,13 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def _wildcard(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_unspecified
+    except ValueError:
+        return host == ""
+
+
 def page_url(host: str, port: int, token: str | None) -> str:
     """The URL to open; the token percent-encoded whole (a ``+``, ``&``, ``#`` or ``;`` in it is the token's own)."""
     shown = f"[{host}]" if ":" in host else host
@@ -73,7 +80,10 @@ def serve(options: ServeOptions) -> None:
     sock = _bind(options.host, options.port)
     host, port = sock.getsockname()[:2]
     url = page_url(host, port, token)
-    app = create_app(options.sessions_dir, options.billing_files, token=token, jaeger_url=options.jaeger_url)
+    # A wildcard bind is reached by names no one can list: there the token (required) guards it, not the Host.
+    hosts = None if _wildcard(options.host) else [options.host, host]
+    app = create_app(options.sessions_dir, options.billing_files, token=token, jaeger_url=options.jaeger_url,
+                     hosts=hosts)
     config = uvicorn.Config(app, log_level="warning", lifespan="off", access_log=False,
                             timeout_graceful_shutdown=2)
     server = uvicorn.Server(config)

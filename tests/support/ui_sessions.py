@@ -104,3 +104,7 @@ class RunningServer:
     def __exit__(self, *exc) -> None:
         self.server.should_exit = True
         self.thread.join(10)
+
+
+# TestClient's base: the app refuses a Host that is not one of its names (DNS rebinding), as "testserver" is.
+LOCAL = "http://127.0.0.1"

@@ -9,7 +9,7 @@ from starlette.testclient import TestClient
 
 from otel_agents.ui.app import create_app
 from otel_agents.ui.security import CONTENT_SECURITY_POLICY
-from support.ui_sessions import digest_tree
+from support.ui_sessions import LOCAL, digest_tree
 
 
 def endpoints(client: TestClient, session_id: str) -> list[str]:
@@ -62,7 +62,7 @@ def test_pages_serve_the_single_page_app_with_the_csp(ui_home, tmp_path):
     static.mkdir()
     (static / "index.html").write_text('<!doctype html><script type="module" src="/static/app.js"></script>')
     (static / "app.js").write_text("export {};")
-    client = TestClient(create_app(ui_home.sessions, [ui_home.billing], static_dir=static))
+    client = TestClient(create_app(ui_home.sessions, [ui_home.billing], static_dir=static), base_url=LOCAL)
     for url in ("/", f"/s/{ui_home.demo}", f"/s/{ui_home.demo}?view=dialog&agents=Jack,Jill"):
         page = client.get(url)
         assert page.status_code == 200

@@ -9,6 +9,7 @@ from starlette.testclient import TestClient
 
 from otel_agents.persistence import ownership
 from otel_agents.ui.app import create_app
+from support.ui_sessions import LOCAL
 
 SUMMARY_KEYS = {"id", "title", "status", "live", "created", "updated", "runs", "agents", "tokens", "cost_usd", "problem"}
 
@@ -67,7 +68,8 @@ def test_detail(ui_home, client):
 
 
 def test_jaeger_links(ui_home):
-    client = TestClient(create_app(ui_home.sessions, [ui_home.billing], jaeger_url="http://jaeger.local:16686/"))
+    app = create_app(ui_home.sessions, [ui_home.billing], jaeger_url="http://jaeger.local:16686/")
+    client = TestClient(app, base_url=LOCAL)
     (run,) = client.get(f"/api/sessions/{ui_home.demo}").json()["runs"]
     assert run["jaeger_url"] == f"http://jaeger.local:16686/trace/{run['trace_id']}"
 
@@ -76,7 +78,7 @@ def test_jaeger_links(ui_home):
 def test_statuses_in_the_uis_words(own_home, stored, shown):
     meta_path = own_home.sessions / own_home.demo / "meta.json"
     meta_path.write_text(json.dumps({**json.loads(meta_path.read_text()), "status": stored}))
-    client = TestClient(create_app(own_home.sessions, [own_home.billing]))
+    client = TestClient(create_app(own_home.sessions, [own_home.billing]), base_url=LOCAL)
     assert client.get("/api/sessions", params={"q": own_home.demo}).json()["sessions"][0]["status"] == shown
 
 
@@ -85,7 +87,7 @@ def test_a_session_held_by_a_writer_is_running_and_live_until_released(own_home)
     directory = own_home.sessions / own_home.demo
     meta = json.loads((directory / "meta.json").read_text())
     (directory / "meta.json").write_text(json.dumps({**meta, "status": "running"}))
-    client = TestClient(create_app(own_home.sessions, [own_home.billing]))
+    client = TestClient(create_app(own_home.sessions, [own_home.billing]), base_url=LOCAL)
     held = ownership.take(directory)
     try:
         row = client.get("/api/sessions", params={"status": "running"}).json()["sessions"]

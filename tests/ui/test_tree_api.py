@@ -9,6 +9,7 @@ from starlette.testclient import TestClient
 
 from otel_agents.ui.app import create_app
 from otel_agents.views.loading import span_nodes
+from support.ui_sessions import LOCAL
 
 ROW_KEYS = {"id", "parent", "kind", "name", "label", "agent", "agent_id", "status", "outcome", "error", "start_ms",
             "duration_ms", "child_count", "attempt", "retry_of", "self", "inclusive"}
@@ -101,7 +102,7 @@ def test_an_events_only_session_has_no_nodes(ui_home, client):
 
 def test_a_page_carries_the_cursor_of_the_load_it_comes_from(own_home):
     """A page read before the journal grew keeps the older cursor, from which /live replays what it lacks."""
-    client = TestClient(create_app(own_home.sessions, [own_home.billing]))
+    client = TestClient(create_app(own_home.sessions, [own_home.billing]), base_url=LOCAL)
     base = f"/api/sessions/{own_home.demo}"
     journal = own_home.sessions / own_home.demo / "spans.jsonl"
     whole = journal.read_bytes()
