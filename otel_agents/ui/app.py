@@ -112,7 +112,7 @@ def create_app(
     routes = [
         Route("/", page),
         Route("/s/{session_id}", page),
-        Route("/api/sessions", api(lambda r: sessions_api.list_api(sessions_dir, r.query_params))),
+        Route("/api/sessions", api(lambda r: sessions_api.list_api(sessions_dir, r.query_params, cache))),
         Route("/api/sessions/{session_id}", api(lambda r: sessions_api.detail_api(session_of(r), jaeger_url))),
         Route("/api/sessions/{session_id}/nodes", api(lambda r: tree_api.nodes_api(session_of(r), r.query_params))),
         Route("/api/sessions/{session_id}/nodes/{span_id}",
