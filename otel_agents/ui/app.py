@@ -49,6 +49,9 @@ def _traversal(request: Request) -> bool:
     return "%2f" in raw or "%5c" in raw or any(part in ("..", ".") for part in request.url.path.split("/"))
 
 
+TRAVERSAL = "malformed path: no '..' segments or encoded slashes in an id"
+
+
 def _warm(cache: SessionCache, session_id: str) -> None:
     try:
         cache.get(session_id).viewer()  # node details need the views' index too
@@ -109,6 +112,12 @@ def create_app(
     def session_of(request: Request):
         return cache.get(request.path_params["session_id"])
 
+    def perspective(request: Request):
+        # {agent:path} takes slashes (main/Jill), so a decoded %2F or a '..' would reach it as a name: refused first.
+        if _traversal(request):
+            raise ApiError(400, TRAVERSAL)
+        return views_api.perspective_api(session_of(request), request.path_params["agent"], request.query_params)
+
     routes = [
         Route("/", page),
         Route("/s/{session_id}", page),
@@ -120,8 +129,7 @@ def create_app(
         Route("/api/sessions/{session_id}/agents", api(lambda r: views_api.agents_api(session_of(r)))),
         Route("/api/sessions/{session_id}/dialog",
               api(lambda r: views_api.dialog_api(session_of(r), r.query_params.getlist("agents"), r.query_params))),
-        Route("/api/sessions/{session_id}/perspective/{agent:path}",
-              api(lambda r: views_api.perspective_api(session_of(r), r.path_params["agent"], r.query_params))),
+        Route("/api/sessions/{session_id}/perspective/{agent:path}", api(perspective)),
         Route("/api/sessions/{session_id}/messages/{message_id}/trace",
               api(lambda r: views_api.trace_api(session_of(r), r.path_params["message_id"]))),
         Route("/api/sessions/{session_id}/messages/{message_id}/heard",
@@ -138,7 +146,7 @@ def create_app(
 
     async def not_found(request: Request, exc: Exception) -> Response:
         if _traversal(request):
-            return error_response(400, "malformed path: no '..' segments or encoded slashes in an id")
+            return error_response(400, TRAVERSAL)
         return error_response(404, f"no such page or endpoint: {request.url.path[:200]}")
 
     async def method_not_allowed(request: Request, exc: Exception) -> Response:

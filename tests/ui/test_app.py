@@ -116,6 +116,9 @@ def test_unknown_and_malformed_session_ids(client, url, status):
     ("/nodes?offset=x", 400),
     ("/ledger?limit=abc", 400),
     ("/perspective/Nobody", 404),
+    ("/perspective/..%2f..%2fx", 400),  # the path parameter takes slashes: an encoded one must not become one
+    ("/perspective/main%2FJill", 400),
+    ("/perspective/%2E%2E/%2e%2e/x", 400),
     ("/dialog?agents=main&agents=Nobody", 404),
     ("/dialog", 400),
     ("/messages/msg_999999/trace", 404),
