@@ -37,9 +37,13 @@ def _json(value: Any) -> None:
 @storage_options
 def list_command(as_json: bool, paths) -> None:
     """List saved sessions, newest first (by creation; unreadable ones last)."""
+    from dataclasses import replace
+
+    from otel_agents.persistence.saved import listed_meta
     from otel_agents.persistence.store import effective_status, list_sessions
 
-    listings = list_sessions(paths.sessions_dir)[::-1]  # the store lists oldest first
+    # A writer killed mid-run left meta.json as the run began: its summary is read from the journal.
+    listings = [replace(item, meta=listed_meta(item)) for item in list_sessions(paths.sessions_dir)[::-1]]
     if as_json:
         out = []
         for item in listings:

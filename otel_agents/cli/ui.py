@@ -32,6 +32,10 @@ def ui(host: str, port: int, open_browser: bool, token: str | None, paths, ledge
     if token is not None and not token.strip():
         raise click.BadParameter("an empty token protects nothing", param_hint="--token")
     try:
+        (token or "").encode("utf-8")
+    except UnicodeEncodeError:  # bytes the locale could not decode: they cannot be put in the URL or the cookie
+        raise click.BadParameter("the token must be text (UTF-8)", param_hint="--token") from None
+    try:
         serve(ServeOptions(paths.sessions_dir, ledgers, host=host, port=port, token=token,
                            open_browser=open_browser, jaeger_url=os.environ.get("OTEL_AGENTS_JAEGER_URL") or None))
     except ServeError as exc:

@@ -25,7 +25,9 @@ from otel_agents.persistence.interrupted import close_interrupted
 from otel_agents.persistence.journal import JournalError, read_journal, rebuild
 from otel_agents.persistence.notices import Warn, stderr_warning
 from otel_agents.persistence.ownership import owner_of
-from otel_agents.persistence.store import SessionStore, StoreError, checkpoint_is_current
+from otel_agents.persistence.store import (
+    SessionListing, SessionStore, StoreError, checkpoint_is_current, closed_meta,
+)
 from otel_agents.persistence.timestamps import iso_ts
 from otel_agents.persistence.tree_file import TREE_FILE
 from otel_agents.persistence.tree import build_tree
@@ -228,6 +230,44 @@ def _tree_as_saved(store: SessionStore, warn: Warn, live: bool) -> LoadedSession
     notes = [f"{store.journal_path} does not exist"]
     warn(f"{notes[0]}; using tree.json.gz (spans that ended after its last checkpoint may be missing)")
     return LoadedSession(store.directory, tree, [], _read_meta(store), notes, source=SOURCE_TREE, live=live)
+
+
+RECOVERED_KEYS = ("title", "updated", "runs", "agents", "totals")  # of meta.json, stale after a kill mid-run
+
+
+def writer_died(meta: Mapping[str, Any] | None, directory: Path) -> bool:
+    """meta.json says a run is going on, yet no process holds the session: it was killed mid-run."""
+    return meta is not None and meta.get("status") in ("running", "in_progress") and owner_of(directory) is None
+
+
+def reader_meta(
+    meta: dict[str, Any] | None, tree: Mapping[str, Any] | None, directory: Path,
+) -> dict[str, Any] | None:
+    """meta.json as readers should summarise the session, given the tree they loaded.
+
+    A writer killed mid-run last wrote meta.json as the run began: its title, runs, agents and totals
+    are then those of ``tree`` (recovered from the journal) as ``sessions repair`` would write them,
+    and ``updated`` is the journal's last write. The rest stays (the status is read as
+    ``store.effective_status`` says). Anything else is meta.json as it is.
+    """
+    if tree is None or not writer_died(meta, directory):
+        return meta
+    store = SessionStore(directory)
+    written = [p.stat().st_mtime_ns for p in (store.journal_path, store.events_path) if p.exists()]
+    closed = closed_meta(tree, created_ns=0, updated_ns=max(written, default=0))
+    return {**meta, **{key: closed[key] for key in RECOVERED_KEYS}}
+
+
+def listed_meta(listing: SessionListing, warn: Warn = lambda _: None) -> dict[str, Any] | None:
+    """``listing.meta`` as ``reader_meta`` has it: a killed writer's session is read (its tree only) to
+    say what it holds; a session that cannot be read keeps meta.json's word."""
+    if not writer_died(listing.meta, listing.directory):
+        return listing.meta
+    try:
+        loaded = load_saved(listing.directory, warn, tree_only=True)
+    except (SessionUnreadable, OSError):
+        return listing.meta
+    return reader_meta(listing.meta, loaded.tree, listing.directory)
 
 
 def _first(notes: list[str], about: str) -> str:

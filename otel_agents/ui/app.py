@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import threading
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 import orjson
 from starlette.applications import Starlette
@@ -49,6 +49,9 @@ def _traversal(request: Request) -> bool:
     return "%2f" in raw or "%5c" in raw or any(part in ("..", ".") for part in request.url.path.split("/"))
 
 
+TRAVERSAL = "malformed path: no '..' segments or encoded slashes in an id"
+
+
 def _warm(cache: SessionCache, session_id: str) -> None:
     try:
         cache.get(session_id).viewer()  # node details need the views' index too
@@ -58,9 +61,11 @@ def _warm(cache: SessionCache, session_id: str) -> None:
 
 def create_app(
     sessions_dir: Path, billing_files: list[Path], *, token: str | None = None, jaeger_url: str | None = None,
-    static_dir: Path | None = None,
+    static_dir: Path | None = None, hosts: Iterable[str] | None = (),
 ) -> Starlette:
-    """The read-only app over ``sessions_dir`` and the ledgers ``billing_files`` (docs/ui.md)."""
+    """The read-only app over ``sessions_dir`` and the ledgers ``billing_files`` (docs/ui.md).
+
+    ``hosts``: the names a request's Host may give besides localhost, 127.0.0.1 and [::1]; None: any."""
     sessions_dir = Path(sessions_dir)
     static = Path(static_dir) if static_dir is not None else STATIC_DIR
     cache = SessionCache(sessions_dir)
@@ -107,10 +112,16 @@ def create_app(
     def session_of(request: Request):
         return cache.get(request.path_params["session_id"])
 
+    def perspective(request: Request):
+        # {agent:path} takes slashes (main/Jill), so a decoded %2F or a '..' would reach it as a name: refused first.
+        if _traversal(request):
+            raise ApiError(400, TRAVERSAL)
+        return views_api.perspective_api(session_of(request), request.path_params["agent"], request.query_params)
+
     routes = [
         Route("/", page),
         Route("/s/{session_id}", page),
-        Route("/api/sessions", api(lambda r: sessions_api.list_api(sessions_dir, r.query_params))),
+        Route("/api/sessions", api(lambda r: sessions_api.list_api(sessions_dir, r.query_params, cache))),
         Route("/api/sessions/{session_id}", api(lambda r: sessions_api.detail_api(session_of(r), jaeger_url))),
         Route("/api/sessions/{session_id}/nodes", api(lambda r: tree_api.nodes_api(session_of(r), r.query_params))),
         Route("/api/sessions/{session_id}/nodes/{span_id}",
@@ -118,8 +129,7 @@ def create_app(
         Route("/api/sessions/{session_id}/agents", api(lambda r: views_api.agents_api(session_of(r)))),
         Route("/api/sessions/{session_id}/dialog",
               api(lambda r: views_api.dialog_api(session_of(r), r.query_params.getlist("agents"), r.query_params))),
-        Route("/api/sessions/{session_id}/perspective/{agent:path}",
-              api(lambda r: views_api.perspective_api(session_of(r), r.path_params["agent"], r.query_params))),
+        Route("/api/sessions/{session_id}/perspective/{agent:path}", api(perspective)),
         Route("/api/sessions/{session_id}/messages/{message_id}/trace",
               api(lambda r: views_api.trace_api(session_of(r), r.path_params["message_id"]))),
         Route("/api/sessions/{session_id}/messages/{message_id}/heard",
@@ -136,7 +146,7 @@ def create_app(
 
     async def not_found(request: Request, exc: Exception) -> Response:
         if _traversal(request):
-            return error_response(400, "malformed path: no '..' segments or encoded slashes in an id")
+            return error_response(400, TRAVERSAL)
         return error_response(404, f"no such page or endpoint: {request.url.path[:200]}")
 
     async def method_not_allowed(request: Request, exc: Exception) -> Response:
@@ -144,7 +154,7 @@ def create_app(
 
     app = Starlette(
         routes=routes,
-        middleware=[Middleware(Guard, token=token)],
+        middleware=[Middleware(Guard, token=token, hosts=hosts)],
         exception_handlers={404: not_found, 405: method_not_allowed},
     )
     app.state.cache = cache

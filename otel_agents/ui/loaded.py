@@ -18,7 +18,8 @@ from otel_agents.persistence.ownership import owner_of
 from otel_agents.persistence.paths import InvalidSessionId, Paths
 from otel_agents.persistence.events_file import EVENTS_FILE
 from otel_agents.persistence.journal import JOURNAL_FILE
-from otel_agents.persistence.saved import SessionUnreadable, load_saved
+from otel_agents.persistence.saved import SessionUnreadable, listed_meta, load_saved, reader_meta, writer_died
+from otel_agents.persistence.store import SessionListing
 from otel_agents.persistence.tree_file import TREE_FILE
 from otel_agents.ui.node_index import NodeIndex, build_index
 from otel_agents.ui.security import ApiError, check_session_id
@@ -96,6 +97,7 @@ class SessionCache:
         self._sessions: OrderedDict[str, UiSession] = OrderedDict()
         self._lock = threading.Lock()
         self._loading: dict[str, threading.Lock] = {}
+        self._listed: dict[str, tuple[tuple, dict[str, Any] | None]] = {}
 
     def directory(self, session_id: str) -> Path:
         """The session's directory: 400 for a malformed id, 404 for an unknown one."""
@@ -138,5 +140,25 @@ class SessionCache:
         except SessionUnreadable as exc:
             raise ApiError(422, str(exc)) from None
         live = key[-1]
-        return UiSession(session_id, directory, key, saved.tree, saved.meta, live, index, notes)
+        # A writer killed mid-run left meta.json as the run began: title, times and totals from the recovered tree.
+        meta = reader_meta(saved.meta, saved.tree, directory)
+        return UiSession(session_id, directory, key, saved.tree, meta, live, index, notes)
+
+    def listed_meta(self, listing: SessionListing) -> dict[str, Any] | None:
+        """``listing.meta`` as the session's detail has it (``saved.reader_meta``). A killed writer's session
+        is read once per change of its files (the list is asked for every 2 s), or taken from its load here."""
+        if not writer_died(listing.meta, listing.directory):
+            return listing.meta
+        key = stamp(listing.directory)
+        with self._lock:
+            held = self._sessions.get(listing.session_id)
+            if held is not None and held.key == key:
+                return held.meta
+            known = self._listed.get(listing.session_id)
+            if known is not None and known[0] == key:
+                return known[1]
+        meta = listed_meta(listing)
+        with self._lock:
+            self._listed[listing.session_id] = (key, meta)  # one small dict per killed session
+        return meta
 

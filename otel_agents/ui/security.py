@@ -5,8 +5,8 @@ from __future__ import annotations
 import hmac
 import re
 from http.cookies import CookieError, SimpleCookie
-from typing import Mapping
-from urllib.parse import parse_qs
+from typing import Iterable, Mapping
+from urllib.parse import parse_qs, quote
 
 from starlette.datastructures import MutableHeaders
 from starlette.responses import JSONResponse
@@ -83,16 +83,37 @@ def paging(query: Mapping[str, str], default_limit: int) -> tuple[int, int]:
     return out[0], out[1]
 
 
+LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
+
+
+def host_name(value: str) -> str:
+    """A Host header's or an address's name, without the port, lowercase, IPv6 in brackets."""
+    value = value.strip().lower()
+    if value.startswith("["):
+        return value.split("]")[0] + "]"
+    if value.count(":") > 1:  # a bare IPv6 address
+        return f"[{value}]"
+    return value.split(":")[0].rstrip(".")
+
+
 class Guard:
-    """ASGI middleware: security headers on every response, only GET/HEAD, and the token when one is set.
+    """ASGI middleware: security headers on every response, only GET/HEAD, a Host that names this server,
+    and the token when one is set.
 
     The token is accepted as ``Authorization: Bearer T``, as the cookie, or as ``?token=T``
     (a first page load), which is answered with the cookie so the page's own requests carry it.
+    ``hosts``: the names a request's Host may give besides the loopback ones (any port), or None for any
+    name (a wildcard bind, where the token is required anyway).
     """
 
-    def __init__(self, app: ASGIApp, token: str | None = None):
+    def __init__(self, app: ASGIApp, token: str | None = None, hosts: Iterable[str] | None = ()):
         self.app = app
         self.token = token
+        self.hosts = None if hosts is None else {*LOOPBACK_NAMES, *(host_name(h) for h in hosts)}
+        # The cookie holds the token percent-encoded: a raw ``;`` would end it (or add attributes) and
+        # ``,``, ``"`` or a space would not survive the cookie parsers; the encoding is only ASCII letters,
+        # digits, ``%-._~``, which every parser keeps as they are.
+        self.cookie = quote(token, safe="") if token is not None else None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -105,10 +126,17 @@ class Guard:
                 for name, value in SECURITY_HEADERS.items():
                     headers[name] = value
                 if set_cookie:
-                    headers.append("set-cookie", f"{TOKEN_COOKIE}={self.token}; HttpOnly; SameSite=Strict; Path=/")
+                    headers.append("set-cookie", f"{TOKEN_COOKIE}={self.cookie}; HttpOnly; SameSite=Strict; Path=/")
             await send(message)
 
         set_cookie = False
+        # DNS rebinding: a page of attacker.example whose name now resolves to 127.0.0.1 sends its own name
+        # as Host. The name is what it cannot fake; the port is not checked (an ssh tunnel may change it).
+        host = next((v.decode("latin-1") for k, v in scope.get("headers", []) if k.lower() == b"host"), "")
+        if self.hosts is not None and host_name(host) not in self.hosts:
+            await error_response(400, f"host {host[:80]!r} is not this server's name: open the URL printed by "
+                                      "`otel-agents ui`")(scope, receive, send_with_headers)
+            return
         if scope["method"] not in ALLOWED_METHODS:
             response = error_response(405, f"method {scope['method']} not allowed: this server is read-only",
                                       {"allow": ", ".join(ALLOWED_METHODS)})
@@ -127,19 +155,21 @@ class Guard:
         """How the right token came (header, cookie or query), or None."""
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
         auth = headers.get("authorization", "")
-        if auth.startswith("Bearer ") and self._right(auth[7:].strip()):
+        # A header's bytes are the token's UTF-8 bytes: undo the latin-1 decoding before comparing.
+        if auth.startswith("Bearer ") and self._right(auth[7:].strip().encode("latin-1"), self.token):
             return "header"
         cookie = SimpleCookie()
         try:
             cookie.load(headers.get("cookie", ""))
         except CookieError:  # a malformed cookie header is no token
             cookie = SimpleCookie()
-        if TOKEN_COOKIE in cookie and self._right(cookie[TOKEN_COOKIE].value):
+        if TOKEN_COOKIE in cookie and self._right(cookie[TOKEN_COOKIE].value.encode("latin-1"), self.cookie):
             return "cookie"
-        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
-        if any(self._right(value) for value in query.get("token", [])):
+        query = parse_qs(scope.get("query_string", b"").decode("latin-1"), encoding="utf-8", errors="surrogateescape")
+        if any(self._right(value.encode("utf-8", "surrogateescape"), self.token) for value in query.get("token", [])):
             return "query"
         return None
 
-    def _right(self, presented: str) -> bool:
-        return hmac.compare_digest(presented.encode("utf-8", "surrogateescape"), self.token.encode())
+    @staticmethod
+    def _right(presented: bytes, expected: str) -> bool:
+        return hmac.compare_digest(presented, expected.encode("utf-8"))

@@ -11,6 +11,7 @@ import threading
 import webbrowser
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import quote
 
 
 class ServeError(Exception):
@@ -35,6 +36,19 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
+
+
+def _wildcard(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_unspecified
+    except ValueError:
+        return host == ""
+
+
+def page_url(host: str, port: int, token: str | None) -> str:
+    """The URL to open; the token percent-encoded whole (a ``+``, ``&``, ``#`` or ``;`` in it is the token's own)."""
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}/" + (f"?token={quote(token, safe='')}" if token else "")
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -65,9 +79,11 @@ def serve(options: ServeOptions) -> None:
         token = secrets.token_urlsafe(24)
     sock = _bind(options.host, options.port)
     host, port = sock.getsockname()[:2]
-    shown = f"[{host}]" if ":" in host else host
-    url = f"http://{shown}:{port}/" + (f"?token={token}" if token else "")
-    app = create_app(options.sessions_dir, options.billing_files, token=token, jaeger_url=options.jaeger_url)
+    url = page_url(host, port, token)
+    # A wildcard bind is reached by names no one can list: there the token (required) guards it, not the Host.
+    hosts = None if _wildcard(options.host) else [options.host, host]
+    app = create_app(options.sessions_dir, options.billing_files, token=token, jaeger_url=options.jaeger_url,
+                     hosts=hosts)
     config = uvicorn.Config(app, log_level="warning", lifespan="off", access_log=False,
                             timeout_graceful_shutdown=2)
     server = uvicorn.Server(config)

@@ -8,7 +8,7 @@ from typing import Any, Mapping
 from otel_agents.persistence.ownership import owner_of
 from otel_agents.persistence.store import effective_status, list_sessions
 from otel_agents.persistence.timestamps import iso_ts
-from otel_agents.ui.loaded import UiSession
+from otel_agents.ui.loaded import SessionCache, UiSession
 from otel_agents.ui.security import ApiError, paging
 
 STATUSES = ("running", "ok", "failed", "interrupted")
@@ -58,7 +58,8 @@ def summary(session_id: str, directory: Path, meta: Mapping[str, Any] | None, pr
     }
 
 
-def list_api(sessions_dir: Path, query: Mapping[str, str]) -> dict[str, Any]:
+def list_api(sessions_dir: Path, query: Mapping[str, str], cache: SessionCache | None = None) -> dict[str, Any]:
+    """``cache``: where a killed writer's session's summary is read from (else meta.json as it is)."""
     offset, limit = paging(query, 100)
     status = query.get("status") or None
     if status is not None and status not in STATUSES:
@@ -70,7 +71,8 @@ def list_api(sessions_dir: Path, query: Mapping[str, str]) -> dict[str, Any]:
     if order not in ("asc", "desc"):
         raise ApiError(400, f"bad order {order[:40]!r}: asc or desc")
     text = (query.get("q") or "").casefold()
-    rows = [summary(s.session_id, s.directory, s.meta, s.problem) for s in list_sessions(sessions_dir)]
+    rows = [summary(s.session_id, s.directory, cache.listed_meta(s) if cache else s.meta, s.problem)
+            for s in list_sessions(sessions_dir)]
     if text:
         rows = [r for r in rows if text in r["id"].casefold() or text in (r["title"] or "").casefold()]
     if status is not None:

@@ -80,10 +80,27 @@ def _tool(session: UiSession, node: Mapping[str, Any]) -> dict[str, Any]:
     for tool_call in (call or {}).get("tool_calls") or ():
         if isinstance(tool_call, Mapping) and tool_call.get("id") == request.get("tool_call_id"):
             arguments = (tool_call.get("function") or {}).get("arguments")
-    result = _record(session, response.get("message_id"))
+    result = (_record(session, response.get("message_id")) or {}).get("content")
+    if result is None:
+        result = _replies(node, request.get("tool_call_id"))
     name = (node.get("attributes") or {}).get("gen_ai.tool.name") or node.get("name")
     return {"name": name, "call_id": request.get("tool_call_id"), "arguments": arguments,
-            "result": (result or {}).get("content"), "status": response.get("status")}
+            "result": result, "status": response.get("status")}
+
+
+def _replies(node: Mapping[str, Any], call_id: Any) -> str | None:
+    """A tool that replied as it went (discuss: one tool entry per speaker) has no single result entry:
+    its tool entries for this call, in order, joined by a blank line. Only the span's own records are
+    searched: a scripted model's call ids repeat from run to run."""
+    if not isinstance(call_id, str):
+        return None
+    contents = []
+    for event in node.get("events") or ():
+        record = event.get("record") if isinstance(event, Mapping) else None
+        if (isinstance(record, Mapping) and record.get("role") == "tool" and record.get("tool_call_id") == call_id
+                and isinstance(record.get("content"), str)):
+            contents.append(record["content"])
+    return "\n\n".join(contents) if contents else None
 
 
 def node_api(session: UiSession, span_id: str) -> dict[str, Any]:

@@ -4,6 +4,7 @@ host without --token gets a generated one."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -108,6 +109,7 @@ def test_a_given_token_is_used_and_not_printed_on_stderr(home):
 @pytest.mark.parametrize("args, message", [
     (["--port", "70000"], "70000"),
     (["--token", " "], "empty token"),
+    (["--token", os.fsdecode(b"tok\xff")], "UTF-8"),  # bytes the locale cannot decode: no URL or cookie holds them
     (["--host", "no.such.host.invalid", "--token", "t"], "cannot listen"),
 ])
 def test_bad_options_are_one_line_and_exit_2(home, args, message):

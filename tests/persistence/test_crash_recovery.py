@@ -220,6 +220,8 @@ def test_after_a_kill_at_any_span_end_the_session_recovers_exactly(killed_runs):
             assert result.exit_code == 0, (where, command, result.stderr)
         listed = json.loads(invoke("sessions", "list", "--json", *storage).stdout)
         assert [s["status"] for s in listed] == ["interrupted"], where
+        # meta.json is as the run began (no totals yet); the listing says what the journal holds.
+        assert store.read_meta()["totals"]["llm_calls"] == 0, where
         verified = invoke("sessions", "verify", store.session_id, *storage)
         assert verified.exit_code == 0 and "interrupted, recoverable" in verified.stdout, (where, verified.stdout)
         warnings: list[str] = []
@@ -273,6 +275,9 @@ def test_after_a_kill_at_any_span_end_the_session_recovers_exactly(killed_runs):
                 assert record["cost_usd"] is None if record["type"] == "llm" else record["chars_out"] == 0, where
         meta = store.read_meta()
         assert meta["status"] == "interrupted" and meta["billed"] is True, where
+        # What the listing said before the repair is what the repair wrote.
+        summary = ("title", "created", "runs", "status", "agents", "totals")
+        assert {k: listed[0][k] for k in summary} == {k: meta[k] for k in summary}, where
         verified = invoke("sessions", "verify", store.session_id, *storage)
         assert verified.exit_code == 0 and "interrupted, recoverable" not in verified.stdout, (where, verified.stdout)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import socket
@@ -56,6 +57,21 @@ def make_home(root: Path) -> Home:
     return Home(home, sessions, home / "billing.jsonl", demo, tuple(seeds))
 
 
+KILLER = Path(__file__).parents[1] / "persistence" / "kill_after_spans.py"
+
+
+def killed_sessions(root: Path) -> Path:
+    """A sessions directory holding the demo run SIGKILLed at its last span end (the run's own, left open):
+    meta.json is as the run began, the journal holds all the rest."""
+    env = {**clean_env(root / "unused"), "OTEL_TRACES_EXPORTER": "none"}
+    done = subprocess.run([sys.executable, str(KILLER), str(root), str(10**6), "--", DEMO_PROMPT],
+                          capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr
+    last = json.loads(done.stdout.splitlines()[-1])
+    assert last["signal"] == 9, last
+    return Path(last["home"]) / "sessions"
+
+
 def copy_home(source: Home, root: Path) -> Home:
     """A private copy a test may change."""
     shutil.copytree(source.home, root / "home")
@@ -104,3 +120,7 @@ class RunningServer:
     def __exit__(self, *exc) -> None:
         self.server.should_exit = True
         self.thread.join(10)
+
+
+# TestClient's base: the app refuses a Host that is not one of its names (DNS rebinding), as "testserver" is.
+LOCAL = "http://127.0.0.1"

@@ -6,7 +6,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from otel_agents.ui.app import create_app
-from support.ui_sessions import Home, copy_home, make_home
+from support.ui_sessions import LOCAL, Home, copy_home, make_home
 
 
 @pytest.fixture(scope="session")
@@ -22,4 +22,4 @@ def own_home(ui_home, tmp_path) -> Home:
 
 @pytest.fixture(scope="session")
 def client(ui_home) -> TestClient:
-    return TestClient(create_app(ui_home.sessions, [ui_home.billing]))
+    return TestClient(create_app(ui_home.sessions, [ui_home.billing]), base_url=LOCAL)

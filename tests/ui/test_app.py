@@ -9,7 +9,7 @@ from starlette.testclient import TestClient
 
 from otel_agents.ui.app import create_app
 from otel_agents.ui.security import CONTENT_SECURITY_POLICY
-from support.ui_sessions import digest_tree
+from support.ui_sessions import LOCAL, digest_tree
 
 
 def endpoints(client: TestClient, session_id: str) -> list[str]:
@@ -62,7 +62,7 @@ def test_pages_serve_the_single_page_app_with_the_csp(ui_home, tmp_path):
     static.mkdir()
     (static / "index.html").write_text('<!doctype html><script type="module" src="/static/app.js"></script>')
     (static / "app.js").write_text("export {};")
-    client = TestClient(create_app(ui_home.sessions, [ui_home.billing], static_dir=static))
+    client = TestClient(create_app(ui_home.sessions, [ui_home.billing], static_dir=static), base_url=LOCAL)
     for url in ("/", f"/s/{ui_home.demo}", f"/s/{ui_home.demo}?view=dialog&agents=Jack,Jill"):
         page = client.get(url)
         assert page.status_code == 200
@@ -116,6 +116,9 @@ def test_unknown_and_malformed_session_ids(client, url, status):
     ("/nodes?offset=x", 400),
     ("/ledger?limit=abc", 400),
     ("/perspective/Nobody", 404),
+    ("/perspective/..%2f..%2fx", 400),  # the path parameter takes slashes: an encoded one must not become one
+    ("/perspective/main%2FJill", 400),
+    ("/perspective/%2E%2E/%2e%2e/x", 400),
     ("/dialog?agents=main&agents=Nobody", 404),
     ("/dialog", 400),
     ("/messages/msg_999999/trace", 404),

@@ -11,6 +11,7 @@ from otel_agents.ui.app import create_app
 from otel_agents.ui.security import (
     CONTENT_SECURITY_POLICY, TOKEN_COOKIE, ApiError, check_message_id, check_session_id, check_span_id, paging,
 )
+from support.ui_sessions import LOCAL
 
 TOKEN = "s3cret-token_value"
 
@@ -21,7 +22,7 @@ def guarded(ui_home):
 
 
 def test_without_the_token_every_request_is_refused(ui_home, guarded):
-    client = TestClient(guarded)
+    client = TestClient(guarded, base_url=LOCAL)
     for url in ("/", f"/s/{ui_home.demo}", "/api/sessions", f"/api/sessions/{ui_home.demo}/nodes", "/static/app.js",
                 f"/api/sessions/{ui_home.demo}/live"):
         response = client.get(url)
@@ -35,13 +36,13 @@ def test_without_the_token_every_request_is_refused(ui_home, guarded):
 
 
 def test_the_bearer_header_lets_a_request_through(guarded):
-    response = TestClient(guarded).get("/api/sessions", headers={"authorization": f"Bearer {TOKEN}"})
+    response = TestClient(guarded, base_url=LOCAL).get("/api/sessions", headers={"authorization": f"Bearer {TOKEN}"})
     assert response.status_code == 200
     assert "set-cookie" not in response.headers
 
 
 def test_a_token_in_the_url_sets_a_strict_http_only_cookie_that_later_requests_carry(guarded):
-    client = TestClient(guarded)
+    client = TestClient(guarded, base_url=LOCAL)
     first = client.get("/api/sessions", params={"token": TOKEN})
     assert first.status_code == 200
     cookie = first.headers["set-cookie"]
@@ -49,7 +50,7 @@ def test_a_token_in_the_url_sets_a_strict_http_only_cookie_that_later_requests_c
     assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
     later = client.get("/api/sessions")  # the client keeps the cookie, as the page's fetches do
     assert later.status_code == 200
-    assert TestClient(guarded).get("/api/sessions").status_code == 401  # a fresh client has no cookie
+    assert TestClient(guarded, base_url=LOCAL).get("/api/sessions").status_code == 401  # a fresh client has no cookie
 
 
 def test_without_a_token_set_nothing_is_asked(client):
@@ -91,3 +92,24 @@ def test_paging_is_a_pair_in_bounds_or_a_400(offset, limit):
         assert got_limit == int(limit)
     else:
         assert got_limit == 200
+
+
+def test_a_host_that_is_not_the_servers_name_is_refused(ui_home):
+    """DNS rebinding: a page of attacker.example resolved to 127.0.0.1 sends its own name as Host."""
+    app = create_app(ui_home.sessions, [ui_home.billing], hosts=["ui.example.lan"])
+    client = TestClient(app)
+    for host in ("attacker.example:8801", "attacker.example", "127.0.0.1.attacker.example", "localhostx:1",
+                 "testserver", ""):
+        response = client.get("/api/sessions", headers={"host": host})
+        assert response.status_code == 400, host
+        assert "not this server's name" in response.json()["error"]
+        assert response.headers["content-security-policy"] == CONTENT_SECURITY_POLICY
+    for host in ("127.0.0.1:8801", "127.0.0.1", "localhost:8801", "LocalHost", "[::1]:8801", "[::1]",
+                 "ui.example.lan:8777", "ui.example.lan"):
+        assert client.get("/api/sessions", headers={"host": host}).status_code == 200, host
+    # A token does not lift the check, and the check comes before the token's 401.
+    guarded = TestClient(create_app(ui_home.sessions, [ui_home.billing], token=TOKEN))
+    assert guarded.get("/api/sessions", params={"token": TOKEN}, headers={"host": "evil.example"}).status_code == 400
+    # None (a wildcard bind, where a token is required): any name.
+    assert TestClient(create_app(ui_home.sessions, [ui_home.billing], hosts=None)).get(
+        "/api/sessions", headers={"host": "box.lan:8777"}).status_code == 200

@@ -9,6 +9,7 @@ from starlette.testclient import TestClient
 
 from otel_agents.persistence import ownership
 from otel_agents.ui.app import create_app
+from support.ui_sessions import DEMO_PROMPT, LOCAL, clean_env, digest_tree, killed_sessions
 
 SUMMARY_KEYS = {"id", "title", "status", "live", "created", "updated", "runs", "agents", "tokens", "cost_usd", "problem"}
 
@@ -67,7 +68,8 @@ def test_detail(ui_home, client):
 
 
 def test_jaeger_links(ui_home):
-    client = TestClient(create_app(ui_home.sessions, [ui_home.billing], jaeger_url="http://jaeger.local:16686/"))
+    app = create_app(ui_home.sessions, [ui_home.billing], jaeger_url="http://jaeger.local:16686/")
+    client = TestClient(app, base_url=LOCAL)
     (run,) = client.get(f"/api/sessions/{ui_home.demo}").json()["runs"]
     assert run["jaeger_url"] == f"http://jaeger.local:16686/trace/{run['trace_id']}"
 
@@ -76,7 +78,7 @@ def test_jaeger_links(ui_home):
 def test_statuses_in_the_uis_words(own_home, stored, shown):
     meta_path = own_home.sessions / own_home.demo / "meta.json"
     meta_path.write_text(json.dumps({**json.loads(meta_path.read_text()), "status": stored}))
-    client = TestClient(create_app(own_home.sessions, [own_home.billing]))
+    client = TestClient(create_app(own_home.sessions, [own_home.billing]), base_url=LOCAL)
     assert client.get("/api/sessions", params={"q": own_home.demo}).json()["sessions"][0]["status"] == shown
 
 
@@ -85,7 +87,7 @@ def test_a_session_held_by_a_writer_is_running_and_live_until_released(own_home)
     directory = own_home.sessions / own_home.demo
     meta = json.loads((directory / "meta.json").read_text())
     (directory / "meta.json").write_text(json.dumps({**meta, "status": "running"}))
-    client = TestClient(create_app(own_home.sessions, [own_home.billing]))
+    client = TestClient(create_app(own_home.sessions, [own_home.billing]), base_url=LOCAL)
     held = ownership.take(directory)
     try:
         row = client.get("/api/sessions", params={"status": "running"}).json()["sessions"]
@@ -96,3 +98,29 @@ def test_a_session_held_by_a_writer_is_running_and_live_until_released(own_home)
     row = client.get("/api/sessions", params={"q": own_home.demo}).json()["sessions"][0]
     assert (row["status"], row["live"]) == ("interrupted", False)
     assert client.get(f"/api/sessions/{own_home.demo}").json()["status"] == "interrupted"
+
+
+def test_a_killed_sessions_list_row_says_what_its_detail_says(tmp_path):
+    """meta.json of a run killed with SIGKILL is as the run began: the list reads the recovered tree, as the detail."""
+    import subprocess
+    import sys
+
+    sessions = killed_sessions(tmp_path)
+    (directory,) = sessions.iterdir()
+    meta = json.loads((directory / "meta.json").read_text())
+    assert meta["status"] == "running" and meta["totals"]["llm_calls"] == 0 and meta["title"] is None
+    before = digest_tree(sessions)
+    client = TestClient(create_app(sessions, []), base_url=LOCAL)
+    for _ in range(2):  # the second from the cache
+        (row,) = client.get("/api/sessions").json()["sessions"]
+        detail = client.get(f"/api/sessions/{directory.name}").json()
+        assert row["status"] == detail["status"] == "interrupted" and row["cost_usd"] > 0
+        assert {"tokens": row["tokens"], "cost_usd": row["cost_usd"]} == detail["totals"]
+        assert (row["title"], row["agents"], row["updated"]) == (
+            detail["title"], len(detail["agents"]), detail["updated"]) == (DEMO_PROMPT, 5, row["updated"])
+        assert row["updated"] > meta["updated"]
+    listed = subprocess.run([sys.executable, "-m", "otel_agents", "sessions", "list", "--json", "--sessions-dir",
+                             str(sessions)], capture_output=True, text=True, env=clean_env(tmp_path), timeout=120)
+    (cli_row,) = json.loads(listed.stdout)
+    assert (cli_row["totals"]["cost_usd"], cli_row["title"]) == (row["cost_usd"], row["title"])
+    assert digest_tree(sessions) == before  # read, never repaired

@@ -9,6 +9,7 @@ from starlette.testclient import TestClient
 
 from otel_agents.ui.app import create_app
 from otel_agents.views.loading import span_nodes
+from support.ui_sessions import LOCAL
 
 ROW_KEYS = {"id", "parent", "kind", "name", "label", "agent", "agent_id", "status", "outcome", "error", "start_ms",
             "duration_ms", "child_count", "attempt", "retry_of", "self", "inclusive"}
@@ -101,7 +102,7 @@ def test_an_events_only_session_has_no_nodes(ui_home, client):
 
 def test_a_page_carries_the_cursor_of_the_load_it_comes_from(own_home):
     """A page read before the journal grew keeps the older cursor, from which /live replays what it lacks."""
-    client = TestClient(create_app(own_home.sessions, [own_home.billing]))
+    client = TestClient(create_app(own_home.sessions, [own_home.billing]), base_url=LOCAL)
     base = f"/api/sessions/{own_home.demo}"
     journal = own_home.sessions / own_home.demo / "spans.jsonl"
     whole = journal.read_bytes()
@@ -114,3 +115,20 @@ def test_a_page_carries_the_cursor_of_the_load_it_comes_from(own_home):
     detail = client.get(base).json()
     assert detail["cursor"] == f"{len(whole)}.{events_size}" != page["cursor"]
     assert client.get(f"{base}/nodes").json()["cursor"] == detail["cursor"]
+
+
+def test_a_discuss_call_shows_every_reply_it_gave(ui_home, client):
+    """discuss has no single result entry (the tree's response.message_id is None): its tool entries are the result."""
+    base = f"/api/sessions/{ui_home.demo}"
+    discuss = [r for r in all_rows(client, base) if r["kind"] == "tool" and r["name"] == "execute_tool discuss"]
+    assert discuss
+    lines = (ui_home.sessions / ui_home.demo / "events.jsonl").read_text().splitlines()
+    records = [json.loads(line) for line in lines]
+    for row in discuss:
+        call = client.get(f"{base}/nodes/{row['id']}").json()["tool"]
+        replies = [r["content"] for r in records if r.get("role") == "tool" and r.get("span_id") == row["id"]]
+        assert replies and all(r.get("tool_call_id") == call["call_id"] for r in records
+                               if r.get("role") == "tool" and r.get("span_id") == row["id"])
+        assert call["result"] == "\n\n".join(replies)
+    # The demo's main discussion has two speakers, so two replies, in the order they were given.
+    assert any(client.get(f"{base}/nodes/{r['id']}").json()["tool"]["result"].count("\n\n") == 1 for r in discuss)

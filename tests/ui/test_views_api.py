@@ -96,6 +96,7 @@ def test_markup_in_messages_comes_back_as_literal_json_text(own_home):
     from starlette.testclient import TestClient
 
     from otel_agents.ui.app import create_app
+    from support.ui_sessions import LOCAL
 
     directory = own_home.sessions / "xss"
     directory.mkdir()
@@ -107,7 +108,7 @@ def test_markup_in_messages_comes_back_as_literal_json_text(own_home):
          "content": XSS[1]},
     ]
     (directory / "events.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
-    client = TestClient(create_app(own_home.sessions, [own_home.billing]))
+    client = TestClient(create_app(own_home.sessions, [own_home.billing]), base_url=LOCAL)
     response = client.get("/api/sessions/xss/perspective/agent_root")
     assert response.headers["content-type"] == "application/json"
     assert response.headers["x-content-type-options"] == "nosniff"

@@ -91,7 +91,9 @@ export function showSession(main, sessionId) {
       if (!session) clear(header).append(errorBox(error));
       return;
     }
-    if (!gone) drawHeader();
+    if (gone) return;
+    drawHeader();
+    if (tree) tree.showCount(); // the tree's counter says the same node count as the header
   }
 
   // The tree's first page is asked for beside the session itself: the first screen waits for one round trip, not two.

@@ -240,9 +240,16 @@ export class TreeView {
     };
     walk(this.top);
     this.flat = flat;
-    this.count.textContent = `${this.context.session.node_count} nodes, ${this.nodes.size} loaded`;
+    this.showCount();
     this.spacer.style.height = `${flat.length * ROW_HEIGHT}px`;
     this.schedule();
+  }
+
+  // Also called when the session's detail is read again (a run ended): its node_count is the newer word.
+  // While a run goes on the detail is older than the live rows: the tree holds at least what it loaded.
+  showCount() {
+    const total = Math.max(this.context.session.node_count, this.nodes.size);
+    this.count.textContent = `${total} nodes, ${this.nodes.size} loaded`;
   }
 
   schedule() {

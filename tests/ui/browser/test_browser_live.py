@@ -46,10 +46,16 @@ def test_running_session_gains_nodes_without_reload_and_survives_a_server_restar
         page.goto(f"{first.url}/s/{session_id}")
         page.wait_for_selector(".tree .row[data-id]")
         page.evaluate("() => { window.notReloaded = true; }")
+        count_at_open = int(page.locator("#tree-count").inner_text().split()[0])
         seen_at_open = set(page.eval_on_selector_all(".tree .row[data-id]", "rows => rows.map(r => r.dataset.id)"))
         # New nodes arrive through the live feed while the run goes on.
         page.wait_for_function("seen => [...document.querySelectorAll('.tree .row[data-id]')].some(r => !seen.includes(r.dataset.id))",
                                arg=sorted(seen_at_open), timeout=15_000)
+        # Meanwhile the counter, whose node count is the detail's read at the start, never says fewer than it holds.
+        page.wait_for_function("n => Number(document.getElementById('tree-count').textContent.match(/(\\d+) loaded/)[1]) > n",
+                               arg=count_at_open, timeout=15_000)
+        total, loaded = page.evaluate("() => document.getElementById('tree-count').textContent.match(/\\d+/g).map(Number)")
+        assert total >= loaded > count_at_open
 
         # The server goes away and comes back on the same port: the page reconnects by itself.
         port = int(first.url.rsplit(":", 1)[1])
@@ -62,6 +68,11 @@ def test_running_session_gains_nodes_without_reload_and_survives_a_server_restar
             "ids => ids.every(id => document.querySelector(`.tree .row[data-id=\"${id}\"][data-status=\"ok\"]`))",
             arg=[row["id"] for row in expected["nodes"]], timeout=15_000)
         assert expected["total"] == RUNS
+        # The tree's counter follows the session read again at the run's end, as the header does.
+        node_count = json.loads(urllib.request.urlopen(f"{second.url}/api/sessions/{session_id}").read())["node_count"]
+        page.wait_for_function("n => document.getElementById('session-head').textContent.includes(`${n} nodes`)",
+                               arg=node_count, timeout=15_000)
+        assert page.locator("#tree-count").inner_text().startswith(f"{node_count} nodes, ")
 
         # A resume appends a new run to the same files: it shows up on the same page.
         resumed = subprocess.run([sys.executable, "-m", "otel_agents", "resume", session_id, "one more question"],
