@@ -1,4 +1,4 @@
-"""The ledger the saved sessions imply (``billing rebuild``): derived from every saved tree, compared, written under the ledger's lock."""
+"""The ledger the saved sessions imply (``billing rebuild``): derived from every idle saved session, compared, written under the ledger's lock."""
 
 from __future__ import annotations
 
@@ -12,16 +12,44 @@ from otel_agents.persistence.ledger import rewrite_records
 from otel_agents.persistence.ledger_read import Warn
 from otel_agents.persistence.ledger_records import carry_repricing, ledger_records
 from otel_agents.persistence.paths import InvalidSessionId, Paths
-from otel_agents.persistence.store import SessionStore, StoreError
+from otel_agents.persistence.ownership import owner_of
+from otel_agents.persistence.store import SessionStore, checkpoint_mark
 from otel_agents.tracing.redaction import redact
 
 
-def derived_records(sessions_dir: Path, warn: Warn) -> tuple[dict[str, list[dict[str, Any]]], int]:
-    """Ledger records of every saved session tree, by session id; and how many trees were unreadable."""
-    out: dict[str, list[dict[str, Any]]] = {}
-    unreadable = 0
+@dataclass
+class Derived:
+    """Each saved session's ledger records as its files imply them, and what they were derived from."""
+
+    by_session: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    stamps: dict[str, tuple[Path, Any]] = field(default_factory=dict)  # session id -> (directory, files' stamps)
+    unreadable: int = 0
+    live: int = 0  # sessions a process was writing: their records are left to it
+
+    def still_current(self, warn: Warn) -> dict[str, list[dict[str, Any]]]:
+        """``by_session`` without the sessions written to since they were read (a run started or went on
+        meanwhile): their records, some appended after the read, are kept as they are. Asked under the
+        ledger's lock, which every append takes, so nothing appended from here on is missed."""
+        out = {}
+        for session_id, records in self.by_session.items():
+            directory, stamp = self.stamps[session_id]
+            if owner_of(directory) is not None or checkpoint_mark(SessionStore(directory))["files"] != stamp:
+                warn(f"session {session_id} was written to during the rebuild; its ledger records are kept "
+                     "as they are (rebuild again once it is idle)")
+                continue
+            out[session_id] = records
+        return out
+
+
+def derived_records(sessions_dir: Path, warn: Warn) -> Derived:
+    """Ledger records of every saved session, by session id, from its tree as a reader loads it: the
+    checkpoint when current, else rebuilt from the journal (a writer that died after its last
+    checkpoint billed runs the checkpoint lacks). A session a live process holds is left to it."""
+    from otel_agents.persistence.saved import SessionUnreadable, load_saved
+
+    derived = Derived()
     if not sessions_dir.is_dir():
-        return out, unreadable
+        return derived
     checker = Paths(sessions_dir, Path("/dev/null"))
     for entry in sorted(sessions_dir.iterdir()):
         if not entry.is_dir():
@@ -31,16 +59,27 @@ def derived_records(sessions_dir: Path, warn: Warn) -> tuple[dict[str, list[dict
         except InvalidSessionId:
             continue
         store = SessionStore(entry)
-        if not store.tree_path.exists():
+        if not (store.tree_path.exists() or store.journal_path.exists()):
             continue
+        if owner_of(entry) is not None:
+            derived.live += 1
+            continue
+        stamp = checkpoint_mark(store)["files"]
         try:
-            tree = store.load_tree()
-        except StoreError as exc:
+            loaded = load_saved(entry, lambda _: None, records=False)
+        except (SessionUnreadable, OSError) as exc:
             warn(f"{exc}; its ledger records are kept as they are")
-            unreadable += 1
+            derived.unreadable += 1
             continue
-        out[tree.get("id") or entry.name] = ledger_records(tree)
-    return out, unreadable
+        if loaded.tree is None or loaded.damaged:
+            why = "; ".join(loaded.damaged) or f"session {entry.name} has no readable tree"
+            warn(f"{why}; its ledger records are kept as they are")
+            derived.unreadable += 1
+            continue
+        session_id = loaded.tree.get("id") or entry.name
+        derived.by_session[session_id] = ledger_records(loaded.tree)
+        derived.stamps[session_id] = (entry, stamp)
+    return derived
 
 
 @dataclass
@@ -123,15 +162,15 @@ def rebuild_ledger(
     which needs the price table: a layer above this one). The comparison runs under
     the ledger's lock, so no concurrent append is lost.
     """
-    by_session, unreadable = derived_records(sessions_dir, warn)
+    derived = derived_records(sessions_dir, warn)
     plans: list[RebuildPlan] = []
 
     def rewrite(old: list[dict]) -> list[dict] | None:
-        plan = plan_rebuild(old, by_session)
+        plan = plan_rebuild(old, derived.still_current(warn))
         if adjust is not None:
             adjust(plan)
         plans.append(plan)
         return plan.records if plan.differs and not dry_run else None
 
     written = rewrite_records(billing_file, rewrite, warn)
-    return Rebuild(plans[0], written, len(by_session), unreadable)
+    return Rebuild(plans[0], written, len(derived.by_session), derived.unreadable)

@@ -270,6 +270,8 @@ def test_rebuild_restores_the_ledger_and_reports_differences(home):
 def test_rebuild_keeps_records_of_a_damaged_tree(home):
     home, priced, unpriced = home
     (home / "sessions" / unpriced / "tree.json.gz").write_bytes(b"\x1f\x8b not really gzip")
+    journal = home / "sessions" / unpriced / "spans.jsonl"  # else the records come from it, whole
+    journal.write_bytes(b'{"damaged": \n' + journal.read_bytes())
     ledger = home / "billing.jsonl"
     (home / "billing.jsonl").unlink()
     result = invoke(home, "rebuild")

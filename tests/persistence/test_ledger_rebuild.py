@@ -32,11 +32,11 @@ def test_a_ledger_equal_to_the_sessions_does_not_differ():
 
 def test_derived_records_are_the_ledger_a_run_wrote(record):
     recorded = record("jack-and-jill", ["Go"])
-    by_session, unreadable = derived_records(recorded.store.directory.parent, warn=[].append)
-    assert unreadable == 0
-    assert list(by_session) == [recorded.session.id]
+    derived = derived_records(recorded.store.directory.parent, warn=[].append)
+    assert derived.unreadable == 0 and derived.live == 0
+    assert list(derived.by_session) == [recorded.session.id]
     written = read_records(recorded.billing_file)
-    assert [r["record_id"] for r in by_session[recorded.session.id]] == [r["record_id"] for r in written]
+    assert [r["record_id"] for r in derived.by_session[recorded.session.id]] == [r["record_id"] for r in written]
 
 
 def test_rebuild_restores_a_lost_ledger_and_a_dry_run_writes_nothing(record, tmp_path):
@@ -62,9 +62,66 @@ def test_an_unreadable_tree_keeps_its_records_and_the_adjustment_sees_the_plan(r
     recorded = record("jack-and-jill", ["Go"])
     before = recorded.billing_file.read_bytes()
     recorded.store.tree_path.write_bytes(b"not gzip")
+    sessions_dir = recorded.store.directory.parent
+    # The journal holds the session still: the records are derived from it, and agree.
+    from_journal = rebuild_ledger(recorded.billing_file, sessions_dir, [].append)
+    assert (from_journal.sessions, from_journal.unreadable, from_journal.written) == (1, 0, None)
+    journal = recorded.store.journal_path
+    journal.write_bytes(b'{"damaged": \n' + journal.read_bytes())  # mid-file: not a torn last line
     warnings: list[str] = []
     seen = []
     done = rebuild_ledger(recorded.billing_file, recorded.store.directory.parent, warnings.append, adjust=seen.append)
     assert done.unreadable == 1 and done.sessions == 0 and len(warnings) == 1
     assert seen == [done.plan] and done.plan.kept == len(read_records(recorded.billing_file))
     assert done.written is None and recorded.billing_file.read_bytes() == before
+
+
+def _live_resume(home, tmp_path, prompts: int):
+    """A saved session and a real `resume` process billing ``prompts`` slow runs of it; returns
+    (session id, the process, the ledger's records before it)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from click.testing import CliRunner
+
+    from otel_agents.cli import cli
+
+    script = tmp_path / "slow.json"
+    turns = ["a1", "a2"] + [{"text": f"s{n}", "latency_ms": 300} for n in range(prompts)]
+    script.write_text(json.dumps({"name": "slow", "agents": {"main": turns}}))
+    first = CliRunner().invoke(cli, ["run", "--script", str(script), "p1", "p2"])
+    assert first.exit_code == 0, first.output
+    (session_id,) = [line.split(": ", 1)[1] for line in first.stderr.splitlines() if line.startswith("session: ")]
+    before = read_records(home / "billing.jsonl")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_EXPORTER_OTLP")}
+    env.update(OTEL_AGENTS_HOME=str(home), LITELLM_LOCAL_MODEL_COST_MAP="True")
+    proc = subprocess.Popen([sys.executable, "-m", "otel_agents", "resume", session_id,
+                             *[f"q{n}" for n in range(prompts)]],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    return session_id, proc, before
+
+
+def test_a_rebuild_during_a_live_run_keeps_what_the_run_billed(home, tmp_path):
+    """The tree on disk lags a live run's appends: taking it as the session's whole ledger removed
+    records the run never appends again. A session a process holds is left to it."""
+    import time
+
+    from click.testing import CliRunner
+
+    from otel_agents.cli import cli
+
+    session_id, proc, before = _live_resume(home, tmp_path, prompts=12)
+    try:
+        deadline = time.monotonic() + 60
+        while len(read_records(home / "billing.jsonl")) < len(before) + 3:  # the resume is billing its runs
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr and proc.stderr.read()
+            time.sleep(0.05)
+        rebuilt = CliRunner().invoke(cli, ["billing", "rebuild"])
+        assert rebuilt.exit_code == 0, rebuilt.output
+    finally:
+        _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    verified = CliRunner().invoke(cli, ["sessions", "verify", session_id])
+    assert verified.exit_code == 0, verified.output  # every billed run is still in the ledger
