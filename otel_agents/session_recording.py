@@ -214,6 +214,8 @@ def start_recording(tracing: Tracing, paths: Paths, session_id: str, ownership=N
     if mode == "process":
         recorder = fork_recorder(recorder)  # the recorder's work moves to the other core; it holds the lock too
         ownership.name_recorder(recorder.pid)
+        # The ledger is the child's to write: once it is lost, the session spends no more.
+        recorder.on_lost = lambda why: tracing.telemetry.halt(session_id, why)
     gate = _Detachable()
     gate.processors.append(recorder)
     tracing.add_processor(gate)

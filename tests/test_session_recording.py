@@ -121,3 +121,49 @@ def test_a_bad_metrics_setting_refuses_an_adopted_provider_in_one_line(monkeypat
     monkeypatch.setenv("OTEL_METRICS_EXPORTER", "statsd")
     with pytest.raises(RecordingConfigError, match="^unsupported OTEL_METRICS_EXPORTER 'statsd'"):
         configure(adopt=app_provider()[0])
+
+
+def test_a_run_whose_recorder_process_dies_makes_no_further_model_call(tmp_path):
+    """The ledger is the recorder process's to write: a run that went on after it died spent money
+    no ledger would ever hold. At most the call under way when it died goes unbilled."""
+    import json
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from click.testing import CliRunner
+
+    from otel_agents.cli import cli
+    from otel_agents.persistence.ledger_read import read_records
+    from otel_agents.persistence.ownership import owner_of
+
+    home = tmp_path / "home"
+    prompts = 30
+    script = tmp_path / "slow.json"
+    script.write_text(json.dumps({"name": "slow", "agents": {
+        "main": [{"text": f"answer {n}", "latency_ms": 200} for n in range(prompts)]}}))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    env.update(OTEL_AGENTS_HOME=str(home), LITELLM_LOCAL_MODEL_COST_MAP="True")
+    proc = subprocess.Popen([sys.executable, "-m", "otel_agents", "run", "--script", str(script),
+                             *[f"p{n}" for n in range(prompts)]],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    try:
+        deadline = time.monotonic() + 60
+        while len(read_records(home / "billing.jsonl")) < 3:  # a few runs billed by the recorder process
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        (directory,) = (home / "sessions").iterdir()
+        recorder = owner_of(directory)["recorder"]
+        os.kill(recorder, signal.SIGKILL)
+    finally:
+        out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 1, err
+    assert "no further model call is made" in err and "error: session" in err
+    answered = [line for line in out.splitlines() if line.startswith("answer ")]
+    assert len(answered) < prompts  # the run stopped
+    repaired = CliRunner().invoke(cli, ["sessions", "repair", directory.name], env={"OTEL_AGENTS_HOME": str(home)})
+    assert repaired.exit_code == 0, repaired.output
+    billed = [r for r in read_records(home / "billing.jsonl") if r.get("type") == "llm" and r.get("cost_usd") is not None]
+    assert len(answered) - len(billed) <= 1, (len(answered), len(billed))

@@ -312,6 +312,7 @@ def execute(session, prompts: list[str], context, tracing, recording, steps: Nex
     from otel_agents.llm.budget import BudgetExhausted
     from otel_agents.llm.client import LLMCallFailed
     from otel_agents.runtime.agent import MaxTurnsExceeded
+    from otel_agents.tracing.telemetry import RecordingLost
 
     # A shell starts background jobs with SIGINT ignored; asyncio.Runner only takes
     # over the default handler, and Ctrl-C or SIGTERM must always end a run cleanly.
@@ -332,7 +333,7 @@ def execute(session, prompts: list[str], context, tracing, recording, steps: Nex
             if watch is not None:
                 watching = True
                 runner.run(_serve(watch, session, context, streamed))
-    except (LLMCallFailed, MaxTurnsExceeded, BudgetExhausted) as exc:  # the root's (or session's) budget: exit 1
+    except (LLMCallFailed, MaxTurnsExceeded, BudgetExhausted, RecordingLost) as exc:  # a run that stopped: exit 1
         click.echo(f"error: {exc}", err=True)
         exit_code = EXIT_FAILED
     except KeyboardInterrupt:

@@ -30,7 +30,7 @@ from otel_agents.llm.streaming import STREAM_OPTIONS, StreamCutShort, StreamProg
 from otel_agents.tracing import content_capture, semconv as sc
 from otel_agents.tracing.credentials import add_credential
 from otel_agents.tracing.redaction import redact_text
-from otel_agents.tracing.telemetry import Telemetry, marks_cancellation
+from otel_agents.tracing.telemetry import RecordingLost, Telemetry, marks_cancellation
 
 # Traces whose chat spans' tool definitions are remembered (a run is one trace; older runs are done).
 _TRACES_REMEMBERED = 16
@@ -192,6 +192,8 @@ class LLMClient:
         attempt = 0
         while True:
             attempt += 1
+            if request.session_id in self.telemetry.halted:  # nothing more it spends could be billed
+                raise RecordingLost(f"session {request.session_id} stopped: {self.telemetry.halted[request.session_id]}")
             check_budgets(self.telemetry, on_notice)  # an attempt that would start past a limit is not made
             try:
                 return await self._attempt(request, attempt, on_message, on_notice)

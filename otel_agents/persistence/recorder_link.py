@@ -15,7 +15,7 @@ import pickle
 import signal
 import struct
 import threading
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 
@@ -83,8 +83,11 @@ class RecorderLink(SpanProcessor):
     """
 
     def __init__(self, write_fd: int, notice_fd: int, pid: int, session_id: str, warn: Warn = stderr_warning,
-                 wake_fd: int | None = None):
+                 wake_fd: int | None = None, on_lost: Callable[[str], None] | None = None):
         self.fd = write_fd
+        # Told once the child is lost: the ledger is written only by it, so whoever runs the session
+        # can stop spending (session_recording halts the session's model calls). None: the run goes on.
+        self.on_lost = on_lost
         self.notice_fd = notice_fd  # the child's warnings, one per line (non-blocking)
         self.wake_fd = wake_fd  # a byte here ends the child's pause between looks at the pipe
         self._notices = b""
@@ -197,8 +200,8 @@ class RecorderLink(SpanProcessor):
                 if self._lost:
                     return
                 self._lost = True
-            self.warn(f"the session recorder of {self.session_id} cannot be sent what the run recorded "
-                      f"({type(exc).__name__}: {exc}); the run goes on without saving it")
+            self._lose(f"the session recorder of {self.session_id} cannot be sent what the run recorded "
+                       f"({type(exc).__name__}: {exc})")
             return
         with self._lock:
             if self._lost:
@@ -212,7 +215,15 @@ class RecorderLink(SpanProcessor):
             except OSError as exc:  # BrokenPipeError: the child is gone
                 self._lost = True
                 reason = exc.strerror or exc
-        self.warn(f"the session recorder of {self.session_id} is gone ({reason}); the run goes on without saving it")
+        self._lose(f"the session recorder of {self.session_id} is gone ({reason})")
+
+    def _lose(self, what: str) -> None:
+        if self.on_lost is None:
+            self.warn(f"{what}; the run goes on without saving it")
+            return
+        self.warn(f"{what}; no further model call is made, since nothing more could be saved or billed "
+                  "(`otel-agents sessions repair` bills what was saved)")
+        self.on_lost(what)
 
 
 def _links_of(span: Any) -> tuple:

@@ -32,10 +32,20 @@ class EventListener(Protocol):
     def on_log(self, span: trace.Span, level: str, message: str, ts_ns: int) -> None: ...
 
 
+class RecordingLost(RuntimeError):
+    """A session's recording can no longer save or bill: no further model call of it is made."""
+
+
 @dataclass
 class Telemetry:
     tracer: trace.Tracer
     listeners: list[EventListener] = field(default_factory=list)
+    # Session id -> why its recording stopped: money spent from here on would be on no ledger.
+    halted: dict[str, str] = field(default_factory=dict)
+
+    def halt(self, session_id: str, reason: str) -> None:
+        """Ask that no further model call of ``session_id`` be made (``RecordingLost`` instead)."""
+        self.halted.setdefault(session_id, reason)
 
     def record(self, record: Mapping[str, Any]) -> dict[str, Any]:
         """Add a seed-001 record to the current span and to every listener; returns it as they got it."""
