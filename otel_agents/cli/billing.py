@@ -16,6 +16,7 @@ from pathlib import Path
 import click
 
 from otel_agents.cli.options import (
+    DataError,
     SafePath,
     ledger_errors_are_data_errors,
     ledger_sources_options,
@@ -164,7 +165,7 @@ def export(fmt: str, since: date | None, until: date | None, session_id: str | N
     if fmt == "csv":
         import io
 
-        out = open(output, "w", newline="", encoding="utf-8") if output else io.TextIOWrapper(
+        out = _open_output(output, "w") if output else io.TextIOWrapper(
             sys.stdout.buffer, encoding="utf-8", newline="", write_through=True
         )
         try:
@@ -176,7 +177,7 @@ def export(fmt: str, since: date | None, until: date | None, session_id: str | N
             else:
                 out.detach()
     else:
-        out_b = open(output, "wb") if output else sys.stdout.buffer
+        out_b = _open_output(output, "wb") if output else sys.stdout.buffer
         try:
             count = export_jsonl(records, out_b)
         finally:
@@ -185,6 +186,14 @@ def export(fmt: str, since: date | None, until: date | None, session_id: str | N
                 out_b.close()
     if output:
         click.echo(f"exported {count} records to {output}", err=True)
+
+
+def _open_output(output: Path, mode: str):
+    """``--output`` opened for writing; a path that cannot be is bad input (one line, exit 2)."""
+    try:
+        return open(output, mode, **({"newline": "", "encoding": "utf-8"} if "b" not in mode else {}))
+    except OSError as exc:
+        raise DataError(f"cannot write --output {output}: {exc.strerror or exc}") from None
 
 
 # --- rebuild -----------------------------------------------------------------------------

@@ -230,6 +230,10 @@ def test_export_csv_and_jsonl(home, tmp_path):
     onto_itself = invoke(home, "export", "--format", "jsonl", "-o", str(home / "billing.jsonl"))
     assert onto_itself.exit_code == 2 and "is the ledger itself" in onto_itself.stderr
     assert (home / "billing.jsonl").read_bytes() == before
+    for fmt in ("csv", "jsonl"):  # a directory that is not there: one line, not a traceback
+        missing = invoke(home, "export", "--format", fmt, "-o", str(tmp_path / "nodir" / f"x.{fmt}"))
+        assert missing.exit_code == 2 and missing.stderr.count("\n") == 1, missing.stderr
+        assert "cannot write --output" in missing.stderr and "No such file or directory" in missing.stderr
 
 
 # --- rebuild ------------------------------------------------------------------------------
