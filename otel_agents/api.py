@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence, Union
 
 from otel_agents.api_recording import active_recording, recording
 from otel_agents.llm.budget import Budget, BudgetMeter, totals_before
@@ -22,6 +22,9 @@ from otel_agents.runtime.session import DEFAULT_MAX_TURNS, AgentSpec, RunContext
 from otel_agents.runtime.session import Session as RuntimeSession
 from otel_agents.runtime.tools import Tool, make_tool
 from otel_agents.tracing.telemetry import noop_telemetry
+
+if TYPE_CHECKING:
+    from otel_agents.llm.scripts import Script
 
 Hook = Union[ApprovalHook, ReviewHook, TransformHook, RemindHook]
 
@@ -45,19 +48,21 @@ class Agent:
     model_settings: ModelSettings | None = None
     budget: Budget | None = None
 
-    def budgets_by_name(self, script: Any = None) -> dict[str, Budget]:
-        """Limits by agent name: a script's, this root agent's own on top."""
-        if script is not None:
-            return script.budgets_by_name(self.name, self.budget)
+    def budgets_by_name(self, script: Script | str | os.PathLike[str] | None = None) -> dict[str, Budget]:
+        """Limits by agent name: a script's (a file, a built-in name or a loaded one), this root agent's own on top."""
+        loaded = _load_script(script)
+        if loaded is not None:
+            return loaded.budgets_by_name(self.name, self.budget)
         return {self.name: self.budget} if self.budget is not None else {}
 
     def tool_list(self) -> tuple[Tool, ...]:
         return tuple(t if isinstance(t, Tool) else make_tool(t) for t in self.tools)
 
-    def settings_by_name(self, script: Any = None) -> dict[str, ModelSettings]:
-        """Request parameters by agent name: a script's (``llm.scripts.Script``), this root agent's own on top."""
-        if script is not None:
-            return script.agent_settings(self.name, self.model_settings)
+    def settings_by_name(self, script: Script | str | os.PathLike[str] | None = None) -> dict[str, ModelSettings]:
+        """Request parameters by agent name: a script's (as for ``budgets_by_name``), this root agent's own on top."""
+        loaded = _load_script(script)
+        if loaded is not None:
+            return loaded.agent_settings(self.name, self.model_settings)
         return {self.name: self.model_settings or ModelSettings()}
 
 
@@ -78,11 +83,14 @@ def _make_llm(telemetry: Any, tracing: Any, max_attempts: int, timeout: float, a
     )
 
 
-def _load_script(script: str | os.PathLike[str] | None) -> Any:
+def _load_script(script: Script | str | os.PathLike[str] | None) -> Script | None:
+    """What ``Session(script=)`` and ``Agent.*_by_name`` take, loaded (one already loaded is kept)."""
     if script is None:
         return None
-    from otel_agents.llm.scripts import load_script
+    from otel_agents.llm.scripts import Script, load_script
 
+    if isinstance(script, Script):
+        return script
     return load_script(os.fspath(script))
 
 

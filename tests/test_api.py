@@ -283,3 +283,19 @@ def test_a_tool_may_take_an_optional_context():
     made = tool(where)
     assert made.context_param == "context"
     assert list(made.schema()["function"]["parameters"]["properties"]) == ["city"]
+
+
+def test_an_agent_gives_its_settings_and_budgets_for_what_session_takes_as_a_script(tmp_path):
+    # A file (str or path), a built-in name or a loaded script, as Session(script=) takes them.
+    from otel_agents import Agent, Budget, ModelSettings
+    from otel_agents.llm.scripts import load_script
+
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps({"name": "s", "params": {"temperature": 0.5},
+                                "agent_budgets": {"Jack": {"max_llm_calls": 2}}, "agents": {"lead": ["hi"]}}))
+    agent = Agent("lead", model_settings=ModelSettings(seed=7), budget=Budget(max_tokens=10))
+    for script in (str(path), path, load_script(str(path))):
+        assert agent.settings_by_name(script) == {"lead": ModelSettings(temperature=0.5, seed=7)}
+        assert agent.budgets_by_name(script) == {"lead": Budget(max_tokens=10), "Jack": Budget(max_llm_calls=2)}
+    assert agent.settings_by_name("jack-and-jill") == {"lead": ModelSettings(seed=7)}
+    assert agent.budgets_by_name("jack-and-jill") == {"lead": Budget(max_tokens=10)}

@@ -136,3 +136,17 @@ def test_python_resume_carries_the_sessions_limits_on_with_its_own_on_top(tmp_pa
         "tokens": "budget exhausted for session: 4 of 4 LLM calls made",  # a token limit on top of it
         "raised": "second answer",
     }
+
+
+def test_an_agents_own_budget_goes_on_top_of_the_scripts_root_budget(tmp_path):
+    # The script's call limit holds although the Agent adds a cost limit of its own.
+    from otel_agents import Agent, Budget, BudgetExhausted, Session
+
+    path = tmp_path / "root-budget.json"
+    path.write_text(json.dumps({"name": "rb", "budget": {"max_llm_calls": 1}, "agents": {"lead": ["a", "b", "c"]}}))
+    agent = Agent("lead", budget=Budget(max_cost_usd=1.0))
+    assert agent.budgets_by_name(path) == {"lead": Budget(max_llm_calls=1, max_cost_usd=1.0)}
+    with Session(agent, script=path) as session:
+        assert session.run_sync("go") == "a"
+        with pytest.raises(BudgetExhausted, match="1 of 1 LLM calls made"):
+            session.run_sync("again")

@@ -120,9 +120,11 @@ class Script:
     eviction: dict[str, Any] | None = None  # checked fields of the runtime's EvictionPolicy (scenario.py builds it)
 
     def budgets_by_name(self, root_name: str, root_own: Budget | None = None) -> dict[str, Budget]:
-        """Limits by agent name: the root's (an app's own, else ``budget``) included."""
+        """Limits by agent name, the root's included: ``budget`` with an app's own on top, limit by limit
+        (as ``agent_settings`` layers request parameters), so neither silently drops the other's limits."""
         out = dict(self.agent_budgets)
-        root = root_own or self.budget
+        script_root = self.budget if self.budget is not None else out.get(root_name)
+        root = script_root.merged(root_own) if script_root is not None else root_own
         if root is not None:
             out[root_name] = root
         return out

@@ -369,6 +369,7 @@ class Agent:
             if ctx.replies and (result is None or stop is not None):
                 content = None  # the tool replied as it went (discuss): its call has its results
                 out_chars = sum(len(r) for r in ctx.replies)
+                self.session.hooks.tool_used(self, name, ctx.last_reply_id)  # it ran: remind hooks hear of it
             else:
                 content = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False, default=str)
                 if result is None:

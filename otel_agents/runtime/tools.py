@@ -49,11 +49,13 @@ class ToolContext:
     call_message_id: str
     name: str = ""
     replies: list[str] = field(default_factory=list)
+    last_reply_id: str = field(default="", init=False)  # the message id remind hooks are told of
 
     def reply(self, content: str) -> str:
         """Append a tool result to the caller's transcript now (seed 001 discuss does this per utterance)."""
         self.replies.append(content)
-        return self.agent.harken_tool_result(self.tool_call_id, self.name, content)
+        self.last_reply_id = self.agent.harken_tool_result(self.tool_call_id, self.name, content)
+        return self.last_reply_id
 
 
 @dataclass

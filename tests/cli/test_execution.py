@@ -1,4 +1,4 @@
-"""cli/execution.command_tracing: however a command ends, its tracing is shut down.
+"""cli/execution: however a command ends, its tracing is shut down; what --stream puts on stdout.
 
 A command that configured tracing and then refused (exit 2) or failed (exit 1) must
 not leave the metric reader's thread behind: in a process that goes on (the test
@@ -8,6 +8,7 @@ current a minute later. ``--otlp-file`` gives every command here a metric reader
 
 from __future__ import annotations
 
+import json
 import threading
 
 import click
@@ -95,3 +96,18 @@ def test_a_failed_run_leaves_no_thread(cli_env, earlier, tmp_path):
     assert result.exit_code == 1, result.output
     assert result.stderr.splitlines()[-1].startswith("session: ")
     assert readers() == earlier
+
+
+def test_stream_starts_each_root_turn_on_a_line_of_its_own(cli_env, tmp_path):
+    # Text before a tool call and the turn after it are separate utterances: not run together.
+    script = tmp_path / "st.json"
+    task = {"name": "task", "arguments": {"name": "Bob", "user_prompt": "hi"}}
+    script.write_text(json.dumps({"name": "st", "agents": {
+        "main": [{"text": "Let me ask.", "tool_calls": [task]}, "Final root words.", "Second run."],
+        "Bob": ["hi"]}}))
+    streamed = invoke("run", "--stream", "--script", str(script), "go", "again")
+    assert streamed.exit_code == 0, streamed.stderr
+    assert streamed.stdout == "Let me ask.\nFinal root words.\nSecond run.\n"
+    plain = invoke("run", "--script", str(script), "go", "again")  # unchanged: each run's answer, one line
+    assert plain.exit_code == 0, plain.stderr
+    assert plain.stdout == "Final root words.\nSecond run.\n"

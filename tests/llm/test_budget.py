@@ -31,8 +31,9 @@ def test_a_script_carries_the_roots_budget_and_those_by_agent_name():
     script = parse_script({"name": "b", "agents": {}, "budget": {"max_tokens": 100},
                            "agent_budgets": {"Jack": {"max_llm_calls": 2}}}, "inline")
     assert script.budgets_by_name("main") == {"main": Budget(max_tokens=100), "Jack": Budget(max_llm_calls=2)}
-    # An app's root agent's own budget wins over the script's.
-    assert script.budgets_by_name("main", Budget(max_cost_usd=1))["main"] == Budget(max_cost_usd=1)
+    # An app's root agent's own budget goes on top of the script's, limit by limit.
+    assert script.budgets_by_name("main", Budget(max_cost_usd=1))["main"] == Budget(max_tokens=100, max_cost_usd=1)
+    assert script.budgets_by_name("main", Budget(max_tokens=5))["main"] == Budget(max_tokens=5)
     with pytest.raises(ScriptError, match="inline: agent_budgets.Jack: unknown budget key"):
         parse_script({"name": "b", "agents": {}, "agent_budgets": {"Jack": {"calls": 2}}}, "inline")
     with pytest.raises(ScriptError, match="'agent_budgets' must map agent names to budgets"):

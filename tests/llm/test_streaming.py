@@ -157,7 +157,7 @@ def test_run_stream_prints_the_root_agents_text_before_the_process_ends(tmp_path
     assert b"Jack says hello." not in received  # the end of the run had not come yet
     assert proc.returncode == 0, errors.decode()
     # Everything streamed once, the run's line ended once; Jack (not the root) is not on stdout.
-    assert (received + rest).decode() == "Let me ask Jack. Jack says hello.\n"
+    assert (received + rest).decode() == "Let me ask Jack. \nJack says hello.\n"  # each turn on its line
 
 
 def test_the_python_api_streams_with_on_text_for_every_agent():

@@ -235,3 +235,27 @@ async def test_the_public_remind_hook_is_accepted_by_the_api_session(tmp_path):
     assert await session.run("b") == "two"
     contents = [m["content"] for m in session.runtime.root.transcript]
     assert contents.count("Be brief.") == 1 and contents.index("Be brief.") == contents.index("b") + 1
+
+
+async def test_a_remind_hook_on_discuss_fires_after_it_and_is_caused_by_its_last_reply(scripted, span_tree):
+    # discuss replies as it goes: it has no single result, yet it ran.
+    data = {
+        "hooks": [{"kind": "remind", "name": "Rm", "agents": ["main"], "message": "Stay on topic",
+                   "tools": ["discuss", "task"]}],
+        "agents": {
+            "main": [{"tool_calls": [{"name": "task", "arguments": {"name": "Jack"}}]},
+                     {"tool_calls": [{"name": "discuss", "arguments": {"speakers": ["Jack"], "prompt": "hi"}}]},
+                     "done"],
+            "Jack": ["hello"],
+        },
+    }
+    session = scripted(data)
+    assert await session.run("go") == "done"
+    main = session.root
+    contents = [m["content"] for m in main.transcript]
+    assert contents.count("Stay on topic") == 2
+    index = len(contents) - 1 - contents[::-1].index("Stay on topic")
+    assert main.transcript[index - 1]["role"] == "tool" and main.transcript[index - 1]["name"] == "discuss"
+    events = [dict(e.attributes) for s in span_tree().named("turn") for e in s.events if e.name == "otel_agents.hook"]
+    assert [e["otel_agents.hook.reason"] for e in events] == ["tool 'task' was used", "tool 'discuss' was used"]
+    assert events[1]["otel_agents.hook.cause"] == main.transcript_ids[index - 1]

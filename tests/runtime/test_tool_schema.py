@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import subprocess
 import sys
 from dataclasses import dataclass, field
 from enum import Enum
+from pathlib import Path
 from typing import Literal, Optional
 
 import pytest
@@ -50,6 +52,16 @@ def test_schema_from_signature_and_line_style_docstring():
             },
         },
     }
+
+
+def test_the_docs_example_runs_as_written_and_has_the_schema_shown_beside_it():
+    # docs/tools.md is copied from: its first snippet must run alone, and its schema be the one shown.
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "tools.md").read_text(encoding="utf-8")
+    snippet = re.search(r"```python\n(.*?)```", doc, flags=re.S).group(1)
+    schema = re.search(r"```json\n(.*?)```", doc, flags=re.S).group(1)
+    namespace: dict = {}
+    exec(compile(snippet, "docs/tools.md", "exec"), namespace)
+    assert namespace["get_weather"].parameters == json.loads(schema)
 
 
 def test_google_style_args_optional_list_literal_dict():
