@@ -47,10 +47,16 @@ MAX_MESSAGE_BYTES = 16 << 20
 def grpc_server(writer: Writer, address: str) -> grpc.Server:
     """Bound and started; raises RuntimeError when the address cannot be bound."""
     # 16 MiB as Jaeger takes: grpcio's 4 MiB default refuses a batch of large LLM spans with no retry delay.
+    # SO_REUSEPORT off: grpcio sets it by default, so a second collect would share a busy port (the kernel
+    # splitting connections, and so sessions and billing, between two homes) instead of failing to bind.
     server = grpc.server(ThreadPoolExecutor(max_workers=8, thread_name_prefix="collect-grpc"),
-                         options=[("grpc.max_receive_message_length", MAX_MESSAGE_BYTES)])
+                         options=[("grpc.max_receive_message_length", MAX_MESSAGE_BYTES), ("grpc.so_reuseport", 0)])
     trace_service_pb2_grpc.add_TraceServiceServicer_to_server(TraceService(writer), server)
-    if server.add_insecure_port(address) == 0:
+    try:
+        bound = server.add_insecure_port(address)
+    except RuntimeError:  # grpcio >= 1.60 raises "Failed to bind ..." where older ones returned 0
+        bound = 0
+    if bound == 0:
         raise RuntimeError(f"cannot listen on {address}")
     server.start()
     return server

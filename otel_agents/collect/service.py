@@ -76,6 +76,13 @@ def run_collect(options: CollectOptions) -> None:
     if not options.http and not options.grpc:
         raise CollectError("nothing to listen on: give --http or --grpc")
     http_socket = _bind(options.http) if options.http else None  # bound first: a busy port fails before anything runs
+    if options.grpc:
+        try:
+            _bind(options.grpc).close()  # grpcio binds it later; a busy port says so here, as HTTP's does
+        except CollectError:
+            if http_socket is not None:
+                http_socket.close()
+            raise
     lock = None
     try:
         lock = _own_sessions_dir(options.paths)
@@ -95,13 +102,17 @@ def run_collect(options: CollectOptions) -> None:
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
     grpc = http = http_thread = None
+    if options.grpc:
+        try:
+            grpc = grpc_server(writer, options.grpc)
+        except RuntimeError as exc:  # taken since the check above: undo the start quietly, the error is the line
+            writer.stop()
+            lock.release()
+            if http_socket is not None:
+                http_socket.close()
+            raise CollectError(str(exc)) from None
     started = time.monotonic()
     try:
-        if options.grpc:
-            try:
-                grpc = grpc_server(writer, options.grpc)
-            except RuntimeError as exc:
-                raise CollectError(str(exc)) from None
         if http_socket is not None:
             config = uvicorn.Config(http_app(writer), log_level="warning", lifespan="off", access_log=False)
             http = uvicorn.Server(config)

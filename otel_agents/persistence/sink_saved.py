@@ -41,7 +41,9 @@ class SavedRuns:
         self._base_billed = bool(meta and meta.get("billed"))
         if meta is not None:
             self._last_meta = meta
-            self.created_ns = self.created_ns or self._created_ns_of(meta)
+            # The saved creation time wins: a caller's (collect's earliest start of the batch that reopened
+            # the session) only stands in for a meta.json without one, else `created` moves at each reopening.
+            self.created_ns = self._created_ns_of(meta) or self.created_ns
 
     def _take_saved(self, span: SpanData) -> None:
         self.stats.base_spans += 1

@@ -77,6 +77,23 @@ def test_a_busy_port_is_one_line_and_exit_2(tmp_path):
     assert bad.returncode == 2 and "invalid address 'nowhere'" in bad.stderr and "Traceback" not in bad.stderr
 
 
+def test_a_grpc_port_another_collect_listens_on_is_one_line_and_exit_2(tmp_path):
+    import subprocess
+    import sys
+
+    from support.collector import base_env, free_port
+
+    # grpcio's default SO_REUSEPORT let the second one listen too, the kernel splitting sessions between homes.
+    with Collector(tmp_path / "first", grpc=True) as first:
+        second = subprocess.run([sys.executable, "-m", "otel_agents", "collect", "--http", f"127.0.0.1:{free_port()}",
+                                 "--grpc", f"127.0.0.1:{first.grpc_port}"], env=base_env(tmp_path / "second"),
+                                capture_output=True, text=True, timeout=30)
+        assert second.returncode == 2, second.stderr
+        assert second.stderr.count("\n") == 1 and f"cannot listen on 127.0.0.1:{first.grpc_port}" in second.stderr
+        assert first.proc.poll() is None
+        assert first.stop() == 0
+
+
 def test_a_billing_file_that_is_not_a_ledger_is_one_line_and_exit_2(tmp_path):
     import subprocess
     import sys

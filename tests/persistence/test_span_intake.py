@@ -164,3 +164,19 @@ def test_a_trace_whose_genai_span_comes_after_its_root_is_written_not_ignored(tm
     assert feed.take([call]).written == 3
     assert feed.close().ignored == 0
     assert (tmp_path / "sessions" / "trace-fedcba9876543210" / "spans.jsonl").exists()
+
+
+def test_a_reopened_session_keeps_the_created_time_it_was_saved_with(tmp_path):
+    feed = intake(tmp_path, hold_s=3600)
+    feed.take([CALL, ROOT])
+    feed.close()
+    meta_path = tmp_path / "sessions" / SESSION / "meta.json"
+    created = json.loads(meta_path.read_text())["created"]
+    # A later batch (a resume's spans, a restarted collect) starts an hour on: it is not when the session began.
+    later = SpanData(TRACE, "00000000000000a5", "00000000000000a1", "completion", "INTERNAL", 3_600_000_000_000,
+                     3_600_009_000_000, LLM, resource={"service.name": "svc"})
+    again = intake(tmp_path, hold_s=3600)
+    again.take([later])
+    assert again.flush().written >= 1  # its root is in the other intake's session: written when flushed
+    again.close()
+    assert json.loads(meta_path.read_text())["created"] == created
