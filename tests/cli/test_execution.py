@@ -111,3 +111,34 @@ def test_stream_starts_each_root_turn_on_a_line_of_its_own(cli_env, tmp_path):
     plain = invoke("run", "--script", str(script), "go", "again")  # unchanged: each run's answer, one line
     assert plain.exit_code == 0, plain.stderr
     assert plain.stdout == "Final root words.\nSecond run.\n"
+
+
+def test_a_stream_whose_reader_went_away_fails_no_model_call(home, tmp_path):
+    """`otel-agents run --stream ... | head -c 10`: the text written after the reader left raised
+    BrokenPipeError inside the model call, which was recorded as failed and ended the run in error."""
+    import os
+    import subprocess
+    import sys
+
+    from otel_agents.persistence.saved import load_saved
+    from otel_agents.persistence.tree_walk import iter_nodes
+
+    script = tmp_path / "talk.json"
+    script.write_text(json.dumps({"name": "talk", "agents": {"main": [
+        {"text": f"answer {n} " * 50, "latency_ms": 100} for n in range(6)]}}))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_EXPORTER_OTLP")}
+    env.update(OTEL_AGENTS_HOME=str(home), LITELLM_LOCAL_MODEL_COST_MAP="True")
+    proc = subprocess.Popen([sys.executable, "-m", "otel_agents", "run", "--stream", "--script", str(script),
+                             *[f"p{n}" for n in range(6)]],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=tmp_path)
+    proc.stdout.read(10)  # as `head -c 10` does, then goes away while the run goes on
+    proc.stdout.close()
+    proc.wait(timeout=120)
+    (directory,) = (home / "sessions").iterdir()
+    tree = load_saved(directory, lambda message: None).tree
+    # The command stops once it cannot print an answer (nobody reads on), but what ran succeeded.
+    assert tree["runs"] and all(run["status"] == "ok" for run in tree["runs"])
+    failed = [node["name"] for _, node in iter_nodes(tree) if node.get("status") == "error"]
+    assert failed == []
+    verified = CliRunner().invoke(cli, ["sessions", "verify", directory.name])
+    assert verified.exit_code == 0, verified.output
