@@ -58,7 +58,7 @@ def child(session_dir: Path) -> dict:
 
     before = _maxrss_mb()
     started = time.perf_counter()
-    saved, _tree, _meta = load_for_resume(session_dir, session_dir.name)
+    saved, _tree, _meta, _repair = load_for_resume(session_dir, session_dir.name)
     loaded = time.perf_counter()
     session = restore_session(saved)
     restored = time.perf_counter()
