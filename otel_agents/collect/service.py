@@ -44,8 +44,10 @@ class CollectOptions:
 
 def split_address(address: str) -> tuple[str, int]:
     host, sep, port = address.rpartition(":")
-    if not sep or not port.isdigit() or not host:
-        raise CollectError(f"invalid address {address!r}: expected HOST:PORT")
+    # 1-65535: a larger port overflowed in bind (a traceback) or was wrapped by grpcio onto another port;
+    # 0 (any free port) is refused too, since exporters must be told the port and the log line names the given one.
+    if not sep or not port.isascii() or not port.isdigit() or not host or not 1 <= int(port) <= 65535:
+        raise CollectError(f"invalid address {address!r}: expected HOST:PORT, PORT 1-65535")
     return host.strip("[]"), int(port)
 
 

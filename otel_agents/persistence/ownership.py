@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from otel_agents.persistence.private import make_private_dir
+
 LOCK_FILE = "owner.lock"
 # A reader's probe holds the lock for microseconds; a writer retries over this window.
 _RETRY_S = 0.5
@@ -94,7 +96,8 @@ def take(directory: Path, *, create: bool = False, announce: bool = True) -> Own
     """
     directory = Path(directory)
     if create:
-        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        # Not mkdir(parents=True, mode=0o700): that mode reaches only the last directory, the parents got 0755.
+        make_private_dir(directory, own_existing=False)
     path = directory / LOCK_FILE
     deadline = time.monotonic() + _RETRY_S
     while True:
@@ -119,7 +122,7 @@ def take(directory: Path, *, create: bool = False, announce: bool = True) -> Own
         os.close(fd)
         if not create:
             raise FileNotFoundError(errno.ENOENT, "session directory removed", str(directory))
-        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        make_private_dir(directory, own_existing=False)
     info = {"pid": os.getpid(), "host": socket.gethostname(),
             "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     ownership = Ownership(directory.name, path, fd, info)

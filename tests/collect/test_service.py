@@ -94,15 +94,30 @@ def test_a_grpc_port_another_collect_listens_on_is_one_line_and_exit_2(tmp_path)
         assert first.stop() == 0
 
 
-def test_a_billing_file_that_is_not_a_ledger_is_one_line_and_exit_2(tmp_path):
+def test_a_port_outside_1_to_65535_is_an_invalid_address_one_line_and_exit_2(tmp_path):
     import subprocess
     import sys
 
     from support.collector import base_env
 
+    # 99999 was an OverflowError traceback over HTTP and, over gRPC, a listener on another port.
+    for args in (["--http", "127.0.0.1:99999"], ["--http", "127.0.0.1:0"],
+                 ["--http", "off", "--grpc", "127.0.0.1:99999"], ["--http", "off", "--grpc", "127.0.0.1:65536"]):
+        proc = subprocess.run([sys.executable, "-m", "otel_agents", "collect", *args], env=base_env(tmp_path),
+                              capture_output=True, text=True, timeout=30)
+        assert proc.returncode == 2, (args, proc.stderr)
+        assert proc.stderr.count("\n") == 1 and f"invalid address {args[-1]!r}" in proc.stderr, proc.stderr
+
+
+def test_a_billing_file_that_is_not_a_ledger_is_one_line_and_exit_2(tmp_path):
+    import subprocess
+    import sys
+
+    from support.collector import base_env, free_port
+
     other = tmp_path / "notes.json"
     other.write_text('{"notes": []}\n')
-    proc = subprocess.run([sys.executable, "-m", "otel_agents", "collect", "--http", "127.0.0.1:0",
+    proc = subprocess.run([sys.executable, "-m", "otel_agents", "collect", "--http", f"127.0.0.1:{free_port()}",
                            "--billing-file", str(other)], env=base_env(tmp_path), capture_output=True, text=True,
                           timeout=60)
     assert proc.returncode == 2, proc.stderr
