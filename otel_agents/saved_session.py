@@ -3,7 +3,7 @@
 The quick path takes a cleanly closed session from events.jsonl and meta.json (its
 checkpoint mark holds); otherwise the owner's careful load rebuilds from the journal, showing
 what a dead writer left open as interrupted. Loading writes nothing: the careful load's repair
-(recording those ends, rewriting a checkpoint that is behind) is :class:`Resumable`'s to make in
+(recording those ends, rewriting a checkpoint that is behind) is handed back and made by
 :func:`bill_before_resume`, once every check has passed, so a refused resume changes nothing. A
 file that exists but cannot be read whole, or records that contradict the checkpoint,
 are a :class:`~otel_agents.restore.ResumeError`: no model is called and nothing billed.
