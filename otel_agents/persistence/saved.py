@@ -26,7 +26,7 @@ from otel_agents.persistence.journal import JournalError, read_journal, rebuild
 from otel_agents.persistence.notices import Warn, stderr_warning
 from otel_agents.persistence.ownership import owner_of
 from otel_agents.persistence.store import (
-    SessionListing, SessionStore, StoreError, checkpoint_is_current, closed_meta,
+    SessionListing, SessionStore, StoreError, checkpoint_is_current, closed_meta, writer_died,
 )
 from otel_agents.persistence.timestamps import iso_ts
 from otel_agents.persistence.tree_file import TREE_FILE
@@ -233,11 +233,6 @@ def _tree_as_saved(store: SessionStore, warn: Warn, live: bool) -> LoadedSession
 
 
 RECOVERED_KEYS = ("title", "updated", "runs", "agents", "totals")  # of meta.json, stale after a kill mid-run
-
-
-def writer_died(meta: Mapping[str, Any] | None, directory: Path) -> bool:
-    """meta.json says a run is going on, yet no process holds the session: it was killed mid-run."""
-    return meta is not None and meta.get("status") in ("running", "in_progress") and owner_of(directory) is None
 
 
 def reader_meta(

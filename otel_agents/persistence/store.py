@@ -310,12 +310,14 @@ def created_ns_of(meta: Mapping[str, Any] | None) -> int | None:
         return None
 
 
+def writer_died(meta: Mapping[str, Any] | None, directory: Path) -> bool:
+    """meta.json says a run is going on, yet no process holds the session (ownership.py): it was killed mid-run."""
+    return meta is not None and meta.get("status") in ("running", "in_progress") and owner_of(directory) is None
+
+
 def effective_status(meta: Mapping[str, Any], directory: Path) -> str:
-    """``running`` only while a process holds the session (ownership.py); else a run left open is ``interrupted``."""
-    status = str(meta.get("status") or "?")
-    if status in ("running", "in_progress") and owner_of(directory) is None:
-        return "interrupted"
-    return status
+    """``running`` only while a process holds the session; else a run left open is ``interrupted``."""
+    return "interrupted" if writer_died(meta, directory) else str(meta.get("status") or "?")
 
 
 # --------------------------------------------------------------------------- listing
