@@ -14,6 +14,7 @@ import pytest
 
 from otel_agents.forking import FORKED_RESULT
 from otel_agents.views import SessionViewer
+from support.in_process import run_in_process
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 DEEP = str(DATA / "deep-hooks.json")
@@ -22,10 +23,7 @@ VOLATILE = {"ts", "trace_id", "span_id"}
 
 
 def otel_agents(home: Path, *args: str) -> subprocess.CompletedProcess:
-    environment = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_EXPORTER_OTLP", "OTEL_AGENTS_"))}
-    environment.update({"OTEL_AGENTS_HOME": str(home), "OTEL_TRACES_EXPORTER": "none"})
-    return subprocess.run([sys.executable, "-m", "otel_agents", *args], capture_output=True, text=True,
-                          env=environment, timeout=180, cwd=home.parent, stdin=subprocess.DEVNULL)
+    return run_in_process(*args, home=home, env={"OTEL_TRACES_EXPORTER": "none"}, cwd=home.parent)
 
 
 def session_id_of(done: subprocess.CompletedProcess) -> str:

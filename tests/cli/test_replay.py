@@ -1,4 +1,4 @@
-"""`otel-agents replay`: a saved session re-run against its recorded answers, in real processes.
+"""`otel-agents replay`: a saved session re-run against its recorded answers, through the CLI.
 
 Contract (issue 22, part 3): a replay of an unchanged session gives identical events
 (apart from times, trace and span ids, and the agents' model, which is the replay's),
@@ -21,6 +21,7 @@ import pytest
 from click.testing import CliRunner
 
 from otel_agents.cli import cli as otel_cli
+from support.in_process import run_in_process
 from support.openai_server import OpenAIServer, Reply
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -52,6 +53,18 @@ CITY_SCRIPT = {
 
 
 def cli(*args: str, home: Path, cwd: Path | None = None, check: bool = True) -> subprocess.CompletedProcess:
+    """In this process, or in its own when it loads an app from ``cwd`` that the test changes."""
+    if cwd is not None:
+        return _process(*args, home=home, cwd=cwd, check=check)
+    if str(APPS) not in sys.path:
+        sys.path.append(str(APPS))  # city_app, as PYTHONPATH gives it to a process
+    done = run_in_process(*args, home=home, env={"OPENAI_API_KEY": "sk-test"})
+    if check:
+        assert done.returncode == 0, done.stderr
+    return done
+
+
+def _process(*args: str, home: Path, cwd: Path, check: bool) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
     env.update(OTEL_AGENTS_HOME=str(home), PYTHONPATH=os.pathsep.join([str(ROOT), str(APPS)]),
                LITELLM_LOCAL_MODEL_COST_MAP="True", OPENAI_API_KEY="sk-test")
