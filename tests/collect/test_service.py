@@ -5,33 +5,22 @@ from __future__ import annotations
 import json
 import signal
 
-import pytest
-
 from support.collector import Collector, assert_same_session, run_session, session_id_of
 
 RUNTIMES = 8  # the issue's fleet: eight runtime processes at once
 
 
-def _fleet(tmp_path, collector: Collector, endpoint: str, protocol: str, n: int) -> None:
-    homes = [tmp_path / f"worker{i}" for i in range(n)]
-    procs = [run_session(home, endpoint, protocol) for home in homes]
-    ids = [session_id_of(proc) for proc in procs]
-    assert len(set(ids)) == n
-    assert collector.stop() == 0, "".join(collector.lines)  # SIGTERM: what was acknowledged is written
+def test_runtimes_over_http_and_grpc_at_once_give_the_same_sessions_centrally(tmp_path):
+    """Half the fleet exports over OTLP/HTTP, half over gRPC, to one collect listening on both."""
+    with Collector(tmp_path / "central", grpc=True) as collector:
+        endpoints = [(collector.http_endpoint, "http/protobuf"), (f"http://127.0.0.1:{collector.grpc_port}", "grpc")]
+        homes = [tmp_path / f"worker{i}" for i in range(RUNTIMES)]
+        procs = [run_session(home, *endpoints[i % 2]) for i, home in enumerate(homes)]
+        ids = [session_id_of(proc) for proc in procs]
+        assert len(set(ids)) == RUNTIMES
+        assert collector.stop() == 0, "".join(collector.lines)  # SIGTERM: what was acknowledged is written
     for home, session_id in zip(homes, ids):
         assert_same_session(home, collector.home, session_id)
-
-
-@pytest.mark.parametrize("n", [RUNTIMES])
-def test_runtimes_over_http_give_the_same_sessions_centrally(tmp_path, n):
-    with Collector(tmp_path / "central") as collector:
-        _fleet(tmp_path, collector, collector.http_endpoint, "http/protobuf", n)
-
-
-@pytest.mark.parametrize("n", [RUNTIMES])
-def test_runtimes_over_grpc_give_the_same_sessions_centrally(tmp_path, n):
-    with Collector(tmp_path / "central", "--http", "off", grpc=True) as collector:
-        _fleet(tmp_path, collector, f"http://127.0.0.1:{collector.grpc_port}", "grpc", n)
 
 
 def test_the_log_line_counts_spans_sessions_and_ignored_and_sigint_exits_0(tmp_path):
