@@ -222,11 +222,11 @@ def test_a_restart_keeps_a_held_trace_s_age(local_run, tmp_path):
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(steps=st.lists(st.tuples(st.floats(0, 40), st.integers(0, 3)), min_size=1, max_size=12),
-       compact_min=st.sampled_from([0, 10, 1000]))
+       compact_min=st.sampled_from([0, 10, 100]))
 def test_held_spans_and_the_pending_file_stay_within_the_bound(local_run, steps, compact_min):
     """Any arrivals of unnamed traces over time: held are exactly those first held within the bound, every
     other span counted ignored once, and pending.jsonl never holds over twice the held spans plus compact_min."""
-    _, _, spans = local_run
+    spans = local_run[2][:10]  # a trace's size does not matter here, only how many arrive when: ten spans each
     bound = 60.0
     with tempfile.TemporaryDirectory() as directory:
         paths = Paths(Path(directory) / "sessions", Path(directory) / "billing.jsonl")
