@@ -1,22 +1,17 @@
 """``run``/``resume`` limits: exit 1 when the session's budget is spent, a sub-agent's is its caller's error
 result, resume counts what was spent, and a cost limit with an unpriced model is refused (exit 2).
-
-Runs that call a model are real ``python -m otel_agents`` processes: litellm's logging worker
-outlives an in-process run's event loop and warns on the next one (other tests read stderr whole).
 """
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import orjson
 import pytest
 from click.testing import CliRunner
 
 from otel_agents.cli import cli
+from support.in_process import run_in_process
 from support.openai_server import OpenAIServer, Reply
 
 
@@ -32,12 +27,9 @@ def invoke(*args):
 
 
 def otel(home, *args, cwd=None):
-    """A real process, as a user runs it (``stderr``/``stdout``/``exit_code`` as click's runner names them)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_EXPORTER_OTLP")}
-    env.update(OTEL_TRACES_EXPORTER="none", OTEL_AGENTS_HOME=str(home))
-    env.pop("OTEL_AGENTS_PRICES", None)
-    done = subprocess.run([sys.executable, "-m", "otel_agents", *args], capture_output=True, text=True, env=env,
-                          cwd=cwd or home.parent, timeout=180)
+    """The whole command as a user runs it, in this process (``stderr``/``stdout``/``exit_code`` as click's
+    runner names them)."""
+    done = run_in_process(*args, home=home, env={"OTEL_TRACES_EXPORTER": "none"}, cwd=cwd or home.parent)
     done.exit_code = done.returncode
     return done
 
@@ -73,7 +65,7 @@ def test_a_session_cost_limit_ends_the_demo_with_exit_1_one_line_and_a_mark_in_s
     assert len(marked) == 1 and " turn 4 " in marked[0] and "for session: $" in marked[0]
 
 
-def test_a_sub_agent_budget_from_a_script_is_its_callers_error_result_in_a_real_process(cli_env, tmp_path):
+def test_a_sub_agent_budget_from_a_script_is_its_callers_error_result(cli_env, tmp_path):
     script = tmp_path / "budgeted.json"
     script.write_text(json.dumps({
         "name": "budgeted-cli",

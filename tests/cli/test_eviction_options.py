@@ -1,12 +1,10 @@
-"""``run``/``resume --max-live-agents --evict-idle`` and a script's ``eviction``: real ``otel-agents`` processes
-(the recorder in its own process, as by default), whose evicting runs save exactly what keeping every agent saves."""
+"""``run``/``resume --max-live-agents --evict-idle`` and a script's ``eviction``: the CLI commands (the recorder
+in its own process, as by default), whose evicting runs save exactly what keeping every agent saves."""
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import orjson
@@ -14,8 +12,8 @@ import pytest
 
 from otel_agents.persistence.saved import load_saved
 from otel_agents.tracing import semconv as sc
+from support.in_process import run_in_process
 
-ROOT = Path(__file__).resolve().parents[2]
 SLOW = 300  # ms per sub-agent answer: the recorder process writes a finished agent's records meanwhile
 
 
@@ -47,11 +45,7 @@ def script(tmp_path) -> Path:
 
 
 def otel_agents(*args: str, home: Path) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
-    env.update(OTEL_AGENTS_HOME=str(home), OTEL_TRACES_EXPORTER="none", LITELLM_LOCAL_MODEL_COST_MAP="True",
-               PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
-    return subprocess.run([sys.executable, "-m", "otel_agents", *args], capture_output=True, text=True, env=env,
-                          timeout=180)
+    return run_in_process(*args, home=home, env={"OTEL_TRACES_EXPORTER": "none"})
 
 
 def session_of(done: subprocess.CompletedProcess) -> str:
