@@ -4,7 +4,6 @@ set from scripts, ``--param`` and the Python API, and carried on by resume."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +19,7 @@ from otel_agents.llm.model_settings import (
 )
 from otel_agents.llm.scripts import ScriptError, parse_script
 from otel_agents.tracing import semconv as sc
+from support.in_process import run_in_process
 from support.openai_server import Reply
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -132,13 +132,10 @@ def test_script_params_and_agent_params_are_validated():
         assert says in str(caught.value)
 
 
-# --- the CLI: real processes on the offline scripted model -------------------------------------------
+# --- the CLI on the offline scripted model ---------------------------------------------------------
 
 def cli(*args: str, home: Path, check: bool = True) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
-    env.update(OTEL_AGENTS_HOME=str(home), PYTHONPATH=str(ROOT), LITELLM_LOCAL_MODEL_COST_MAP="True")
-    done = subprocess.run([sys.executable, "-m", "otel_agents", *args], env=env, capture_output=True, text=True,
-                          timeout=120)
+    done = run_in_process(*args, home=home)
     if check:
         assert done.returncode == 0, done.stderr
     return done
