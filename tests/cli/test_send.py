@@ -1,4 +1,4 @@
-"""`otel-agents send`: an outside event for a saved session's agent, through real CLI processes.
+"""`otel-agents send`: an outside event for a saved session's agent, through the CLI.
 
 The agent answers in a new run linked like a resume; the record's source names the
 sender; a session another live process owns is refused (exit 2, naming it) with
@@ -17,6 +17,8 @@ from pathlib import Path
 
 import orjson
 
+from support.in_process import run_in_process
+
 PROMPT = "Create Jack and Jill for a cafe discussion"
 
 
@@ -28,9 +30,9 @@ def env(home: Path) -> dict[str, str]:
     return out
 
 
-def cli(home: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "otel_agents", *args], env=env(home), capture_output=True,
-                          text=True, timeout=timeout)
+def cli(home: Path, *args: str) -> subprocess.CompletedProcess:
+    """The command in this process (the session's other owner, where one is needed, is a real process)."""
+    return run_in_process(*args, home=home, env={"OTEL_TRACES_EXPORTER": "none"})
 
 
 def session_id_of(stderr: str) -> str:
