@@ -4,25 +4,20 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from otel_agents.testing import assert_replays
+from support.in_process import run_in_process
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "otel_agents" / "llm" / "scripts" / "jack-and-jill.json"
 
 
 def record(home: Path, *args: str) -> Path:
-    """A session recorded by a real `otel-agents run`; its directory."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
-    env.update(OTEL_AGENTS_HOME=str(home), LITELLM_LOCAL_MODEL_COST_MAP="True")
-    done = subprocess.run([sys.executable, "-m", "otel_agents", "run", *args], env=env, capture_output=True,
-                          text=True, timeout=120, stdin=subprocess.DEVNULL)
+    """A session recorded by `otel-agents run` (in this process: the replays are the processes here); its directory."""
+    done = run_in_process("run", *args, home=home)
     assert done.returncode == 0, done.stderr
     session_id = [line for line in done.stderr.splitlines() if line.startswith("session: ")][-1].split(": ", 1)[1]
     return home / "sessions" / session_id
@@ -81,10 +76,7 @@ def test_a_directory_that_is_no_session_is_said_so(tmp_path):
 
 
 def test_a_session_its_limit_stopped_replays_though_both_exit_1(tmp_path):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
-    env.update(OTEL_AGENTS_HOME=str(tmp_path / "recorded"), LITELLM_LOCAL_MODEL_COST_MAP="True")
-    done = subprocess.run([sys.executable, "-m", "otel_agents", "run", "--max-llm-calls", "2", "Hello"], env=env,
-                          capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    done = run_in_process("run", "--max-llm-calls", "2", "Hello", home=tmp_path / "recorded")
     assert done.returncode == 1 and "budget exhausted for session: 2 of 2 LLM calls made" in done.stderr
     session_id = [line for line in done.stderr.splitlines() if line.startswith("session: ")][-1].split(": ", 1)[1]
     replayed = assert_replays(tmp_path / "recorded" / "sessions" / session_id)
