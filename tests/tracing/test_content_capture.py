@@ -7,6 +7,7 @@ OTLP receiver on loopback; the schemas are the registry's (tests/data/semconv_ge
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
@@ -37,8 +38,17 @@ PROMPT = "Create Jack and Jill for a cafe discussion"
 CONTENT_KEYS = sc.GEN_AI_CONTENT_ATTRIBUTES
 
 
+@functools.cache
+def _validator(attribute: str):
+    """One checked validator per schema: ``jsonschema.validate`` checks the schema again at every call."""
+    schema = SCHEMAS[attribute]
+    cls = jsonschema.validators.validator_for(schema)
+    cls.check_schema(schema)
+    return cls(schema)
+
+
 def validate(attribute: str, value: Any) -> None:
-    jsonschema.validate(value, SCHEMAS[attribute])
+    _validator(attribute).validate(value)
 
 
 # --- the switch ---
