@@ -26,6 +26,7 @@ from reliability_helpers import (
 )
 
 from otel_agents.persistence.ownership import owner_of
+from support.in_process import run_in_process
 
 SLOW_MS = 4_000  # long enough that the second process always meets the first still writing
 
@@ -47,14 +48,18 @@ def finish(proc: subprocess.Popen) -> tuple[int, str, str]:
 
 
 def run_cli(args: list[str], home: Path) -> tuple[int, str, str]:
-    return finish(start(args, home))
+    """A command run alone, before or after the concurrent ones: in this process (litellm imported once)."""
+    done = run_in_process(*args, home=home, env={"OTEL_TRACES_EXPORTER": "none"})
+    return done.returncode, done.stdout, done.stderr
 
 
 def wait_for_owner(directory: Path, proc: subprocess.Popen) -> dict:
+    """What ``proc`` announces once it holds the lock (until it writes, the file names the last holder,
+    which may be this test's process, still alive)."""
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         owner = owner_of(directory) if directory.is_dir() else None
-        if owner:
+        if owner and owner.get("pid") == proc.pid:
             return owner
         assert proc.poll() is None, proc.communicate()
         time.sleep(0.02)
@@ -95,8 +100,7 @@ def test_a_live_run_refuses_resume_and_rm_then_verifies(tmp_path, home):
         assert time.monotonic() < deadline and run.poll() is None, run.communicate()
         time.sleep(0.02)
     (directory,) = sessions.iterdir()
-    owner = wait_for_owner(directory, run)
-    assert owner["pid"] == run.pid
+    wait_for_owner(directory, run)
     before = snapshot(home / "billing.jsonl")
     for command in (["resume", directory.name, "meanwhile"], ["sessions", "rm", directory.name]):
         code, out, err = run_cli(command, home)
