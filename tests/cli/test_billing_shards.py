@@ -1,35 +1,27 @@
-"""``billing summary|export`` over several ledgers (a fleet's shards): real runs, real processes."""
+"""``billing summary|export`` over several ledgers (a fleet's shards), written by real scripted runs."""
 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
-import sys
 from decimal import Decimal
 from pathlib import Path
 
 import pytest
 
+from support.in_process import run_in_process
+
 PROMPT = "Create Jack and Jill for a cafe discussion"
 
 
-def _env(home: Path) -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_EXPORTER_OTLP")}
-    env.update(OTEL_TRACES_EXPORTER="none", OTEL_AGENTS_HOME=str(home))
-    env.pop("OTEL_AGENTS_PRICES", None)
-    return env
-
-
 def _cli(home: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "otel_agents", *args], capture_output=True, text=True,
-                          env=_env(home), cwd=home.parent, timeout=300)
+    return run_in_process(*args, home=home, env={"OTEL_TRACES_EXPORTER": "none"}, cwd=home.parent)
 
 
 @pytest.fixture(scope="module")
 def fleet(tmp_path_factory):
-    """Two workers' ledgers, each written by a real scripted `run` process."""
+    """Two workers' ledgers, each written by a scripted `run`."""
     base = tmp_path_factory.mktemp("fleet")
     home = base / "home"
     shards = base / "shards"
