@@ -11,6 +11,8 @@ from pathlib import Path
 import orjson
 import pytest
 
+from support.in_process import run_in_process
+
 ROOT = Path(__file__).resolve().parents[1]
 
 # example -> (its answer offline, a text its run recorded, the resumed run's answer, a text the resumed run recorded)
@@ -35,6 +37,13 @@ def run(*args: str, home: Path) -> subprocess.CompletedProcess:
     return done
 
 
+def cli(*args: str, home: Path) -> subprocess.CompletedProcess:
+    """The CLI in this process, from the clone as the example ran (its app module is imported from there)."""
+    if str(ROOT) not in sys.path:
+        sys.path.append(str(ROOT))
+    return run_in_process(*args, home=home, cwd=ROOT)
+
+
 def contents(home: Path, session_id: str) -> list:
     path = home / "sessions" / session_id / "events.jsonl"
     return [orjson.loads(line).get("content") for line in path.read_bytes().splitlines()]
@@ -48,11 +57,12 @@ def test_an_example_runs_offline_verifies_and_resumes_from_the_cli(tmp_path, nam
     assert done.stdout.strip() == answer
     session_id = done.stderr.strip().splitlines()[-1].removeprefix("session: ")
     assert recorded in contents(home, session_id)
-    run("-m", "otel_agents", "sessions", "verify", session_id, home=home)
+    assert cli("sessions", "verify", session_id, home=home).returncode == 0
 
-    resumed = run("-m", "otel_agents", "resume", session_id, "Carry on", home=home)
+    resumed = cli("resume", session_id, "Carry on", home=home)
+    assert resumed.returncode == 0, resumed.stderr
     assert resumed.stdout.strip() == resumed_answer
     said = contents(home, session_id)
     assert not [c for c in said if isinstance(c, str) and "unknown tool" in c]
     assert "Carry on" in said and resumed_recorded in said
-    run("-m", "otel_agents", "sessions", "verify", session_id, home=home)
+    assert cli("sessions", "verify", session_id, home=home).returncode == 0
