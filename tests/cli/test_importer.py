@@ -3,23 +3,20 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from otel_agents.persistence.ledger_read import read_records
 from otel_agents.persistence.store import SessionStore
+from support.in_process import run_in_process
 
 FOREIGN = Path(__file__).resolve().parents[1] / "data" / "foreign"
 
 
 def otel_agents(home: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    environment = {**os.environ, "OTEL_AGENTS_HOME": str(home), "OTEL_TRACES_EXPORTER": "none", **(env or {})}
-    return subprocess.run([sys.executable, "-m", "otel_agents", *args], capture_output=True, text=True,
-                          env=environment, timeout=120)
+    return run_in_process(*args, home=home, env={"OTEL_TRACES_EXPORTER": "none", **(env or {})})
 
 
 def test_the_issues_jaeger_trace_imports_as_one_run_with_its_agent_and_priced_records(tmp_path):
