@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from otel_agents.persistence.repair import mark_billed
+from otel_agents.persistence.repair import mark_awaiting_trace, mark_billed
 from otel_agents.persistence.events_file import EventLine, EventsFileError, read_event_lines
 from otel_agents.persistence.intake_order import every_trace_whole, sort_events_file
 from otel_agents.persistence.journal import (
@@ -365,11 +365,17 @@ def apply_import(plans: Sequence[SessionImport], sessions_dir: Path, billing_fil
         if plan.changed:
             _write_session(stores[plan.session_id], plan)
     for plan in plans:
+        store = stores.get(plan.session_id) or SessionStore(Path(sessions_dir) / plan.session_id)
         if not plan.whole:
-            continue  # billed by the import that completes it, or by `sessions repair` / resume
+            # Billed by the import that completes it, or by `sessions repair` / resume.
+            if plan.changed:
+                try:
+                    mark_awaiting_trace(store.directory, store.read_meta())
+                except StoreError:
+                    pass
+            continue
         plan.ledger = ledger_records(plan.tree)  # of the tree as written
         plan.ledger_written = append_records(billing_file, plan.ledger) if plan.ledger else 0
-        store = stores.get(plan.session_id) or SessionStore(Path(sessions_dir) / plan.session_id)
         try:
             mark_billed(store.directory, store.read_meta())  # a resume need not bill these runs again
         except StoreError:

@@ -21,7 +21,7 @@ from otel_agents.persistence.ledger_records import ledger_records
 from otel_agents.persistence.notices import Warn
 from otel_agents.persistence.saved import LoadedSession, checkpoint_contradiction, load_saved
 from otel_agents.persistence.store import (
-    SessionStore, StoreError, checkpoint_is_current, checkpoint_mark, closed_meta, created_ns_of,
+    AWAITING_TRACE, SessionStore, StoreError, checkpoint_is_current, checkpoint_mark, closed_meta, created_ns_of,
 )
 from otel_agents.persistence.tree_file import make_payload
 from otel_agents.persistence.tree_flat import trees_equal
@@ -154,6 +154,17 @@ def flush_unbilled(
     return append(Path(billing_file), records)
 
 
+def mark_awaiting_trace(session_dir: Path, meta: Mapping[str, Any] | None) -> None:
+    """Say in meta.json that an import left the session unbilled for want of the rest of a trace
+    (``sessions verify`` then counts its missing ledger records as not billed yet, not as lost)."""
+    if meta is None or meta.get(AWAITING_TRACE):
+        return
+    try:
+        SessionStore(Path(session_dir)).write_meta({**meta, AWAITING_TRACE: True})
+    except (OSError, StoreError):
+        pass  # only verify's note is lost: the missing records are then reported as such
+
+
 def mark_billed(session_dir: Path, meta: Mapping[str, Any] | None) -> bool:
     """After :func:`flush_unbilled`: say in meta.json that every run is in the ledger.
 
@@ -165,7 +176,7 @@ def mark_billed(session_dir: Path, meta: Mapping[str, Any] | None) -> bool:
     if meta is None or meta.get("billed") or not checkpoint_is_current(store, meta):
         return False
     try:
-        store.write_meta({**meta, "billed": True})
+        store.write_meta({**{k: v for k, v in meta.items() if k != AWAITING_TRACE}, "billed": True})
     except (OSError, StoreError):
         return False  # only a shortcut is lost: the next load bills (idempotently) again
     return True

@@ -19,7 +19,7 @@ from otel_agents.persistence.ledger_read import read_records
 from otel_agents.persistence.events_file import EventLine, EventsFileError, read_event_lines
 from otel_agents.persistence.notices import Warn
 from otel_agents.persistence.ownership import describe_busy, owner_of
-from otel_agents.persistence.store import SessionStore, StoreError, checkpoint_is_current
+from otel_agents.persistence.store import AWAITING_TRACE, SessionStore, StoreError, checkpoint_is_current
 from otel_agents.persistence.tree_flat import trees_equal
 from otel_agents.persistence import verify
 
@@ -88,6 +88,10 @@ def check_session(directory: Path, ledger: list[dict[str, Any]] | None, warn: Wa
                 recoverable = True
                 out.notes.append("interrupted, recoverable (its writer ended without closing it): "
                                  "`otel-agents sessions repair` records it")
+    if owner is None and not recoverable and meta is not None and meta.get(AWAITING_TRACE):
+        recoverable = True
+        out.notes.append("not billed yet: an import found a trace of it not whole; importing the rest bills it, "
+                         "or `otel-agents sessions repair` bills what there is")
     if owner is not None:
         out.notes.append(describe_busy(store.session_id, owner) + ": what it has not finished is not checked")
     if tree is not None:

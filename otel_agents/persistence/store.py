@@ -310,6 +310,11 @@ def created_ns_of(meta: Mapping[str, Any] | None) -> int | None:
         return None
 
 
+# meta.json's mark of an import whose trace is not whole yet (import_sessions.py): its runs are not
+# billed until the rest arrives or `sessions repair` bills what there is (repair.mark_billed drops it).
+AWAITING_TRACE = "awaiting_trace"
+
+
 def writer_died(meta: Mapping[str, Any] | None, directory: Path) -> bool:
     """meta.json says a run is going on, yet no process holds the session (ownership.py): it was killed mid-run."""
     return meta is not None and meta.get("status") in ("running", "in_progress") and owner_of(directory) is None

@@ -487,6 +487,42 @@ def _mutate(doc, data):
     return doc
 
 
+def _spans_of(doc: dict) -> list[dict]:
+    return doc["resourceSpans"][0]["scopeSpans"][0]["spans"]
+
+
+@pytest.mark.parametrize(("cut", "then"), [("root without its end", "import the rest"),
+                                           ("root without its end", "repair"),
+                                           ("a call whose parent is missing", "repair")])
+def test_a_trace_not_whole_verifies_as_not_billed_yet_until_the_rest_or_repair_bills_it(tmp_path, cut, then):
+    """Found by the mutation property below: import said "not billed yet" and verify called the
+    ledger records it had not written lost. Now verify says so too, and still checks what is billed."""
+    part = json.loads(_otlp(GENAI_SPANS))
+    if cut == "root without its end":
+        del _spans_of(part)[0]["endTimeUnixNano"]
+    else:
+        _spans_of(part)[1]["parentSpanId"] = "d" * 16
+    (tmp_path / "part.json").write_text(json.dumps(part))
+    (tmp_path / "whole.json").write_text(_otlp(GENAI_SPANS))
+    home = tmp_path / "home"
+    imported = invoke("import", tmp_path / "part.json", *storage(home))
+    assert imported.exit_code == 0 and "not billed yet" in imported.output
+    verified = invoke("sessions", "verify", "conv-prop", *storage(home))
+    assert verified.exit_code == 0 and "not billed yet: an import found a trace of it not whole" in verified.output
+    assert not (home / "billing.jsonl").exists() or read_records(home / "billing.jsonl") == []
+    if then == "repair":
+        assert invoke("sessions", "repair", "conv-prop", *storage(home)).exit_code == 0
+    else:
+        assert invoke("import", tmp_path / "whole.json", *storage(home)).exit_code == 0
+    assert read_records(home / "billing.jsonl")
+    assert SessionStore(home / "sessions" / "conv-prop").read_meta().get("awaiting_trace") is None
+    verified = invoke("sessions", "verify", "conv-prop", *storage(home))
+    assert verified.exit_code == 0 and "not billed yet" not in verified.output, verified.output
+    # Billed now: a record lost from the ledger is a disagreement again.
+    (home / "billing.jsonl").write_bytes(b"".join((home / "billing.jsonl").read_bytes().splitlines(True)[1:]))
+    assert invoke("sessions", "verify", "conv-prop", *storage(home)).exit_code == 1
+
+
 @pytest.fixture(scope="module")
 def template_home(tmp_path_factory):
     """A home holding two imported sessions and ledger records, copied for each example."""
