@@ -366,13 +366,9 @@ def apply_import(plans: Sequence[SessionImport], sessions_dir: Path, billing_fil
             _write_session(stores[plan.session_id], plan)
     for plan in plans:
         store = stores.get(plan.session_id) or SessionStore(Path(sessions_dir) / plan.session_id)
-        if not plan.whole:
-            # Billed by the import that completes it, or by `sessions repair` / resume.
+        if not plan.whole:  # billed by the import that completes it, or by `sessions repair` / resume
             if plan.changed:
-                try:
-                    mark_awaiting_trace(store.directory, store.read_meta())
-                except StoreError:
-                    pass
+                mark_awaiting_trace(store)
             continue
         plan.ledger = ledger_records(plan.tree)  # of the tree as written
         plan.ledger_written = append_records(billing_file, plan.ledger) if plan.ledger else 0

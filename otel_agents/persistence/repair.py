@@ -154,13 +154,13 @@ def flush_unbilled(
     return append(Path(billing_file), records)
 
 
-def mark_awaiting_trace(session_dir: Path, meta: Mapping[str, Any] | None) -> None:
+def mark_awaiting_trace(store: SessionStore) -> None:
     """Say in meta.json that an import left the session unbilled for want of the rest of a trace
     (``sessions verify`` then counts its missing ledger records as not billed yet, not as lost)."""
-    if meta is None or meta.get(AWAITING_TRACE):
-        return
     try:
-        SessionStore(Path(session_dir)).write_meta({**meta, AWAITING_TRACE: True})
+        meta = store.read_meta()
+        if meta is not None and not meta.get(AWAITING_TRACE):
+            store.write_meta({**meta, AWAITING_TRACE: True})
     except (OSError, StoreError):
         pass  # only verify's note is lost: the missing records are then reported as such
 
