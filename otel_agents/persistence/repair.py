@@ -155,7 +155,7 @@ def flush_unbilled(
 
 
 def mark_awaiting_trace(store: SessionStore) -> None:
-    """Say in meta.json that an import left the session unbilled for want of the rest of a trace
+    """Say in meta.json that import or collect left the session unbilled for want of the rest of a trace
     (``sessions verify`` then counts its missing ledger records as not billed yet, not as lost)."""
     try:
         meta = store.read_meta()

@@ -90,8 +90,8 @@ def check_session(directory: Path, ledger: list[dict[str, Any]] | None, warn: Wa
                                  "`otel-agents sessions repair` records it")
     if owner is None and not recoverable and meta is not None and meta.get(AWAITING_TRACE):
         recoverable = True
-        out.notes.append("not billed yet: an import found a trace of it not whole; importing the rest bills it, "
-                         "or `otel-agents sessions repair` bills what there is")
+        out.notes.append("not billed yet: a trace of it was not whole when it was saved; the rest of it, imported or "
+                         "received by collect, bills it, or `otel-agents sessions repair` bills what there is")
     if owner is not None:
         out.notes.append(describe_busy(store.session_id, owner) + ": what it has not finished is not checked")
     if tree is not None:

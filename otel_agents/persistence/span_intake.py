@@ -36,7 +36,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from otel_agents.persistence.intake_order import every_trace_whole, in_message_order, sort_events_file
 from otel_agents.persistence.intake_state import Held, HoldPolicy, IntakeState, fsync_path
-from otel_agents.persistence.repair import mark_billed
+from otel_agents.persistence.repair import mark_awaiting_trace, mark_billed
 from otel_agents.persistence.import_sessions import in_journal_form, record_lines, sessions_of_traces
 from otel_agents.persistence.ledger import LedgerAppender, LedgerError
 from otel_agents.persistence.ledger_read import not_a_ledger
@@ -398,10 +398,12 @@ class SpanIntake:
     def _close_oldest(self, bill_anyway: bool = False) -> None:
         session_id, session = self._open.popitem(last=False)
         whole = every_trace_whole(session.sink.spans())
-        self._close(session_id, session, bill=session.unbilled and (whole or bill_anyway))
+        self._close(session_id, session, bill=session.unbilled and (whole or bill_anyway),
+                    awaiting=session.unbilled and not (whole or bill_anyway))
 
-    def _close(self, session_id: str, session: _Open, bill: bool) -> None:
-        """Final checkpoint (events.jsonl in message order first), ledger records if ``bill``, lock given up."""
+    def _close(self, session_id: str, session: _Open, bill: bool, awaiting: bool = False) -> None:
+        """Final checkpoint (events.jsonl in message order first), ledger records if ``bill``, lock given up;
+        ``awaiting``: left unbilled until the rest of a trace comes, which meta.json says (as import does)."""
         sink = session.sink
         try:
             resorted = sink.saved_everything and sort_events_file(sink.store.events_path)
@@ -410,6 +412,8 @@ class SpanIntake:
             sink.close()
             if bill:
                 self._bill(session_id, session, tree)
+            elif awaiting and sink.saved_everything:
+                mark_awaiting_trace(sink.store)
         finally:
             session.ownership.release()
 

@@ -310,8 +310,9 @@ def created_ns_of(meta: Mapping[str, Any] | None) -> int | None:
         return None
 
 
-# meta.json's mark of an import whose trace is not whole yet (import_sessions.py): its runs are not
-# billed until the rest arrives or `sessions repair` bills what there is (repair.mark_billed drops it).
+# meta.json's mark of a session saved by import or collect while a trace of it is not whole (import_sessions.py,
+# span_intake.py): its runs are not billed until the rest arrives or `sessions repair` bills what there is
+# (repair.mark_billed drops it).
 AWAITING_TRACE = "awaiting_trace"
 
 

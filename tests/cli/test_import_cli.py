@@ -508,7 +508,7 @@ def test_a_trace_not_whole_verifies_as_not_billed_yet_until_the_rest_or_repair_b
     imported = invoke("import", tmp_path / "part.json", *storage(home))
     assert imported.exit_code == 0 and "not billed yet" in imported.output
     verified = invoke("sessions", "verify", "conv-prop", *storage(home))
-    assert verified.exit_code == 0 and "not billed yet: an import found a trace of it not whole" in verified.output
+    assert verified.exit_code == 0 and "not billed yet: a trace of it was not whole when it was saved" in verified.output
     assert not (home / "billing.jsonl").exists() or read_records(home / "billing.jsonl") == []
     if then == "repair":
         assert invoke("sessions", "repair", "conv-prop", *storage(home)).exit_code == 0

@@ -180,3 +180,37 @@ def test_a_reopened_session_keeps_the_created_time_it_was_saved_with(tmp_path):
     assert again.flush().written >= 1  # its root is in the other intake's session: written when flushed
     again.close()
     assert json.loads(meta_path.read_text())["created"] == created
+
+
+def test_a_session_closed_with_a_trace_not_whole_verifies_as_not_billed_yet_until_the_rest_comes(tmp_path):
+    """As an import of part of a trace: collect closing a session whose run's root counts two model calls
+    when one came leaves its ledger records unwritten on purpose, and `sessions verify` must not call them lost."""
+    from otel_agents.persistence.session_check import verify_directory
+
+    ours = {"otel_agents.session.id": "s-part"}  # an otel-agents run's trace: taken span by span, not shaped
+    root = span("00000000000000a1", None, "invoke_agent a", **ours, **{
+        "gen_ai.operation.name": "invoke_agent", "otel_agents.totals.inclusive.llm_calls": 2})
+    usage = {"gen_ai.operation.name": "chat", "gen_ai.request.model": "m", "gen_ai.usage.input_tokens": 40,
+             "gen_ai.usage.output_tokens": 2}
+    call, late_call = (span(i, "00000000000000a1", "chat m", **ours, **usage) for i in ("00000000000000a2", "00000000000000a3"))
+    directory, billing = tmp_path / "sessions" / "s-part", tmp_path / "billing.jsonl"
+
+    def verify():
+        return verify_directory(directory, billing, warn=lambda message: None)
+
+    feed = intake(tmp_path, hold_s=3600, named_only=True)
+    assert feed.take([root, call]).written == 2
+    feed.close(flush=False)  # as collect stops: a session not whole is not billed
+    assert not billing.exists() or billing.read_text() == ""
+    first = verify()
+    # The missing call shows in the tree's totals; its run's records are not billed yet, not lost.
+    assert first.problems == ["tree: invoke_agent a (00000000000000a1) inclusive llm_calls is 1 from its operations "
+                              "but 2 on its span"], first
+    assert any(n.startswith("not billed yet") for n in first.notes), first
+    again = intake(tmp_path, hold_s=3600, named_only=True)
+    again.take([late_call])  # the rest of the trace: whole now, billed when it closes
+    again.close(flush=False)
+    assert [json.loads(line)["span_id"] for line in billing.read_text().splitlines()] == ["00000000000000a2", "00000000000000a3"]
+    assert "awaiting_trace" not in json.loads((directory / "meta.json").read_text())
+    second = verify()
+    assert second.problems == [] and not any(n.startswith("not billed yet") for n in second.notes), second
