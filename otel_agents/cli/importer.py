@@ -33,9 +33,8 @@ def import_traces(files: tuple[str, ...], as_json: bool, paths) -> None:
     64), is exit 2 with one file:line: line, and nothing is written.
     """
     from otel_agents.persistence.import_locks import importing
-    from otel_agents.persistence.import_sessions import (
-        ImportConflict, Source, apply_import, plan_import, sessions_of_traces,
-    )
+    from otel_agents.persistence.import_sessions import ImportConflict, Source, apply_import, plan_import
+    from otel_agents.persistence.span_placement import sessions_of_traces
     from otel_agents.persistence.importers import read_trace_file
     from otel_agents.tracing.decoding import ImportFormatError
     from otel_agents.persistence.ownership import SessionBusy

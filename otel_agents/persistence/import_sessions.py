@@ -30,29 +30,19 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from otel_agents.persistence.repair import mark_awaiting_trace, mark_billed
+from otel_agents.persistence.span_placement import in_journal_form, record_lines, sessions_of_traces
 from otel_agents.persistence.events_file import EventLine, EventsFileError, read_event_lines
 from otel_agents.persistence.intake_order import every_trace_whole, sort_events_file
-from otel_agents.persistence.journal import (
-    JournalError,
-    context_line,
-    decode,
-    encode,
-    is_record_event,
-    read_journal,
-    rebuild,
-    span_lines,
-    spans_from_journal,
-)
+from otel_agents.persistence.journal import JournalError, is_record_event, read_journal, spans_from_journal
 from otel_agents.persistence.ledger_records import ledger_records
 from otel_agents.persistence.notices import stderr_warning
 from otel_agents.persistence.private import open_private_append
-from otel_agents.persistence.paths import InvalidSessionId, Paths
+from otel_agents.persistence.paths import Paths
 from otel_agents.persistence.store import SessionStore, StoreError, created_ns_of
-from otel_agents.persistence.timestamps import iso_ts
-from otel_agents.persistence.tree import build_tree, group_by_session
+from otel_agents.persistence.tree import build_tree
 from otel_agents.tracing import semconv as sc
 from otel_agents.tracing.decoding import ORIGINAL_SPAN_ID
-from otel_agents.tracing.records import from_span_event, message_id_number
+from otel_agents.tracing.records import message_id_number
 from otel_agents.tracing.spandata import SpanData
 
 
@@ -108,24 +98,6 @@ class SessionImport:
 # --------------------------------------------------------------------------- ids
 
 
-def session_id_for(conversation_id: str | None, trace_id: str) -> str:
-    """The session a trace goes to: its conversation id when usable as a directory name."""
-    if conversation_id is None:
-        # 64-bit ids (Jaeger, Zipkin) are left-padded with zeros: name those by their low half.
-        return f"trace-{trace_id[:16] if int(trace_id[:16], 16) else trace_id[16:]}"
-    if _usable_as_directory(conversation_id):
-        return conversation_id
-    return "conv-" + hashlib.blake2b(conversation_id.encode(), digest_size=8).hexdigest()
-
-
-def _usable_as_directory(session_id: str) -> bool:
-    try:
-        Paths(Path("sessions"), Path("billing.jsonl")).session_dir(session_id)  # validates only
-    except InvalidSessionId:
-        return False
-    return True
-
-
 def _derived_span_id(span: SpanData, n: int) -> str:
     digest = hashlib.blake2b(f"{span.trace_id}:{span.span_id}:{n}".encode(), digest_size=8).hexdigest()
     return digest if int(digest, 16) else "1".rjust(16, "0")
@@ -154,26 +126,6 @@ def _facts(span: SpanData) -> tuple:
 
 def _start_facts(span: SpanData) -> tuple:
     return (span.trace_id, span.parent_span_id, span.name, span.kind, span.start_ns)
-
-
-def record_lines(span: SpanData) -> list[EventLine]:
-    """The seed-001 records a span carries as events, as events.jsonl lines (the span intake feeds them too)."""
-    out = []
-    for event in span.events:
-        if not is_record_event(event):
-            continue
-        record = from_span_event(event.name, event.attributes)
-        out.append(EventLine(record, iso_ts(event.time_ns), span.trace_id, span.span_id))
-    return out
-
-
-def in_journal_form(span: SpanData) -> SpanData:
-    """The span exactly as the journal and events.jsonl give it back (JSON-safe values, records re-attached).
-
-    ValueError when the journal could not hold it (e.g. a time beyond 64 bits).
-    """
-    lines = [decode(encode(line)) for line in (context_line(span.resource, span.scope), *span_lines(span))]
-    return rebuild(lines, record_lines(span)).spans[0]
 
 
 def _diff(a: Mapping[str, Any], b: Mapping[str, Any]) -> str:
@@ -283,16 +235,6 @@ def _load_saved(store: SessionStore) -> tuple[list[SpanData], list[EventLine], d
     except (JournalError, EventsFileError, OSError, ValueError, TypeError, LookupError, AttributeError) as exc:
         raise ImportConflict(f"session {store.session_id} exists but cannot be read: {exc}") from None
     return spans, lines, meta
-
-
-def sessions_of_traces(spans: Iterable[SpanData]) -> dict[str, str]:
-    """The session id of each trace id (group_by_session decides it from the trace's spans)."""
-    session_of_trace: dict[str, str] = {}
-    for conversation_id, grouped in group_by_session(spans).items():
-        for span in grouped:
-            if span.trace_id not in session_of_trace:  # once per trace, not per span
-                session_of_trace[span.trace_id] = session_id_for(conversation_id, span.trace_id)
-    return session_of_trace
 
 
 def plan_import(sources: Iterable[Source], sessions_dir: Path) -> list[SessionImport]:

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from otel_agents.persistence.import_sessions import in_journal_form, record_lines
 from otel_agents.persistence.intake_order import every_trace_whole, in_message_order, sort_events_file
 from otel_agents.persistence.intake_state import IntakeState, fsync_path
 from otel_agents.persistence.ledger import LedgerAppender, LedgerError
@@ -27,6 +26,7 @@ from otel_agents.persistence.paths import InvalidSessionId, Paths
 from otel_agents.persistence.private import open_private_append
 from otel_agents.persistence.repair import mark_awaiting_trace, mark_billed
 from otel_agents.persistence.session_sink import SessionSink
+from otel_agents.persistence.span_placement import in_journal_form, record_lines
 from otel_agents.persistence.store import NotALedger, SessionStore, StoreError
 from otel_agents.persistence.timestamps import parse_iso_ts
 from otel_agents.persistence.tree_file import TREE_FILE

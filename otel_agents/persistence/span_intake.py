@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from otel_agents.persistence.import_sessions import sessions_of_traces
+from otel_agents.persistence.span_placement import sessions_of_traces
 from otel_agents.persistence.intake_sessions import IntakeResult, OpenSessions
 from otel_agents.persistence.intake_state import Held, HoldPolicy, IntakeState
 from otel_agents.persistence.notices import Warn, stderr_warning

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from otel_agents.cli import cli
 from otel_agents.persistence.saved import load_saved
 from otel_agents.persistence.events_file import read_event_lines
-from otel_agents.persistence.import_sessions import session_id_for
+from otel_agents.persistence.span_placement import session_id_for
 from otel_agents.persistence.journal import read_journal, spans_from_journal
 from otel_agents.persistence.ledger_read import read_records
 from otel_agents.persistence.store import SessionStore
