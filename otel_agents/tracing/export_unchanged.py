@@ -7,10 +7,10 @@ instead checked attribute by attribute *while* it is written (``otlp_proto_encod
 with this module's attribute writer), and within one export each (key, value) pair is
 checked and written once: a batch's spans repeat most of their pairs (ids, names, models,
 counts). The first attribute the filter would change abandons the span, which then takes
-the filter's copying path (``export_filter._filter_span``) as before.
+the filter's copying path (``export_rules.network_copy``) as before.
 
 The rule is the filter's own, never restated here: a pair is unchanged when
-``keeps(key, value, is_event)`` says so (``export_filter._keeps_attribute``, the verdict of
+``keeps(key, value, is_event)`` says so (``export_rules.keeps_attribute``, the verdict of
 the filter's attribute pass on that one pair). What
 this module adds is only what holds for a whole span: no more attributes than the filter
 keeps, names redaction leaves alone, no status message (the filter rewrites those).

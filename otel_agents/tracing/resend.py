@@ -21,7 +21,8 @@ from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 from opentelemetry.util.re import parse_env_headers
 
-from otel_agents.tracing.export_filter import ExportLimits, NetworkExportFilter
+from otel_agents.tracing.export_filter import NetworkExportFilter
+from otel_agents.tracing.export_rules import ExportLimits
 from otel_agents.tracing.setup import (
     ConfigError,
     TracingOptions,

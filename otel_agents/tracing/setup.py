@@ -45,7 +45,8 @@ from opentelemetry.sdk.trace.sampling import ALWAYS_ON
 
 from otel_agents.version import __version__
 from otel_agents.tracing.content_capture import CaptureSettingError, capture_content
-from otel_agents.tracing.export_filter import DEFAULT_VALUE_CAP, MIN_VALUE_CAP, ExportLimits, NetworkExportFilter
+from otel_agents.tracing.export_filter import NetworkExportFilter
+from otel_agents.tracing.export_rules import DEFAULT_VALUE_CAP, MIN_VALUE_CAP, ExportLimits
 from otel_agents.tracing.network_export import NetworkExportProcessor
 from otel_agents.tracing.otlp_json import OtlpJsonFileExporter
 from otel_agents.tracing.sampling import SamplerConfigError, TraceSampling, sampler_from_env

@@ -20,19 +20,14 @@ from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExport
 from opentelemetry.sdk.trace import SpanLimits, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from opentelemetry.trace import Status, StatusCode
 
 from otel_agents.runtime.tools import ToolContext, make_tool
 from otel_agents.tracing import semconv as sc
 from otel_agents.tracing.export_caps import cap_value, value_bytes
 from otel_agents.tracing.export_size import encoded_size
-from otel_agents.tracing.export_filter import (
-    MAX_ATTRIBUTES,
-    ExportLimits,
-    NetworkExportFilter,
-    chunk_by_size,
-    filter_span,
-)
+from otel_agents.tracing.export_filter import NetworkExportFilter
+from otel_agents.tracing.export_rules import MAX_ATTRIBUTES, ExportLimits, filter_span
+from otel_agents.tracing.export_size import chunk_by_size
 from otel_agents.tracing.setup import TracingOptions, configure_tracing
 from support.otlp_receivers import GrpcTraceReceiver, HttpTraceReceiver
 
@@ -96,92 +91,6 @@ def test_non_text_values_pass_unchanged():
     assert cap_value(12345678901234, 256) == 12345678901234
     assert cap_value(0.5, 256) == 0.5
     assert cap_value([1, 2, 3], 256) == [1, 2, 3]
-
-
-def test_limits_reject_a_cap_too_small_for_the_marker():
-    with pytest.raises(ValueError, match="at least 256"):
-        ExportLimits(value_cap=10)
-
-
-# --- spans ---
-
-
-def test_attribute_count_is_bounded_first_set_first_and_the_rest_counted():
-    def build(tracer):
-        with tracer.start_as_current_span("s", attributes={sc.GEN_AI_OPERATION_NAME: "chat"}) as span:
-            for i in range(300):
-                span.set_attribute(f"k{i:03d}", i)
-            span.add_event("e", {f"e{i}": i for i in range(200)})
-
-    (span,) = _finished(build)
-    out = filter_span(span)
-    assert len(out.attributes) == MAX_ATTRIBUTES and out.attributes[sc.GEN_AI_OPERATION_NAME] == "chat"
-    assert len(out.events[0].attributes) == MAX_ATTRIBUTES
-    proto = encode_spans([out]).resource_spans[0].scope_spans[0].spans[0]
-    assert proto.dropped_attributes_count == 301 - MAX_ATTRIBUTES
-    assert proto.events[0].dropped_attributes_count == 200 - MAX_ATTRIBUTES
-    assert len(span.attributes) == 301  # the local span is untouched
-
-
-def test_event_attributes_and_status_are_capped_and_content_can_stay_local():
-    content_key = sc.EVENT_FIELD_PREFIX + "content"
-
-    def build(tracer):
-        with tracer.start_as_current_span("execute_tool t") as span:
-            span.add_event("transcript_entry", {content_key: "x" * 100_000, sc.EVENT_FIELD_PREFIX + "message_id": "msg_000001"})
-            span.add_event(sc.EVENT_LOG, {sc.LOG_LEVEL: "WRN", sc.LOG_MESSAGE: "m" * 70_000})
-            span.set_status(Status(StatusCode.ERROR, "e" * 90_000))
-
-    (span,) = _finished(build)
-    out = filter_span(span, ExportLimits(value_cap=1000))
-    entry, log = out.events
-    assert value_bytes(entry.attributes[content_key]) <= 1000 and MARKER_START in entry.attributes[content_key]
-    assert entry.attributes[sc.EVENT_FIELD_PREFIX + "message_id"] == "msg_000001"
-    assert value_bytes(log.attributes[sc.LOG_MESSAGE]) <= 1000
-    assert value_bytes(out.status.description) <= 1000 and out.status.status_code is StatusCode.ERROR
-
-    private = filter_span(span, ExportLimits(), export_content=False)
-    assert content_key not in private.events[0].attributes and sc.LOG_MESSAGE not in private.events[1].attributes
-    assert private.events[0].attributes[sc.EVENT_FIELD_PREFIX + "message_id"] == "msg_000001"
-
-
-def test_a_span_whose_events_exceed_the_budget_is_shrunk_evenly_keeping_short_values():
-    def build(tracer):
-        with tracer.start_as_current_span("execute_tool discuss") as span:
-            for i in range(80):  # 80 replies just under the value cap: ~5 MB in one span
-                span.add_event(
-                    "transcript_entry",
-                    {sc.EVENT_FIELD_PREFIX + "message_id": f"msg_{i:06d}", sc.EVENT_FIELD_PREFIX + "content": "r" * 63_000},
-                )
-
-    (span,) = _finished(build)
-    assert encoded_size([span]) > GRPC_DEFAULT_MAX_MESSAGE
-    limits = ExportLimits()
-    out = filter_span(span, limits)
-    assert encoded_size([out]) <= limits.span_bytes
-    assert len(out.events) == 80  # every reply still there, each shortened the same way
-    contents = [e.attributes[sc.EVENT_FIELD_PREFIX + "content"] for e in out.events]
-    assert len({value_bytes(c) for c in contents}) == 1 and all(MARKER_START in c for c in contents)
-    assert [e.attributes[sc.EVENT_FIELD_PREFIX + "message_id"] for e in out.events] == [f"msg_{i:06d}" for i in range(80)]
-    # Shortened no more than needed: the shared length is within 10 % of the budget's share.
-    assert value_bytes(contents[0]) > 0.9 * limits.span_bytes / 80 - 200
-
-
-def test_a_span_with_too_many_events_even_when_shortened_drops_the_last_and_counts_them():
-    def build(tracer):
-        with tracer.start_as_current_span("s") as span:
-            for i in range(5000):
-                span.add_event(sc.EVENT_LOG, {sc.LOG_LEVEL: "VRB", sc.LOG_MESSAGE: f"{i:05d}" + "z" * 2000})
-
-    (span,) = _finished(build)
-    limits = ExportLimits(span_bytes=1024 * 1024)
-    out = filter_span(span, limits)
-    assert encoded_size([out]) <= limits.span_bytes
-    kept = len(out.events)
-    assert 0 < kept < 5000
-    assert out.events[0].attributes[sc.LOG_MESSAGE].startswith("00000")  # the earliest are kept
-    proto = encode_spans([out]).resource_spans[0].scope_spans[0].spans[0]
-    assert proto.dropped_events_count == 5000 - kept
 
 
 def test_chunks_stay_under_the_limit_and_keep_every_span_in_order():

@@ -11,13 +11,8 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.trace import SpanContext, Status, StatusCode
 
 from otel_agents.tracing import semconv as sc
-from otel_agents.tracing.export_filter import (
-    _CONTENT_EVENT_KEYS,
-    ExportLimits,
-    NetworkExportFilter,
-    _export_attributes,
-    _keeps_attribute,
-)
+from otel_agents.tracing.export_filter import NetworkExportFilter
+from otel_agents.tracing.export_rules import CONTENT_EVENT_KEYS, ExportLimits, export_attributes, keeps_attribute
 from otel_agents.tracing.otlp_proto_encode import EncodedSpan, encode_request
 from test_otlp_proto_encode import spans as any_spans
 from test_otlp_proto_encode import stock, values
@@ -103,10 +98,10 @@ def test_any_span_unchanged_by_the_filter_is_written_as_the_stock_encoder_writes
 @settings(max_examples=300)
 @given(keys, st.one_of(attribute_values, values), st.booleans(), st.booleans())
 def test_the_one_attribute_verdict_is_the_filter_passes_verdict(key, value, content, on_event):
-    content_keys = _CONTENT_EVENT_KEYS if on_event else sc.CONTENT_ATTRIBUTES
+    content_keys = CONTENT_EVENT_KEYS if on_event else sc.CONTENT_ATTRIBUTES
     for limits in (SMALL, ExportLimits()):
-        changed = _export_attributes({key: value}, limits, content, content_keys, 0, {})[2]
-        assert _keeps_attribute(key, value, limits, content, content_keys, {}) is not changed
+        changed = export_attributes({key: value}, limits, content, content_keys, 0, {})[2]
+        assert keeps_attribute(key, value, limits, content, content_keys, {}) is not changed
 
 
 def test_values_equal_across_types_keep_their_own_encoding_within_one_export():

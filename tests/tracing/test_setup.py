@@ -12,7 +12,8 @@ from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExport
 from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from otel_agents.tracing.export_filter import DEFAULT_VALUE_CAP, NetworkExportFilter
+from otel_agents.tracing.export_filter import NetworkExportFilter
+from otel_agents.tracing.export_rules import DEFAULT_VALUE_CAP
 from otel_agents.tracing.otlp_http_exporter import HttpSpanExporter  # the stock one, its requests encoded directly
 from otel_agents.tracing.setup import (
     DEFAULT_SERVICE_NAME,
