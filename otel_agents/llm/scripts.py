@@ -49,6 +49,7 @@ from typing import Any
 from otel_agents.json_nesting import NestingTooDeep, check_nesting
 from otel_agents.llm.budget import Budget, BudgetError, budget_from_mapping
 from otel_agents.llm.model_settings import ModelSettings, ModelSettingsError, settings_from_mapping
+from otel_agents.llm.script_hooks import HookSpec, HookSpecError, parse_hooks
 from otel_agents.llm.script_triggers import TriggerError, TriggerSpec, parse_triggers
 
 FALLBACK_UTTERANCE = "I have nothing further to add."
@@ -82,23 +83,6 @@ class ScriptedTurn:
     fail_first_attempt: ScriptedFailure | None = None
     # What a router reports (as OpenRouter does): {"provider": "...", "cost": usd, "upstream_inference_cost": usd}
     served: dict[str, Any] | None = None
-
-
-@dataclass(frozen=True)
-class HookSpec:
-    kind: str  # approval | review | transform | reset | remind
-    name: str
-    agent: str | None = None  # approval by an agent of this name
-    tools: tuple[str, ...] | None = None  # approval: only these tools
-    agents: tuple[str, ...] | None = None  # only these agents are watched
-    deny_tools: tuple[str, ...] = ()  # approval without an agent: always deny these
-    reject_if_contains: str | None = None  # review: reject utterances containing this
-    replace: dict[str, str] | None = None  # transform: substring replacements on delivery
-    max_entries: int | None = None  # reset: when a transcript grows past this after an utterance...
-    keep: int = 1  # reset: ...truncate it to its first `keep` entries (working memory reset)
-    message: str | None = None  # remind: the system-sourced text added to watched agents...
-    after_turns: int | None = None  # ...after every N LLM turns, and/or after one of `tools` ran,
-    every_seconds: float | None = None  # ...and/or once this many seconds passed (at the next turn)
 
 
 @dataclass(frozen=True)
@@ -218,77 +202,6 @@ def _parse_served(raw: dict[str, Any], where: str) -> dict[str, Any] | None:
     return dict(served)
 
 
-_HOOK_KINDS = ("approval", "review", "transform", "reset", "remind")
-_HOOK_FIELDS = frozenset(
-    {"kind", "name", "agent", "tools", "agents", "deny_tools", "reject_if_contains", "replace", "max_entries", "keep",
-     "message", "after_turns", "every_seconds"}
-)
-
-
-def _names_list(raw: dict, key: str, where: str) -> tuple[str, ...] | None:
-    # A bare string would silently become a tuple of its characters.
-    value = raw.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise _fail(where, f"'{key}' must be a list of strings")
-    return tuple(value)
-
-
-def _parse_hook(raw: Any, where: str) -> HookSpec:
-    if not isinstance(raw, dict) or raw.get("kind") not in _HOOK_KINDS:
-        raise _fail(where, f"a hook needs 'kind': one of {', '.join(_HOOK_KINDS)}")
-    if not isinstance(raw.get("name"), str):
-        raise _fail(where, "a hook needs a string 'name'")
-    unknown = set(raw) - _HOOK_FIELDS
-    if unknown:
-        raise _fail(where, f"unknown hook field(s) {sorted(unknown)}")
-    for key in ("agent", "reject_if_contains", "message"):
-        if raw.get(key) is not None and not isinstance(raw[key], str):
-            raise _fail(where, f"'{key}' must be a string")
-    replace = raw.get("replace")
-    if replace is not None and (
-        not isinstance(replace, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in replace.items())
-    ):
-        raise _fail(where, "'replace' must map strings to strings")
-    for key in ("max_entries", "keep"):
-        value = raw.get(key)
-        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
-            raise _fail(where, f"'{key}' must be a non-negative integer")
-    if raw["kind"] == "reset" and raw.get("max_entries") is None:
-        raise _fail(where, "a reset hook needs 'max_entries'")
-    _check_remind(raw, where)
-    return HookSpec(
-        kind=raw["kind"],
-        name=raw["name"],
-        agent=raw.get("agent"),
-        tools=_names_list(raw, "tools", where),
-        agents=_names_list(raw, "agents", where),
-        deny_tools=_names_list(raw, "deny_tools", where) or (),
-        reject_if_contains=raw.get("reject_if_contains"),
-        replace=replace,
-        max_entries=raw.get("max_entries"),
-        keep=raw.get("keep", 1),
-        message=raw.get("message"),
-        after_turns=raw.get("after_turns"),
-        every_seconds=raw.get("every_seconds"),
-    )
-
-
-def _check_remind(raw: dict, where: str) -> None:
-    after, every = raw.get("after_turns"), raw.get("every_seconds")
-    if after is not None and (not isinstance(after, int) or isinstance(after, bool) or after < 1):
-        raise _fail(where, "'after_turns' must be a positive integer")
-    if every is not None and (not isinstance(every, (int, float)) or isinstance(every, bool) or not every > 0):
-        raise _fail(where, "'every_seconds' must be a positive number")
-    if raw["kind"] != "remind":
-        return
-    if not raw.get("message"):
-        raise _fail(where, "a remind hook needs a 'message'")
-    if after is None and every is None and raw.get("tools") is None:
-        raise _fail(where, "a remind hook needs 'after_turns', 'tools' or 'every_seconds'")
-
-
 def parse_script(data: Any, source: str) -> Script:
     if not isinstance(data, dict):
         raise _fail(source, "a script is a JSON object")
@@ -315,10 +228,10 @@ def parse_script(data: Any, source: str) -> Script:
     prompts = data.get("prompts") or []
     if not isinstance(prompts, list) or not all(isinstance(p, str) for p in prompts):
         raise _fail(source, "'prompts' must be a list of strings")
-    raw_hooks = data.get("hooks") or []
-    if not isinstance(raw_hooks, list):
-        raise _fail(source, "'hooks' must be a list")
-    hooks = tuple(_parse_hook(h, f"{source}: hooks[{i}]") for i, h in enumerate(raw_hooks))
+    try:
+        hooks = parse_hooks(data.get("hooks") or [], source)
+    except HookSpecError as exc:
+        raise ScriptError(str(exc)) from None
     try:
         params = settings_from_mapping(data["params"], source) if data.get("params") is not None else None
         raw_agent_params = data.get("agent_params", {})

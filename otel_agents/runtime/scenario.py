@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from otel_agents.llm.scripts import HookSpec, Script
+from otel_agents.llm.script_hooks import HookSpec
+from otel_agents.llm.scripts import Script
 from otel_agents.runtime.eviction import eviction_policy
 from otel_agents.runtime.hooks import (
     ApprovalHook, Decision, RemindHook, ReviewHook, TransformHook, agent_approval_hook, remind, reset,

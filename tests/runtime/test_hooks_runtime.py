@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from otel_agents.llm.scripts import HookSpec
+from otel_agents.llm.script_hooks import HookSpec
 from otel_agents.runtime.hooks import Decision, ToolRequest, approval_prompt, parse_verdict
 from otel_agents.runtime.scenario import install_hooks
 from otel_agents.runtime.session import Session
