@@ -259,27 +259,26 @@ def _stream_root_text(session) -> list[str]:
     written: list[str] = []
     if not session.llm.stream:
         return written
-    turn: list[Any] = [None]  # the LLM call (one per turn) whose text was written last
-    gone: list[bool] = [False]  # stdout could not be written (`| head` went away): the run goes on unseen
+    turn: Any = None  # the LLM call (one per turn) whose text was written last
+    gone = False  # stdout could not be written (`| head` went away): the run goes on unseen
 
     def on_text(request, text: str) -> None:
+        nonlocal turn, gone
         root = session.root
-        if root is not None and request.agent_id == root.agent_id and not gone[0]:
-            try:
-                show(request, text)
-            except (OSError, ValueError):  # raised into the model call, it would fail a call that succeeded
-                gone[0] = True
-
-    def show(request, text: str) -> None:
-        # A later turn of the same run (after its tool calls) starts a line of its own, as it
-        # would be a separate utterance; the run's last line is ended once, by execute.
-        if written and request is not turn[0] and not written[-1].endswith("\n"):
-            written.append("\n")
-            sys.stdout.write("\n")
-        turn[0] = request
-        written.append(text)
-        sys.stdout.write(text)
-        sys.stdout.flush()
+        if root is None or request.agent_id != root.agent_id or gone:
+            return
+        try:
+            # A later turn of the same run (after its tool calls) starts a line of its own, as it
+            # would be a separate utterance; the run's last line is ended once, by execute.
+            if written and request is not turn and not written[-1].endswith("\n"):
+                written.append("\n")
+                sys.stdout.write("\n")
+            turn = request
+            written.append(text)
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        except (OSError, ValueError):  # raised into the model call, it would fail a call that succeeded
+            gone = True
 
     session.llm.on_text = on_text
     return written
