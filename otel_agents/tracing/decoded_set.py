@@ -18,7 +18,8 @@ from otel_agents.tracing.spandata import EventData, LinkData, SpanData
 def finish_spans(spans: list[SpanData], wheres: list[Where]) -> list[SpanData]:
     """Redact, check what the tree reads, drop exact duplicates, re-id conflicting duplicates,
     refuse parent cycles."""
-    spans = [_redacted(s) for s in spans]
+    resources: dict[int, tuple[dict[str, Any], dict[str, Any]]] = {}  # a document's spans share one resource
+    spans = [_redacted(s, resources) for s in spans]
     for span, where in zip(spans, wheres):
         problem = span_problem(span)
         if problem is not None:
@@ -44,7 +45,11 @@ def _problem_where(problem: Any, where: Where) -> Where:
     return where.at(part)
 
 
-def _redacted(span: SpanData) -> SpanData:
+def _redacted(span: SpanData, resources: dict[int, tuple[dict[str, Any], dict[str, Any]]]) -> SpanData:
+    """The span redacted; its resource redacted once for all the spans that share it (one per document)."""
+    known = resources.get(id(span.resource))  # the original is kept with it, so its id is not reused
+    if known is None:
+        known = resources[id(span.resource)] = (span.resource, redact_attributes(span.resource))
     return SpanData(
         trace_id=span.trace_id,
         span_id=span.span_id,
@@ -58,7 +63,7 @@ def _redacted(span: SpanData) -> SpanData:
         links=tuple(LinkData(link.trace_id, link.span_id, redact_attributes(link.attributes)) for link in span.links),
         status=span.status,
         status_message=redact(span.status_message) if span.status_message else span.status_message,
-        resource=redact_attributes(span.resource),
+        resource=known[1],
         scope=span.scope,
     )
 

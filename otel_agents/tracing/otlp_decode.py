@@ -90,10 +90,39 @@ def _otlp_value(value: Any, where: Where) -> Any:
     raise where.error(f"unknown value type {sorted(value)}")
 
 
+_NO_VALUE = object()
+
+
+def _plain_value(value: Any) -> Any:
+    """A one-key AnyValue of a scalar written the usual way, decoded as :func:`_otlp_value` would; else
+    ``_NO_VALUE``. Nearly every attribute is one: they skip the positions kept for error messages."""
+    if type(value) is not dict or len(value) != 1:
+        return _NO_VALUE
+    ((kind, raw),) = value.items()
+    if kind == "stringValue":
+        return raw if type(raw) is str else _NO_VALUE
+    if kind == "intValue":
+        if type(raw) is int:
+            return raw
+        if type(raw) is str and raw.isascii() and (raw[1:] if raw[:1] == "-" else raw).isdigit():
+            return int(raw)
+        return _NO_VALUE
+    if kind == "boolValue":
+        return raw if type(raw) is bool else _NO_VALUE
+    if kind == "doubleValue":
+        return raw if type(raw) is float else float(raw) if type(raw) is int else _NO_VALUE
+    return _NO_VALUE
+
+
 def _otlp_attributes(items: Any, where: Where) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for i, item in enumerate(as_list(items, where)):
-        here = where.at(i)
+        if type(item) is dict and type(key := item.get("key")) is str:
+            plain = _plain_value(item.get("value"))
+            if plain is not _NO_VALUE:
+                out[key] = plain
+                continue
+        here = where.at(i)  # anything else: the general path, which names the place of a problem
         item = as_object(item, here)
         key = item.get("key")
         if not isinstance(key, str):

@@ -6,6 +6,8 @@ import base64
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from support.shared_fixtures import shared_fixture
 from trace_samples import decode_file, error_of, otlp_doc, otlp_span
 
@@ -149,3 +151,31 @@ def test_otlp_structure_errors_name_the_place(mutate, expected):
     assert message.startswith("trace.jsonl:3: ")
     assert expected in message
 
+
+
+_scalars = st.one_of(st.text(max_size=5), st.integers(-2**70, 2**70), st.booleans(), st.none(),
+                     st.floats(allow_nan=False), st.sampled_from(["12", "-7", " 3", "-", "1.5", "٣", "true", "NaN", ""]))
+_any_values = st.one_of(
+    st.dictionaries(st.sampled_from(["stringValue", "intValue", "boolValue", "doubleValue", "bytesValue", "string_value"]),
+                    _scalars, max_size=2),
+    _scalars, st.lists(_scalars, max_size=1),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(value=_any_values)
+def test_attributes_decode_as_each_value_alone_would_the_plain_ones_included(value):
+    """Plain one-key values skip the positions kept for error messages: same value, or the same error."""
+    from otel_agents.tracing.decoding import ImportFormatError, Where
+    from otel_agents.tracing.otlp_decode import _otlp_attributes, _otlp_value
+
+    where = Where("f.json", 1, ("attributes",))
+    try:
+        expected = ("value", _otlp_value(value or {}, where.at(0, "value")))
+    except (ImportFormatError, OverflowError) as exc:
+        expected = ("error", str(exc))
+    try:
+        got = ("value", _otlp_attributes([{"key": "k", "value": value}], where)["k"])
+    except (ImportFormatError, OverflowError) as exc:
+        got = ("error", str(exc))
+    assert got == expected and type(got[1]) is type(expected[1])
