@@ -345,6 +345,8 @@ class Session:
         known = agent or self.root
         if known is not None or root_id is not None:
             attrs[sc.AGENT_ID] = attrs[sc.GEN_AI_AGENT_ID] = known.agent_id if known is not None else root_id
+            # Its call path too: the run's ledger records name the agent by it (a new root's is its name).
+            attrs[sc.CALL_PATH] = known.call_path if known is not None else target_name
         attrs.update(context.extra)
         tracer = self.telemetry.tracer
         # A new trace per run, even if the caller is inside another span.

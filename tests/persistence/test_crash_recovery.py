@@ -261,8 +261,11 @@ def test_after_a_kill_at_any_span_end_the_session_recovers_exactly(killed_runs):
         # The ledger against the journal: each attempt and tool call that ended, billed as it ended;
         # each that never ended, billed as interrupted, with nothing charged.
         assert sorted(r["record_id"] for r in ledger) == sorted(calls), where
+        assert tree["runs"][0]["call_path"] == "main", where  # from the run span's start: it never ended
         for record in ledger:
             span_id = calls[record["record_id"]]
+            # Each record names its agent's call path, the root's included, though the run never ended.
+            assert record["call_path"] and record["call_path"].split("/")[-1] == record["agent_name"], (where, record)
             if span_id in ends:
                 end = ends[span_id]
                 assert record["status"] == _expected_status(end), where
