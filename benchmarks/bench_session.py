@@ -145,7 +145,8 @@ def run_session(
     ``recorded=False`` with ``traced``: spans, records and the console as traced, but no recorder
     (nothing saved): what the instrumentation costs before any persistence.
     """
-    from otel_agents.cli.execution import ModelOptions, attach_console, make_llm, start_recording
+    from otel_agents.cli.execution import attach_console, make_llm, start_recording
+    from otel_agents.cli.model_options import ModelOptions
     from otel_agents.llm.scripts import load_script
     from otel_agents.persistence.paths import Paths
     from otel_agents.runtime.scenario import build_session

@@ -12,13 +12,16 @@ import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import click
 
 from otel_agents.cli.console import ConsoleOptions, ConsoleRenderer
-from otel_agents.cli.options import FiniteFloat, SafePath, utf8_text
+from otel_agents.cli.options import SafePath, utf8_text
 from otel_agents.persistence.paths import Paths
+
+if TYPE_CHECKING:
+    from otel_agents.cli.model_options import ModelOptions
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -53,59 +56,6 @@ def _gather_prompts(arguments: tuple[str, ...], default: tuple[str, ...]) -> lis
             break
         prompts.append(line.strip())
     return prompts or list(default)
-
-
-@dataclass
-class ModelOptions:
-    model: str | None
-    api_base: str | None
-    max_turns: int
-    max_attempts: int
-    timeout: float
-    params: Any = None  # ModelSettings from --param (every agent's request parameters), or None
-    stream: bool = False
-
-
-def _parse_params(ctx, param, values):
-    """``--param key=value`` items as ModelSettings; bad ones are one usage line (exit 2)."""
-    from otel_agents.llm.model_settings import ModelSettingsError, parse_params
-
-    try:
-        return parse_params(values, where="")
-    except ModelSettingsError as exc:
-        raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
-
-
-def model_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    """``--model --api-base --max-turns --max-attempts --timeout --param --stream``, passed as ``model_opts``."""
-    import functools
-
-    options = [
-        click.option("--stream", is_flag=True,
-                     help="Stream every LLM call: the root agent's text reaches stdout as it is generated."),
-        click.option("--param", "params", multiple=True, metavar="KEY=VALUE", callback=_parse_params,
-                     help="Request parameter for every agent's LLM calls (repeatable): temperature, max_tokens, "
-                          "top_p, stop, seed; values are JSON where they parse (stop=END or stop='[\"a\",\"b\"]'). "
-                          "resume keeps the session's and lets these override them."),
-        click.option("--timeout", type=FiniteFloat(0, min_open=True), default=120.0, show_default=True,
-                     help="Seconds per LLM attempt."),
-        click.option("--max-attempts", type=click.IntRange(1), default=4, show_default=True,
-                     help="Attempts per LLM call (transient failures are retried)."),
-        click.option("--max-turns", type=click.IntRange(1), default=20, show_default=True,
-                     help="LLM turns allowed in one response of one agent."),
-        click.option("--api-base", help="Base URL of the model's API (e.g. a local OpenAI-compatible server)."),
-        click.option("--model",
-                     help="Any litellm model string (e.g. openai/gpt-4o-mini); default: the script's offline model."),
-    ]
-
-    @functools.wraps(func)
-    def wrapper(*args, model, api_base, max_turns, max_attempts, timeout, params, stream, **kwargs):
-        return func(*args, model_opts=ModelOptions(model, api_base, max_turns, max_attempts, timeout, params, stream),
-                    **kwargs)
-
-    for option in options:
-        wrapper = option(wrapper)
-    return wrapper
 
 
 def output_options(func: Callable[..., Any]) -> Callable[..., Any]:

@@ -10,13 +10,13 @@ from otel_agents.cli.execution import (
     execute,
     finish,
     make_llm,
-    model_options,
     next_steps,
     output_options,
     read_prompts,
     start_recording,
     use_saved_script,
 )
+from otel_agents.cli.model_options import check_scripted_model, model_options
 from otel_agents.cli.app_session import agents_by_name, install_app_hooks, load_app_or_exit
 from otel_agents.cli.eviction_options import EvictionOptions, eviction_options
 from otel_agents.cli.options import ledger_errors_are_data_errors, session_dir_or_exit, storage_options
@@ -52,6 +52,7 @@ def fork_session_command(source_id, at, prompts, script_name, model_opts, otlp_f
         script = load_script(script_name or saved_script) if script_name or saved_script else None
     except ScriptError as exc:
         raise click.UsageError(f"cannot load the source session's script: {exc} (pass --script)") from None
+    check_scripted_model(script, model_opts.model)
     saved_model = attributes.get(sc.RUN_MODEL)
     model = model_opts.model or (saved_model if isinstance(saved_model, str) else None)
     try:

@@ -10,7 +10,6 @@ import click
 from otel_agents.cli.execution import (
     EXIT_FAILED,
     EXIT_OK,
-    ModelOptions,
     attach_console,
     command_tracing,
     execute,
@@ -18,6 +17,7 @@ from otel_agents.cli.execution import (
     make_llm,
     start_recording,
 )
+from otel_agents.cli.model_options import ModelOptions
 from otel_agents.cli.app_session import agents_by_name, build_app_session, load_app_or_exit
 from otel_agents.cli.options import DataError, session_dir_or_exit, storage_options
 

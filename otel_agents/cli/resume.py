@@ -13,12 +13,12 @@ from otel_agents.cli.execution import (
     finish,
     label_runs,
     make_llm,
-    model_options,
     output_options,
     read_prompts,
     start_recording,
     use_saved_script,
 )
+from otel_agents.cli.model_options import check_scripted_model, model_options
 from otel_agents.cli.app_session import agents_by_name, install_app_hooks, load_app_or_exit
 from otel_agents.cli.budget_options import BudgetOptions, budget_options, check_session_budgets
 from otel_agents.cli.eviction_options import EvictionOptions, eviction_options
@@ -94,6 +94,7 @@ def _resume_owned(session_dir, session_id, prompts, script_name, model_opts, otl
         script = load_script(script_name or saved_script) if script_name or saved_script else None
     except ScriptError as exc:
         raise click.UsageError(f"cannot load the session's script: {exc} (pass --script)") from None
+    check_scripted_model(script, model_opts.model)
     prompt_list = read_prompts(prompts, ())
     if not prompt_list:
         raise click.UsageError("no prompt given (as arguments, on stdin, or interactively)")

@@ -13,7 +13,6 @@ from otel_agents.cli.execution import (
     finish,
     label_runs,
     make_llm,
-    model_options,
     next_steps,
     output_options,
     read_prompts,
@@ -22,6 +21,7 @@ from otel_agents.cli.execution import (
 from otel_agents.cli.budget_options import budget_options, check_session_budgets
 from otel_agents.cli.eviction_options import eviction_options
 from otel_agents.cli.options import FiniteFloat, storage_options
+from otel_agents.cli.model_options import check_scripted_model, model_options
 from otel_agents.cli.app_session import build_app_session, load_app_or_exit
 
 DEFAULT_SCRIPT = "jack-and-jill"
@@ -74,6 +74,7 @@ def run(prompts, script_name, app_reference, resume_id, watch_paths, watch_agent
         script = load_script(script_name or DEFAULT_SCRIPT) if app is None or script_name else None
     except ScriptError as exc:
         raise click.UsageError(str(exc)) from None
+    check_scripted_model(script, model_opts.model)
     prompt_list = read_prompts(prompts, script.prompts if script is not None else ())
     if not prompt_list:
         raise click.UsageError("no prompt given (as arguments, on stdin, or in the script's 'prompts')")

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import click
 
-from otel_agents.cli.execution import finish, model_options, output_options
+from otel_agents.cli.execution import finish, output_options
+from otel_agents.cli.model_options import model_options
 from otel_agents.cli.options import storage_options, utf8_text
 from otel_agents.cli.resume import Delivery, resume_session_command
 

@@ -89,3 +89,16 @@ def test_resume_with_a_model_moves_every_agent_and_says_so_the_same_way(home, tm
     # The real model is sent the whole saved history: the task's result, the answer, the new prompt.
     contents = [m.get("content") for m in body["messages"]]
     assert "Start." in contents and contents[-3:] == ["A here.", "A exists.", "Go on."]
+
+
+def test_resume_with_another_scripted_model_is_refused_and_the_session_left_as_it_was(home, tmp_path):
+    """`--model scripted/x` was dropped without a word; the way to another script is `--script`."""
+    sid = session_of(invoke("run", "--script", script_file(tmp_path, FIRST), "Start."))
+    directory = home / "sessions" / sid
+    before = {p.name: p.read_bytes() for p in directory.iterdir() if p.is_file()}
+    result = CliRunner().invoke(cli, ["resume", sid, "--model", "scripted/other-script", "Go on."])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.strip().splitlines()[-1] == ("Error: --model scripted/other-script: a scripted model answers "
+                                                      "from its script; choose that script with --script other-script")
+    assert {p.name: p.read_bytes() for p in directory.iterdir() if p.is_file()} == before
+    assert invoke("resume", sid, "--model", "scripted/first-script", "Go on.").exit_code == 0  # its own: no change

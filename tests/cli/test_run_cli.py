@@ -76,6 +76,21 @@ def test_bad_script_json_is_a_usage_error(cli_env, tmp_path):
     assert result.exit_code == 2 and "unknown turn field(s) ['txt']" in result.stderr
 
 
+def test_a_scripted_model_of_another_script_is_a_usage_error_not_ignored(cli_env, tmp_path):
+    """`--model scripted/x` was dropped without a word: every agent still answered from the script."""
+    path = tmp_path / "echo.json"
+    path.write_text(json.dumps({"name": "echo-cli", "agents": {"main": ["Echo!"]}}))
+    for args in (["--model", "scripted/nonexistent"], ["--script", str(path), "--model", "scripted/jack-and-jill"]):
+        result = CliRunner().invoke(cli, ["run", *args, "hi"])
+        assert result.exit_code == 2 and result.stdout == "", result.output
+        assert result.stderr.strip().splitlines()[-1] == (
+            f"Error: --model {args[-1]}: a scripted model answers from its script; "
+            f"choose that script with --script {args[-1].removeprefix('scripted/')}")
+    assert not (cli_env / "sessions").exists() or not any((cli_env / "sessions").iterdir())  # nothing run
+    # The script's own scripted model is the same model: nothing to refuse.
+    assert invoke(["--script", str(path), "--model", "scripted/echo-cli", "hi"]).stdout == "Echo!\n"
+
+
 def test_a_user_script_runs(cli_env, tmp_path):
     path = tmp_path / "echo.json"
     path.write_text(json.dumps({"name": "echo-cli", "agents": {"main": ["Echo!"]}}))
