@@ -91,7 +91,7 @@ def show(session_id: str, as_json: bool, ids: bool, paths) -> None:
 
     Read-only: a session whose writer died is shown with its open spans interrupted.
     """
-    from otel_agents.persistence.saved import SessionUnreadable, load_saved
+    from otel_agents.persistence.saved import SessionUnreadable, load_saved, reader_meta
     from otel_agents.persistence.store import effective_status, make_meta
     from otel_agents.persistence.tree_file import make_payload
 
@@ -103,7 +103,8 @@ def show(session_id: str, as_json: bool, ids: bool, paths) -> None:
         raise SessionDataUnreadable(str(exc)) from None
     if loaded.tree is None:
         raise SessionDataUnreadable(f"session {session_id} has no readable tree: " + "; ".join(loaded.notes))
-    tree, meta = loaded.tree, loaded.meta
+    # A killed writer's meta.json is as its run began: titled, dated and counted from the tree, as `list` does.
+    tree, meta = loaded.tree, reader_meta(loaded.meta, loaded.tree, directory)
     if meta is not None:
         meta = {**meta, "status": effective_status(meta, directory)}
     if as_json:

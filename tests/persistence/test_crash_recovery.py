@@ -220,6 +220,10 @@ def test_after_a_kill_at_any_span_end_the_session_recovers_exactly(killed_runs):
             assert result.exit_code == 0, (where, command, result.stderr)
         listed = json.loads(invoke("sessions", "list", "--json", *storage).stdout)
         assert [s["status"] for s in listed] == ["interrupted"], where
+        # `show` summarises it as `list` does (title, last write, counts from the journal), not as meta.json began.
+        shown = json.loads(invoke("sessions", "show", store.session_id, "--json", *storage).stdout)["meta"]
+        same = ("title", "updated", "runs", "status", "agents", "totals")
+        assert {k: shown[k] for k in same} == {k: listed[0][k] for k in same}, where
         # meta.json is as the run began (no totals yet); the listing says what the journal holds.
         assert store.read_meta()["totals"]["llm_calls"] == 0, where
         verified = invoke("sessions", "verify", store.session_id, *storage)
