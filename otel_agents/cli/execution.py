@@ -297,6 +297,8 @@ def execute(session, prompts: list[str], context, tracing, recording, steps: Nex
                     before_run(index)
                 streamed.clear()
                 utterance = runner.run(session.run(prompt, agent=agent, context=context))
+                if prompt is None:
+                    continue  # a fork with no prompt records its state: no one answered, stdout stays empty
                 # Streamed text is on stdout already: the line is ended, not printed twice.
                 click.echo("" if streamed else str(utterance))
             if watch is not None:

@@ -107,6 +107,8 @@ def _message_text(message: Mapping[str, Any], tool: str | None) -> str:
 
 # --- one renderer per view ---
 def render_agents(agents: Sequence[AgentInfo]) -> str:
+    if not agents:
+        return ""  # "(nothing)", as every empty view, not a header over no rows
     names = {a.agent_id: a.display_name for a in agents}
     rows = [("ID", "NAME", "PARENT", "ROLE", "MODEL")] + [
         (a.agent_id, a.display_name, names.get(a.parent, a.parent) if a.parent else "-", a.role, a.model or "-")

@@ -74,6 +74,8 @@ def fork(home: Path, source: str, at: str, *args: str) -> str:
     before = fingerprint(home, source)
     done = otel_agents(home, "fork", source, "--at", at, *args)
     assert done.returncode == 0, done.stderr
+    if not args:
+        assert done.stdout == ""  # no prompt, no answer: not even an empty line
     assert fingerprint(home, source) == before  # read-only on the source: every file and its ledger lines
     sid = session_id_of(done)
     assert sid != source

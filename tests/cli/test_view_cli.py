@@ -156,6 +156,21 @@ def test_sessions_dir_before_or_after_and_session_paths(saved, tmp_path):
     assert missing.exit_code == 2 and f"no session '{sid}'" in missing.output
 
 
+def test_a_session_with_no_records_views_as_nothing(tmp_path):
+    """Another instrumentation's trace, imported, holds spans and no seed-001 records: its agents
+    view printed a header over no rows, where every empty view says (nothing)."""
+    storage = ["--sessions-dir", str(tmp_path / "sessions"), "--billing-file", str(tmp_path / "billing.jsonl")]
+    runner = CliRunner()
+    imported = runner.invoke(cli, ["import", str(Path(__file__).parents[1] / "data" / "foreign" / "openinference.json"),
+                                   *storage])
+    assert imported.exit_code == 0, imported.output
+    sessions = ["--sessions-dir", str(tmp_path / "sessions")]
+    agents = runner.invoke(cli, ["view", "oi-session-42", "agents", *sessions])
+    assert (agents.exit_code, agents.stdout) == (0, "(nothing)\n")
+    as_json = runner.invoke(cli, ["view", "oi-session-42", "agents", "--json", *sessions])
+    assert json.loads(as_json.stdout)["agents"] == []
+
+
 @pytest.mark.parametrize(
     "args, message",
     [
