@@ -56,11 +56,13 @@ def check_session(directory: Path, ledger: list[dict[str, Any]] | None, warn: Wa
         if store.tree_path.exists() or not store.journal_path.exists():
             out.problems.append(str(exc))
     lines: list[EventLine] = []
+    events_unreadable = False
     if store.events_path.exists():
         try:
             lines = read_event_lines(store.events_path, warn)
         except (EventsFileError, OSError) as exc:
             out.problems.append(str(exc))
+            events_unreadable = True  # said once: not again as every record of the tree missing from it
     try:
         meta = store.read_meta()
     except StoreError as exc:
@@ -95,7 +97,8 @@ def check_session(directory: Path, ledger: list[dict[str, Any]] | None, warn: Wa
     if owner is not None:
         out.notes.append(describe_busy(store.session_id, owner) + ": what it has not finished is not checked")
     if tree is not None:
-        out.problems += verify.verify_session(tree, lines, ledger, live=owner is not None, recoverable=recoverable)
+        out.problems += verify.verify_session(tree, None if events_unreadable else lines, ledger,
+                                              live=owner is not None, recoverable=recoverable)
     out.records = len(lines)
     if ledger is not None:
         out.ledger_records = sum(1 for r in ledger if r.get("session_id") == store.session_id)

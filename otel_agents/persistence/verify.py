@@ -185,14 +185,14 @@ def _check_totals(node: Mapping[str, Any], where: str) -> list[str]:
 
 def verify_session(
     tree: Mapping[str, Any],
-    lines: Sequence[EventLine],
+    lines: Sequence[EventLine] | None,
     ledger: Iterable[Mapping[str, Any]] | None,
     *,
     live: bool = False,
     recoverable: bool = False,
 ) -> list[str]:
-    """All disagreements among the three; ``ledger`` None skips the ledger check."""
-    problems = check_tree(tree) + compare_records(tree, lines)
+    """All disagreements among the three; ``ledger`` None skips the ledger check, ``lines`` None the records'."""
+    problems = check_tree(tree) + (compare_records(tree, lines) if lines is not None else [])
     if ledger is not None:
         problems += compare_ledger(tree, ledger, live=live, recoverable=recoverable)
     return problems

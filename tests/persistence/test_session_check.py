@@ -43,3 +43,13 @@ def test_without_a_ledger_every_record_is_missing(saved, tmp_path):
     assert check.ledger_records == 0 and check.problems
     assert not (tmp_path / "none.jsonl").exists()
     assert expected > 0
+
+
+def test_a_damaged_line_in_events_jsonl_is_one_problem_not_every_record_missing(saved):
+    """A line that is not JSON in the middle of events.jsonl made verify also call each of the
+    tree's records missing from the file: dozens of lines for one fault."""
+    store, billing = saved
+    lines = store.events_path.read_bytes().splitlines(keepends=True)
+    store.events_path.write_bytes(b"".join(lines[:3]) + b"not json\n" + b"".join(lines[3:]))
+    check = verify_directory(store.directory, billing, lambda message: None)
+    assert len(check.problems) == 1 and "events.jsonl" in check.problems[0], check.problems
