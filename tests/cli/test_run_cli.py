@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import stat
@@ -134,7 +135,12 @@ def test_stdin_prompts_in_a_real_process(cli_env, tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "first answer\nsecond answer\n"
-    session_line(proc.stderr)
+    # The first turn is timed without the seconds of importing litellm (its span held them).
+    tree = json.loads(gzip.decompress((cli_env / "sessions" / session_line(proc.stderr) / "tree.json.gz").read_bytes()))
+    turn = tree["session"]["runs"][0]["turns"][0]
+    (attempt,) = [op for op in turn["ops"] if op["kind"] == "llm"]
+    turn_s, attempt_s = ((n["ended_ns"] - n["started_ns"]) / 1e9 for n in (turn, attempt))
+    assert turn_s - attempt_s < 1.0, (turn_s, attempt_s)
     # A usage error from a real process: exit code 2, one clear line, nothing on stdout.
     proc = subprocess.run(
         [sys.executable, "-m", "otel_agents", "run", "--script", str(tmp_path / "missing.json"), "hi"],
