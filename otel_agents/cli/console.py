@@ -151,6 +151,10 @@ class ConsoleRenderer(SpanProcessor):
 
     # --- live records and logs (Telemetry listener) ---
     def on_record(self, span: ApiSpan, record: Mapping[str, Any], ts_ns: int) -> None:
+        if record.get("event_type") == sc.EVENT_HOST_NOTICE and record.get("notice") == "budget_warning":
+            # The user, never the model, is told at 80 % of a limit; the other notices have log lines of their own.
+            self._emit(span, "WRN", _one_line(str(record.get("content", ""))))
+            return
         if not (self.options.trace_llm or self.options.trace_tools):
             return
         if record.get("event_type") == sc.EVENT_TRANSCRIPT_ENTRY:

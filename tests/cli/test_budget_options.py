@@ -248,6 +248,9 @@ def test_budget_warnings_and_exhaustion_are_host_notices_never_sent_to_the_model
         ("budget_warning", "budget warning for session: 4 of 5 LLM calls made (80% of the limit)"),
         ("budget", "budget exhausted for session: 100 of 100 tokens spent"),
     ]
+    # The user is told at 80 %, on the console, as it happens (the README's promise); the model never is.
+    warned = [line.split(": WRN ", 1)[1] for line in result.stderr.splitlines() if ": WRN budget warning" in line]
+    assert warned == [n["content"] for n in notices[:2]], result.stderr
     # Each on the span that caused it: the 4th attempt (after the reply it paid for), the refused turn.
     journal = [json.loads(x) for x in (session_dir / "spans.jsonl").read_text().splitlines()]
     starts = {x["start"]: x for x in journal if "start" in x}
