@@ -101,10 +101,16 @@ def iter_records(
 ) -> Iterator[dict]:
     """Stream the ledger's records; unreadable lines are skipped with a warning naming them.
 
-    ``start``/``end`` (byte offsets on line boundaries) read one slice of the file.
+    ``start``/``end`` (byte offsets on line boundaries) read one slice of the file. A file that
+    is not a ledger at all (``not_a_ledger``: a mistyped ``--billing-file``) is a LedgerError,
+    as the writers have it, not a warning per line.
     """
     warn = warn or default_warn
     billing_file = Path(billing_file)
+    if start == 0:
+        reason = not_a_ledger(billing_file)
+        if reason is not None:
+            raise LedgerError(reason)
     try:
         fh = open(billing_file, "rb")
     except FileNotFoundError:
@@ -126,8 +132,8 @@ def iter_records(
             except orjson.JSONDecodeError:
                 if not line.strip():
                     continue
-                torn = "torn last line" if not line.endswith(b"\n") else "unreadable line"
-                warn(f"{billing_file}:{number}: skipped a {torn}")
+                torn = "a torn last line" if not line.endswith(b"\n") else "an unreadable line"
+                warn(f"{billing_file}:{number}: skipped {torn}")
                 continue
             if type(record) is not dict or "record_id" not in record:
                 warn(f"{billing_file}:{number}: skipped a line that is not a ledger record")

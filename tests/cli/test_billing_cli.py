@@ -198,6 +198,25 @@ def test_a_torn_ledger_line_is_a_warning_not_a_failure(home):
     assert json.loads(result.stdout)["total"]["calls"] == len((home / "billing.jsonl").read_text().splitlines()) - 1
 
 
+def test_a_file_that_is_no_ledger_is_refused_by_readers_as_by_writers(home, tmp_path):
+    """`billing summary --billing-file README.md` said "no ledger records" with exit 0 after one
+    warning per line of the file; `run`, `import` and `billing rebuild` already refused it."""
+    home, priced, _ = home
+    notes = tmp_path / "notes.md"
+    notes.write_text("# Notes\n\nnot a ledger\n")
+    for args in (["billing", "summary"], ["billing", "export", "--format", "csv"], ["sessions", "verify", priced]):
+        result = CliRunner().invoke(cli, [*args, "--billing-file", str(notes)], env={"OTEL_AGENTS_HOME": str(home)})
+        assert result.exit_code == 2 and result.stdout == "", (args, result.output)
+        assert result.stderr.splitlines() == [
+            f"Error: {notes} is not a billing ledger (its first line is not a ledger record)"], (args, result.stderr)
+    assert notes.read_text() == "# Notes\n\nnot a ledger\n"
+    output = tmp_path / "out.csv"
+    exported = invoke(home, "export", "--billing-file", str(notes), "--output", str(output))
+    assert exported.exit_code == 2 and not output.exists()  # refused before the output was opened
+    missing = invoke(home, "summary", "--billing-file", str(tmp_path / "none.jsonl"))
+    assert missing.exit_code == 0  # no ledger yet is no records, as on a fresh machine
+
+
 def test_summary_with_an_explicit_billing_file(home, tmp_path):
     home, _, _ = home
     other = tmp_path / "elsewhere.jsonl"
