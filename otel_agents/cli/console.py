@@ -8,10 +8,11 @@ tree position of the operation the line concerns, the kind is llm, tool or sessi
 Nothing in the runtime prints; this span processor (and live-record listener) is the
 only place console lines come from.
 
-Levels: by default only WRN and ERR. ``verbose`` adds one VRB line per LLM and
-tool request/response (latency, sizes, tokens, cost), THK lines for reasoning and
-a FIN line per run. ``trace_llm`` / ``trace_tools`` add TRC lines with the full
-request and response payloads, redacted and capped.
+Levels: by default only WRN and ERR (a budget warning's ``host_notice`` record is a WRN
+line too). ``verbose`` adds one VRB line per LLM and tool request/response (latency,
+sizes, tokens, cost), THK lines for reasoning and a FIN line per run. ``trace_llm`` /
+``trace_tools`` add TRC lines with the full request and response payloads, redacted
+and capped.
 
 The console is a copy that leaves the session: spans and records hold content as the
 model was sent it, so every line is redacted here (``redaction.redact``).
@@ -115,6 +116,10 @@ def keep_session_txn(session, context, txn: str | None) -> None:
     session.before_next_run.append(first_run)
 
 
+def _operation(span: ApiSpan) -> Any:
+    return (getattr(span, "attributes", None) or {}).get(sc.GEN_AI_OPERATION_NAME)
+
+
 def _money(cost: Any) -> str:
     return "unpriced" if cost is None else f"${cost:.6f}"
 
@@ -151,14 +156,17 @@ class ConsoleRenderer(SpanProcessor):
 
     # --- live records and logs (Telemetry listener) ---
     def on_record(self, span: ApiSpan, record: Mapping[str, Any], ts_ns: int) -> None:
-        if record.get("event_type") == sc.EVENT_HOST_NOTICE and record.get("notice") == "budget_warning":
-            # The user, never the model, is told at 80 % of a limit; the other notices have log lines of their own.
-            self._emit(span, "WRN", _one_line(str(record.get("content", ""))))
+        if record.get("event_type") == sc.EVENT_HOST_NOTICE:
+            # A retry, a denial and an exhausted budget have log lines of their own; a budget warning
+            # has only its record. Only on the attempt that spent it: a fork replays the records it
+            # inherits on its run's root span, and those were told in their own run.
+            if record.get("notice") == "budget_warning" and _operation(span) == sc.OP_CHAT:
+                self._emit(span, "WRN", _one_line(record.get("content") or ""))
             return
         if not (self.options.trace_llm or self.options.trace_tools):
             return
         if record.get("event_type") == sc.EVENT_TRANSCRIPT_ENTRY:
-            operation = (getattr(span, "attributes", None) or {}).get(sc.GEN_AI_OPERATION_NAME)
+            operation = _operation(span)
             if operation == sc.OP_CHAT and self.options.trace_llm:
                 self._emit(span, "TRC", "response " + _payload(message_from_record(record)))
             elif operation == sc.OP_EXECUTE_TOOL and self.options.trace_tools and record.get("role") == "tool":

@@ -9,6 +9,7 @@ import re
 from click.testing import CliRunner
 
 from otel_agents.cli import cli
+from otel_agents.tracing import semconv as sc
 
 PROMPT = "Create Jack and Jill for a cafe discussion"
 LINE = re.compile(
@@ -211,3 +212,45 @@ def test_a_console_closed_mid_run_leaves_every_span_ended(home, tmp_path):
     assert json.loads((directory / "meta.json").read_text())["status"] == "ok"
     replayed = CliRunner().invoke(cli, ["replay", directory.name])
     assert replayed.exit_code == 0, replayed.output
+
+
+def test_a_budget_warning_is_a_wrn_line_at_default_verbosity(home):
+    """The user, never the model, is told at 80 % of a limit: on the console too, not only in the session."""
+    result = CliRunner().invoke(cli, ["run", "--max-llm-calls", "5", "Create Jack and Jill"], catch_exceptions=False)
+    assert result.exit_code == 1, result.stderr
+    lines = [LINE.match(line) for line in result.stderr.splitlines() if line.startswith("[txn:")]
+    assert all(lines), result.stderr
+    warnings = [m for m in lines if "budget warning" in m["message"]]
+    assert [(m["kind"], m["level"], m["message"]) for m in warnings] == [
+        ("llm", "WRN", "budget warning for session: 4 of 5 LLM calls made (80% of the limit)")
+    ]
+    exhausted = [m for m in lines if m["level"] == "ERR" and "budget exhausted" in m["message"]]
+    assert exhausted and lines.index(warnings[0]) < lines.index(exhausted[0])
+    assert len({m["txn"] for m in lines}) == 1
+
+
+def test_a_budget_warning_line_is_redacted_and_only_told_by_the_attempt_that_spent_it():
+    import io
+
+    from opentelemetry.sdk.trace import TracerProvider
+
+    from otel_agents.cli.console import ConsoleRenderer
+    from otel_agents.tracing.redaction import MARKER
+
+    out = io.StringIO()
+    renderer = ConsoleRenderer(lambda span_id: "1-1", txn="0123abcd", out=out)
+    tracer = TracerProvider().get_tracer("test")
+    secret = "sk-" + "a1" * 12
+    notice = {"event_type": "host_notice", "agent_id": "a", "notice": "budget_warning",
+              "content": f"budget warning for {secret}: 4 of 5 LLM calls made (80% of the limit)"}
+    chat = {sc.GEN_AI_OPERATION_NAME: sc.OP_CHAT, sc.GEN_AI_PROVIDER_NAME: "scripted", sc.LLM_MODEL: "scripted/demo"}
+    with tracer.start_as_current_span("chat scripted/demo", attributes=chat) as span:
+        renderer.on_record(span, notice, 0)
+        renderer.on_record(span, {**notice, "notice": "retry"}, 0)  # has its own WRN log line
+    # A fork replays the records it inherits on its run's root span: told in their own run already.
+    run = {sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT}
+    with tracer.start_as_current_span("invoke_agent main", attributes=run) as root:
+        renderer.on_record(root, notice, 0)
+    assert out.getvalue().splitlines() == [
+        f"[txn:0123abcd] 1-1 llm/scripted:demo: WRN budget warning for {MARKER}: 4 of 5 LLM calls made (80% of the limit)"
+    ]
