@@ -154,9 +154,11 @@ def live_lag(tmp: Path, runs: int, latency_ms: int = 300) -> LiveLag:
             run.stdin.close()
             session_id = _wait_for_session(sessions)
             page.goto(f"{url}/s/{session_id}")
-            page.wait_for_selector(FIRST_ROW, timeout=60_000)
+            # Watching from the moment the page is open: the run imports litellm before its first span,
+            # then its few quick runs may all end before the first row would have been waited for.
             page.evaluate(WATCH_ROWS)
             opened_ms = time.time() * 1000
+            page.wait_for_selector(FIRST_ROW, timeout=60_000)
             if run.wait(timeout=300) != 0:
                 raise AssertionError(f"the scripted run failed: {run.stderr.read()[-2000:]}")
             page.wait_for_function("() => document.getElementById('session-status').textContent === 'ok'", timeout=30_000)

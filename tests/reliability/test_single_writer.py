@@ -66,6 +66,21 @@ def wait_for_owner(directory: Path, proc: subprocess.Popen) -> dict:
     raise AssertionError(f"nobody took {directory}")
 
 
+def chat_starts(directory: Path) -> int:
+    """LLM attempts the journal has seen start (whole lines only: the last may be being written)."""
+    lines = (directory / "spans.jsonl").read_bytes().splitlines(keepends=True)
+    return sum(1 for line in lines if line.endswith(b"\n") and b'"start"' in line and b'"name":"chat ' in line)
+
+
+def wait_for_new_chat(directory: Path, proc: subprocess.Popen, before: int) -> None:
+    """Until ``proc``'s run has started an LLM attempt (it imports litellm before its first span)."""
+    deadline = time.monotonic() + 60
+    while chat_starts(directory) <= before:
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "the run never called its model"
+        time.sleep(0.02)
+
+
 def first_session(tmp_path: Path, home: Path, slow_turn: int) -> tuple[str, Path]:
     code, out, err = run_cli(["run", "--script", str(script(tmp_path, slow_turn)), "first"], home)
     assert code == 0, err
@@ -138,9 +153,11 @@ def test_four_imports_of_one_file_at_once_make_one_session(tmp_path, home):
 
 def test_a_killed_owner_s_lock_is_taken_over(tmp_path, home):
     session_id, directory = first_session(tmp_path, home, slow_turn=2)
+    attempts = chat_starts(directory)
     resume = start(["resume", session_id, "slow one"], home)
     owner = wait_for_owner(directory, resume)
-    time.sleep(0.5)  # inside the slow model call
+    wait_for_new_chat(directory, resume, attempts)
+    time.sleep(0.2)  # inside the slow model call
     for pid in {owner["pid"], owner.get("recorder", owner["pid"])}:
         os.kill(pid, signal.SIGKILL)
     resume.communicate(timeout=60)
