@@ -290,11 +290,11 @@ def execute(session, prompts: list[str], context, tracing, recording, steps: Nex
     exit_code = EXIT_OK
     watching = False
     streamed = _stream_root_text(session)
-    if any(prompt is not None for prompt in prompts):
-        from otel_agents.llm.litellm_loader import load_litellm
-
-        load_litellm()  # seconds, once: before the first run's spans start, which time the run, not the import
     try:
+        if any(prompt is not None for prompt in prompts):  # in the try: Ctrl-C during it saves and exits 130
+            from otel_agents.llm.litellm_loader import load_litellm
+
+            load_litellm()  # seconds, once: before the first run's spans start, which time the run, not the import
         with asyncio.Runner() as runner:  # one loop for every prompt of the process
             for index, prompt in enumerate(prompts):
                 if before_run is not None:

@@ -128,6 +128,20 @@ def interrupt(script: Path, home: Path, signum: int, ready, settle_s: float = 0.
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err), session_id_of(err)
 
 
+def session_created(home: Path):
+    def check() -> bool:
+        return any((p / "owner.lock").exists() for p in (home / "sessions").glob("*"))  # no span yet
+    return check
+
+
+def test_sigterm_while_litellm_is_imported_before_the_first_run_ends_it_cleanly(rel_home, tmp_path):
+    """The CLI imports litellm (seconds) after the session exists and before its first run's spans:
+    a signal then must still save the session and exit 130, not end in a traceback."""
+    proc, session_id = interrupt(slow_helper_script(tmp_path), rel_home, signal.SIGTERM, session_created)
+    assert proc.returncode == 130 and "Traceback" not in proc.stderr, proc.stderr
+    assert INTERRUPTED in proc.stderr and session_id, proc.stderr
+
+
 def test_sigterm_in_the_first_model_call_says_only_what_happened(rel_home, tmp_path):
     """Cut in the first call (litellm still busy in its worker thread), Python warned on stderr
     that litellm's coroutine for the call was never awaited: the one line naming no operation.
