@@ -198,6 +198,38 @@ def test_a_torn_ledger_line_is_a_warning_not_a_failure(home):
     assert json.loads(result.stdout)["total"]["calls"] == len((home / "billing.jsonl").read_text().splitlines()) - 1
 
 
+@pytest.mark.parametrize("args", [
+    ["summary"], ["summary", "--json"], ["export", "--format", "csv"], ["export", "--format", "jsonl"],
+    ["export", "--format", "csv", "-o", "{out}"],
+])
+def test_a_file_that_is_not_a_ledger_is_refused_by_the_readers(home, tmp_path, args):
+    """As run/import/rebuild refuse it: one line, exit 2, nothing written (not a warning per line, exit 0)."""
+    home, _, _ = home
+    other = tmp_path / "README.md"
+    other.write_text("# otel-agents\n\nRun agents and bill them.\n")
+    out = tmp_path / "out.csv"
+    result = invoke(home, *[a.format(out=out) for a in args], "--billing-file", str(other))
+    assert result.exit_code == 2
+    assert result.stderr == f"Error: {other} is not a billing ledger (its first line is not a ledger record)\n"
+    assert result.stdout == "" and not out.exists()
+    assert other.read_text() == "# otel-agents\n\nRun agents and bill them.\n"
+
+
+def test_a_damaged_line_inside_a_ledger_is_one_warning_and_a_missing_ledger_is_no_records(home, tmp_path):
+    home, _, _ = home
+    ledger = home / "billing.jsonl"
+    lines = ledger.read_bytes().splitlines(keepends=True)
+    ledger.write_bytes(b"".join(lines[:2]) + b'{"damaged": \n' + b"".join(lines[2:]))
+    result = invoke(home, "summary", "--json")
+    assert result.exit_code == 0
+    assert result.stderr == f"warning: {ledger}:3: skipped an unreadable line\n"
+    assert json.loads(result.stdout)["total"]["calls"] == len(lines)
+    # A fresh machine has no ledger yet: that is no records, not an error.
+    missing = tmp_path / "none.jsonl"
+    result = invoke(home, "summary", "--billing-file", str(missing))
+    assert result.exit_code == 0 and result.stdout == f"no ledger records ({missing})\n" and result.stderr == ""
+
+
 def test_summary_with_an_explicit_billing_file(home, tmp_path):
     home, _, _ = home
     other = tmp_path / "elsewhere.jsonl"

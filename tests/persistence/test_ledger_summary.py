@@ -80,7 +80,7 @@ def test_parallel_summary_equals_one_pass(tmp_path):
         one = summarize_file(ledger, by, warn=warn_one.append, workers=1)
         many = summarize_file(ledger, by, warn=warn_many.append, workers=2)
         assert [r.as_dict() for r in many] == [r.as_dict() for r in one]
-        assert warn_one == warn_many == [f"{ledger}:3001: skipped a unreadable line"]
+        assert warn_one == warn_many == [f"{ledger}:3001: skipped an unreadable line"]
     filtered = summarize_file(ledger, "session", Filters(session="s3", until=date(2025, 3, 5)), warn=[].append, workers=2)
     assert [r.calls for r in filtered] == [sum(1 for r in records if r["session_id"] == "s3" and r["ts"] <= "2025-03-05T99")]
 
