@@ -161,7 +161,7 @@ def export(fmt: str, since: date | None, until: date | None, session_id: str | N
     filters = _filters(since, until, session_id)
     if output is not None and output.resolve() in {p.resolve() for p in ledgers}:
         raise click.UsageError(f"--output {output} is the ledger itself (one being read); choose another file")
-    records = filters.apply(LedgerShards(ledgers, _warn).check())  # refused before --output is opened
+    records = filters.apply(LedgerShards(ledgers, _warn))  # each ledger was checked before --output is opened
     if fmt == "csv":
         import io
 

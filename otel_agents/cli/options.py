@@ -48,7 +48,10 @@ def storage_options(func):
 def ledger_sources_options(func):
     """Adds ``--sessions-dir`` and a repeatable ``--billing-file`` (a ledger, or a directory of
     ``*.jsonl`` ledgers); passes ``paths: Paths`` and ``ledgers: list[Path]``, for commands that
-    only read the ledger and so can add up the shards of a fleet."""
+    only read the ledger and so can add up the shards of a fleet.
+
+    Every file named must be a ledger (missing is one with no records yet); one that is not is
+    refused (DataError) before the command writes anything."""
     func = click.option(
         "--billing-file", type=SafePath(path_type=Path), multiple=True,
         help="Billing ledger, or a directory whose *.jsonl files are ledgers; repeat to read several as one "
@@ -58,10 +61,18 @@ def ledger_sources_options(func):
 
     @functools.wraps(func)
     def wrapper(*args, sessions_dir=None, billing_file=(), **kwargs):
+        from otel_agents.persistence.ledger_read import LedgerError, check_readable_ledger
         from otel_agents.persistence.ledger_shards import ledger_files
 
         paths = Paths.resolve(sessions_dir, billing_file[0] if len(billing_file) == 1 else None)
-        ledgers = ledger_files(billing_file) if billing_file else [paths.billing_file]
+        try:
+            ledgers = ledger_files(billing_file) if billing_file else [paths.billing_file]
+            # All of them first: a shard that is not a ledger is found before an export's CSV header
+            # or an earlier shard's records are written, and a fleet is never silently under-counted.
+            for ledger in ledgers:
+                check_readable_ledger(ledger)
+        except LedgerError as exc:  # here too for `ui`, which serves on and so does not convert them all
+            raise DataError(str(exc)) from None
         return func(*args, paths=paths, ledgers=ledgers, **kwargs)
 
     return wrapper

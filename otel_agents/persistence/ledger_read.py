@@ -7,6 +7,7 @@ swallows a good record.
 
 from __future__ import annotations
 
+import itertools
 import os
 import stat
 import warnings
@@ -61,6 +62,11 @@ def not_a_ledger(billing_file: Path) -> str | None:
         return None  # nothing there yet; whether it can be created is the writability check's to say
     except OSError as exc:
         return f"cannot read {billing_file}: {exc.strerror or exc}"
+    return _first_line_problem(billing_file, line)
+
+
+def _first_line_problem(billing_file: Path, line: bytes) -> str | None:
+    """Why ``line`` (the file's first, read up to ``_FIRST_LINE_LIMIT`` bytes) shows it is no ledger, or None."""
     if not line.endswith(b"\n"):
         if len(line) < _FIRST_LINE_LIMIT:
             return None  # empty, or a torn first record
@@ -68,6 +74,26 @@ def not_a_ledger(billing_file: Path) -> str | None:
     if record_id_of(line) is not None:
         return None
     return f"{billing_file} is not a billing ledger (its first line is not a ledger record)"
+
+
+def check_readable_ledger(billing_file: Path) -> None:
+    """LedgerError if a regular file at ``billing_file`` is not a ledger, judged as ``not_a_ledger`` judges it.
+
+    For readers that must refuse before writing anything (an export's CSV header, the records of
+    an earlier shard). Missing, unopenable or not a regular file is left to :func:`iter_records`:
+    the first is no records yet, the second its own error, and a pipe's first line can be read
+    only once, so it is checked as it is streamed.
+    """
+    try:
+        if not stat.S_ISREG(os.stat(billing_file).st_mode):
+            return
+        with open(billing_file, "rb") as fh:
+            line = fh.readline(_FIRST_LINE_LIMIT)
+    except OSError:
+        return
+    reason = _first_line_problem(billing_file, line)
+    if reason is not None:
+        raise LedgerError(reason)
 
 
 _ID_PREFIX = b'{"record_id":"'
@@ -101,16 +127,12 @@ def iter_records(
 ) -> Iterator[dict]:
     """Stream the ledger's records; unreadable lines are skipped with a warning naming them.
 
-    ``start``/``end`` (byte offsets on line boundaries) read one slice of the file. A file that
-    is not a ledger at all (``not_a_ledger``: a mistyped ``--billing-file``) is a LedgerError,
-    as the writers have it, not a warning per line.
+    A file whose first line is no record is not a ledger at all (LedgerError, as ``not_a_ledger``
+    tells writers), not one damaged line per line. ``start``/``end`` (byte offsets on line
+    boundaries) read one slice of the file; only the slice at 0 checks that first line.
     """
     warn = warn or default_warn
     billing_file = Path(billing_file)
-    if start == 0:
-        reason = not_a_ledger(billing_file)
-        if reason is not None:
-            raise LedgerError(reason)
     try:
         fh = open(billing_file, "rb")
     except FileNotFoundError:
@@ -119,10 +141,18 @@ def iter_records(
         raise unopenable(billing_file, exc) from None
     with fh:
         number = _lines_before(fh, start) if start else 0
-        fh.seek(start)
+        if start:
+            fh.seek(start)  # only then: a pipe (``<(zcat old.jsonl.gz)``) cannot seek, and is read from its start
+        lines: Iterable[bytes] = fh
+        if start == 0:
+            first = fh.readline(_FIRST_LINE_LIMIT)  # bounded: a huge first line is refused, not read whole
+            reason = _first_line_problem(billing_file, first)
+            if reason is not None:
+                raise LedgerError(reason)
+            lines = itertools.chain([first], fh) if first else fh
         position = start
         loads = orjson.loads
-        for number, line in enumerate(fh, number + 1):
+        for number, line in enumerate(lines, number + 1):
             if end is not None:
                 if position >= end:
                     return

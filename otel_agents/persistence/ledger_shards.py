@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from otel_agents.persistence.ledger_read import LedgerError, Warn, default_warn, iter_records, not_a_ledger
+from otel_agents.persistence.ledger_read import LedgerError, Warn, default_warn, iter_records
 
 
 def ledger_files(given: Iterable[Path]) -> list[Path]:
@@ -44,15 +44,6 @@ class LedgerShards:
         self.files = list(files)
         self.warn = warn or default_warn
         self.duplicates = 0
-
-    def check(self) -> "LedgerShards":
-        """LedgerError for the first file that is not a ledger, before anything is written from them
-        (reading one raises it too, but only once an export has begun its output)."""
-        for path in self.files:
-            reason = not_a_ledger(path)
-            if reason is not None:
-                raise LedgerError(reason)
-        return self
 
     def __iter__(self) -> Iterator[dict]:
         if len(self.files) == 1:  # one ledger: as before, no id set to hold

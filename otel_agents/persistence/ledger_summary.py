@@ -22,6 +22,7 @@ import orjson
 from otel_agents.persistence.ledger_read import (
     CSV_COLUMNS,
     Warn,
+    check_readable_ledger,
     default_warn,
     filter_records,
     iter_records,
@@ -219,6 +220,7 @@ def summarize_file(
         size = billing_file.stat().st_size
     except FileNotFoundError:
         return []
+    check_readable_ledger(billing_file)  # here, not in the worker that reads the first slice
     if workers is None:
         workers = (os.cpu_count() or 1) if size >= PARALLEL_MIN_BYTES else 1
     # fork is only safe without other threads; otherwise stay in this process.

@@ -217,6 +217,21 @@ def test_a_file_that_is_no_ledger_is_refused_by_readers_as_by_writers(home, tmp_
     assert missing.exit_code == 0  # no ledger yet is no records, as on a fresh machine
 
 
+def test_a_damaged_line_inside_a_ledger_is_one_warning_and_a_missing_ledger_is_no_records(home, tmp_path):
+    home, _, _ = home
+    ledger = home / "billing.jsonl"
+    lines = ledger.read_bytes().splitlines(keepends=True)
+    ledger.write_bytes(b"".join(lines[:2]) + b'{"damaged": \n' + b"".join(lines[2:]))
+    result = invoke(home, "summary", "--json")
+    assert result.exit_code == 0
+    assert result.stderr == f"warning: {ledger}:3: skipped an unreadable line\n"
+    assert json.loads(result.stdout)["total"]["calls"] == len(lines)
+    # A fresh machine has no ledger yet: that is no records, not an error.
+    missing = tmp_path / "none.jsonl"
+    result = invoke(home, "summary", "--billing-file", str(missing))
+    assert result.exit_code == 0 and result.stdout == f"no ledger records ({missing})\n" and result.stderr == ""
+
+
 def test_summary_with_an_explicit_billing_file(home, tmp_path):
     home, _, _ = home
     other = tmp_path / "elsewhere.jsonl"

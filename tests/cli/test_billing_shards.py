@@ -86,15 +86,27 @@ def test_a_record_in_two_shards_counts_once(fleet, tmp_path):
     (["billing", "rebuild", "--billing-file", "{a}", "--billing-file", "{b}"], "given 2 times"),
     (["billing", "rebuild", "--billing-file", "{shards}"], "is a directory"),
     (["run", PROMPT, "--billing-file", "{a}", "--billing-file", "{b}"], "given 2 times"),
+    # A shard that is not a ledger refuses the whole read: skipping it would under-count the fleet,
+    # and it is found before the first shard's records or the CSV header are written.
+    (["billing", "export", "--format", "csv", "--billing-file", "{a}", "--billing-file", "{notes}"],
+     "notes.jsonl is not a billing ledger (its first line is not a ledger record)"),
+    (["billing", "summary", "--billing-file", "{mixed}"], "notes.jsonl is not a billing ledger"),
+    (["ui", "--port", "0", "--billing-file", "{empty}"], "no *.jsonl ledgers"),
 ])
 def test_bad_ledger_sources_are_one_line_exit_2_and_change_nothing(fleet, tmp_path, args, message):
     home, shards = fleet
     (tmp_path / "empty").mkdir()
+    (tmp_path / "mixed").mkdir()
+    shutil.copy(shards / "a.jsonl", tmp_path / "mixed" / "a.jsonl")
+    for notes in (tmp_path / "notes.jsonl", tmp_path / "mixed" / "notes.jsonl"):
+        notes.write_text('{"note": "not a ledger record"}\n' * 3)
     names = {"a": shards / "a.jsonl", "b": shards / "b.jsonl", "shards": shards,
-             "missing": tmp_path / "missing.jsonl", "empty": tmp_path / "empty"}
+             "missing": tmp_path / "missing.jsonl", "empty": tmp_path / "empty",
+             "notes": tmp_path / "notes.jsonl", "mixed": tmp_path / "mixed"}
     before = {p.name: p.read_bytes() for p in shards.iterdir()}
     proc = _cli(home, *[arg.format(**names) for arg in args])
     assert proc.returncode == 2, proc.stderr
     assert message in proc.stderr and "Traceback" not in proc.stderr
+    assert "warning" not in proc.stderr  # not a warning per line of a file that is no ledger
     assert proc.stdout == ""
     assert {p.name: p.read_bytes() for p in shards.iterdir()} == before

@@ -199,6 +199,15 @@ def test_verify_names_tampered_events_and_ledger(env):
     assert dropped in result.stdout and "lacks" in result.stdout
 
 
+def test_verify_refuses_a_billing_file_that_is_not_a_ledger(env, tmp_path):
+    session_id = run_demo()
+    other = tmp_path / "README.md"
+    other.write_text("# notes\n\nnot a ledger\n")
+    result = invoke("sessions", "verify", session_id, "--billing-file", str(other))
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr == f"Error: {other} is not a billing ledger (its first line is not a ledger record)\n"
+
+
 def test_corrupt_tree_is_shown_from_the_journal_and_reported_by_verify(env):
     session_id = run_demo()
     tree = env / "sessions" / session_id / "tree.json.gz"

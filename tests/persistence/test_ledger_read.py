@@ -67,3 +67,57 @@ def test_a_ledger_is_what_its_first_line_says(tmp_path):
         other.write_bytes(text)
         reason = not_a_ledger(other)
         assert reason is not None and reason.startswith(f"{other} is not a billing ledger"), text[:20]
+
+
+def test_readers_refuse_a_file_that_is_not_a_ledger_and_warn_about_a_damaged_line_in_one(tmp_path):
+    """Not one "skipped" warning per line of some other file: the whole file is refused, as writers refuse it."""
+    from otel_agents.persistence.ledger import append_records
+    from otel_agents.persistence.ledger_read import LedgerError, check_readable_ledger, iter_records
+
+    other = tmp_path / "README.md"
+    other.write_text("# A project\n\nSome text.\n")
+    message = f"{other} is not a billing ledger (its first line is not a ledger record)"
+    warnings: list[str] = []
+    for read in (lambda: read_records(other, warnings.append), lambda: check_readable_ledger(other),
+                 lambda: summarize_file(other, warn=warnings.append, workers=1),
+                 lambda: summarize_file(other, warn=warnings.append, workers=2)):
+        with pytest.raises(LedgerError) as refused:
+            read()
+        assert str(refused.value) == message
+    assert warnings == []
+    # A slice past the first line does not ask it again (the summary checks the file once, before slicing).
+    assert list(iter_records(other, [].append, start=len("# A project\n"))) == []
+
+    ledger = tmp_path / "billing.jsonl"
+    append_records(ledger, [llm(1)])
+    ledger.write_bytes(ledger.read_bytes() + b"{not json\n")
+    append_records(ledger, [llm(2)])
+    warnings = []
+    assert len(read_records(ledger, warnings.append)) == 2
+    assert warnings == [f"{ledger}:2: skipped an unreadable line"]
+    check_readable_ledger(ledger)
+    check_readable_ledger(tmp_path / "none.jsonl")  # missing: no records yet
+
+
+def test_a_pipe_is_read_as_a_ledger_and_its_first_line_checked_as_it_is_streamed(tmp_path):
+    import os
+
+    from otel_agents.persistence.ledger import append_records
+    from otel_agents.persistence.ledger_read import LedgerError, check_readable_ledger
+
+    ledger = tmp_path / "billing.jsonl"
+    append_records(ledger, [llm(1), llm(2)])
+    for content, records in ((ledger.read_bytes(), 2), (b"# notes\nmore\n", None)):
+        r, w = os.pipe()
+        os.write(w, content)  # small: fits the pipe's buffer
+        os.close(w)
+        try:
+            path = tmp_path / f"/dev/fd/{r}"
+            check_readable_ledger(path)  # leaves a pipe alone: its first line can be read only once
+            if records is None:
+                with pytest.raises(LedgerError, match="is not a billing ledger"):
+                    read_records(path)
+            else:
+                assert len(read_records(path)) == records
+        finally:
+            os.close(r)
