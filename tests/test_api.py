@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import subprocess
@@ -70,6 +71,12 @@ def test_a_program_with_a_custom_tool_and_a_hook_is_recorded_and_verifies(tmp_pa
     assert "Error: Action blocked by hook 'keep_notes': notes are kept" in contents
     rows = ledger(home, session_id)
     assert sorted(row["type"] for row in rows) == ["llm", "llm", "tool", "tool"]
+    # The first turn is timed without the seconds of importing litellm (loaded before the run's spans).
+    tree = orjson.loads(gzip.decompress((home / "sessions" / session_id / "tree.json.gz").read_bytes()))
+    turn = tree["session"]["runs"][0]["turns"][0]
+    attempts = [op for op in turn["ops"] if op["kind"] == "llm"]
+    seconds = [(n["ended_ns"] - n["started_ns"]) / 1e9 for n in (turn, *attempts)]
+    assert attempts and seconds[0] - sum(seconds[1:]) < 1.0, seconds
     verify = python("-m", "otel_agents", "sessions", "verify", session_id, home=home, check=False)
     assert verify.returncode == 0, verify.stdout + verify.stderr
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
-import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -282,19 +281,10 @@ def execute(session, prompts: list[str], context, tracing, recording, steps: Nex
     # over the default handler, and Ctrl-C or SIGTERM must always end a run cleanly.
     previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)
     previous = signal.signal(signal.SIGTERM, _as_ctrl_c)
-    # litellm makes a provider's coroutine in a worker thread and awaits it after; an interrupt in
-    # between drops it unawaited, by design (the call is recorded as cancelled): Python's warning
-    # about that would be the one stderr line naming no operation.
-    warnings.filterwarnings("ignore", message=r"coroutine '[\w.]*acompletion' was never awaited",
-                            category=RuntimeWarning)
     exit_code = EXIT_OK
     watching = False
     streamed = _stream_root_text(session)
     try:
-        if any(prompt is not None for prompt in prompts):  # in the try: Ctrl-C during it saves and exits 130
-            from otel_agents.llm.litellm_loader import load_litellm
-
-            load_litellm()  # seconds, once: before the first run's spans start, which time the run, not the import
         with asyncio.Runner() as runner:  # one loop for every prompt of the process
             for index, prompt in enumerate(prompts):
                 if before_run is not None:

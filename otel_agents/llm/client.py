@@ -182,6 +182,13 @@ class LLMClient:
         self.scripts.append(script)
         return script.model
 
+    def prepare(self) -> None:
+        """Load litellm now (seconds, once per process), before a run's spans start: inside the
+        first attempt it would be timed as that turn's, in the tree, the views and Jaeger."""
+        from otel_agents.llm.litellm_loader import load_litellm
+
+        load_litellm()
+
     async def complete(
         self, request: ChatRequest, on_message: Callable[[dict[str, Any]], str],
         on_notice: Callable[[str, str], Any] | None = None,

@@ -9,6 +9,7 @@ import gc
 import logging
 import os
 import sys
+import warnings
 from types import ModuleType
 
 # litellm's async logging worker is bound to one event loop. A process that runs sessions on
@@ -25,6 +26,19 @@ def _not_loop_change(record: logging.LogRecord) -> bool:
 _LITELLM_LOGGER = logging.getLogger("LiteLLM")  # fetched once: load_litellm runs at every LLM attempt
 
 
+_DROPPED_CALL = r"coroutine '[\w.]*acompletion' was never awaited"
+
+
+def _quiet_dropped_calls() -> None:
+    """litellm makes a provider's coroutine in a worker thread and awaits it after; a call cut short
+    in between (Ctrl-C, SIGTERM, a cancelled task) drops it unawaited, by design, and the session
+    records the call as cancelled. Python's "never awaited" warning about it would be the one stderr
+    line naming no operation. Only that coroutine's warning is silenced; any other still shows."""
+    # Looked for, not remembered: ``warnings.catch_warnings`` (a test runner's) may have reset the filters.
+    if not any(f[1] is not None and f[1].pattern == _DROPPED_CALL for f in warnings.filters):
+        warnings.filterwarnings("ignore", message=_DROPPED_CALL, category=RuntimeWarning)
+
+
 def load_litellm() -> ModuleType:
     # Never fetch the price map from the network at run time: use the bundled copy.
     os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
@@ -34,6 +48,7 @@ def load_litellm() -> ModuleType:
     litellm.suppress_debug_info = True
     litellm.telemetry = False
     _LITELLM_LOGGER.addFilter(_not_loop_change)  # added once, however often asked (litellm may be imported before us)
+    _quiet_dropped_calls()  # only if absent: added again, it would move in front of the user's own filters
     if first_import:
         # The import leaves ~280,000 long-lived objects (and no cyclic garbage: a collection
         # right after it frees nothing). Freezing them keeps every later full collection

@@ -32,3 +32,28 @@ def test_the_logging_workers_loop_change_is_not_printed_and_other_warnings_are(c
     assert "event loop changed" not in err
     assert "a warning of litellm's own" in err
     assert litellm.suppress_debug_info is True
+
+
+class Provider:  # as litellm's custom providers are: ScriptedLLM.acompletion
+    async def acompletion(self) -> None:
+        return None
+
+    async def my_own_work(self) -> None:
+        return None
+
+
+def test_a_provider_call_dropped_unawaited_is_not_warned_about_and_other_coroutines_are():
+    """litellm drops the provider's coroutine when a call is cut short (the session records it as
+    cancelled): Python's "never awaited" warning about it would name no operation of the user's."""
+    import warnings
+
+    load_litellm()
+    load_litellm()
+    assert sum(1 for f in warnings.filters if f[1] is not None and "acompletion" in f[1].pattern) == 1
+
+    with warnings.catch_warnings(record=True) as caught:
+        dropped = Provider().acompletion()
+        del dropped  # never awaited: warned about as it is freed
+        forgotten = Provider().my_own_work()
+        del forgotten
+    assert [str(w.message) for w in caught] == ["coroutine 'Provider.my_own_work' was never awaited"]
