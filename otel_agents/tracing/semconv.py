@@ -190,7 +190,7 @@ EVENT_HOST_NOTICE = "host_notice"
 SESSION_EVENT_TYPES = frozenset(
     {EVENT_AGENT_CREATED, EVENT_TRANSCRIPT_ENTRY, EVENT_PIECE_OF_TEXT, EVENT_TRANSCRIPT_TRUNCATED, EVENT_HOST_NOTICE}
 )
-HOST_NOTICE_KINDS = ("retry", "denial", "budget", "truncation")
+HOST_NOTICE_KINDS = ("retry", "denial", "budget", "budget_warning", "truncation")
 
 
 def record_event_name(event_type: str) -> str:

@@ -254,3 +254,15 @@ def test_every_semconv_name_is_documented_and_the_reserved_list_is_exact(runs):
     # Record types travel as span events in our namespace (otel_agents.transcript_entry).
     event_names = {sc.record_event_name(n) if n in sc.SESSION_EVENT_TYPES else n for n in event_names}
     assert event_names <= {where for where, _ in events_doc}
+
+
+def test_the_documented_host_notice_kinds_are_the_ones_the_runtime_takes():
+    (row,) = [line for line in DOCS.read_text(encoding="utf-8").splitlines()
+              if line.startswith("| `otel_agents.event.notice`")]
+    assert re.findall(r"`([a-z_]+)`", row.split("|")[3]) == list(sc.HOST_NOTICE_KINDS)
+    from otel_agents.runtime.session import Session
+
+    session = Session()
+    with pytest.raises(ValueError, match="unknown host notice kind 'warning'"):
+        session.host_notice("agent_1", "warning", "spent")
+    assert session.host_notice("agent_1", "budget_warning", "80 % spent")  # a message id
