@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from otel_agents.llm.client import usage_of
+from otel_agents.llm.responses import usage_of
 from otel_agents.llm.litellm_loader import load_litellm
 from otel_agents.llm.pricing import PriceConfigError, PriceTable, Usage
 

@@ -1,0 +1,56 @@
+"""What a litellm response holds for us: the assistant message kept verbatim (seed 004), and its token counts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from otel_agents.llm.pricing import Usage
+
+
+def assistant_message(raw: Any) -> dict[str, Any]:
+    """Keep everything needed to send the turn back: content, tool calls, reasoning."""
+    data = raw.model_dump() if hasattr(raw, "model_dump") else dict(raw)
+    message: dict[str, Any] = {"role": "assistant", "content": data.get("content")}
+    calls = data.get("tool_calls") or []
+    if calls:
+        message["tool_calls"] = [
+            {
+                "id": c["id"],
+                "type": c.get("type") or "function",
+                "function": {"name": c["function"]["name"], "arguments": c["function"].get("arguments") or ""},
+            }
+            for c in calls
+        ]
+    for key in ("reasoning_content", "thinking_blocks"):
+        if data.get(key):
+            message[key] = data[key]
+    return message
+
+
+def _field(obj: Any, key: str) -> Any:
+    return obj.get(key) if isinstance(obj, dict) else getattr(obj, key, None)
+
+
+def usage_of(response: Any) -> Usage:
+    """The counts we record, from litellm's usage (prompt tokens include cached ones, as litellm
+    normalises every provider). Providers name cache writes three ways; all three are read."""
+    usage = getattr(response, "usage", None)
+    if usage is None:
+        return Usage()
+    prompt_details = _field(usage, "prompt_tokens_details")
+    completion_details = _field(usage, "completion_tokens_details")
+    cache_read = (_field(prompt_details, "cached_tokens") if prompt_details else None) or _field(
+        usage, "cache_read_input_tokens"
+    )
+    cache_write = (
+        (_field(prompt_details, "cache_creation_tokens") or _field(prompt_details, "cache_write_tokens"))
+        if prompt_details
+        else None
+    ) or _field(usage, "cache_creation_input_tokens")
+    return Usage(
+        input_tokens=int(_field(usage, "prompt_tokens") or 0),
+        output_tokens=int(_field(usage, "completion_tokens") or 0),
+        cache_read_tokens=int(cache_read or 0),
+        cache_write_tokens=int(cache_write or 0),
+        reasoning_tokens=int((_field(completion_details, "reasoning_tokens") if completion_details else 0) or 0),
+    )
