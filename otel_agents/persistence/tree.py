@@ -3,8 +3,8 @@
 # ``build_tree(spans)`` turns plain SpanData (finished, or known only by their start)
 # into the canonical tree. The live recorder, the importer and the loaders all call it,
 # so the tree never depends on how the spans arrived. Walks over a built tree are in
-# tree_walk.py, path labels in tree_paths.py, totals in tree_totals.py, and what one
-# span gives its node in tree_span_fields.py.
+# tree_walk.py, path labels in tree_paths.py, totals in tree_totals.py, the agents
+# table in tree_agents.py, and what one span gives its node in tree_span_fields.py.
 #
 # Shape (docs/session-tree.md has the full description):
 #
@@ -29,10 +29,9 @@ from otel_agents.persistence.tree_span_fields import (
     span_operation, split_events, subject_of,
 )
 from otel_agents.persistence.tree_totals import Sums, entries_under, fold_totals, session_entries
-from otel_agents.persistence.tree_agents import agents_of_spans
-from otel_agents.persistence.tree_walk import iter_nodes, iter_sessions
+from otel_agents.persistence.tree_agents import agents_table
+from otel_agents.persistence.tree_paths import assign_paths
 from otel_agents.tracing import semconv as sc
-from otel_agents.tracing.records import message_id_number
 from otel_agents.tracing.spandata import SpanData
 
 _INGRESS_PREFIXES = ("otel_agents.run.",)
@@ -118,7 +117,7 @@ def assemble_session(session_id: str | None, runs: list[dict], ops: list[dict]) 
         numbered.append(run)
     numbered.sort(key=lambda r: (r["index"], r["started_ns"], r["span_id"]))
     ops = [_copy_nodes(op) for op in sorted(ops, key=lambda o: (o["started_ns"], o["span_id"]))]  # paths set below
-    _assign_paths([(op, f"0-{k}", False) for k, op in enumerate(ops, start=1)])
+    assign_paths([(op, f"0-{k}", False) for k, op in enumerate(ops, start=1)])
     first = numbered[0] if numbered else None
     status = session_status([r["status"] for r in numbered])
     errors = [r["error"] for r in numbered if r.get("error")]
@@ -143,7 +142,7 @@ def assemble_session(session_id: str | None, runs: list[dict], ops: list[dict]) 
         "error": errors[-1] if errors else None,
         "attributes": _ingress(first["attributes"]) if first else {},
         "totals": {"self": fold_totals(self_entries), "inclusive": fold_totals(entries)},
-        "agents": _agents(numbered, ops),
+        "agents": agents_table(numbered, ops),
         "runs": numbered,
         "ops": ops,
     }
@@ -169,27 +168,6 @@ def _copy_nodes(top: dict) -> dict:
             node["session"] = dict(node["session"])
             stack.append(node["session"])
     return copied
-
-
-def _assign_paths(work: list[tuple[dict, str, bool]]) -> None:
-    """Set ``path`` on every turn and operation under the given nodes, without recursion.
-
-    ``work``: (operation, its label, False) or (session node, the prefix of its labels, True),
-    the prefix being "" for a run and ``"<label>."`` for a sub-agent's session. Labels grow
-    from the parent's label, which is what :func:`label_of` of the position gives.
-    """
-    while work:
-        node, label, is_session = work.pop()
-        if is_session:
-            work.extend((op, f"{label}0-{k}", False) for k, op in enumerate(node["ops"], start=1))
-            for t, turn in enumerate(node["turns"], start=1):
-                turn["path"] = f"{label}{t}"
-                work.extend((op, f"{label}{t}-{k}", False) for k, op in enumerate(turn["ops"], start=1))
-            continue
-        node["path"] = label
-        work.extend((child, f"{label}-{k}", False) for k, child in enumerate(node["ops"], start=1))
-        if node.get("session") is not None:
-            work.append((node["session"], label + ".", True))
 
 
 class _Builder:
@@ -296,7 +274,7 @@ class _Builder:
         node["totals"] = {"self": own.totals(), "inclusive": every.totals()}
         self._all[id(node)], self._own[id(node)] = every, own
         if span.parent_span_id is None:
-            _assign_paths([(node, "", True)])
+            assign_paths([(node, "", True)])
         return node
 
     def _turn(self, span: SpanData, ops: list[dict]) -> dict[str, Any]:
@@ -370,40 +348,3 @@ class _Builder:
         )
         self._all[id(node)], self._own[id(node)] = self._entries(ops, node["accounting"])
         return node
-
-
-# --------------------------------------------------------------------------- agents
-
-
-def _agents(runs: list[dict], ops: list[dict]) -> dict[str, dict[str, Any]]:
-    """Every agent that was created, from its agent_created record and its spans."""
-    tree = {"runs": runs, "ops": ops}
-    created = [
-        event["record"]
-        for _, node in iter_nodes(tree)
-        for event in node.get("events", [])
-        if event["record"].get("event_type") == sc.EVENT_AGENT_CREATED
-    ]
-    created.sort(key=lambda record: message_id_number(record["message_id"]))  # stable: as sorting every record
-    agents: dict[str, dict[str, Any]] = {}
-    for record in created:
-        agents[record["agent_id"]] = {
-            "name": record.get("name"),
-            "model": record.get("language_model"),
-            "parent": record.get("parent"),
-            "cause": record.get("cause"),
-            "created_message_id": record["message_id"],
-            "call_path": None,
-            "tools": None,
-        }
-    for key, agent in agents_of_spans(tree).items():
-        agents.setdefault(key, agent)
-    for node in iter_sessions(tree):
-        agent = agents.get(node.get("agent_id"))
-        if agent is not None:
-            agent["call_path"] = node.get("call_path") or agent["call_path"]
-            tools = node["attributes"].get(sc.AGENT_TOOLS)
-            if tools is not None:
-                agent["tools"] = list(tools)
-    return agents
-

@@ -80,3 +80,23 @@ def node_at(session_node: Mapping[str, Any], position: Position) -> dict[str, An
             container = node["ops"]
     return node
 
+
+def assign_paths(work: list[tuple[dict, str, bool]]) -> None:
+    """Set ``path`` on every turn and operation under the given nodes, without recursion.
+
+    ``work``: (operation, its label, False) or (session node, the prefix of its labels, True),
+    the prefix being "" for a run and ``"<label>."`` for a sub-agent's session. Labels grow
+    from the parent's label, which is what :func:`label_of` of the position gives.
+    """
+    while work:
+        node, label, is_session = work.pop()
+        if is_session:
+            work.extend((op, f"{label}0-{k}", False) for k, op in enumerate(node["ops"], start=1))
+            for t, turn in enumerate(node["turns"], start=1):
+                turn["path"] = f"{label}{t}"
+                work.extend((op, f"{label}{t}-{k}", False) for k, op in enumerate(turn["ops"], start=1))
+            continue
+        node["path"] = label
+        work.extend((child, f"{label}-{k}", False) for k, child in enumerate(node["ops"], start=1))
+        if node.get("session") is not None:
+            work.append((node["session"], label + ".", True))
