@@ -40,7 +40,8 @@ def list_command(as_json: bool, paths) -> None:
     from dataclasses import replace
 
     from otel_agents.persistence.saved import listed_meta
-    from otel_agents.persistence.store import effective_status, list_sessions
+    from otel_agents.persistence.store import list_sessions
+    from otel_agents.persistence.session_meta import effective_status
 
     # A writer killed mid-run left meta.json as the run began: its summary is read from the journal.
     listings = [replace(item, meta=listed_meta(item)) for item in list_sessions(paths.sessions_dir)[::-1]]
@@ -92,7 +93,7 @@ def show(session_id: str, as_json: bool, ids: bool, paths) -> None:
     Read-only: a session whose writer died is shown with its open spans interrupted.
     """
     from otel_agents.persistence.saved import SessionUnreadable, load_saved, reader_meta
-    from otel_agents.persistence.store import effective_status, make_meta
+    from otel_agents.persistence.session_meta import effective_status, make_meta
     from otel_agents.persistence.tree_file import make_payload
 
     directory = session_dir_or_exit(paths, session_id)
@@ -323,7 +324,7 @@ def _ingress_lines(attributes: Mapping[str, Any]) -> list[str]:
 
 
 def render_session(tree: Mapping[str, Any], meta: Mapping[str, Any] | None, ids: bool = False) -> list[str]:
-    """``meta``: with its status as the reader sees it (``store.effective_status``); ``ids``: span ids on every line."""
+    """``meta``: with its status as the reader sees it (``session_meta.effective_status``); ``ids``: span ids on every line."""
     from otel_agents.cli.console import saved_txn
     from otel_agents.persistence.tree_totals import agent_totals
 

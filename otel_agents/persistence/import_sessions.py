@@ -38,7 +38,8 @@ from otel_agents.persistence.ledger_records import ledger_records
 from otel_agents.persistence.notices import stderr_warning
 from otel_agents.persistence.private import open_private_append
 from otel_agents.persistence.paths import Paths
-from otel_agents.persistence.store import SessionStore, StoreError, created_ns_of
+from otel_agents.persistence.store import SessionStore, StoreError
+from otel_agents.persistence.session_meta import created_ns_of
 from otel_agents.persistence.tree import build_tree
 from otel_agents.tracing import semconv as sc
 from otel_agents.tracing.decoding import ORIGINAL_SPAN_ID

@@ -13,7 +13,8 @@ from otel_agents.persistence.ledger_read import Warn
 from otel_agents.persistence.ledger_records import carry_repricing, ledger_records
 from otel_agents.persistence.paths import InvalidSessionId, Paths
 from otel_agents.persistence.ownership import owner_of
-from otel_agents.persistence.store import SessionStore, checkpoint_mark
+from otel_agents.persistence.store import SessionStore
+from otel_agents.persistence.session_meta import checkpoint_mark
 from otel_agents.tracing.redaction import redact
 
 

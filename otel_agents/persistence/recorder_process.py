@@ -50,7 +50,7 @@ from otel_agents.persistence.notices import Warn, stderr_warning
 from otel_agents.persistence.recorder_link import (
     CLOSE, CONTEXT, END, EXIT_NOT_SAVED, HEADER, RECORD, START, RecorderLink, decode_frame,
 )
-from otel_agents.persistence.store import this_writer
+from otel_agents.persistence.session_meta import this_writer
 from otel_agents.tracing.credentials import credential_free
 from otel_agents.tracing.spandata import EventData, LinkData, SpanData
 

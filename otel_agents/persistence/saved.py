@@ -25,9 +25,8 @@ from otel_agents.persistence.interrupted import close_interrupted
 from otel_agents.persistence.journal import JournalError, read_journal, rebuild
 from otel_agents.persistence.notices import Warn, stderr_warning
 from otel_agents.persistence.ownership import owner_of
-from otel_agents.persistence.store import (
-    SessionListing, SessionStore, StoreError, checkpoint_is_current, closed_meta, writer_died,
-)
+from otel_agents.persistence.store import SessionListing, SessionStore, StoreError
+from otel_agents.persistence.session_meta import checkpoint_is_current, closed_meta, writer_died
 from otel_agents.persistence.timestamps import iso_ts
 from otel_agents.persistence.tree_file import TREE_FILE
 from otel_agents.persistence.tree import build_tree
@@ -200,7 +199,7 @@ def load_checkpoint(
 ) -> LoadedSession | None:
     """The quick load: records from events.jsonl, tree.json.gz decoded once; None if it does not apply.
 
-    It applies while meta.json's checkpoint mark holds (``store.checkpoint_is_current``):
+    It applies while meta.json's checkpoint mark holds (``session_meta.checkpoint_is_current``):
     then nothing needs rebuilding or repairing. ``tree=False`` leaves the tree unread
     (None) for a caller that needs only the records and meta.json (resume);
     ``records=False`` leaves events.jsonl unread (no records) for one that needs only
@@ -243,7 +242,7 @@ def reader_meta(
     A writer killed mid-run last wrote meta.json as the run began: its title, runs, agents and totals
     are then those of ``tree`` (recovered from the journal) as ``sessions repair`` would write them,
     and ``updated`` is the journal's last write. The rest stays (the status is read as
-    ``store.effective_status`` says). Anything else is meta.json as it is.
+    ``session_meta.effective_status`` says). Anything else is meta.json as it is.
     """
     if tree is None or not writer_died(meta, directory):
         return meta

@@ -19,7 +19,8 @@ from otel_agents.persistence.ledger_read import read_records
 from otel_agents.persistence.events_file import EventLine, EventsFileError, read_event_lines
 from otel_agents.persistence.notices import Warn
 from otel_agents.persistence.ownership import describe_busy, owner_of
-from otel_agents.persistence.store import AWAITING_TRACE, SessionStore, StoreError, checkpoint_is_current
+from otel_agents.persistence.store import SessionStore, StoreError
+from otel_agents.persistence.session_meta import AWAITING_TRACE, checkpoint_is_current
 from otel_agents.persistence.tree_flat import trees_equal
 from otel_agents.persistence import verify
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from otel_agents.persistence.events_file import EventLine, EventsFileError, read_event_lines
 from otel_agents.persistence.journal import JournalError, read_journal, spans_from_journal
-from otel_agents.persistence.store import StoreError, checkpoint_is_current
+from otel_agents.persistence.store import StoreError
+from otel_agents.persistence.session_meta import checkpoint_is_current
 from otel_agents.persistence.timestamps import parse_iso_ts
 from otel_agents.tracing.spandata import SpanData
 

@@ -6,14 +6,15 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from otel_agents.persistence.ownership import owner_of
-from otel_agents.persistence.store import effective_status, list_sessions
+from otel_agents.persistence.store import list_sessions
+from otel_agents.persistence.session_meta import effective_status
 from otel_agents.persistence.timestamps import iso_ts
 from otel_agents.ui.loaded import SessionCache, UiSession
 from otel_agents.ui.security import ApiError, paging
 
 STATUSES = ("running", "ok", "failed", "interrupted")
 SORTS = ("updated", "created", "cost", "tokens", "title")
-# The store's statuses (store.effective_status, tree_kinds) as the UI's four.
+# The store's statuses (session_meta.effective_status, tree_kinds) as the UI's four.
 _UI_STATUS = {"ok": "ok", "running": "running", "in_progress": "running", "error": "failed",
               "interrupted": "interrupted", "cancelled": "interrupted"}
 

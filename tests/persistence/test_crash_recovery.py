@@ -24,7 +24,8 @@ from otel_agents.persistence.events_file import read_event_lines
 from otel_agents.persistence.journal import read_journal, spans_from_journal
 from otel_agents.persistence.ledger_read import read_records
 from otel_agents.persistence.ownership import take
-from otel_agents.persistence.store import SessionStore, effective_status, make_meta, make_payload
+from otel_agents.persistence.store import SessionStore, make_payload
+from otel_agents.persistence.session_meta import effective_status, make_meta
 from otel_agents.persistence.tree import build_tree
 from otel_agents.persistence.tree_walk import iter_nodes, iter_ops, iter_records
 from otel_agents.persistence.verify import compare_ledger, compare_records, verify_session

@@ -9,18 +9,8 @@ import orjson
 import pytest
 
 from otel_agents.persistence.ownership import take
-from otel_agents.persistence.store import (
-    TREE_VERSION,
-    SessionStore,
-    StoreError,
-    check_file_writable,
-    effective_status,
-    list_sessions,
-    make_meta,
-    make_payload,
-    meta_after_run,
-    title_of,
-)
+from otel_agents.persistence.store import TREE_VERSION, SessionStore, StoreError, check_file_writable, list_sessions, make_payload
+from otel_agents.persistence.session_meta import effective_status, make_meta
 from otel_agents.persistence.tree import assemble_session
 
 
@@ -104,33 +94,3 @@ def test_meta_summarises_and_lists(tmp_path):
         assert effective_status(listed[1].meta, newer.directory) == "running"
     assert effective_status(listed[2].meta, older.directory) == "new"
     assert effective_status(listed[1].meta, newer.directory) == "interrupted"  # no owner any more
-
-
-def test_title_is_the_first_user_prompt_shortened():
-    run = {"events": [{"ts": 1, "record": {"event_type": "transcript_entry", "role": "system", "content": "sys"}},
-                      {"ts": 2, "record": {"event_type": "transcript_entry", "role": "user",
-                                           "content": "word " * 40}}]}
-    title = title_of({"runs": [run]})
-    assert title.startswith("word word") and len(title) == 80 and title.endswith("…")
-    assert title_of({"runs": []}) is None
-
-
-def test_a_summary_plus_one_run_is_the_summary_of_both(record):
-    recorded = record(prompts=["Create Jack and Jill for a cafe discussion", "And then?"])
-    tree = recorded.store.load_tree()
-    first, second = tree["runs"]
-
-    def summary(runs):
-        return make_meta(assemble_session(tree["id"], runs, []), created_ns=1, updated_ns=2)
-
-    settled = summary([first])
-    assert meta_after_run(settled, assemble_session(tree["id"], [second], [])) == summary([first, second])
-    assert summary([first, second])["totals"] == tree["totals"]["inclusive"]
-    # What it cannot be sure of is left to a summary of the whole tree:
-    both = assemble_session(tree["id"], [first, second], [])
-    assert meta_after_run(settled, both) is None  # not one run
-    with_op = dict(assemble_session(tree["id"], [second], []), ops=[{"span_id": "x"}])
-    assert meta_after_run(settled, with_op) is None  # an operation outside runs
-    assert meta_after_run(dict(settled, runs=3), assemble_session(tree["id"], [second], [])) is None  # index
-    partial = dict(settled, totals={k: v for k, v in settled["totals"].items() if k != "cost_usd"})
-    assert meta_after_run(partial, assemble_session(tree["id"], [second], [])) is None

@@ -1,0 +1,36 @@
+"""meta.json's contents: the title, and a summary plus one run equal to the summary of both."""
+
+from __future__ import annotations
+
+from otel_agents.persistence.session_meta import make_meta, meta_after_run, title_of
+from otel_agents.persistence.tree import assemble_session
+
+
+def test_title_is_the_first_user_prompt_shortened():
+    run = {"events": [{"ts": 1, "record": {"event_type": "transcript_entry", "role": "system", "content": "sys"}},
+                      {"ts": 2, "record": {"event_type": "transcript_entry", "role": "user",
+                                           "content": "word " * 40}}]}
+    title = title_of({"runs": [run]})
+    assert title.startswith("word word") and len(title) == 80 and title.endswith("…")
+    assert title_of({"runs": []}) is None
+
+
+def test_a_summary_plus_one_run_is_the_summary_of_both(record):
+    recorded = record(prompts=["Create Jack and Jill for a cafe discussion", "And then?"])
+    tree = recorded.store.load_tree()
+    first, second = tree["runs"]
+
+    def summary(runs):
+        return make_meta(assemble_session(tree["id"], runs, []), created_ns=1, updated_ns=2)
+
+    settled = summary([first])
+    assert meta_after_run(settled, assemble_session(tree["id"], [second], [])) == summary([first, second])
+    assert summary([first, second])["totals"] == tree["totals"]["inclusive"]
+    # What it cannot be sure of is left to a summary of the whole tree:
+    both = assemble_session(tree["id"], [first, second], [])
+    assert meta_after_run(settled, both) is None  # not one run
+    with_op = dict(assemble_session(tree["id"], [second], []), ops=[{"span_id": "x"}])
+    assert meta_after_run(settled, with_op) is None  # an operation outside runs
+    assert meta_after_run(dict(settled, runs=3), assemble_session(tree["id"], [second], [])) is None  # index
+    partial = dict(settled, totals={k: v for k, v in settled["totals"].items() if k != "cost_usd"})
+    assert meta_after_run(partial, assemble_session(tree["id"], [second], [])) is None
