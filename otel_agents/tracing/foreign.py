@@ -15,6 +15,10 @@ Three steps, all pure and deterministic (re-importing a file gives the same span
   ``otel_agents.import.synthetic``, holding the outermost of those spans; an agent
   span that carries usage and has no ``chat`` span under it (the OpenAI Agents SDK's
   shape) gets a synthetic ``chat`` child carrying that usage, so it is billed once.
+
+otel-agents' own spans (each names its agent or session) are never re-parented or given
+synthetic spans: a file holding part of one of our traces (a Collector's rotated files)
+lacks spans that another part brings, and the whole must give the live session's tree.
 """
 
 from __future__ import annotations
@@ -128,8 +132,9 @@ def _operation_from_kinds(attrs: Mapping[str, Any]) -> str | None:
 def understood(spans: Iterable[SpanData]) -> list[SpanData]:
     """The spans in the session tree's shape, in the same order, then any synthetic spans.
 
-    Spans already in our shape come back unchanged (their agents are trace roots, and
-    their keys are the current ones).
+    Spans already in our shape come back unchanged (their runs are trace roots, their
+    keys are the current ones, and an agent of ours is never lifted: in part of a trace,
+    one whose parent agent is missing is a sub-agent, not a run).
     """
     mapped = [_with_attributes(span, mapped_attributes(span)) for span in spans]
     by_trace: dict[str, list[int]] = {}
@@ -152,18 +157,25 @@ def _shape_trace(spans: list[SpanData], positions: list[int]) -> list[SpanData]:
     if agents:
         inside_agent = _inside(spans, positions, index, {sc.OP_INVOKE_AGENT})
         for p in agents:
-            if spans[p].parent_span_id in index and not inside_agent[p]:
+            # Ours are never lifted: our runs are trace roots already, and one of our agents under no
+            # agent is a sub-agent whose parent agent is in a part of the trace not read yet.
+            if spans[p].parent_span_id in index and not inside_agent[p] and not _ours(spans[p]):
                 spans[p] = _lifted(spans[p], None)
         return _usage_children(spans, positions, index)
     work = [p for p in positions if operation_of(spans[p]) in _GENAI_OPERATIONS]
-    if not work:
-        return []
+    if not work or any(_ours(spans[p]) for p in positions):
+        return []  # ours without an agent: part of a run whose agent spans are in a part not read yet
     inside_work = _inside(spans, positions, index, _GENAI_OPERATIONS)
     outermost = [p for p in work if not inside_work[p]]
     root = _synthetic_root(spans, positions, outermost)
     for p in outermost:
         spans[p] = _lifted(spans[p], root.span_id)
     return [root]
+
+
+def _ours(span: SpanData) -> bool:
+    """A span otel-agents made (every one names its agent or its session)."""
+    return sc.AGENT_ID in span.attributes or sc.SESSION_ID in span.attributes
 
 
 def _inside(spans: list[SpanData], positions: list[int], index: dict[str, int], operations: set | frozenset) -> dict[int, bool]:
@@ -237,6 +249,8 @@ def _usage_children(spans: list[SpanData], positions: list[int], index: dict[str
     for p in positions:
         span = spans[p]
         if operation_of(span) != sc.OP_INVOKE_AGENT or span.span_id in has_llm_below or not has_usage(span.attributes):
+            continue
+        if _ours(span):  # our agents' usage is their chat spans' sum: those are in a part not read yet
             continue
         model = span.attributes.get(sc.GEN_AI_REQUEST_MODEL)
         carried = (*_USAGE_KEYS, sc.GEN_AI_REQUEST_MODEL, sc.GEN_AI_RESPONSE_MODEL, sc.GEN_AI_PROVIDER_NAME,

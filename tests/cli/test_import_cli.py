@@ -563,3 +563,24 @@ def test_mutated_documents_import_whole_or_not_at_all(template_home, tmp_path, d
         for created in {Path(k).parts[1] for k in after if k.startswith("sessions/") and k not in before}:
             verified = invoke("sessions", "verify", created, *storage(home))
             assert verified.exit_code == 0, verified.output
+
+
+def test_a_trace_imported_from_parts_cut_anywhere_gives_the_live_session(live, tmp_path):
+    """Each part alone may hold a sub-agent whose agent above it is in the other part: that
+    sub-agent is no run of its own (import once made it one, and billed its call under it)."""
+    live_home, live_store, otlp = live
+    lines = otlp.read_bytes().splitlines(keepends=True)
+    expected_ledger = read_records(live_home / "billing.jsonl")
+    for cut in range(5, len(lines) - 4, 4):
+        home = tmp_path / f"cut{cut}"
+        early, late = home / "early.jsonl", home / "late.jsonl"
+        home.mkdir()
+        early.write_bytes(b"".join(lines[:cut]))
+        late.write_bytes(b"".join(lines[cut - 3:]))  # overlapping, as rotated files may
+        for part in (early, late):
+            result = invoke("import", part, *storage(home))
+            assert result.exit_code == 0, (cut, result.stderr)
+        store = SessionStore(home / "sessions" / live_store.session_id)
+        assert read_records(home / "billing.jsonl") == expected_ledger, cut
+        assert store.load_tree() == live_store.load_tree(), cut
+        assert invoke("sessions", "verify", live_store.session_id, *storage(home)).exit_code == 0, cut
