@@ -129,6 +129,13 @@ def _start_facts(span: SpanData) -> tuple:
     return (span.trace_id, span.parent_span_id, span.name, span.kind, span.start_ns)
 
 
+def _span_diff(a: SpanData, b: SpanData) -> str:
+    fields = ("parent_span_id", "name", "kind", "start_ns", "end_ns", "status", "status_message", "scope")
+    named = {f: getattr(a, f) for f in fields} | {f"attribute {k}": v for k, v in a.attributes.items()}
+    other = {f: getattr(b, f) for f in fields} | {f"attribute {k}": v for k, v in b.attributes.items()}
+    return _diff(named, other) or "its events, links or resource"
+
+
 def _diff(a: Mapping[str, Any], b: Mapping[str, Any]) -> str:
     keys = [k for k in list(a) + [k for k in b if k not in a] if a.get(k) != b.get(k)]
     return ", ".join(f"{k}: {a.get(k)!r:.40} vs {b.get(k)!r:.40}" for k in keys[:3])
@@ -162,6 +169,7 @@ class _Session:
             if span.end_ns is None:
                 self._check_records(span, source)  # we know more already
                 return
+        self._refuse_a_second_copy(known, span, source)
         # A different span under a used id: keep it under a derived one.
         n = 1
         while True:
@@ -175,6 +183,18 @@ class _Session:
                 self._check_records(renamed, source)
                 return
             n += 1
+
+    def _refuse_a_second_copy(self, known: SpanData, span: SpanData, source: str) -> None:
+        """ImportConflict when ``span`` differs from the saved ``known`` yet holds its records: the same span
+        read another way (a Jaeger download keeps microseconds and strings where OTLP keeps nanoseconds and
+        arrays), not another span that happens to share its id."""
+        for line in record_lines(span):
+            saved = self.records.get(line.record["message_id"])
+            if saved is not None and saved.span_id == known.span_id:
+                raise ImportConflict(
+                    f"{source}: session {self.plan.session_id}: span {span.span_id} is saved already and this copy "
+                    f"of it differs ({_span_diff(known, span)}); import one trace in one format (OTLP or Jaeger), not both"
+                )
 
     def _accept(self, span: SpanData, source: str) -> None:
         self._check_records(span, source)

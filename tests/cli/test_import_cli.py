@@ -584,3 +584,23 @@ def test_a_trace_imported_from_parts_cut_anywhere_gives_the_live_session(live, t
         assert read_records(home / "billing.jsonl") == expected_ledger, cut
         assert store.load_tree() == live_store.load_tree(), cut
         assert invoke("sessions", "verify", live_store.session_id, *storage(home)).exit_code == 0, cut
+
+
+def test_one_span_read_two_ways_is_refused_naming_the_span_and_what_differs(live, env, tmp_path):
+    """A Jaeger download of a trace keeps microseconds where its OTLP file keeps nanoseconds: the
+    copies differ, yet hold the same records. Refused, naming the span, not a derived id."""
+    _, live_store, otlp = live
+    assert invoke("import", otlp, *storage(env)).exit_code == 0
+    document = orjson.loads(otlp.read_bytes().splitlines()[0])
+    span = document["resourceSpans"][0]["scopeSpans"][0]["spans"][0]
+    start = int(span["startTimeUnixNano"])
+    span["startTimeUnixNano"] = str(start - start % 1000 - 1000)  # as a microsecond clock would have it, moved
+    other = tmp_path / "other.json"
+    other.write_bytes(orjson.dumps(document))
+    before = snapshot(env)
+    result = invoke("import", other, *storage(env))
+    assert result.exit_code == 2
+    assert result.stderr == (f"Error: {other}: session {live_store.session_id}: span {span['spanId']} is saved already "
+                             f"and this copy of it differs (start_ns: {start!r} vs {start - start % 1000 - 1000!r}); "
+                             "import one trace in one format (OTLP or Jaeger), not both\n")
+    assert snapshot(env) == before
