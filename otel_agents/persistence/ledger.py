@@ -243,11 +243,12 @@ def rewrite_records(
     ``rewrite``) or after (in the new file), never lost. ``rewrite`` returning None
     leaves the ledger untouched. Returns the number of records written, or None.
     """
-    # The file a symlink names is what is replaced: the link stays, and so does what it shares.
-    billing_file = Path(os.path.realpath(billing_file))
-    reason = not_a_ledger(billing_file)
+    # Asked of the path as given (stat follows links): a pipe's real path (/proc/PID/fd/pipe:[N]) names nothing.
+    reason = not_a_ledger(Path(billing_file))
     if reason is not None:
         raise LedgerError(reason)  # a device renamed over, a stranger's file rewritten: never
+    # The file a symlink names is what is replaced: the link stays, and so does what it shares.
+    billing_file = Path(os.path.realpath(billing_file))
     make_private_dir(billing_file.parent, own_existing=False)
     fd = _open_locked(billing_file)
     tmp = billing_file.with_name(f".{billing_file.name}.{os.getpid()}.tmp")

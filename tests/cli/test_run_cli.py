@@ -277,6 +277,16 @@ def test_a_billing_file_that_is_a_pipe_is_refused_before_any_call_and_left_a_pip
         assert stat.S_ISFIFO(pipe.stat().st_mode) and pipe.stat().st_mode == mode
         assert "main" not in result.stdout  # no model was called
     assert not (cli_env / "sessions").exists() or not any((cli_env / "sessions").iterdir())
+    # A shell's pipe (`<(cat billing.jsonl)`) too, whose real path (/proc/PID/fd/pipe:[N]) names no file.
+    r, w = os.pipe()
+    try:
+        for argv in (["billing", "rebuild"], ["billing", "rebuild", "--dry-run"]):
+            result = CliRunner().invoke(cli, [*argv, "--billing-file", f"/dev/fd/{r}"])
+            assert result.exit_code == 2, (argv, result.output)
+            assert result.stderr.splitlines()[-1] == f"Error: /dev/fd/{r} is not a billing ledger (not a regular file)"
+    finally:
+        os.close(r)
+        os.close(w)
 
 
 def test_a_billing_file_that_is_not_a_ledger_is_refused_and_left_as_it_was(cli_env, tmp_path):
