@@ -238,11 +238,13 @@ def rebuild(dry_run: bool, reprice: bool, prices_file: Path | None, paths) -> No
         click.echo(f"~ {rid} ({', '.join(fields)})")
     for rid in plan.removed:
         click.echo(f"- {rid}")
+    # Their records are kept as they are: a live writer bills its own, a damaged tree implies none.
+    not_rebuilt = [f"{n} {why}" for n, why in ((done.live, "being written"), (unreadable, "unreadable")) if n]
     click.echo(
         f"rebuild: {done.sessions} sessions, {plan.derived} records derived; "
         f"{len(plan.added)} added, {len(plan.changed)} changed, {len(plan.removed)} removed, "
-        f"{plan.duplicates} duplicate lines dropped, {plan.kept} kept from sessions without a readable saved tree"
-        + (f" ({unreadable} unreadable)" if unreadable else "")
+        f"{plan.duplicates} duplicate lines dropped, {plan.kept} kept from sessions not rebuilt"
+        + (f" ({', '.join(not_rebuilt)})" if not_rebuilt else "")
     )
     if reprice:
         _report_prices(plan)

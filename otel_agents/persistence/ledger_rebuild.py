@@ -148,6 +148,7 @@ class Rebuild:
     written: int | None  # records written, None when the ledger was left as it was
     sessions: int  # saved sessions whose records were derived
     unreadable: int  # saved trees that could not be read (their records kept)
+    live: int = 0  # sessions a process was writing (their records kept: theirs to bill)
 
 
 def rebuild_ledger(
@@ -174,4 +175,4 @@ def rebuild_ledger(
         return plan.records if plan.differs and not dry_run else None
 
     written = rewrite_records(billing_file, rewrite, warn)
-    return Rebuild(plans[0], written, len(derived.by_session), derived.unreadable)
+    return Rebuild(plans[0], written, len(derived.by_session), derived.unreadable, derived.live)

@@ -120,6 +120,7 @@ def test_a_rebuild_during_a_live_run_keeps_what_the_run_billed(home, tmp_path):
             time.sleep(0.05)
         rebuilt = CliRunner().invoke(cli, ["billing", "rebuild"])
         assert rebuilt.exit_code == 0, rebuilt.output
+        assert "kept from sessions not rebuilt (1 being written)" in rebuilt.stdout, rebuilt.stdout
     finally:
         _, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err
