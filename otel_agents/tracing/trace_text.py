@@ -49,7 +49,7 @@ def _documents(text: str, source: str) -> Iterator[tuple[int, Any]]:
                 try:
                     doc = json.loads(line)
                 except json.JSONDecodeError as exc:
-                    raise ImportFormatError(f"{source}:{number}: invalid JSON at column {exc.colno}: {exc.msg}") from None
+                    raise ImportFormatError(f"{source}:{number}: {_invalid_json(exc)}") from None
             yield number, doc
         return
     decoder = json.JSONDecoder()
@@ -63,8 +63,15 @@ def _documents(text: str, source: str) -> Iterator[tuple[int, Any]]:
         try:
             doc, pos = decoder.raw_decode(text, pos)
         except json.JSONDecodeError as exc:
-            raise ImportFormatError(f"{source}:{exc.lineno}: invalid JSON at column {exc.colno}: {exc.msg}") from None
+            raise ImportFormatError(f"{source}:{exc.lineno}: {_invalid_json(exc)}") from None
         yield line, doc
+
+
+def _invalid_json(exc: json.JSONDecodeError) -> str:
+    # Some of the parser's messages end in "starting at": the column is what they point at.
+    if exc.msg.endswith(" at"):
+        return f"invalid JSON: {exc.msg[0].lower()}{exc.msg[1:]} column {exc.colno}"
+    return f"invalid JSON at column {exc.colno}: {exc.msg}"
 
 
 def _decode_document(doc: Any, where: Where) -> tuple[list[SpanData], list[Where]]:

@@ -21,6 +21,12 @@ def test_bad_json_names_file_and_line(tmp_path):
     assert str(info.value).startswith(f"{path}:3: invalid JSON at column")
     # Nothing partial: the two good lines before it are not returned either.
     assert error_of("{\n  \"resourceSpans\": [,]\n}").startswith("bad.json:2: invalid JSON at column 21")
+    # A message that points somewhere ends with where, not mid-phrase.
+    cut = good + "\n" + good[:40] + "\n"
+    path.write_text(cut)
+    with pytest.raises(ImportFormatError) as info:
+        decode_file(path)
+    assert str(info.value) == f"{path}:2: invalid JSON: unterminated string starting at column {good[:40].rindex(chr(34)) + 1}"
 
 
 def test_collector_json_lines_and_v3_result_envelopes(tmp_path):
