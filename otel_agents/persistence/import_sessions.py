@@ -32,7 +32,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 from otel_agents.persistence.repair import mark_awaiting_trace, mark_billed
 from otel_agents.persistence.span_placement import in_journal_form, record_lines, sessions_of_traces
 from otel_agents.persistence.events_file import EventLine, EventsFileError, read_event_lines
-from otel_agents.persistence.intake_order import every_trace_whole, sort_events_file
+from otel_agents.persistence.intake_order import ready_to_bill, sort_events_file
 from otel_agents.persistence.journal import JournalError, is_record_event, read_journal, spans_from_journal
 from otel_agents.persistence.ledger_records import ledger_records
 from otel_agents.persistence.notices import stderr_warning
@@ -74,7 +74,7 @@ class SessionImport:
     created_ns: int = 0
     ledger: list[dict[str, Any]] = field(default_factory=list)
     ledger_written: int = 0
-    # Billed only once every trace of the session is known whole (intake_order.every_trace_whole, as
+    # Billed only once every trace of the session is known whole (intake_order.ready_to_bill, as
     # collect): a record's path depends on every span, and a ledger record is never rewritten.
     whole: bool = True
 
@@ -298,7 +298,7 @@ def plan_import(sources: Iterable[Source], sessions_dir: Path) -> list[SessionIm
                                  f"({type(exc).__name__}: {exc})") from None
         if not plan.created_ns:
             plan.created_ns = plan.tree.get("started_ns") or min((s.start_ns for s in state.spans.values()), default=0)
-        plan.whole = every_trace_whole(list(state.spans.values()))
+        plan.whole = ready_to_bill(list(state.spans.values()))
         plan.ledger = ledger_records(plan.tree) if plan.whole else []
         plans.append(plan)
     return plans

@@ -1,4 +1,4 @@
-"""Order for spans that came in any order: records in message order, events.jsonl sorted, traces known whole."""
+"""Order for spans that came in any order: records in message order, events.jsonl sorted, traces known whole or never billed."""
 
 from __future__ import annotations
 
@@ -89,3 +89,13 @@ def sort_events_file(path: Path) -> bool:
     os.chmod(tmp, path.stat().st_mode & 0o777)
     os.replace(tmp, path)
     return True
+
+
+_BILLED_OPERATIONS = LLM_OPERATIONS | {sc.OP_EXECUTE_TOOL, sc.OP_INVOKE_AGENT}
+
+
+def ready_to_bill(spans: list[SpanData]) -> bool:
+    """Whether a session of these spans is billed now: every trace is whole, or none holds an agent,
+    model or tool span, so no part of it still to come could give a ledger record (a plain HTTP
+    trace is not left waiting, and marked so, for ever)."""
+    return every_trace_whole(spans) or not any(operation_of(span) in _BILLED_OPERATIONS for span in spans)

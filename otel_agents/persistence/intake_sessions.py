@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from otel_agents.persistence.intake_order import every_trace_whole, in_message_order, sort_events_file
+from otel_agents.persistence.intake_order import ready_to_bill, in_message_order, sort_events_file
 from otel_agents.persistence.intake_state import IntakeState, fsync_path
 from otel_agents.persistence.ledger import LedgerAppender, LedgerError
 from otel_agents.persistence.ledger_read import not_a_ledger
@@ -206,7 +206,7 @@ class OpenSessions:
 
     def close_oldest(self, bill_anyway: bool = False) -> None:
         session_id, session = self._open.popitem(last=False)
-        whole = every_trace_whole(session.sink.spans())
+        whole = ready_to_bill(session.sink.spans())
         self._close(session_id, session, bill=session.unbilled and (whole or bill_anyway),
                     awaiting=session.unbilled and not (whole or bill_anyway))
 

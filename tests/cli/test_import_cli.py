@@ -161,6 +161,8 @@ def test_every_fixture_imports_and_is_listed(env):
     listed = json.loads(invoke("sessions", "list", "--json", *storage(env)).stdout)
     assert {s["id"] for s in listed} == sessions
     assert all(s["runs"] == 0 and s["status"] == "ok" for s in listed)
+    # No agent, model or tool span in any: nothing to bill, so none waits for the rest of a trace.
+    assert all(s["billed"] for s in summaries), [s["session_id"] for s in summaries if not s["billed"]]
     for sid in sessions:
         assert invoke("sessions", "verify", sid, *storage(env)).exit_code == 0
         assert invoke("sessions", "show", sid, *storage(env)).exit_code == 0

@@ -7,7 +7,7 @@ import json
 from hypothesis import given, strategies as st
 
 from otel_agents.persistence.events_file import EventLine
-from otel_agents.persistence.intake_order import every_trace_whole, in_message_order, sort_events_file
+from otel_agents.persistence.intake_order import every_trace_whole, in_message_order, ready_to_bill, sort_events_file
 from otel_agents.tracing.spandata import SpanData
 
 T = "0123456789abcdef0123456789abcdef"
@@ -75,3 +75,13 @@ def test_a_run_is_whole_only_with_as_many_attempts_and_tool_calls_as_its_root_co
     # Whole-looking (every parent there, the root ended) but an attempt or the tool call has not come yet.
     assert not every_trace_whole([root, turn, second, tool])
     assert not every_trace_whole([root, turn, first, second])
+
+
+def test_a_session_is_billed_once_whole_or_when_nothing_in_it_could_ever_be():
+    child = span("00000000000000a2", "00000000000000a1")  # a plain HTTP span whose parent never comes
+    assert not every_trace_whole([child]) and ready_to_bill([child])
+    for operation in ("chat", "execute_tool", "invoke_agent"):  # the rest could still bill it: it waits
+        call = span("00000000000000a3", "00000000000000a2", **{"gen_ai.operation.name": operation})
+        assert not ready_to_bill([child, call]), operation
+    root = span("00000000000000a1", None)
+    assert ready_to_bill([root, child])
