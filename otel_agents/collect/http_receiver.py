@@ -57,6 +57,11 @@ def http_app(writer: Writer) -> Starlette:
     async def export(request: Request) -> Response:
         content_type = request.headers.get("content-type", PROTOBUF)
         as_json = JSON in content_type.lower()
+        media_type = content_type.split(";", 1)[0].strip().lower()
+        if media_type not in (PROTOBUF, JSON):  # OTLP/HTTP: an unsupported content type is 415, not a bad body
+            response = _status(3, f"unsupported Content-Type {media_type!r}: send {PROTOBUF} or {JSON}", as_json)
+            response.status_code = 415
+            return response
         try:
             raw = await request.body()
         except ClientDisconnect:

@@ -84,6 +84,8 @@ def test_duplicates_any_order_a_cut_body_and_a_bad_span(tmp_path):
         assert status == 400  # refused whole
         status, _, _ = _post(collector, _json_body(chunks[1])[:-7], "application/json")
         assert status == 400
+        status, _, body = _post(collector, _json_body(chunks[1]), "text/plain")
+        assert status == 415 and b"unsupported Content-Type 'text/plain'" in body  # as OTLP/HTTP says
         for number, chunk in enumerate(chunks):
             for _ in range(2):  # each request delivered twice
                 if number % 2:
