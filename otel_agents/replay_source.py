@@ -162,6 +162,9 @@ def _recorded(viewer: Any, node: dict[str, Any], agent: str, turn: int, attempt:
     from otel_agents.views.errors import ViewError
 
     attrs = node["attributes"]
+    if not compare:  # a run before --from-run is not made again: only its turns count, whatever their end
+        return RecordedCall(agent=agent, turn=turn, attempt=attempt, messages=[], compare=False,
+                            cost_usd=attrs.get(sc.GEN_AI_USAGE_COST))
     try:
         context = viewer.chat_context(node["span_id"])
         answered = attrs.get(sc.RESPONSE_MESSAGE_ID)

@@ -409,3 +409,32 @@ def test_runs_after_a_run_a_limit_stopped_replay_from_that_run_under_its_raised_
     assert done.returncode == 1 and "diverged" not in done.stderr, done.stderr
     assert _error_lines(done) == _error_lines(resumed)
     assert f"replay: 6 LLM calls of 1 runs matched session {source}" in done.stderr
+
+
+def test_from_run_replays_after_an_earlier_run_that_was_killed_in_a_call(tmp_path):
+    """Runs before N are not made again, so a call killed in one of them (no answer, no error) is no obstacle."""
+    import time
+
+    home = tmp_path / "home"
+    script = tmp_path / "slow.json"
+    script.write_text(json.dumps({"name": "slow", "agents": {"main": [
+        {"text": "never heard", "latency_ms": 60000}, "second answer", "third answer"]}}))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    env.update(OTEL_AGENTS_HOME=str(home), PYTHONPATH=str(ROOT), LITELLM_LOCAL_MODEL_COST_MAP="True")
+    proc = subprocess.Popen([sys.executable, "-m", "otel_agents", "run", "--script", str(script), "first"],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not any(b'"chat slow"' in p.read_bytes() for p in (home / "sessions").glob("*/spans.jsonl")):
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()
+            time.sleep(0.05)
+    finally:
+        proc.kill()
+        proc.wait()
+    (source,) = [p.name for p in (home / "sessions").iterdir()]
+    cli("sessions", "repair", source, home=home)
+    cli("resume", source, "And then?", home=home)
+    cli("resume", source, "Anything else?", home=home)
+    done = cli("replay", source, "--from-run", "2", home=home, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "LLM calls of 2 runs matched session" in done.stderr
