@@ -41,6 +41,7 @@ class ReplaySource:
     params: str | None  # JSON of the session's --param (ModelSettings)
     stream: bool
     budgets: dict[int, str] = field(default_factory=dict)  # run index -> its session limits (otel_agents.run.budget)
+    from_python: bool = False  # a run came through the Python API: its agents are the program's, not a script's
 
 
 def read_source(session_dir: Path, from_run: int = 1) -> ReplaySource:
@@ -86,8 +87,9 @@ def read_source(session_dir: Path, from_run: int = 1) -> ReplaySource:
         calls.append(_recorded(viewer, node, agent, turns.get(agent, 1), attempt, run >= from_run))
     budgets = {index: run["attributes"][sc.RUN_BUDGET] for index, run in enumerate(runs, 1)
                if (run.get("attributes") or {}).get(sc.RUN_BUDGET) is not None}
+    from_python = any((run.get("attributes") or {}).get(sc.RUN_SOURCE) == "api" for run in runs)
     return ReplaySource(session_id, prompts, calls, last.get(sc.RUN_SCRIPT), last.get(sc.RUN_APP),
-                        last.get(sc.RUN_PARAMS), stream, budgets)
+                        last.get(sc.RUN_PARAMS), stream, budgets, from_python)
 
 
 @dataclass

@@ -85,6 +85,9 @@ def replay_command(session_id: str, from_run: int, strict: bool, verbose: bool, 
         raise DataError(str(exc)) from None
     if source.app is None and source.script is None:
         raise click.UsageError(f"session {session_id} names neither a script nor an app to replay with")
+    if source.app is None and source.from_python:  # its script's agents are not the program's: it would diverge at once
+        raise click.UsageError(f"session {session_id} was run from Python without app=, so its agents and tools "
+                               "cannot be built again to replay it: give Session(app='module:factory')")
     app = load_app_or_exit(source.app) if source.app else None
     try:
         script = load_script(source.script) if source.script else None

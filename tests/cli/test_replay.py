@@ -438,3 +438,24 @@ def test_from_run_replays_after_an_earlier_run_that_was_killed_in_a_call(tmp_pat
     done = cli("replay", source, "--from-run", "2", home=home, check=False)
     assert done.returncode == 0, done.stderr
     assert "LLM calls of 2 runs matched session" in done.stderr
+
+
+def test_a_session_run_from_python_without_an_app_is_refused_in_one_line(tmp_path):
+    """Its agents and tools are the program's: the script's would diverge at the first call."""
+    home = tmp_path / "home"
+    script = tmp_path / "cities.json"
+    script.write_text(json.dumps({"name": "cities", "agents": {"researcher": [
+        {"tool_calls": [{"name": "population", "arguments": {"city": "Paris"}}]}, "Paris is large."]}}))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    env.update(OTEL_AGENTS_HOME=str(home), PYTHONPATH=str(ROOT), LITELLM_LOCAL_MODEL_COST_MAP="True")
+    program = ROOT / "tests" / "data" / "api_programs" / "researcher.py"
+    ran = subprocess.run([sys.executable, str(program), str(home), str(script), "How big is Paris?"],
+                         env=env, capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 0, ran.stderr
+    source = json.loads(ran.stdout.splitlines()[-1])["session"]
+    done = cli("replay", source, home=home, check=False)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.splitlines()[-1] == (f"Error: session {source} was run from Python without app=, so its agents "
+                                            "and tools cannot be built again to replay it: give "
+                                            "Session(app='module:factory')")
+    assert [p.name for p in (home / "sessions").iterdir()] == [source]  # nothing new
