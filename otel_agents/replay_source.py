@@ -164,24 +164,23 @@ def _recorded(viewer: Any, node: dict[str, Any], agent: str, turn: int, attempt:
     from otel_agents.views.errors import ViewError
 
     attrs = node["attributes"]
-    if not compare:  # a run before --from-run is not made again: only its turns count, whatever their end
-        return RecordedCall(agent=agent, turn=turn, attempt=attempt, messages=[], compare=False,
-                            cost_usd=attrs.get(sc.GEN_AI_USAGE_COST))
     try:
         context = viewer.chat_context(node["span_id"])
         answered = attrs.get(sc.RESPONSE_MESSAGE_ID)
         message = message_from_record(viewer.record(answered)) if answered else None
     except (ViewError, KeyError, LookupError) as exc:
-        raise ReplayError(f"chat span {node['span_id']} of {agent} cannot be replayed: {exc}") from None
-    if message is None and attrs.get(sc.ERROR_TYPE) is None:
+        if compare:
+            raise ReplayError(f"chat span {node['span_id']} of {agent} cannot be replayed: {exc}") from None
+        context, message = None, None  # a run before --from-run is not made again: only its turns count
+    if compare and message is None and attrs.get(sc.ERROR_TYPE) is None:
         raise ReplayError(f"chat span {node['span_id']} of {agent} has neither an answer nor an error "
                           "(an interrupted call cannot be replayed)")
     parameters = {name: attrs[key] for key, name in _PARAMETER_ATTRIBUTES.items() if attrs.get(key) is not None}
     if "stop" in parameters:
         parameters["stop"] = list(parameters["stop"])
     return RecordedCall(
-        agent=agent, turn=turn, attempt=attempt, messages=context.messages,
-        tools=context.tools, parameters=parameters, message=message,
+        agent=agent, turn=turn, attempt=attempt, messages=context.messages if context else [],
+        tools=context.tools if context else None, parameters=parameters, message=message,
         usage={
             "input_tokens": attrs.get(sc.GEN_AI_USAGE_INPUT_TOKENS) or 0,
             "output_tokens": attrs.get(sc.GEN_AI_USAGE_OUTPUT_TOKENS) or 0,
