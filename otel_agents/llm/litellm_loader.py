@@ -27,6 +27,7 @@ _LITELLM_LOGGER = logging.getLogger("LiteLLM")  # fetched once: load_litellm run
 
 
 _DROPPED_CALL = r"coroutine '[\w.]*acompletion' was never awaited"
+_filters_checked: list | None = None  # the warnings.filters list last found to hold it
 
 
 def _quiet_dropped_calls() -> None:
@@ -34,9 +35,14 @@ def _quiet_dropped_calls() -> None:
     in between (Ctrl-C, SIGTERM, a cancelled task) drops it unawaited, by design, and the session
     records the call as cancelled. Python's "never awaited" warning about it would be the one stderr
     line naming no operation. Only that coroutine's warning is silenced; any other still shows."""
-    # Looked for, not remembered: ``warnings.catch_warnings`` (a test runner's) may have reset the filters.
+    global _filters_checked
+    # load_litellm runs at every attempt: the list is scanned only when it is another one, as
+    # ``warnings.catch_warnings`` (a test runner's) swaps in a copy and puts the old one back.
+    if warnings.filters is _filters_checked:
+        return
     if not any(f[1] is not None and f[1].pattern == _DROPPED_CALL for f in warnings.filters):
         warnings.filterwarnings("ignore", message=_DROPPED_CALL, category=RuntimeWarning)
+    _filters_checked = warnings.filters
 
 
 def load_litellm() -> ModuleType:

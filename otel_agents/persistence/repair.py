@@ -21,7 +21,9 @@ from otel_agents.persistence.ledger_records import ledger_records
 from otel_agents.persistence.notices import Warn
 from otel_agents.persistence.saved import LoadedSession, checkpoint_contradiction, load_saved
 from otel_agents.persistence.store import SessionStore, StoreError
-from otel_agents.persistence.session_meta import AWAITING_TRACE, checkpoint_is_current, checkpoint_mark, closed_meta, created_ns_of
+from otel_agents.persistence.session_meta import (
+    AWAITING_TRACE, checkpoint_is_current, checkpoint_mark, closed_meta, created_ns_of,
+)
 from otel_agents.persistence.tree_file import make_payload
 from otel_agents.persistence.tree_flat import trees_equal
 from otel_agents.persistence.tree_kinds import STATUS_IN_PROGRESS

@@ -7,7 +7,9 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from otel_agents.persistence.store import make_payload
-from otel_agents.persistence.session_meta import checkpoint_mark, closed_meta, created_ns_of, make_meta, meta_after_run, run_summary, this_writer
+from otel_agents.persistence.session_meta import (
+    checkpoint_mark, closed_meta, created_ns_of, make_meta, meta_after_run, run_summary, this_writer,
+)
 from otel_agents.persistence.timestamps import iso_ts, parse_iso_ts
 from otel_agents.tracing import semconv as sc
 from otel_agents.tracing.spandata import SpanData

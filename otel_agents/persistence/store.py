@@ -2,8 +2,8 @@
 
 ``tree.json.gz`` is encoded and decoded by tree_file.py alone (its versions, the flat
 form of deep trees, the checks of its shape); ``meta.json`` is a small summary for
-fast listing, its contents decided by session_meta.py. Both are replaced atomically, so a crash leaves the previous version
-readable. Reading reports damage as a :class:`StoreError` with a one-line message
+fast listing, its contents decided by session_meta.py. Both are replaced atomically, so a
+crash leaves the previous version readable. Reading reports damage as a :class:`StoreError` with a one-line message
 naming the file and the problem. Reading a whole session, with crash recovery, is
 saved.py's ``load_saved``.
 """

@@ -177,8 +177,8 @@ class Session:
 
     def host_notice(self, agent_id: str, notice: str, content: str) -> str:
         """A notice for the user, never the model (seed 004): a ``host_notice`` record on the current
-        span, the one that caused it. ``notice`` is its kind (``retry``, ``denial``, ``budget``,
-        ``budget_warning``, ``truncation``); no transcript holds it, so no model request ever carries it."""
+        span, the one that caused it. ``notice`` is its kind, one of ``sc.HOST_NOTICE_KINDS``; no
+        transcript holds it, so no model request ever carries it."""
         if notice not in sc.HOST_NOTICE_KINDS:  # readers (views, console, docs/spans.md) know only these
             raise ValueError(f"unknown host notice kind {notice!r}; one of {', '.join(sc.HOST_NOTICE_KINDS)}")
         return self._log(sc.EVENT_HOST_NOTICE, agent_id=agent_id, notice=notice, content=content)

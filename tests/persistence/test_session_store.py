@@ -9,7 +9,9 @@ import orjson
 import pytest
 
 from otel_agents.persistence.ownership import take
-from otel_agents.persistence.store import TREE_VERSION, SessionStore, StoreError, check_file_writable, list_sessions, make_payload
+from otel_agents.persistence.store import (
+    TREE_VERSION, SessionStore, StoreError, check_file_writable, list_sessions, make_payload,
+)
 from otel_agents.persistence.session_meta import effective_status, make_meta
 from otel_agents.persistence.tree import assemble_session
 
