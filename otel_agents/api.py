@@ -13,6 +13,9 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence, Union
 
+from otel_agents.api_checks import (
+    check_count, check_optional, check_required_text, check_run_options, check_text, hooks_of, tools_of,
+)
 from otel_agents.api_recording import active_recording, recording
 from otel_agents.llm.budget import Budget, BudgetMeter, totals_before
 from otel_agents.llm.model_settings import ModelSettings
@@ -20,7 +23,7 @@ from otel_agents.runtime.eviction import EvictionPolicy, eviction_policy
 from otel_agents.runtime.hooks import ApprovalHook, RemindHook, ReviewHook, TransformHook
 from otel_agents.runtime.session import DEFAULT_MAX_TURNS, AgentSpec, RunContext
 from otel_agents.runtime.session import Session as RuntimeSession
-from otel_agents.runtime.tools import Tool, make_tool
+from otel_agents.runtime.tools import Tool
 from otel_agents.tracing.telemetry import noop_telemetry
 
 if TYPE_CHECKING:
@@ -48,6 +51,17 @@ class Agent:
     model_settings: ModelSettings | None = None
     budget: Budget | None = None
 
+    def __post_init__(self) -> None:
+        """Checks every field where it is given; ``tools`` become ``Tool``\\ s here, once."""
+        owner = f"Agent({self.name!r})" if isinstance(self.name, str) else "Agent"
+        check_required_text(owner, "name", self.name)
+        check_optional(owner, "system_prompt", self.system_prompt, str, "a string")
+        check_text(owner, "model", self.model)
+        self.tools = tools_of(owner, self.tools)
+        check_count(owner, "max_turns", self.max_turns, optional=True)
+        check_optional(owner, "model_settings", self.model_settings, ModelSettings, "a ModelSettings")
+        check_optional(owner, "budget", self.budget, Budget, "a Budget")
+
     def budgets_by_name(self, script: Script | str | os.PathLike[str] | None = None) -> dict[str, Budget]:
         """Limits by agent name: a script's (a file, a built-in name or a loaded one), this root agent's own on top."""
         loaded = _load_script(script)
@@ -56,7 +70,7 @@ class Agent:
         return {self.name: self.budget} if self.budget is not None else {}
 
     def tool_list(self) -> tuple[Tool, ...]:
-        return tuple(t if isinstance(t, Tool) else make_tool(t) for t in self.tools)
+        return tuple(self.tools)  # made Tools by __post_init__
 
     def settings_by_name(self, script: Script | str | os.PathLike[str] | None = None) -> dict[str, ModelSettings]:
         """Request parameters by agent name: a script's (as for ``budgets_by_name``), this root agent's own on top."""
@@ -95,6 +109,7 @@ def _load_script(script: Script | str | os.PathLike[str] | None) -> Script | Non
 
 
 def _install(runtime: RuntimeSession, hooks: Iterable[Hook]) -> None:
+    """Hooks already checked (``hooks_of``), each to its kind's list."""
     for hook in hooks:
         if isinstance(hook, ApprovalHook):
             runtime.hooks.approvers.append(hook)
@@ -102,10 +117,8 @@ def _install(runtime: RuntimeSession, hooks: Iterable[Hook]) -> None:
             runtime.hooks.reviewers.append(hook)
         elif isinstance(hook, TransformHook):
             runtime.hooks.transformers.append(hook)
-        elif isinstance(hook, RemindHook):
-            runtime.hooks.reminders.append(hook)
         else:
-            raise TypeError(f"not a hook: {hook!r} (use approval, review, transform, reset or remind)")
+            runtime.hooks.reminders.append(hook)
 
 
 class Session:
@@ -143,6 +156,13 @@ class Session:
         allow_unpriced: bool = False,
         eviction: EvictionPolicy | None = None,
     ) -> None:
+        if not isinstance(agent, Agent):
+            raise TypeError(f"Session: agent must be an otel_agents.Agent, not {type(agent).__name__}")
+        check_run_options("Session", script=script, model=model, session_id=session_id, max_turns=max_turns,
+                          max_attempts=max_attempts, timeout=timeout, api_base=api_base, app=app,
+                          model_settings=model_settings, stream=stream, on_text=on_text, budget=budget,
+                          allow_unpriced=allow_unpriced, eviction=eviction)
+        hooks = hooks_of("Session", hooks)
         loaded = _load_script(script)
         chosen = model or agent.model or (loaded.model if loaded else None)
         if chosen is None:
@@ -314,6 +334,12 @@ def resume(
     from otel_agents.saved_session import agents_spent, bill_before_resume, load_for_resume
     from otel_agents.session_recording import StorageUnwritable, own_session
 
+    check_required_text("resume", "session_id", session_id)
+    check_run_options("resume", script=script, model=model, max_turns=max_turns, max_attempts=max_attempts,
+                      timeout=timeout, api_base=api_base, model_settings=model_settings, stream=stream,
+                      on_text=on_text, budget=budget, allow_unpriced=allow_unpriced, eviction=eviction)
+    tools = tools_of("resume", tools) if tools is not None else None
+    hooks = hooks_of("resume", hooks) if hooks is not None else None
     if budget_scope not in ("session", "run"):
         raise ValueError(f"budget_scope must be 'session' or 'run', not {budget_scope!r}")
     rec = active_recording()
@@ -332,7 +358,7 @@ def resume(
         root_agent = app.agent if app is not None else Agent(root_name(saved))
         runtime = restore_session(
             saved,
-            tools=Agent("", tools=tools or ()).tool_list(),
+            tools=tuple(tools or ()),
             model_override=model,
             script_model=loaded.model if loaded else None,
             telemetry=rec.tracing.telemetry,

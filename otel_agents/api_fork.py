@@ -7,6 +7,7 @@ from dataclasses import replace
 from typing import Any, Callable, Iterable, Sequence
 
 from otel_agents.api import DEFAULT_MAX_TURNS, Agent, Hook, Session, _load_script, _make_llm, active_recording
+from otel_agents.api_checks import check_required_text, check_run_options, hooks_of, tools_of
 from otel_agents.runtime.eviction import EvictionPolicy, eviction_policy
 from otel_agents.llm.model_settings import ModelSettings, ModelSettingsError, settings_from_json
 from otel_agents.runtime.tools import Tool
@@ -43,6 +44,13 @@ def fork(
     from otel_agents.restore import ResumeError, SavedSession, root_name
     from otel_agents.tracing.session_ids import new_session_id
 
+    check_required_text("fork", "session_id", session_id)
+    check_required_text("fork", "at", at)
+    check_run_options("fork", script=script, model=model, max_turns=max_turns, max_attempts=max_attempts,
+                      timeout=timeout, api_base=api_base, model_settings=model_settings, stream=stream,
+                      on_text=on_text, eviction=eviction)
+    tools = tools_of("fork", tools) if tools is not None else None
+    hooks = hooks_of("fork", hooks) if hooks is not None else None
     rec = active_recording()
     if rec is None:
         raise RuntimeError("fork needs an active otel_agents.recording() block (it writes the new session)")
@@ -67,7 +75,7 @@ def fork(
     settings = recorded.merged(model_settings) if recorded is not None else model_settings
     runtime = fork_session(
         source, point, new_session_id(),
-        tools=Agent("", tools=tools or ()).tool_list(),
+        tools=tuple(tools or ()),
         model_override=model,
         script_model=loaded.model if loaded else None,
         telemetry=rec.tracing.telemetry,

@@ -29,6 +29,7 @@ class App:
 def load_app(reference: str) -> App:
     """Import ``module:factory``, call the factory, and check what it returned."""
     from otel_agents.api import Agent
+    from otel_agents.api_checks import hooks_of
 
     module_name, sep, attribute = reference.partition(":")
     if not sep or not module_name or not attribute:
@@ -51,7 +52,10 @@ def load_app(reference: str) -> App:
     agent, hooks = made if isinstance(made, tuple) and len(made) == 2 else (made, ())
     if not isinstance(agent, Agent):
         raise AppError(f"app {reference!r}: its factory returned {type(agent).__name__}, not an otel_agents.Agent")
-    return App(reference, agent, tuple(hooks))
+    try:
+        return App(reference, agent, hooks_of(f"app {reference!r}", hooks))
+    except TypeError as exc:
+        raise AppError(str(exc)) from None
 
 
 def reimport_app(reference: str) -> App:

@@ -58,6 +58,9 @@ class ToolContext:
         return self.last_reply_id
 
 
+TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
 @dataclass
 class Tool:
     """A callable the model may use; ``arguments_model`` is both its JSON schema and its argument check."""
@@ -72,6 +75,10 @@ class Tool:
     parameters: dict[str, Any] = field(init=False)
 
     def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not TOOL_NAME.fullmatch(self.name):
+            # What OpenAI's and Anthropic's APIs accept: refused here, not by the provider mid-run.
+            raise ValueError(f"tool name {self.name!r}: use 1 to 64 letters, digits, '_' or '-' "
+                             "(name a lambda with @tool(name=...))")
         self.parameters = parameters_schema(self.arguments_model)  # once: it is sent on every turn
 
     def schema(self) -> dict[str, Any]:

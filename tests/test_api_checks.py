@@ -1,0 +1,134 @@
+"""The public API refuses a wrong argument where it is given, in one error naming it (api_checks.py)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from otel_agents import Agent, Budget, ModelSettings, Session, approval, fork, resume, tool
+from otel_agents.apps import AppError, load_app
+from otel_agents.runtime.tools import make_tool
+
+
+@tool
+def lookup(city: str) -> str:
+    """Look a city up."""
+    return city
+
+
+@tool(name="lookup")
+def lookup_again(city: str) -> str:
+    """The same name again."""
+    return city
+
+
+@approval
+def allow_all(request) -> bool:
+    return True
+
+
+@tool(name="task")
+def my_task(what: str) -> str:
+    """Shadows the built-in."""
+    return what
+
+
+AGENT_CASES = [
+    (lambda: Agent(123), TypeError, "Agent: name must be a non-empty string, not int"),
+    (lambda: Agent("  "), ValueError, "Agent('  '): name must be a non-empty string, not '  '"),
+    (lambda: Agent("a", 5), TypeError, "Agent('a'): system_prompt= takes a string, not int"),
+    (lambda: Agent("a", model=""), ValueError, "Agent('a'): model= is empty"),
+    (lambda: Agent("a", tools=[5]), TypeError, "Agent('a'): tools[0] is int, not a function or a Tool"),
+    (lambda: Agent("a", tools=lookup), TypeError, "Agent('a'): tools= takes a list of tools, not Tool"),
+    (lambda: Agent("a", tools=[lookup, lookup_again]), ValueError, "Agent('a'): two tools are named 'lookup'"),
+    (lambda: Agent("a", tools=[my_task]), ValueError, "Agent('a'): a tool may not be named 'task'"),
+    (lambda: Agent("a", tools=[lambda city: city]), TypeError, "Agent('a'): tools[0]: tool name '<lambda>'"),
+    (lambda: Agent("a", max_turns=0), ValueError, "Agent('a'): max_turns= must be at least 1, not 0"),
+    (lambda: Agent("a", max_turns=True), TypeError, "Agent('a'): max_turns= takes a whole number, not bool"),
+    (lambda: Agent("a", budget={"max_cost_usd": 1}), TypeError, "Agent('a'): budget= takes a Budget, not dict"),
+    (lambda: Agent("a", model_settings={"temperature": 0}), TypeError,
+     "Agent('a'): model_settings= takes a ModelSettings, not dict"),
+]
+
+
+@pytest.mark.parametrize("make, error, says", AGENT_CASES)
+def test_an_agent_is_checked_when_it_is_made(make, error, says):
+    with pytest.raises(error, match="^" + re.escape(says)):
+        make()
+
+
+def session(**options):
+    return Session(Agent("a"), script="jack-and-jill", **options)
+
+
+SESSION_CASES = [
+    (lambda: Session("a", script="jack-and-jill"), TypeError, "Session: agent must be an otel_agents.Agent, not str"),
+    (lambda: session(max_turns=0), ValueError, "Session: max_turns= must be at least 1, not 0"),
+    (lambda: session(max_attempts=0), ValueError, "Session: max_attempts= must be at least 1, not 0"),
+    (lambda: session(timeout="abc"), TypeError, "Session: timeout= takes seconds as a number, not str"),
+    (lambda: session(timeout=0), ValueError, "Session: timeout= must be a positive number of seconds, not 0"),
+    (lambda: session(timeout=float("nan")), ValueError, "Session: timeout= must be a positive number"),
+    (lambda: session(budget={"max_cost_usd": 1}), TypeError, "Session: budget= takes a Budget, not dict"),
+    (lambda: session(model_settings={"seed": 1}), TypeError, "Session: model_settings= takes a ModelSettings"),
+    (lambda: session(hooks=allow_all), TypeError, "Session: hooks= takes a list of hooks, not one hook: hooks=[allow_all]"),
+    (lambda: session(hooks=[5]), TypeError, "Session: hooks[0] is int, not a hook"),
+    (lambda: session(on_text="print"), TypeError, "Session: on_text= takes a function of (agent name, text), not str"),
+    (lambda: session(eviction=5), TypeError, "Session: eviction= takes an EvictionPolicy, not int"),
+    (lambda: session(app="myapp"), ValueError, "Session: app= 'myapp' is not of the form package.module:factory"),
+    (lambda: session(session_id=5), TypeError, "Session: session_id= takes a string, not int"),
+    (lambda: session(stream="yes"), TypeError, "Session: stream= takes True or False, not str"),
+    (lambda: Session(Agent("a"), model=5), TypeError, "Session: model= takes a string, not int"),
+    (lambda: Session(Agent("a"), script=5), TypeError, "Session: script= takes a file path or a built-in script's name"),
+]
+
+
+@pytest.mark.parametrize("make, error, says", SESSION_CASES)
+def test_a_session_is_checked_before_anything_is_built(make, error, says):
+    with pytest.raises(error, match="^" + re.escape(says)):
+        make()
+
+
+@pytest.mark.parametrize("call, error, says", [
+    (lambda: resume(5), TypeError, "resume: session_id must be a non-empty string, not int"),
+    (lambda: resume("x", tools=[5]), TypeError, "resume: tools[0] is int, not a function or a Tool"),
+    (lambda: resume("x", hooks=allow_all), TypeError, "resume: hooks= takes a list of hooks, not one hook"),
+    (lambda: resume("x", budget={}), TypeError, "resume: budget= takes a Budget, not dict"),
+    (lambda: fork("x", at=None), TypeError, "fork: at must be a non-empty string, not NoneType"),
+    (lambda: fork("x", at="m1", max_turns=-1), ValueError, "fork: max_turns= must be at least 1, not -1"),
+    (lambda: fork("x", at="m1", tools=[lookup, lookup]), ValueError, "fork: two tools are named 'lookup'"),
+])
+def test_resume_and_fork_check_their_arguments_before_looking_for_a_recording(call, error, says):
+    # Outside a recording block: a wrong argument is named before the missing block is.
+    with pytest.raises(error, match="^" + re.escape(says)):
+        call()
+
+
+def test_right_arguments_still_pass_and_tools_become_tools_once():
+    agent = Agent("a", "be brief", tools=[lookup, lambda_named()], max_turns=3, budget=Budget(max_llm_calls=2),
+                  model_settings=ModelSettings(temperature=0.0))
+    assert [t.name for t in agent.tools] == ["lookup", "echo"]
+    assert agent.tool_list() == agent.tools
+    with Session(agent, script="jack-and-jill", hooks=(allow_all,), timeout=1, max_attempts=1, on_text=print):
+        pass
+
+
+def lambda_named():
+    return make_tool(lambda text: text, name="echo", description="Echo the text.")
+
+
+def test_an_apps_hooks_are_checked_when_it_is_loaded(tmp_path, monkeypatch):
+    (tmp_path / "hooky_app.py").write_text(
+        "from otel_agents import Agent\n"
+        "def make():\n"
+        "    return Agent('a'), [print]\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(AppError, match=r"^app 'hooky_app:make': hooks\[0\] is builtin_function_or_method, not a hook"):
+        load_app("hooky_app:make")
+
+
+def test_a_tool_name_a_provider_would_refuse_is_refused_when_the_tool_is_made():
+    with pytest.raises(ValueError, match=r"tool name 'look up': use 1 to 64 letters, digits"):
+        make_tool(lambda city: city, name="look up")
+    assert make_tool(lambda city: city, name="look-up_2").name == "look-up_2"
