@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from otel_agents.runtime.hooks import (
         ApprovalHook,
         Decision,
+        HookFailed,
         RemindHook,
         ReviewHook,
         ToolRequest,
@@ -62,6 +63,7 @@ _HOMES = {
     "ReviewHook": "otel_agents.runtime.hooks",
     "TransformHook": "otel_agents.runtime.hooks",
     "Decision": "otel_agents.runtime.hooks",
+    "HookFailed": "otel_agents.runtime.hooks",
     "ToolRequest": "otel_agents.runtime.hooks",
     "EvictionPolicy": "otel_agents.runtime.eviction",
     "RecordingError": "otel_agents.session_recording",

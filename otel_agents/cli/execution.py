@@ -275,6 +275,7 @@ def execute(session, prompts: list[str], context, tracing, recording, steps: Nex
     from otel_agents.llm.budget import BudgetExhausted
     from otel_agents.llm.client import LLMCallFailed
     from otel_agents.runtime.agent import MaxTurnsExceeded
+    from otel_agents.runtime.hooks import HookFailed
     from otel_agents.tracing.telemetry import RecordingLost
 
     # A shell starts background jobs with SIGINT ignored; asyncio.Runner only takes
@@ -298,7 +299,7 @@ def execute(session, prompts: list[str], context, tracing, recording, steps: Nex
             if watch is not None:
                 watching = True
                 runner.run(_serve(watch, session, context, streamed))
-    except (LLMCallFailed, MaxTurnsExceeded, BudgetExhausted, RecordingLost) as exc:  # a run that stopped: exit 1
+    except (LLMCallFailed, MaxTurnsExceeded, BudgetExhausted, HookFailed, RecordingLost) as exc:  # a run that stopped: exit 1
         click.echo(f"error: {exc}", err=True)
         exit_code = EXIT_FAILED
     except KeyboardInterrupt:
@@ -307,6 +308,9 @@ def execute(session, prompts: list[str], context, tracing, recording, steps: Nex
         else:
             click.echo("interrupted: open spans were ended as cancelled and the session was saved", err=True)
             exit_code = EXIT_INTERRUPTED
+    except SystemExit as exc:  # a tool's sys.exit(): its code is the process's, said once why
+        click.echo(f"stopped: sys.exit({exc.code!r}) was called during the run; the session was saved", err=True)
+        raise
     finally:
         signal.signal(signal.SIGTERM, previous)
         signal.signal(signal.SIGINT, previous_int)

@@ -33,6 +33,9 @@ class MaxTurnsExceeded(RuntimeError):
 # The result of a tool call the run stopped in (Ctrl-C, a cancelled task), and of one a crash left
 # open, which resume gives the same words (restore.py).
 INTERRUPTED_RESULT = "Error: the run was interrupted before this tool call finished; its outcome is unknown."
+# What stops a run without being an error of the call it passes through: a cancelled task, a second
+# Ctrl-C raised inside a tool's own code, a tool's sys.exit(). Each call it stops still gets a result.
+INTERRUPTIONS = (asyncio.CancelledError, KeyboardInterrupt, SystemExit)
 
 
 _DESCRIPTION_CHARS = 200
@@ -337,7 +340,7 @@ class Agent:
                 else:
                     try:
                         denial = await self.session.hooks.approve(ToolRequest(self, name, arguments.sent, call["id"]))
-                    except (BudgetExhausted, asyncio.CancelledError) as exc:
+                    except (BudgetExhausted, *INTERRUPTIONS) as exc:
                         denial, stop = None, exc
                     if stop is not None:
                         status, result = _stopped(span, stop)
@@ -355,13 +358,13 @@ class Agent:
                                 status, result = _stopped(span, exc)
                             else:
                                 status, result = "failed", f"Error: {exc}"  # a sub-agent's: its caller carries on
-                        except asyncio.CancelledError as exc:
+                        except INTERRUPTIONS as exc:
                             stop = exc
                             status, result = _stopped(span, exc)
                         except Exception as exc:  # a failing tool is a result, not a crash
                             status = "failed"
                             result = f"Error: tool '{name}' failed: {type(exc).__name__}: {exc}"
-            if status != "ok" and not isinstance(stop, asyncio.CancelledError):  # an interruption is no error
+            if status != "ok" and not isinstance(stop, INTERRUPTIONS):  # an interruption is no error
                 if stop is None:
                     span.set_status(Status(StatusCode.ERROR, result))
                     span.set_attribute(sc.ERROR_TYPE, "tool_" + status)
@@ -389,7 +392,7 @@ class Agent:
                     sc.TOOL_LATENCY_MS: round((time.perf_counter() - started) * 1000, 3),
                 }
             )
-            if isinstance(stop, asyncio.CancelledError):
+            if isinstance(stop, INTERRUPTIONS):
                 raise stop  # not charged: the tree and the ledger count only calls that completed
             charge_tool()
             if stop is not None:
@@ -399,7 +402,7 @@ class Agent:
 def _stopped(span: Any, stop: BaseException) -> tuple[str, str]:
     """The status and result of a tool call the run stopped in: the call still gets a result, so the
     transcript stays one a provider accepts when the session goes on (seed 004: nothing hidden)."""
-    if isinstance(stop, asyncio.CancelledError):
+    if isinstance(stop, INTERRUPTIONS):
         return "failed", INTERRUPTED_RESULT
     span.set_status(Status(StatusCode.ERROR, str(stop)))
     span.set_attribute(sc.ERROR_TYPE, "budget_exhausted")

@@ -8,7 +8,7 @@ from opentelemetry import trace
 
 from otel_agents.llm.budget import BudgetExhausted, in_force
 from otel_agents.runtime.hooks import (
-    ApprovalHook, Decision, RemindHook, ReviewHook, ToolRequest, TransformHook, hook_event,
+    ApprovalHook, Decision, HookFailed, RemindHook, ReviewHook, ToolRequest, TransformHook, hook_event,
 )
 from otel_agents.tracing import semconv as sc
 
@@ -48,11 +48,18 @@ class SessionHooks:
         return None
 
     async def review(self, agent: "Agent", utterance: str) -> tuple[str, Decision] | None:
+        """The first rejection among the applicable review hooks, else None; a hook that fails raises
+        HookFailed (an answer nobody could judge is not given)."""
         span = trace.get_current_span()
         for hook in self.reviewers:
             if not hook.applies_to(agent):
                 continue
-            decision = await hook.decide(agent, utterance)
+            try:
+                decision = await hook.decide(agent, utterance)
+            except Exception as exc:
+                if isinstance(exc, BudgetExhausted) and in_force(exc.meter):
+                    raise
+                raise _failed(span, "review", hook.name, exc) from exc
             span.add_event(
                 sc.EVENT_HOOK, hook_event("review", hook.name, "accept" if decision.allowed else "reject", decision.reason)
             )
@@ -89,9 +96,22 @@ class SessionHooks:
                 hook.turn_taken(agent)
 
     def transform(self, sender: "Agent", recipient: "Agent", text: str) -> str:
+        """The text as every transform hook rewrote it, in order; a hook that fails raises HookFailed
+        and nothing is delivered (the text it was to rewrite, say redact, does not get through)."""
+        span = trace.get_current_span()
         for hook in self.transformers:
-            changed = hook.transform(sender, recipient, text)
+            try:
+                changed = hook.rewrite(sender, recipient, text)
+            except Exception as exc:
+                raise _failed(span, "transform", hook.name, exc) from exc
             if changed != text:
-                trace.get_current_span().add_event(sc.EVENT_HOOK, hook_event("transform", hook.name, "rewrite"))
+                span.add_event(sc.EVENT_HOOK, hook_event("transform", hook.name, "rewrite"))
             text = changed
         return text
+
+
+def _failed(span: trace.Span, kind: str, name: str, exc: Exception) -> HookFailed:
+    """The HookFailed to raise, its ``error`` decision recorded on the span the hook was asked on."""
+    reason = f"{type(exc).__name__}: {exc}"
+    span.add_event(sc.EVENT_HOOK, hook_event(kind, name, "error", reason))
+    return HookFailed(f"{kind} hook '{name}' failed: {reason}")

@@ -8,6 +8,8 @@
   the agent (as a system-sourced user turn) and the agent tries again.
 - Transform hooks rewrite a delivery (e.g. redaction); the result keeps the
   original's substance, so the intervention is visible by comparing the two.
+- An approval hook that fails denies; a review or transform hook that fails stops
+  the response it was asked in (``HookFailed``): nothing it was guarding gets through.
 - Remind hooks push context: before a watched agent's next LLM turn they add a
   system-sourced message after every N turns, after a named tool ran, or once a
   timer has run out; the hook event names the entry and the message that triggered it.
@@ -51,6 +53,22 @@ class ToolRequest:
 MaybeAwaitable = Union[Any, Awaitable[Any]]
 
 
+class HookFailed(RuntimeError):
+    """A review or transform hook raised, or returned what its kind cannot use. The response it was asked
+    in stops: a sub-agent's becomes its caller's tool error, the root's ends the run. (Not a rejection:
+    the model could not mend what the hook got wrong, and asking it again would only spend.)"""
+
+
+def as_decision(kind: str, name: str, result: Any) -> Decision:
+    """A hook's answer as a Decision: a Decision, or anything true or false; None is refused, as the
+    answer of a hook function that forgot to return one."""
+    if isinstance(result, Decision):
+        return result
+    if result is None:
+        raise TypeError(f"{kind} hook {name!r} returned None; return a Decision or a bool")
+    return Decision(bool(result))
+
+
 async def _resolve(value: MaybeAwaitable) -> Any:
     return await value if inspect.isawaitable(value) else value
 
@@ -68,8 +86,7 @@ class ApprovalHook:
         )
 
     async def decide(self, request: ToolRequest) -> Decision:
-        result = await _resolve(self.check(request))
-        return result if isinstance(result, Decision) else Decision(bool(result))
+        return as_decision("approval", self.name, await _resolve(self.check(request)))
 
 
 def approval_prompt(request: ToolRequest) -> str:
@@ -129,14 +146,22 @@ class ReviewHook:
         return self.agents is None or agent.name in self.agents
 
     async def decide(self, agent: "Agent", utterance: str) -> Decision:
-        result = await _resolve(self.review(agent, utterance))
-        return result if isinstance(result, Decision) else Decision(bool(result))
+        return as_decision("review", self.name, await _resolve(self.review(agent, utterance)))
 
 
 @dataclass
 class TransformHook:
     name: str
     transform: Callable[["Agent", "Agent", str], str]  # (sender, recipient, text) -> text
+
+    def rewrite(self, sender: "Agent", recipient: "Agent", text: str) -> str:
+        changed = self.transform(sender, recipient, text)
+        if isinstance(changed, str):
+            return changed
+        if inspect.iscoroutine(changed):
+            changed.close()  # never awaited: closed here, so Python does not warn about it later
+            raise TypeError(f"transform hook {self.name!r} is async; a transform returns its text at once")
+        raise TypeError(f"transform hook {self.name!r} returned {type(changed).__name__}, not text")
 
 
 @dataclass

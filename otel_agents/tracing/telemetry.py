@@ -89,12 +89,12 @@ class Telemetry:
 def marks_cancellation(span: trace.Span) -> Iterator[None]:
     """Mark the span ``otel_agents.cancelled`` when an interruption passes through it.
 
-    Ctrl-C and task cancellation are not errors of the operation: the tree shows
-    such spans as cancelled rather than failed.
+    Ctrl-C, task cancellation and a ``sys.exit()`` are not errors of the operation: the tree
+    shows such spans as cancelled rather than failed.
     """
     try:
         yield
-    except (asyncio.CancelledError, KeyboardInterrupt):
+    except (asyncio.CancelledError, KeyboardInterrupt, SystemExit):
         span.set_attribute(sc.CANCELLED, True)
         raise
 

@@ -108,6 +108,17 @@ def test_resume_exits_2_naming_the_app_when_it_cannot_be_imported_and_changes_no
     assert (home / "sessions" / session_id / "events.jsonl").read_bytes() == before
 
 
+def test_a_failing_review_hook_ends_the_run_in_one_line_with_exit_1_and_the_session_saved(tmp_path, script):
+    home = tmp_path / "home"
+    done = cli("run", "--app", "city_app:with_broken_review", "--script", str(script), "Paris?", home=home, check=False)
+    assert done.returncode == 1, done.stderr
+    assert "error: review hook 'offline_reviewer' failed: RuntimeError: reviewer offline" in done.stderr.splitlines()
+    assert "Traceback" not in done.stderr and done.stdout == ""  # the answer nobody could judge is not printed
+    session_id = session_of(done)
+    assert "Paris is large." in contents(home, session_id)  # recorded as said, never accepted
+    assert cli("sessions", "verify", session_id, home=home, check=False).returncode == 0
+
+
 CRASH_SCRIPT = {
     "name": "census",
     "agents": {
@@ -139,3 +150,27 @@ def test_an_app_killed_mid_run_resumes_from_the_cli_with_its_custom_tools(tmp_pa
     assert not [c for c in said if isinstance(c, str) and "unknown tool" in c]
     assert any(isinstance(c, str) and c.startswith("Error: the run was interrupted") for c in said)
     assert cli("sessions", "verify", session_dir.name, home=home, check=False).returncode == 0
+
+
+@pytest.mark.parametrize("tool_name, exit_code", [("interrupted", 130), ("give_up", 3)])
+def test_a_tool_that_interrupts_or_exits_leaves_its_call_answered_and_the_session_resumable(
+        tmp_path, tool_name, exit_code):
+    home = tmp_path / "home"
+    script = tmp_path / "quit.json"
+    script.write_text(json.dumps({"name": "quit", "agents": {"researcher": [
+        {"tool_calls": [{"name": "population", "arguments": {"city": "Oslo"}},
+                        {"name": tool_name, "arguments": {}}]},
+        "after the stop",
+    ]}}))
+    done = cli("run", "--app", "city_app:with_quitting_tools", "--script", str(script), "Go", home=home, check=False)
+    assert done.returncode == exit_code, done.stderr
+    if tool_name == "give_up":
+        assert "stopped: sys.exit(3) was called during the run; the session was saved" in done.stderr.splitlines()
+    (session_dir,) = (home / "sessions").iterdir()
+    said = contents(home, session_dir.name)
+    # Answered as the run stopped, not left open for a resume to mend.
+    assert said.count("Error: the run was interrupted before this tool call finished; its outcome is unknown.") == 1
+    assert cli("sessions", "verify", session_dir.name, home=home, check=False).returncode == 0
+    resumed = cli("resume", session_dir.name, "Go on", home=home)
+    assert resumed.stdout.strip() == "after the stop"
+    assert "repair" not in resumed.stderr.lower()

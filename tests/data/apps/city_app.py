@@ -1,9 +1,11 @@
-"""A Python app for `otel-agents run --app city_app:make`: a custom tool, an approval hook, and a tool that can crash."""
+"""A Python app for `otel-agents run --app city_app:make`: a custom tool, an approval hook, a tool that can crash;
+a review hook that fails (`with_broken_review`) and tools that interrupt or leave the program (`with_quitting_tools`)."""
 
 import os
 import signal
+import sys
 
-from otel_agents import Agent, Decision, ToolRequest, approval, tool
+from otel_agents import Agent, Decision, ToolRequest, approval, review, tool
 
 
 @tool
@@ -37,6 +39,32 @@ def delete_notes() -> str:
 def make():
     return Agent("researcher", "You answer questions about cities.",
                  tools=[population, census, delete_notes]), [keep_notes]
+
+
+@review
+def offline_reviewer(agent, utterance):
+    raise RuntimeError("reviewer offline")
+
+
+def with_broken_review():
+    agent, hooks = make()
+    return agent, [*hooks, offline_reviewer]
+
+
+@tool
+def interrupted() -> str:
+    """Stands for a tool whose own code a second Ctrl-C reaches (a first one cancels at the next await)."""
+    raise KeyboardInterrupt
+
+
+@tool
+def give_up() -> str:
+    """Leaves the program, as a tool calling sys.exit would."""
+    sys.exit(3)
+
+
+def with_quitting_tools():
+    return Agent("researcher", "You answer questions about cities.", tools=[population, interrupted, give_up])
 
 
 def broken():
