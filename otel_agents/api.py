@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence, Union
 
@@ -260,6 +261,9 @@ class Session:
             raise RuntimeError("Session.run_sync() cannot be called from a running event loop: await session.run() there")
         if self._runner is None:
             self._runner = asyncio.Runner()
+            # A session never closed still closes its loop, at the latest when the interpreter exits:
+            # otherwise litellm's logging task is destroyed pending, and Python says so on stderr.
+            self._runner_closer = weakref.finalize(self, self._runner.close)
         return self._runner.run(self.run(prompt, agent=agent))
 
     def external(self, text: str, *, agent: str | None = None) -> str:
@@ -273,7 +277,7 @@ class Session:
         A closed session refuses to run (``RuntimeError``); ``otel_agents.resume`` carries it on."""
         self._closed = True
         if self._runner is not None:
-            self._runner.close()
+            self._runner_closer()  # closes the runner, once
             self._runner = None
         handle, self._recording = self._recording, None
         if handle is None:

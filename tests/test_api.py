@@ -256,6 +256,19 @@ def test_a_closed_session_refuses_to_run_or_hear(tmp_path, script, monkeypatch):
     assert len(ledger(tmp_path, session.id)) == 4
 
 
+def test_sessions_never_closed_still_close_their_loops_without_a_warning(tmp_path, script):
+    program = tmp_path / "unclosed.py"
+    program.write_text(
+        "import sys\n"
+        "from otel_agents import Agent, Session\n"
+        "for _ in range(3):  # each session dropped at once, never closed\n"
+        "    print(Session(Agent('researcher'), script=sys.argv[1]).run_sync('How big is Paris?'))\n"
+    )
+    done = python(str(program), str(script), home=tmp_path / "home")
+    assert done.stdout.splitlines() == ["Paris is large."] * 3
+    assert "Task was destroyed" not in done.stderr and "never awaited" not in done.stderr, done.stderr
+
+
 def test_run_sync_inside_a_running_loop_says_so_and_leaves_no_coroutine_behind(script):
     import asyncio
     import warnings

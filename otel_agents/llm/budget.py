@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextvars
 import json
+import math
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Mapping
@@ -133,7 +134,7 @@ class BudgetMeter:
         for (kind, was, limit), (_, now, _) in zip(before, self._levels()):
             if limit > 0 and was < WARN_FRACTION * limit <= now:
                 self.warnings_due.append(f"budget warning for {self.owner}: {self._spent_text(kind)} "
-                                         f"({now / limit:.0%} of the limit)")
+                                         f"({whole_percent(now / limit)} of the limit)")
 
     def _levels(self) -> list[tuple[str, float, float]]:
         """``(kind, spent, limit)`` of each limit set."""
@@ -238,6 +239,13 @@ def charge(usage: Usage, cost: float | None) -> None:
 
 
 Notice = Callable[[str, str], Any]  # ``(kind, text)``: a host notice for the user, never the model
+
+
+def whole_percent(share: float) -> str:
+    """A share as whole percent, rounded down: 99.8 % of a limit is not yet "100%"."""
+    if not math.isfinite(share):  # a limit of a few hundred zeros after the point
+        return "over 100%"
+    return f"{math.floor(share * 100 + 1e-9)}%"  # the epsilon: 0.29 * 100 is 28.999...
 
 
 def tell_warnings(notice: Notice | None) -> None:

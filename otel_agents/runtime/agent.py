@@ -281,7 +281,7 @@ class Agent:
                 if rejection is None:
                     return utterance
                 hook_name, decision = rejection
-                self.harken(f"Your answer was rejected by hook '{hook_name}': {decision.reason}", source="system")
+                self.harken(decision.told(f"Your answer was rejected by hook '{hook_name}'"), source="system")
         raise MaxTurnsExceeded(
             f"agent {self.name!r} ({self.agent_id}) reached the limit of {limit} LLM turns in one response"
         )
@@ -346,9 +346,9 @@ class Agent:
                         status, result = _stopped(span, stop)
                     elif denial is not None:
                         hook_name, decision = denial
-                        status, result = "denied", f"Error: Action blocked by hook '{hook_name}': {decision.reason}"
-                        self.host_notice("denial", f"{self.name} may not run {name}: hook '{hook_name}' denied it "
-                                                   f"({decision.reason})")
+                        status, result = "denied", decision.told(f"Error: Action blocked by hook '{hook_name}'")
+                        self.host_notice("denial", decision.told(f"{self.name} may not run {name}: hook '{hook_name}' "
+                                                                 "denied it"))
                     else:
                         try:
                             result = await tool.invoke(ctx, arguments.values)

@@ -39,6 +39,10 @@ class Decision:
     allowed: bool
     reason: str = ""
 
+    def told(self, text: str) -> str:
+        """``text: reason``, or ``text.`` when the hook gave no reason (no colon left hanging)."""
+        return f"{text}: {self.reason}" if str(self.reason).strip() else f"{text}."
+
 
 @dataclass(frozen=True)
 class ToolRequest:

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, strategies as st
 
 from otel_agents.llm.budget import (
-    Budget, BudgetError, BudgetExhausted, BudgetMeter, Spent, budget_from_json, budget_from_mapping, charge, check, metering,
-    refuse_unpriced, tell_warnings, totals_before, usd,
+    SESSION_OWNER, Budget, BudgetError, BudgetExhausted, BudgetMeter, Spent, budget_from_json, budget_from_mapping, charge, check, metering,
+    refuse_unpriced, tell_warnings, totals_before, usd, whole_percent,
 )
 from otel_agents.llm.pricing import PriceTable, Usage
 from otel_agents.llm.scripts import ScriptError, parse_script
@@ -155,3 +155,14 @@ def test_an_exhausted_budget_is_told_as_a_budget_notice():
     with metering(meter), pytest.raises(BudgetExhausted):
         check(noop_telemetry(), lambda kind, text: told.append((kind, text)))
     assert told == [("budget", "budget exhausted for Worker: 1 of 1 LLM calls made")]
+
+
+@pytest.mark.parametrize("share, text", [(0.998, "99%"), (0.8, "80%"), (0.29, "29%"), (1.0, "100%"), (1.3, "130%"), (float("inf"), "over 100%")])
+def test_a_warning_share_is_rounded_down_so_the_limit_is_not_reached_before_it_is(share, text):
+    assert whole_percent(share) == text
+
+
+def test_a_meter_crossing_the_mark_near_the_limit_does_not_say_it_is_full():
+    meter = BudgetMeter(SESSION_OWNER, Budget(max_tokens=1000))
+    meter.charge(Usage(input_tokens=998, output_tokens=0), None)
+    assert meter.warnings_due == ["budget warning for session: 998 of 1000 tokens spent (99% of the limit)"]

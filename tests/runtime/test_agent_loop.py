@@ -256,3 +256,16 @@ async def test_a_failing_approval_hook_fails_closed_and_the_agent_goes_on(script
     )
     (span,) = span_tree().named("execute_tool add")
     assert span.attributes[sc.TOOL_STATUS] == "denied"
+
+
+async def test_a_hook_without_a_reason_leaves_no_colon_hanging(scripted):
+    session = scripted({"agents": {"main": [calls(("add", {"a": 1, "b": 2})), "first", "second"]}}, tools=[add])
+    session.hooks.approvers.append(ApprovalHook("Gate", lambda request: False))
+    verdicts = iter([False, True])
+    session.hooks.reviewers.append(ReviewHook("Critic", lambda agent, utterance: next(verdicts)))
+    assert await session.run("go") == "second"
+    said = [m["content"] for m in session.root.transcript]
+    assert "Error: Action blocked by hook 'Gate'." in said
+    assert "Your answer was rejected by hook 'Critic'." in said
+    notices = [r["content"] for r in session.telemetry.listeners[0].records if r.get("notice") == "denial"]
+    assert notices == ["main may not run add: hook 'Gate' denied it."]
