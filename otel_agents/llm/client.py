@@ -336,13 +336,39 @@ class LLMClient:
 
     async def _call(self, litellm: Any, kwargs: dict[str, Any], request: ChatRequest,
                     progress: StreamProgress) -> Any:
-        """One ``acompletion``; a streamed one read whole (text handed on as it arrives) and assembled."""
+        """One ``acompletion``; a streamed one read whole (text handed on as it arrives) and assembled,
+        another's text handed on whole."""
+        hand_on = self._text_listener(request)
         if not self.stream:
-            return await litellm.acompletion(**kwargs)
+            response = await litellm.acompletion(**kwargs)
+            text = getattr(response.choices[0].message, "content", None) if hand_on and response.choices else None
+            if text:
+                hand_on(text)
+            return response
         stream = await litellm.acompletion(**kwargs)
-        on_text = self.on_text
-        await read_stream(stream, progress, (lambda text: on_text(request, text)) if on_text else None)
+        await read_stream(stream, progress, hand_on)
         return assemble(litellm, progress.chunks, kwargs["messages"])
+
+    def _text_listener(self, request: ChatRequest) -> Callable[[str], None] | None:
+        """``on_text`` for one attempt. It is the caller's display, not the model: an error in it is a
+        WRN line on the attempt (once), and the answer goes on without it rather than being retried."""
+        on_text = self.on_text
+        if on_text is None:
+            return None
+        failed = False
+
+        def hand_on(text: str) -> None:
+            nonlocal failed
+            if failed:
+                return
+            try:
+                on_text(request, text)
+            except Exception as exc:
+                failed = True
+                self.telemetry.log("WRN", f"on_text raised {type(exc).__name__}: {exc}; "
+                                          "the rest of this answer was not handed to it")
+
+        return hand_on
 
     def _record_stream(self, span: Any, progress: StreamProgress) -> None:
         if not self.stream:

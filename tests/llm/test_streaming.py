@@ -174,3 +174,35 @@ def test_the_python_api_streams_with_on_text_for_every_agent():
     jack_said = "".join(m["content"] or "" for m in jack if m["role"] == "assistant")
     assert jack_said and "".join(text for name, text in pieces if name == "Jack") == jack_said
     assert len([1 for name, _ in pieces if name == "main"]) > 1  # in pieces, not at once
+
+
+def test_on_text_without_streaming_sees_each_answer_whole():
+    import otel_agents
+
+    pieces: list[tuple[str, str]] = []
+    with otel_agents.Session(otel_agents.Agent("main"), script="jack-and-jill",
+                             on_text=lambda name, text: pieces.append((name, text))) as session:
+        answer = session.run_sync("Create Jack and Jill for a cafe discussion")
+        jack = session.agent("Jack").transcript
+    assert [text for name, text in pieces if name == "main"][-1] == answer  # once, whole
+    jack_said = [m["content"] for m in jack if m["role"] == "assistant" and m.get("content")]
+    assert [text for name, text in pieces if name == "Jack"] == jack_said
+
+
+async def test_an_on_text_that_raises_is_a_warning_not_a_failed_attempt(server, http_session, memory_tracing):
+    server.plan(Reply(content="streamed words arrive", prompt_tokens=20, completion_tokens=4))
+    calls = []
+
+    def broken(request, text):
+        calls.append(text)
+        raise ValueError("display gone")
+
+    session = http_session(stream=True, on_text=broken)
+    assert await session.run("hi") == "streamed words arrive"
+    (chat,) = chats(memory_tracing)  # one attempt: the model did nothing wrong
+    assert chat.status.status_code != StatusCode.ERROR
+    logs = [dict(e.attributes) for e in chat.events if e.name == sc.EVENT_LOG]
+    assert [log[sc.LOG_MESSAGE] for log in logs] == [
+        "on_text raised ValueError: display gone; the rest of this answer was not handed to it"
+    ]
+    assert len(calls) == 1  # not called again for that answer
