@@ -96,9 +96,18 @@ def host_name(value: str) -> str:
     return value.split(":")[0].rstrip(".")
 
 
+TRAVERSAL = "malformed path: no '..' segments or encoded slashes in an id"
+
+
+def is_traversal(scope: Scope) -> bool:
+    """A path that tries to climb out of an id (``..``, ``%2F``, ``%5C``): malformed rather than unknown."""
+    raw = (scope.get("raw_path") or scope.get("path", "").encode()).decode("latin-1").lower()
+    return "%2f" in raw or "%5c" in raw or any(part in ("..", ".") for part in scope.get("path", "").split("/"))
+
+
 class Guard:
     """ASGI middleware: security headers on every response, only GET/HEAD, a Host that names this server,
-    and the token when one is set.
+    the token when one is set, and no path that climbs out of an id.
 
     The token is accepted as ``Authorization: Bearer T``, as the cookie, or as ``?token=T``
     (a first page load), which is answered with the cookie so the page's own requests carry it.
@@ -149,6 +158,9 @@ class Guard:
                     scope, receive, send_with_headers)
                 return
             set_cookie = how == "query"
+        if is_traversal(scope):  # before routing: a redirect or a route must never see it first
+            await error_response(400, TRAVERSAL)(scope, receive, send_with_headers)
+            return
         await self.app(scope, receive, send_with_headers)
 
     def _presented(self, scope: Scope) -> str | None:

@@ -103,6 +103,13 @@ def test_unknown_and_malformed_session_ids(client, url, status):
     assert list(response.json()) == ["error"] and "\n" not in response.json()["error"]
 
 
+@pytest.mark.parametrize("url", ["/api/sessions/..%2f", "/api/sessions/%2E%2E/", "/s/..%2F"])
+def test_a_climbing_path_is_refused_before_any_redirect(client, url):
+    response = client.get(url, follow_redirects=False)
+    assert response.status_code == 400, (response.status_code, response.headers.get("location"))
+    assert response.json() == {"error": "malformed path: no '..' segments or encoded slashes in an id"}
+
+
 @pytest.mark.parametrize("suffix, status", [
     ("/nodes/0123456789abcdef", 404),
     ("/nodes/XYZ", 400),
