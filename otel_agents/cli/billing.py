@@ -282,6 +282,9 @@ def _report_prices(plan) -> None:
             f"$ {change.record_id} {change.model}: {usd(change.old_cost)} ({change.old_source}) -> "
             f"{usd(change.new_cost)} ({change.new_source}){delta}{snapshot}"
         )
+    if not plan.price_changes:  # no "their cost 0.0 -> 0.0" of records that are not there
+        click.echo(f"reprice: {plan.repriced} LLM records priced, none differently")
+        return
     old = total(c.old_cost for c in plan.price_changes)
     new = total(c.new_cost for c in plan.price_changes)
     click.echo(

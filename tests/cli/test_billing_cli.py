@@ -409,7 +409,7 @@ def test_rebuild_reprice_reports_each_difference_and_the_total(home):
     again = invoke_priced(home, None, "rebuild")
     assert "the ledger already matches the saved sessions" in again.stdout and ledger.read_bytes() == after
     same = invoke_priced(home, NEW_PRICES, "rebuild", "--reprice")
-    assert f"reprice: {len(llm_ok)} LLM records priced, 0 differently" in same.stdout
+    assert f"reprice: {len(llm_ok)} LLM records priced, none differently\n" in same.stdout
     assert ledger.read_bytes() == after
 
 
@@ -462,7 +462,7 @@ def test_reprice_in_a_fresh_process_reproduces_the_offline_models_costs(tmp_path
     rebuild = subprocess.run([sys.executable, "-m", "otel_agents", "billing", "rebuild", "--reprice"],
                              capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
     assert rebuild.returncode == 0, rebuild.stderr
-    assert f"reprice: {len(llm_ok)} LLM records priced, 0 differently" in rebuild.stdout
+    assert f"reprice: {len(llm_ok)} LLM records priced, none differently\n" in rebuild.stdout
     assert "the ledger already matches the saved sessions and the current prices" in rebuild.stdout
     assert ledger.read_bytes() == before
 
