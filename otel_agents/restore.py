@@ -31,7 +31,8 @@ from otel_agents.llm.budget import Budget, BudgetError, budget_from_json
 from otel_agents.llm.model_settings import ModelSettings, ModelSettingsError, settings_from_json
 from otel_agents.persistence.events_file import EVENTS_FILE, split_line
 from otel_agents.persistence.gc_pause import collector_paused
-from otel_agents.runtime.agent import INTERRUPTED_RESULT, Agent
+from otel_agents.runtime.agent import Agent
+from otel_agents.runtime.tool_call import INTERRUPTED_RESULT
 from otel_agents.runtime.eviction import keep_saved_records
 from otel_agents.runtime.session import Session
 from otel_agents.runtime.tools import Tool

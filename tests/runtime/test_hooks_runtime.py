@@ -120,7 +120,7 @@ async def test_hook_decorators_judge_rewrite_and_reset_as_the_scripted_kinds_do(
     assert (quiet_please.name, no_bangs.name, polite.name) == ("quiet_please", "no_bangs", "polite")
     assert await session.run("go") == "Done."
     contents = [m["content"] for m in session.root.transcript]
-    assert "Error: Action blocked by hook 'quiet_please': " in contents and "FINE" in contents
+    assert "Error: Action blocked by hook 'quiet_please'." in contents and "FINE" in contents
     assert "Your answer was rejected by hook 'no_bangs': no exclamation marks" in contents
     other = session.create_agent("other", session.root.model)
     session.root.inform(other, "a stupid idea")

@@ -8,7 +8,7 @@ import asyncio
 import pytest
 
 from otel_agents.llm.budget import SESSION_OWNER, Budget, BudgetExhausted, BudgetMeter
-from otel_agents.runtime.agent import INTERRUPTED_RESULT
+from otel_agents.runtime.tool_call import INTERRUPTED_RESULT
 from otel_agents.runtime.tools import tool
 from otel_agents.tracing import semconv as sc
 from tests.runtime.test_turn_taking import assert_provider_valid
