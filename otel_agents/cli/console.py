@@ -10,7 +10,7 @@ only place console lines come from.
 
 Levels: by default only WRN and ERR (a budget warning's ``host_notice`` record is a WRN
 line too). ``verbose`` adds one VRB line per LLM and tool request/response (latency,
-sizes, tokens, cost), THK lines for reasoning and a FIN line per run. ``trace_llm`` /
+sizes, tokens, cost) and per working-memory truncation, THK lines for reasoning and a FIN line per run. ``trace_llm`` /
 ``trace_tools`` add TRC lines with the full request and response payloads, redacted
 and capped.
 
@@ -162,6 +162,9 @@ class ConsoleRenderer(SpanProcessor):
             # inherits on its run's root span, and those were told in their own run.
             if record.get("notice") == "budget_warning" and _operation(span) == sc.OP_CHAT:
                 self._emit(span, "WRN", _one_line(record.get("content") or ""))
+            elif (record.get("notice") == "truncation" and self.options.verbose
+                  and _operation(span) != sc.OP_INVOKE_AGENT):  # made in a turn or a tool call, not replayed
+                self._emit(span, "VRB", _one_line(record.get("content") or ""))
             return
         if not (self.options.trace_llm or self.options.trace_tools):
             return

@@ -6,6 +6,7 @@ import gzip
 import json
 import re
 
+import pytest
 from click.testing import CliRunner
 
 from otel_agents.cli import cli
@@ -254,3 +255,28 @@ def test_a_budget_warning_line_is_redacted_and_only_told_by_the_attempt_that_spe
     assert out.getvalue().splitlines() == [
         f"[txn:0123abcd] 1-1 llm/scripted:demo: WRN budget warning for {MARKER}: 4 of 5 LLM calls made (80% of the limit)"
     ]
+
+
+@pytest.mark.parametrize("verbose", [True, False])
+def test_a_truncation_is_a_vrb_line_where_it_was_made_and_not_where_a_fork_replays_it(verbose):
+    import io
+
+    from opentelemetry.sdk.trace import TracerProvider
+
+    from otel_agents.cli.console import ConsoleOptions, ConsoleRenderer
+
+    out = io.StringIO()
+    renderer = ConsoleRenderer(lambda span_id: "1-2", ConsoleOptions(verbose=verbose), txn="0123abcd", out=out)
+    tracer = TracerProvider().get_tracer("test")
+    notice = {"event_type": "host_notice", "agent_id": "a", "notice": "truncation",
+              "content": "main's working memory was cut to its first 1 entries (4 dropped)"}
+    with tracer.start_as_current_span(sc.OP_TURN, attributes={sc.TURN_INDEX: 2}) as turn:
+        renderer.on_record(turn, notice, 0)  # a reset hook: asked in the turn
+    with tracer.start_as_current_span("invoke_agent main", attributes={sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT}) as root:
+        renderer.on_record(root, notice, 0)  # a fork's inherited records
+    lines = out.getvalue().splitlines()
+    if not verbose:
+        assert lines == []
+        return
+    assert len(lines) == 1 and lines[0].startswith("[txn:0123abcd] 1-2 ")
+    assert lines[0].endswith(": VRB main's working memory was cut to its first 1 entries (4 dropped)")
