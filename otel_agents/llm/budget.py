@@ -243,9 +243,10 @@ Notice = Callable[[str, str], Any]  # ``(kind, text)``: a host notice for the us
 
 def whole_percent(share: float) -> str:
     """A share as whole percent, rounded down: 99.8 % of a limit is not yet "100%"."""
-    if not math.isfinite(share):  # a limit of a few hundred zeros after the point
+    percent = share * 100
+    if not percent < 1e6:  # a limit of a few hundred zeros after the point (inf too): the figure says no more
         return "over 100%"
-    return f"{math.floor(share * 100 + 1e-9)}%"  # the epsilon: 0.29 * 100 is 28.999...
+    return f"{math.floor(percent + 1e-9)}%"  # the epsilon: 0.29 * 100 is 28.999...
 
 
 def tell_warnings(notice: Notice | None) -> None:

@@ -157,7 +157,11 @@ def test_an_exhausted_budget_is_told_as_a_budget_notice():
     assert told == [("budget", "budget exhausted for Worker: 1 of 1 LLM calls made")]
 
 
-@pytest.mark.parametrize("share, text", [(0.998, "99%"), (0.8, "80%"), (0.29, "29%"), (1.0, "100%"), (1.3, "130%"), (float("inf"), "over 100%")])
+@pytest.mark.parametrize("share, text", [
+    (0.998, "99%"), (0.8, "80%"), (0.29, "29%"), (1.0, "100%"), (1.3, "130%"), (45.0, "4500%"),
+    (float("inf"), "over 100%"), (float("nan"), "over 100%"),
+    (4.5e305, "over 100%"),  # finite, but a hundred times it is not (a limit near the smallest float)
+])
 def test_a_warning_share_is_rounded_down_so_the_limit_is_not_reached_before_it_is(share, text):
     assert whole_percent(share) == text
 
