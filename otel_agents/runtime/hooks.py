@@ -3,7 +3,7 @@
 - Approval hooks are consulted before a tool runs and may deny it; a denial
   becomes the tool result ``Error: Action blocked by hook '<name>': <reason>``.
   A hook may itself be an agent: it hears a system-sourced prompt and answers
-  ``APPROVE`` or ``DENY. <reason>``.
+  ``APPROVE`` or ``DENY. <reason>``; any other answer denies (a guard fails closed).
 - Review hooks may reject an utterance with a reason; the reason is fed back to
   the agent (as a system-sourced user turn) and the agent tries again.
 - Transform hooks rewrite a delivery (e.g. redaction); the result keeps the
@@ -23,10 +23,12 @@ from __future__ import annotations
 
 import inspect
 import json
+import re
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable, Union
 
+from otel_agents.arguments import check_count, check_required_text, check_seconds, check_text, kind_of, names_of
 from otel_agents.runtime.turn_taking import hold
 from otel_agents.tracing import semconv as sc
 
@@ -38,6 +40,13 @@ if TYPE_CHECKING:
 class Decision:
     allowed: bool
     reason: str = ""
+
+    def __post_init__(self) -> None:
+        # Decision("no") would allow: a non-empty string is true. A guard's verdict is a bool or nothing.
+        if not isinstance(self.allowed, bool):
+            raise TypeError(f"Decision: allowed must be True or False, not {kind_of(self.allowed)}")
+        if not isinstance(self.reason, str):
+            raise TypeError(f"Decision: reason must be a string, not {kind_of(self.reason)}")
 
     def told(self, text: str) -> str:
         """``text: reason``, or ``text.`` when the hook gave no reason (no colon left hanging)."""
@@ -64,13 +73,14 @@ class HookFailed(RuntimeError):
 
 
 def as_decision(kind: str, name: str, result: Any) -> Decision:
-    """A hook's answer as a Decision: a Decision, or anything true or false; None is refused, as the
-    answer of a hook function that forgot to return one."""
+    """A hook's answer as a Decision: a Decision or a bool. Anything else is refused, None (a hook
+    function that forgot to return) and a string such as ``"DENY"`` alike: read as true, it would allow."""
     if isinstance(result, Decision):
         return result
-    if result is None:
-        raise TypeError(f"{kind} hook {name!r} returned None; return a Decision or a bool")
-    return Decision(bool(result))
+    if isinstance(result, bool):
+        return Decision(result)
+    raise TypeError(f"{kind} hook {name!r} returned {'None' if result is None else kind_of(result)}; "
+                    "return a Decision or a bool")
 
 
 async def _resolve(value: MaybeAwaitable) -> Any:
@@ -105,13 +115,22 @@ def approval_prompt(request: ToolRequest) -> str:
     return f"Agent '{agent.agent_id}' is attempting to call tool '{request.tool}' with arguments {args}. Approve?"
 
 
+# The verdict is the answer's first word, however it is dressed (``**DENIED**:``, ``Approved.``).
+_VERDICT = re.compile(r"[\W_]*(APPROVE[SD]?|APPROVAL|DEN(?:Y|IED|IES|IAL))(?![A-Z])[\W_]*(.*)", re.IGNORECASE | re.DOTALL)
+
+
 def parse_verdict(answer: str) -> Decision:
-    """``DENY. reason`` / ``DENY: reason`` denies; anything else approves."""
-    text = answer.strip()
-    if text.upper().startswith("DENY"):
-        reason = text[4:].lstrip(" .:-\n").strip()
-        return Decision(False, reason or "denied")
-    return Decision(True, text)
+    """``APPROVE`` approves; ``DENY. reason`` (``DENIED: reason``) denies with that reason. An answer
+    that is neither denies too, saying so: a guard whose verdict cannot be read fails closed, as an
+    approval hook that raises does (the scripted fallback "I have nothing further to add." is no yes)."""
+    text = str(answer).strip()
+    found = _VERDICT.match(text)
+    if found is None:
+        shown = text if len(text) <= 200 else text[:200] + "…"
+        return Decision(False, f"the hook agent answered neither APPROVE nor DENY: {shown!r}")
+    if found.group(1).upper().startswith("APPROV"):
+        return Decision(True, found.group(2).strip())
+    return Decision(False, found.group(2).strip() or "denied")
 
 
 def agent_approval_hook(
@@ -125,6 +144,10 @@ def agent_approval_hook(
     The hook agent is looked up in the session when consulted, so it can be
     created later by ``task`` (as in seed example 3); until then the hook approves.
     """
+
+    check_required_text("agent_approval_hook", "agent_name", agent_name)
+    check_text("agent_approval_hook", "name", name)
+    tools, agents = names_of("agent_approval_hook", "tools", tools), names_of("agent_approval_hook", "agents", agents)
 
     async def check(request: ToolRequest) -> Decision:
         hook_agent = request.agent.session.find_agent(agent_name)
@@ -233,17 +256,32 @@ def hook_event(kind: str, name: str, decision: str, reason: str = "") -> dict[st
     return {sc.HOOK_KIND: kind, sc.HOOK_NAME: name, sc.HOOK_DECISION: decision, sc.HOOK_REASON: reason}
 
 
-def _names(values: Iterable[str] | None) -> frozenset[str] | None:
-    return frozenset(values) if values is not None else None
+def _hook_function(kind: str, func: Any, takes: str) -> None:
+    """``func`` can be called as a ``kind`` hook is: with the arguments ``takes`` names, positionally.
+    Checked when the hook is made, so a wrong function fails at its decorator, not mid-run."""
+    if not callable(func):
+        raise TypeError(f"{kind}: takes a function of ({takes}), not {kind_of(func)}")
+    try:
+        signature = inspect.signature(func)
+    except (TypeError, ValueError):  # some built-ins have none: they are called and judged then
+        return
+    try:
+        signature.bind(*takes.split(", "))
+    except TypeError:
+        raise TypeError(f"{kind}: {getattr(func, '__name__', kind_of(func))}{signature} cannot be called "
+                        f"with ({takes})") from None
 
 
 def approval(func: Callable[[ToolRequest], MaybeAwaitable] | None = None, *, name: str | None = None,
              tools: Iterable[str] | None = None, agents: Iterable[str] | None = None):
     """Decorator: ``@approval`` or ``@approval(tools=[...], agents=[...])`` makes an :class:`ApprovalHook`
     of a function that takes a :class:`ToolRequest` and returns a :class:`Decision` or a bool."""
+    check_text("approval", "name", name)
+    tools, agents = names_of("approval", "tools", tools), names_of("approval", "agents", agents)
 
     def make(f: Callable[[ToolRequest], MaybeAwaitable]) -> ApprovalHook:
-        return ApprovalHook(name or f.__name__, f, _names(tools), _names(agents))
+        _hook_function("approval", f, "request")
+        return ApprovalHook(name or f.__name__, f, tools, agents)
 
     return make if func is None else make(func)
 
@@ -252,17 +290,24 @@ def review(func: Callable[["Agent", str], MaybeAwaitable] | None = None, *, name
            agents: Iterable[str] | None = None):
     """Decorator: a :class:`ReviewHook` of ``(agent, utterance) -> Decision | bool``; a rejection's
     reason goes back to the agent, which tries again."""
+    check_text("review", "name", name)
+    agents = names_of("review", "agents", agents)
 
     def make(f: Callable[["Agent", str], MaybeAwaitable]) -> ReviewHook:
-        return ReviewHook(name or f.__name__, f, _names(agents))
+        _hook_function("review", f, "agent, utterance")
+        return ReviewHook(name or f.__name__, f, agents)
 
     return make if func is None else make(func)
 
 
 def transform(func: Callable[["Agent", "Agent", str], str] | None = None, *, name: str | None = None):
     """Decorator: a :class:`TransformHook` of ``(sender, recipient, text) -> text``."""
+    check_text("transform", "name", name)
 
     def make(f: Callable[["Agent", "Agent", str], str]) -> TransformHook:
+        _hook_function("transform", f, "sender, recipient, text")
+        if inspect.iscoroutinefunction(f):
+            raise TypeError(f"transform: {f.__name__} is async; a transform returns its text at once")
         return TransformHook(name or f.__name__, f)
 
     return make if func is None else make(func)
@@ -270,17 +315,26 @@ def transform(func: Callable[["Agent", "Agent", str], str] | None = None, *, nam
 
 def reset(max_entries: int, keep: int = 1, *, name: str = "reset", agents: Iterable[str] | None = None) -> ReviewHook:
     """Working-memory reset: after an utterance, a transcript past ``max_entries`` keeps its first ``keep``."""
+    check_count("reset", "max_entries", max_entries, least=0)
+    check_count("reset", "keep", keep, least=0)
+    check_required_text("reset", "name", name)
+    agents = names_of("reset", "agents", agents)
 
     def check(agent: "Agent", utterance: str) -> Decision:
         if len(agent.transcript) > max_entries:
             agent.truncate(keep, cause=getattr(utterance, "message_id", None))
         return Decision(True)
 
-    return ReviewHook(name, check, _names(agents))
+    return ReviewHook(name, check, agents)
 
 
 def remind(message: str, *, name: str = "remind", agents: Iterable[str] | None = None, after_turns: int | None = None,
            tools: Iterable[str] | None = None, every_seconds: float | None = None) -> RemindHook:
     """A :class:`RemindHook`: ``message`` is added (source ``system``) after every ``after_turns`` LLM turns,
     after one of ``tools`` ran, or every ``every_seconds`` (at the next turn boundary)."""
-    return RemindHook(name, message, _names(agents), after_turns, _names(tools), every_seconds)
+    check_required_text("remind", "message", message)
+    check_required_text("remind", "name", name)
+    check_count("remind", "after_turns", after_turns, optional=True)
+    check_seconds("remind", "every_seconds", every_seconds, optional=True)
+    return RemindHook(name, message, names_of("remind", "agents", agents), after_turns,
+                      names_of("remind", "tools", tools), every_seconds)

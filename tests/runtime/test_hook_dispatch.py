@@ -59,12 +59,33 @@ async def test_a_review_hook_returning_none_fails_rather_than_rejects(scripted):
         await session.run("go")
 
 
-async def test_false_and_true_answers_are_still_decisions(scripted, span_tree):
-    answers = iter([0, 1])
+async def test_false_and_true_answers_are_decisions(scripted, span_tree):
+    answers = iter([False, True])
     session = scripted({"agents": {"main": ["one", "two"]}})
     session.hooks.reviewers.append(ReviewHook("Terse", lambda agent, utterance: next(answers)))
     assert await session.run("go") == "two"
     assert [e[sc.HOOK_DECISION] for e in hook_events(span_tree)] == ["reject", "accept"]
+
+
+@pytest.mark.parametrize("answer", ["DENY", "no", 0, 1, [], "APPROVE"])
+async def test_an_approval_hook_answering_other_than_a_bool_or_decision_denies(scripted, answer):
+    # Read as true or false, "DENY" and "no" would have let the call through.
+    add_call = {"tool_calls": [{"name": "task", "arguments": {"name": "Kid"}}]}
+    session = scripted({"agents": {"main": [add_call, "carried on"]}})
+    session.hooks.approvers.append(ApprovalHook("Loose", lambda request: answer))
+    assert await session.run("go") == "carried on"
+    assert tool_result(session.root) == (
+        "Error: Action blocked by hook 'Loose': hook failed: "
+        f"TypeError: approval hook 'Loose' returned {type(answer).__name__}; return a Decision or a bool"
+    )
+    assert session.find_agent("Kid") is None
+
+
+async def test_a_review_hook_answering_a_string_fails(scripted):
+    session = scripted({"agents": {"main": ["answer", "answer again"]}})
+    session.hooks.reviewers.append(ReviewHook("Wordy", lambda agent, utterance: "REJECT"))
+    with pytest.raises(HookFailed, match=r"TypeError: review hook 'Wordy' returned str; return a Decision or a bool"):
+        await session.run("go")
 
 
 async def test_an_approval_hook_returning_none_denies_and_says_why(scripted):

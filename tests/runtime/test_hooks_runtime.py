@@ -2,20 +2,45 @@
 
 from __future__ import annotations
 
+import pytest
+
 from otel_agents.llm.script_hooks import HookSpec
 from otel_agents.runtime.hooks import Decision, ToolRequest, approval_prompt, parse_verdict
 from otel_agents.runtime.scenario import install_hooks
 from otel_agents.runtime.session import Session
 
 
-def test_parse_verdict():
+def test_parse_verdict_reads_the_first_word():
     assert parse_verdict("DENY. Maximum subagents (3) already reached.") == Decision(
         False, "Maximum subagents (3) already reached."
     )
     assert parse_verdict("deny: too many") == Decision(False, "too many")
     assert parse_verdict("DENY") == Decision(False, "denied")
-    assert parse_verdict("APPROVE").allowed
-    assert parse_verdict("  Sure, go ahead  ") == Decision(True, "Sure, go ahead")
+    assert parse_verdict("DENIED. Maximum subagents reached.") == Decision(False, "Maximum subagents reached.")
+    assert parse_verdict("**Denied**: no") == Decision(False, "no")
+    assert parse_verdict("APPROVE") == Decision(True, "")
+    assert parse_verdict("  Approved - fewer than 3 exist") == Decision(True, "fewer than 3 exist")
+
+
+@pytest.mark.parametrize("answer", ["I have nothing further to add.", "Sure, go ahead", "", "DENYING nothing",
+                                    "APPROVING? no", "I deny it"])
+def test_an_answer_that_is_neither_verdict_denies_and_says_so(answer):
+    decision = parse_verdict(answer)
+    assert not decision.allowed
+    assert decision.reason == f"the hook agent answered neither APPROVE nor DENY: {answer.strip()!r}"
+
+
+def test_a_long_unclear_answer_is_cut_in_the_reason():
+    decision = parse_verdict("x" * 500)
+    assert decision.reason.endswith("x" * 199 + "…'") and len(decision.reason) < 300
+
+
+@pytest.mark.parametrize("allowed", ["no", 1, None])
+def test_a_decision_is_a_bool(allowed):
+    with pytest.raises(TypeError, match="Decision: allowed must be True or False"):
+        Decision(allowed)
+    with pytest.raises(TypeError, match="Decision: reason must be a string, not int"):
+        Decision(True, 5)
 
 
 def test_approval_prompt_matches_the_seed_and_describes_other_tools():
@@ -49,6 +74,29 @@ async def test_agent_hook_approves_until_its_agent_exists_and_never_judges_itsel
     gate = session.find_agent("Gate")
     # Consulted once (for Other): it heard a prompt and answered.
     assert [m["role"] for m in gate.transcript] == ["system", "user", "assistant"]
+
+
+@pytest.mark.parametrize("gate_answers, result", [
+    (["DENIED. Too many already."], "Error: Action blocked by hook 'Gate': Too many already."),
+    # Out of answers, the scripted model says "I have nothing further to add.": no verdict, so no yes.
+    ([], "Error: Action blocked by hook 'Gate': the hook agent answered neither APPROVE nor DENY: "
+         "'I have nothing further to add.'"),
+])
+async def test_an_agent_hook_that_does_not_approve_denies(scripted, gate_answers, result):
+    data = {
+        "hooks": [{"kind": "approval", "name": "Gate", "agent": "Gate", "tools": ["task"]}],
+        "agents": {
+            "main": [{"tool_calls": [{"name": "task", "arguments": {"name": "Gate", "system_prompt": "judge"}}]},
+                     {"tool_calls": [{"name": "task", "arguments": {"name": "Other", "system_prompt": "x"}}]},
+                     "done"],
+            "Gate": gate_answers,
+        },
+    }
+    session = scripted(data)
+    await session.run("go")
+    results = [m["content"] for m in session.root.transcript if m["role"] == "tool"]
+    assert results == ["Created subagent: Gate", result]
+    assert session.find_agent("Other") is None
 
 
 async def test_scripted_hook_specs_install_working_hooks(scripted):
