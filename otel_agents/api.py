@@ -14,9 +14,8 @@ import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence, Union
 
-from otel_agents.api_checks import (
-    check_count, check_optional, check_required_text, check_run_options, check_text, hooks_of, tools_of,
-)
+from otel_agents.api_checks import check_run_options, hooks_of, tools_of
+from otel_agents.arguments import check_count, check_optional, check_required_text, check_text
 from otel_agents.api_recording import active_recording, recording
 from otel_agents.llm.budget import Budget, BudgetMeter, totals_before
 from otel_agents.llm.model_settings import ModelSettings

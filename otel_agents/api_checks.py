@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from typing import Any, Iterable, Mapping
 
+from otel_agents.arguments import check_count, check_flag, check_optional, check_seconds, check_text, kind_of
 from otel_agents.llm.budget import Budget
 from otel_agents.llm.model_settings import ModelSettings
 from otel_agents.runtime.eviction import EvictionPolicy
@@ -19,63 +20,12 @@ from otel_agents.runtime.tools import Tool, make_tool
 HOOK_TYPES = (ApprovalHook, ReviewHook, TransformHook, RemindHook)
 
 
-def _kind(value: Any) -> str:
-    return type(value).__name__
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def check_required_text(owner: str, argument: str, value: Any) -> None:
-    """A non-empty string (an agent's name, a session id, a fork's ``at``)."""
-    if not isinstance(value, str):
-        raise TypeError(f"{owner}: {argument} must be a non-empty string, not {_kind(value)}")
-    if not value.strip():
-        raise ValueError(f"{owner}: {argument} must be a non-empty string, not {value!r}")
-
-
-def check_optional(owner: str, argument: str, value: Any, kind: type | tuple[type, ...], what: str) -> None:
-    """``value`` is None or of ``kind`` (``what`` says which in the error)."""
-    if value is not None and not isinstance(value, kind):
-        raise TypeError(f"{owner}: {argument}= takes {what}, not {_kind(value)}")
-
-
-def check_text(owner: str, argument: str, value: Any) -> None:
-    """None or a non-empty string (a model, a session id, an API base)."""
-    check_optional(owner, argument, value, str, "a string")
-    if value is not None and not value.strip():
-        raise ValueError(f"{owner}: {argument}= is empty")
-
-
-def check_count(owner: str, argument: str, value: Any, *, optional: bool = False) -> None:
-    """A whole number of at least 1 (None too when ``optional``)."""
-    if value is None and optional:
-        return
-    if not _is_int(value):
-        raise TypeError(f"{owner}: {argument}= takes a whole number, not {_kind(value)}")
-    if value < 1:
-        raise ValueError(f"{owner}: {argument}= must be at least 1, not {value}")
-
-
-def check_seconds(owner: str, argument: str, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{owner}: {argument}= takes seconds as a number, not {_kind(value)}")
-    if not value > 0 or value == float("inf"):
-        raise ValueError(f"{owner}: {argument}= must be a positive number of seconds, not {value}")
-
-
-def check_flag(owner: str, argument: str, value: Any) -> None:
-    if not isinstance(value, bool):
-        raise TypeError(f"{owner}: {argument}= takes True or False, not {_kind(value)}")
-
-
 def tools_of(owner: str, tools: Any) -> tuple[Tool, ...]:
     """``tools`` as Tools: each a ``Tool`` or a function made into one; names unique, none a built-in's."""
     from otel_agents.runtime.builtins import BUILTIN_TOOLS
 
     if isinstance(tools, (Tool, str, bytes, Mapping)) or callable(tools) or not isinstance(tools, Iterable):
-        raise TypeError(f"{owner}: tools= takes a list of tools, not {_kind(tools)}")
+        raise TypeError(f"{owner}: tools= takes a list of tools, not {kind_of(tools)}")
     made: list[Tool] = []
     for index, item in enumerate(tools):
         if isinstance(item, Tool):
@@ -86,7 +36,7 @@ def tools_of(owner: str, tools: Any) -> tuple[Tool, ...]:
             except (TypeError, ValueError) as exc:
                 raise TypeError(f"{owner}: tools[{index}]: {exc}") from None
         else:
-            raise TypeError(f"{owner}: tools[{index}] is {_kind(item)}, not a function or a Tool")
+            raise TypeError(f"{owner}: tools[{index}] is {kind_of(item)}, not a function or a Tool")
     seen: set[str] = set()
     for made_tool in made:
         if made_tool.name in BUILTIN_TOOLS:
@@ -103,11 +53,11 @@ def hooks_of(owner: str, hooks: Any) -> tuple[Any, ...]:
     if isinstance(hooks, HOOK_TYPES):
         raise TypeError(f"{owner}: hooks= takes a list of hooks, not one hook: hooks=[{hooks.name}]")
     if isinstance(hooks, (str, bytes, Mapping)) or not isinstance(hooks, Iterable):
-        raise TypeError(f"{owner}: hooks= takes a list of hooks, not {_kind(hooks)}")
+        raise TypeError(f"{owner}: hooks= takes a list of hooks, not {kind_of(hooks)}")
     listed = tuple(hooks)
     for index, hook in enumerate(listed):
         if not isinstance(hook, HOOK_TYPES):
-            raise TypeError(f"{owner}: hooks[{index}] is {_kind(hook)}, not a hook "
+            raise TypeError(f"{owner}: hooks[{index}] is {kind_of(hook)}, not a hook "
                             "(use approval, review, transform, reset or remind)")
     return listed
 
@@ -134,7 +84,7 @@ def check_run_options(
     from otel_agents.llm.scripts import Script
 
     if script is not None and not isinstance(script, (str, os.PathLike, Script)):
-        raise TypeError(f"{owner}: script= takes a file path or a built-in script's name, not {_kind(script)}")
+        raise TypeError(f"{owner}: script= takes a file path or a built-in script's name, not {kind_of(script)}")
     for argument, value in (("model", model), ("session_id", session_id), ("api_base", api_base), ("app", app)):
         check_text(owner, argument, value)
     if app is not None and not all(app.partition(":")):
@@ -145,7 +95,7 @@ def check_run_options(
     check_optional(owner, "model_settings", model_settings, ModelSettings, "a ModelSettings")
     check_flag(owner, "stream", stream)
     if on_text is not None and not callable(on_text):
-        raise TypeError(f"{owner}: on_text= takes a function of (agent name, text), not {_kind(on_text)}")
+        raise TypeError(f"{owner}: on_text= takes a function of (agent name, text), not {kind_of(on_text)}")
     check_optional(owner, "budget", budget, Budget, "a Budget")
     check_flag(owner, "allow_unpriced", allow_unpriced)
     check_optional(owner, "eviction", eviction, EvictionPolicy, "an EvictionPolicy")

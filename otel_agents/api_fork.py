@@ -7,7 +7,8 @@ from dataclasses import replace
 from typing import Any, Callable, Iterable, Sequence
 
 from otel_agents.api import DEFAULT_MAX_TURNS, Agent, Hook, Session, _load_script, _make_llm, active_recording
-from otel_agents.api_checks import check_required_text, check_run_options, hooks_of, tools_of
+from otel_agents.api_checks import check_run_options, hooks_of, tools_of
+from otel_agents.arguments import check_required_text
 from otel_agents.runtime.eviction import EvictionPolicy, eviction_policy
 from otel_agents.llm.model_settings import ModelSettings, ModelSettingsError, settings_from_json
 from otel_agents.runtime.tools import Tool

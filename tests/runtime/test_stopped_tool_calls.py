@@ -11,7 +11,7 @@ from otel_agents.llm.budget import SESSION_OWNER, Budget, BudgetExhausted, Budge
 from otel_agents.runtime.tool_call import INTERRUPTED_RESULT
 from otel_agents.runtime.tools import tool
 from otel_agents.tracing import semconv as sc
-from tests.runtime.test_turn_taking import assert_provider_valid
+from support.transcripts import assert_provider_valid
 
 started = asyncio.Event()
 

@@ -10,6 +10,7 @@ import pytest
 from otel_agents.runtime.hooks import agent_approval_hook
 from otel_agents.runtime.tools import tool
 from otel_agents.runtime.turn_taking import Turn, hold
+from support.transcripts import assert_provider_valid
 
 
 @tool
@@ -17,16 +18,6 @@ async def slow() -> str:
     """Take a moment."""
     await asyncio.sleep(0.05)
     return "slow done"
-
-
-def assert_provider_valid(transcript: list[dict]) -> None:
-    """Every assistant message that calls tools is followed at once by one result per call."""
-    for i, message in enumerate(transcript):
-        calls = [c["id"] for c in message.get("tool_calls") or []]
-        if calls:
-            following = transcript[i + 1: i + 1 + len(calls)]
-            assert [m.get("role") for m in following] == ["tool"] * len(calls), transcript
-            assert sorted(m["tool_call_id"] for m in following) == sorted(calls), transcript
 
 
 async def test_two_discussions_with_one_speaker_take_turns(scripted):

@@ -1,0 +1,74 @@
+"""Argument checks every layer's public classes share: one TypeError or ValueError naming the argument."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping
+
+
+def kind_of(value: Any) -> str:
+    return type(value).__name__
+
+
+def is_whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def check_required_text(owner: str, argument: str, value: Any) -> None:
+    """A non-empty string (an agent's name, a session id, a fork's ``at``)."""
+    if not isinstance(value, str):
+        raise TypeError(f"{owner}: {argument} must be a non-empty string, not {kind_of(value)}")
+    if not value.strip():
+        raise ValueError(f"{owner}: {argument} must be a non-empty string, not {value!r}")
+
+
+def check_optional(owner: str, argument: str, value: Any, kind: type | tuple[type, ...], what: str) -> None:
+    """``value`` is None or of ``kind`` (``what`` says which in the error)."""
+    if value is not None and not isinstance(value, kind):
+        raise TypeError(f"{owner}: {argument}= takes {what}, not {kind_of(value)}")
+
+
+def check_text(owner: str, argument: str, value: Any) -> None:
+    """None or a non-empty string (a model, a session id, an API base)."""
+    check_optional(owner, argument, value, str, "a string")
+    if value is not None and not value.strip():
+        raise ValueError(f"{owner}: {argument}= is empty")
+
+
+def check_count(owner: str, argument: str, value: Any, *, optional: bool = False, least: int = 1) -> None:
+    """A whole number of at least ``least`` (None too when ``optional``)."""
+    if value is None and optional:
+        return
+    if not is_whole(value):
+        raise TypeError(f"{owner}: {argument}= takes a whole number, not {kind_of(value)}")
+    if value < least:
+        raise ValueError(f"{owner}: {argument}= must be at least {least}, not {value}")
+
+
+def check_seconds(owner: str, argument: str, value: Any, *, optional: bool = False) -> None:
+    """A positive, finite number of seconds (None too when ``optional``)."""
+    if value is None and optional:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{owner}: {argument}= takes seconds as a number, not {kind_of(value)}")
+    if not value > 0 or value == float("inf"):
+        raise ValueError(f"{owner}: {argument}= must be a positive number of seconds, not {value}")
+
+
+def check_flag(owner: str, argument: str, value: Any) -> None:
+    if not isinstance(value, bool):
+        raise TypeError(f"{owner}: {argument}= takes True or False, not {kind_of(value)}")
+
+
+def names_of(owner: str, argument: str, values: Any) -> frozenset[str] | None:
+    """None, or a list of non-empty names as a frozenset. A lone string is refused: iterated, ``"task"``
+    would be the names ``t``, ``a``, ``s``, ``k`` and the hook would never apply."""
+    if values is None:
+        return None
+    if isinstance(values, str):
+        raise TypeError(f"{owner}: {argument}= takes a list of names, not one string: {argument}=[{values!r}]")
+    if isinstance(values, (bytes, Mapping)) or not isinstance(values, Iterable):
+        raise TypeError(f"{owner}: {argument}= takes a list of names, not {kind_of(values)}")
+    listed = tuple(values)
+    for index, name in enumerate(listed):
+        check_required_text(owner, f"{argument}[{index}]", name)
+    return frozenset(listed)
