@@ -150,7 +150,7 @@ def perspective(target: Target, agent: str, as_json: bool, sessions_dir: Path | 
 @click.argument("message_id")
 @_view_command
 def trace(target: Target, message_id: str, as_json: bool, sessions_dir: Path | None) -> None:
-    """The causality chain of MESSAGE_ID, oldest first (cause, substance, tool call links)."""
+    """The causality chain of MESSAGE_ID, oldest first (cause, substance, denial, tool call links)."""
     from otel_agents.views import jsonout, render
 
     viewer = _open(target, sessions_dir)

@@ -208,12 +208,12 @@ class Agent:
         self.replay_truncation(keep)
         # The record changes the agent's state; the user is told apart, as of any other truncation.
         self.host_notice("truncation", f"{self.name}'s working memory was cut to its first {keep} entries "
-                                       f"({dropped} dropped)")
+                                       f"({dropped} dropped)", cause=[message_id])
         return message_id
 
-    def host_notice(self, notice: str, content: str) -> str:
+    def host_notice(self, notice: str, content: str, cause: str | list[str] | None = None) -> str:
         """Tell the user, never the model (a ``host_notice`` record on the current span)."""
-        return self.session.host_notice(self.agent_id, notice, content)
+        return self.session.host_notice(self.agent_id, notice, content, cause)
 
     # --- the loop ---
     async def response(self) -> LoggedString:

@@ -40,9 +40,10 @@ class SessionHooks:
                 decision = Decision(False, f"hook failed: {exc}")
             except Exception as exc:  # a hook that cannot judge fails closed; the agent goes on
                 decision = Decision(False, f"hook failed: {type(exc).__name__}: {exc}")
-            span.add_event(
-                sc.EVENT_HOOK, hook_event("approval", hook.name, "allow" if decision.allowed else "deny", decision.reason)
-            )
+            attrs = hook_event("approval", hook.name, "allow" if decision.allowed else "deny", decision.reason)
+            if decision.message_id is not None:  # an agent's answer: the verdict is on record
+                attrs[sc.HOOK_MESSAGE_ID] = decision.message_id
+            span.add_event(sc.EVENT_HOOK, attrs)
             if not decision.allowed:
                 return hook.name, decision
         return None

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 class Decision:
     allowed: bool
     reason: str = ""
+    message_id: str | None = None  # the record the verdict was read from (an agent hook's answer)
 
     def __post_init__(self) -> None:
         # Decision("no") would allow: a non-empty string is true. A guard's verdict is a bool or nothing.
@@ -47,6 +48,8 @@ class Decision:
             raise TypeError(f"Decision: allowed must be True or False, not {kind_of(self.allowed)}")
         if not isinstance(self.reason, str):
             raise TypeError(f"Decision: reason must be a string, not {kind_of(self.reason)}")
+        if self.message_id is not None and not isinstance(self.message_id, str):
+            raise TypeError(f"Decision: message_id must be a message id, not {kind_of(self.message_id)}")
 
     def told(self, text: str) -> str:
         """``text: reason``, or ``text.`` when the hook gave no reason (no colon left hanging)."""
@@ -123,14 +126,14 @@ def parse_verdict(answer: str) -> Decision:
     """``APPROVE`` approves; ``DENY. reason`` (``DENIED: reason``) denies with that reason. An answer
     that is neither denies too, saying so: a guard whose verdict cannot be read fails closed, as an
     approval hook that raises does (the scripted fallback "I have nothing further to add." is no yes)."""
-    text = str(answer).strip()
+    text, said = str(answer).strip(), getattr(answer, "message_id", None)  # a LoggedString knows its record
     found = _VERDICT.match(text)
     if found is None:
         shown = text if len(text) <= 200 else text[:200] + "…"
-        return Decision(False, f"the hook agent answered neither APPROVE nor DENY: {shown!r}")
+        return Decision(False, f"the hook agent answered neither APPROVE nor DENY: {shown!r}", said)
     if found.group(1).upper().startswith("APPROV"):
-        return Decision(True, found.group(2).strip())
-    return Decision(False, found.group(2).strip() or "denied")
+        return Decision(True, found.group(2).strip(), said)
+    return Decision(False, found.group(2).strip() or "denied", said)
 
 
 def agent_approval_hook(

@@ -175,13 +175,14 @@ class Session:
     def log_truncation(self, agent_id: str, keep: int, cause: str | None = None) -> str:
         return self._log(sc.EVENT_TRANSCRIPT_TRUNCATED, agent_id=agent_id, keep=keep, cause=cause)
 
-    def host_notice(self, agent_id: str, notice: str, content: str) -> str:
+    def host_notice(self, agent_id: str, notice: str, content: str, cause: str | list[str] | None = None) -> str:
         """A notice for the user, never the model (seed 004): a ``host_notice`` record on the current
         span, the one that caused it. ``notice`` is its kind, one of ``sc.HOST_NOTICE_KINDS``; no
-        transcript holds it, so no model request ever carries it."""
+        transcript holds it, so no model request ever carries it. ``cause``: the records it tells of
+        (a denial's hook answer and tool call, a truncation's record), for views to trace."""
         if notice not in sc.HOST_NOTICE_KINDS:  # readers (views, console, docs/spans.md) know only these
             raise ValueError(f"unknown host notice kind {notice!r}; one of {', '.join(sc.HOST_NOTICE_KINDS)}")
-        return self._log(sc.EVENT_HOST_NOTICE, agent_id=agent_id, notice=notice, content=content)
+        return self._log(sc.EVENT_HOST_NOTICE, agent_id=agent_id, notice=notice, content=content, cause=cause)
 
     # --- agents ---
     def register(self, agent: "Agent") -> None:

@@ -78,8 +78,10 @@ async def run_tool_call(agent: "Agent", call: dict[str, Any], call_message_id: s
                 elif denial is not None:
                     hook_name, decision = denial
                     status, result = "denied", decision.told(f"Error: Action blocked by hook '{hook_name}'")
+                    # Caused by the hook agent's answer, when an agent judged, and by the call it judged.
+                    cause = [decision.message_id, call_message_id] if decision.message_id else [call_message_id]
                     agent.host_notice("denial", decision.told(f"{agent.name} may not run {name}: hook '{hook_name}' "
-                                                             "denied it"))
+                                                             "denied it"), cause)
                 else:
                     try:
                         result = await tool.invoke(ctx, arguments.values)

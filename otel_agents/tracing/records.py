@@ -31,7 +31,7 @@ RECORD_FIELDS: dict[str, tuple[str, ...]] = {
     ),
     sc.EVENT_PIECE_OF_TEXT: ("agent_id", "content", "cause"),
     sc.EVENT_TRANSCRIPT_TRUNCATED: ("agent_id", "keep", "cause"),
-    sc.EVENT_HOST_NOTICE: ("agent_id", "notice", "content"),  # notice: one of sc.HOST_NOTICE_KINDS
+    sc.EVENT_HOST_NOTICE: ("agent_id", "notice", "content", "cause"),  # notice: one of sc.HOST_NOTICE_KINDS
 }
 # Structured fields that span attributes cannot hold natively travel as JSON text.
 _JSON_FIELDS = frozenset({"tool_calls", "thinking_blocks"})

@@ -218,7 +218,7 @@ HOOK_NAME = "otel_agents.hook.name"
 HOOK_KIND = "otel_agents.hook.kind"  # approval | review | transform | remind
 HOOK_DECISION = "otel_agents.hook.decision"  # allow | deny | accept | reject | rewrite | remind | error
 HOOK_REASON = "otel_agents.hook.reason"
-HOOK_MESSAGE_ID = "otel_agents.hook.message_id"  # remind: the transcript entry it added...
+HOOK_MESSAGE_ID = "otel_agents.hook.message_id"  # remind: the entry it added; an agent's approval: its answer...
 HOOK_CAUSE = "otel_agents.hook.cause"  # ...and the message that triggered it
 
 # An LLM attempt not made because a budget is spent (docs/budgets.md), on the operation that wanted it.

@@ -216,6 +216,7 @@ class SessionIndex:
         self.system_prompt = {agent: rows[p].get("content") for agent, p in layout.system.items()}
         self._logs: dict[str, AgentLog] = {}
         self._references: dict[str, list[str]] | None = None
+        self._denials: dict[str, str] | None = None
 
     @classmethod
     def build(cls, records: Iterable[Mapping[str, Any]]) -> "SessionIndex":
@@ -296,10 +297,23 @@ class SessionIndex:
             return CauseLink(message_id, causes[0], "cause", causes)
         if record.get("substance") is not None:
             return CauseLink(message_id, str(record["substance"]), "substance")
+        denial = self._denial_on(record.get("span_id")) if record.get("role") == "tool" else None
+        if denial is not None:  # a blocked call's result follows from the denial (and it from the verdict)
+            return CauseLink(message_id, denial, "denial")
         call = self.call_message(message_id)
         if call is not None:
             return CauseLink(message_id, call, "tool_call")
         return CauseLink(message_id, None, None)
+
+    def _denial_on(self, span_id: Any) -> str | None:
+        """The denial notice recorded on this span (the denied call's ``execute_tool``, where its
+        result is recorded too); the notices are found in one pass, when first asked."""
+        if self._denials is None:
+            self._denials = {
+                str(r["span_id"]): r["message_id"] for r in self.rows
+                if r.get("event_type") == sc.EVENT_HOST_NOTICE and r.get("notice") == "denial" and r.get("span_id")
+            }
+        return self._denials.get(str(span_id)) if span_id else None
 
     def causality(self) -> dict[str, CauseLink]:
         return {r["message_id"]: self.link(r["message_id"]) for r in self.records}

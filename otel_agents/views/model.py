@@ -79,7 +79,7 @@ class CauseLink:
 
     message_id: str
     parent: str | None
-    link: str | None  # cause | substance | tool_call
+    link: str | None  # cause | substance | denial | tool_call
     causes: tuple[str, ...] = ()  # every cause when ``cause`` is a list
 
 

@@ -218,8 +218,14 @@ def test_hook_denial_result(run):
     result = [r for r in run.records if r["message_id"] == attr(denied, sc.TOOL_RESULT_MESSAGE_ID)]
     assert result[0]["content"] == DENIAL and result[0]["role"] == "tool"
     hooks = [dict(e.attributes) for e in denied.events if e.name == sc.EVENT_HOOK]
+    monitor = run.session.find_agent("ResourceMonitor")
+    (answer,) = [r["message_id"] for r in run.records
+                 if r["agent_id"] == monitor.agent_id and r.get("role") == "assistant"]
     assert hooks == [{sc.HOOK_KIND: "approval", sc.HOOK_NAME: "ResourceMonitor", sc.HOOK_DECISION: "deny",
-                      sc.HOOK_REASON: "Maximum subagents (3) already reached."}]
+                      sc.HOOK_REASON: "Maximum subagents (3) already reached.", sc.HOOK_MESSAGE_ID: answer}]
+    # The denial's notice names what caused it: the monitor's answer, then the call it denied.
+    (notice,) = [r for r in run.records if r.get("notice") == "denial"]
+    assert notice["cause"] == [answer, attr(denied, sc.TOOL_CALL_MESSAGE_ID)]
     assert run.session.find_agent("Searcher4") is None
     # The model's next request carries the denial verbatim.
     assert run.session.root.transcript[-2] == {

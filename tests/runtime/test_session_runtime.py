@@ -102,6 +102,7 @@ def test_truncation_is_an_event_and_resets_working_memory(memory_tracing):
                    "keep": 2, "cause": first}
     # issue 23: the user is told with a host notice (never in the transcript: no model sees it)
     assert notice["event_type"] == "host_notice" and notice["notice"] == "truncation"
+    assert notice["cause"] == [marker]  # views trace the notice to the truncation it tells of
     assert notice["message_id"] not in agent.transcript_ids
     with pytest.raises(ValueError):
         agent.truncate(-1)

@@ -120,6 +120,16 @@ async def test_agents_of_the_demo_session(scripted_session, jack_and_jill_script
     assert monitor[2].endswith("[Said] DENY. Maximum subagents (3) already reached.")
     main = R.render_perspective(viewer.extract_agent_perspective("main")).splitlines()
     assert main[-3].endswith("[Received] task: Error: Action blocked by hook 'ResourceMonitor': Maximum subagents (3) already reached.")
+    # The blocked result traces back through the denial notice to the monitor's answer.
+    (blocked,) = [r for r in viewer.records if str(r.get("content", "")).startswith("Error: Action blocked")]
+    chain = viewer.trace_message_flow(blocked["message_id"])
+    assert [(s.agent, s.event_type, s.link) for s in chain] == [
+        ("ResourceMonitor", "transcript_entry", None), ("main", "host_notice", "cause"), ("main", "transcript_entry", "denial"),
+    ]
+    assert chain[0].record["content"] == "DENY. Maximum subagents (3) already reached."
+    (call,) = [r["message_id"] for r in viewer.records
+               if any(c["id"] == blocked["tool_call_id"] for c in r.get("tool_calls") or [])]
+    assert chain[1].record["cause"] == [chain[0].message_id, call]  # the verdict, then the call it denied
     assert main[-2].endswith("[Thought] The discussion is done and the monitor refused another subagent, so I can summarise.")
     assert main[-1].endswith("[Said] Jack and Jill met in the cafe and introduced themselves; a fourth helper was not allowed.")
     # Jill consulted her inner voice: that exchange is in her perspective, not in the Jack-Jill dialog.
