@@ -1,6 +1,7 @@
 """Built-in tools: ``task`` creates a named sub-agent, ``discuss`` runs a discussion (seed 001).
 
-Their schemas and argument checks come from these signatures, as for any ``@tool``.
+Their schemas and argument checks come from these signatures, as for any ``@tool``. What a sub-agent
+says reaches its caller as a tool result, through the session's transform hooks like any delivery.
 """
 
 from __future__ import annotations
@@ -44,7 +45,8 @@ async def task(
     async with hold(child.turn):  # told and asked in one exchange (turn_taking.py)
         piece = session.log_piece_of_text(parent.agent_id, user_prompt, cause=ctx.call_message_id)
         parent.inform(child, LoggedString(user_prompt, piece))
-        return str(await child.response())
+        # The answer is delivered to the parent as the call's result: transform hooks (a redaction) see it too.
+        return session.hooks.transform(child, parent, str(await child.response()))
 
 
 async def discuss(
@@ -75,7 +77,7 @@ async def discuss(
         for speaker_name in speakers:
             speaker = agent.subagents[speaker_name]
             utterance = await speaker.response()
-            ctx.reply(str(utterance))
+            ctx.reply(session.hooks.transform(speaker, agent, str(utterance)))  # the caller hears it too
             for n in participants:
                 if n != speaker_name:
                     speaker.inform(agent.subagents[n], LoggedString(f"[{speaker_name}]: {utterance}", utterance.message_id))

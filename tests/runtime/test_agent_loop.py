@@ -133,8 +133,26 @@ async def test_transform_hook_rewrites_delivery_but_keeps_substance(scripted, me
     heard = next(r for r in records if r["agent_id"] == session.find_agent("Jill").agent_id and r.get("role") == "user")
     assert heard["content"] == "[Jack]: The wifi password: [REDACTED]"
     assert heard["substance"] == original["message_id"]
-    # The speaker's own tool result to the parent is the utterance as said.
-    assert tool_results(session.root)[-1]["content"] == "The wifi password: 1234"
+    # The parent hears it as a tool result: a delivery like any other, redacted too (it was not).
+    assert tool_results(session.root)[-1]["content"] == "The wifi password: [REDACTED]"
+    assert original["content"] == "The wifi password: 1234"  # what Jack said is recorded as said
+
+
+async def test_a_task_answer_reaches_the_caller_through_the_transform_hooks(scripted, span_tree):
+    ask = calls(("task", {"name": "Kid", "system_prompt": "x", "user_prompt": "your PIN?"}))
+    session = scripted({"agents": {"main": [ask, "done"], "Kid": ["PIN 1234"]}})
+    seen = []
+
+    def redact(sender, recipient, text):
+        seen.append((sender.name, recipient.name))
+        return text.replace("1234", "[REDACTED]")
+
+    session.hooks.transformers.append(TransformHook("Redactor", redact))
+    await session.run("go")
+    assert tool_results(session.root)[-1]["content"] == "PIN [REDACTED]"
+    assert seen == [("main", "Kid"), ("Kid", "main")]
+    (task_span,) = [s for s in span_tree().spans if s.name == "execute_tool task"]
+    assert [e.attributes[sc.HOOK_NAME] for e in task_span.events if e.name == sc.EVENT_HOOK] == ["Redactor"]
 
 
 async def test_approval_hook_denial_text_and_custom_function_hook(scripted, span_tree):
