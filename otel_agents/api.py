@@ -230,7 +230,8 @@ class Session:
         """A live agent by id, else the latest of that name (runtime ``Agent``), or None."""
         return self.runtime.find_agent(name_or_id)
 
-    def _target(self, agent: str | None) -> Any:
+    def _target(self, agent: str | None, owner: str) -> Any:
+        check_text(owner, "agent", agent)
         if agent is None:
             return None
         found = self.runtime.find_agent(agent)
@@ -247,11 +248,14 @@ class Session:
         """One prompt, one trace: the agent (default the root) answers; returns its utterance.
         Runs of one session take turns: one started while another is in progress waits for it."""
         self._open()
-        return await self.runtime.run(prompt, agent=self._target(agent), context=self._context)
+        check_required_text("Session.run", "prompt", prompt)
+        return await self.runtime.run(prompt, agent=self._target(agent, "Session.run"), context=self._context)
 
     def run_sync(self, prompt: str, *, agent: str | None = None) -> str:
         """``run`` on this session's own event loop (one loop for all its prompts); not inside a running loop."""
         self._open()
+        check_required_text("Session.run_sync", "prompt", prompt)
+        check_text("Session.run_sync", "agent", agent)
         try:
             asyncio.get_running_loop()
         except RuntimeError:
@@ -268,7 +272,8 @@ class Session:
     def external(self, text: str, *, agent: str | None = None) -> str:
         """An outside event the agent (default the root) hears without answering yet; returns its message id."""
         self._open()
-        target = self._target(agent) or self.runtime.ensure_root()
+        check_required_text("Session.external", "text", text)
+        target = self._target(agent, "Session.external") or self.runtime.ensure_root()
         return self.runtime.external(target, text)
 
     def close(self) -> bool:

@@ -115,14 +115,14 @@ def _last_message_under(tree: Mapping[str, Any], at: str) -> str:
         index = int(run_text) if run_text else 1
         position = position_of(label)
     except ValueError:
-        raise ForkError(f"--at {at!r} is neither a message id (msg_000017) nor a path label ([RUN:]4-3-2)") from None
+        raise ForkError(f"fork point {at!r} is neither a message id (msg_000017) nor a path label ([RUN:]4-3-2)") from None
     run = next((r for r in runs if r.get("index") == index), None)
     if run is None:
-        raise ForkError(f"--at {at!r}: the session has no run {index}")
+        raise ForkError(f"fork point {at!r}: the session has no run {index}")
     try:
         node = node_at(run, position)
     except (KeyError, IndexError):
-        raise ForkError(f"--at {at!r}: run {index} has no node at {label}") from None
+        raise ForkError(f"fork point {at!r}: run {index} has no node at {label}") from None
     last = None
     stack = [node]
     while stack:  # a stack of our own: a label can sit thousands of levels deep
@@ -136,7 +136,7 @@ def _last_message_under(tree: Mapping[str, Any], at: str) -> str:
         if item.get("session") is not None:
             stack.append(item["session"])
     if last is None:
-        raise ForkError(f"--at {at!r}: nothing was said inside run {index} {label}")
+        raise ForkError(f"fork point {at!r}: nothing was said inside run {index} {label}")
     return last[1]
 
 

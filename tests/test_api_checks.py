@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -132,3 +133,25 @@ def test_a_tool_name_a_provider_would_refuse_is_refused_when_the_tool_is_made():
     with pytest.raises(ValueError, match=r"tool name 'look up': use 1 to 64 letters, digits"):
         make_tool(lambda city: city, name="look up")
     assert make_tool(lambda city: city, name="look-up_2").name == "look-up_2"
+
+
+@pytest.mark.parametrize("call, error, says", [
+    (lambda s: s.run_sync(5), TypeError, "Session.run_sync: prompt must be a non-empty string, not int"),
+    (lambda s: s.run_sync(""), ValueError, "Session.run_sync: prompt must be a non-empty string, not ''"),
+    (lambda s: s.run_sync("hi", agent=5), TypeError, "Session.run_sync: agent= takes a string, not int"),
+    (lambda s: s.external(""), ValueError, "Session.external: text must be a non-empty string, not ''"),
+    (lambda s: s.external(5), TypeError, "Session.external: text must be a non-empty string, not int"),
+    (lambda s: s.external("x", agent=[]), TypeError, "Session.external: agent= takes a string, not list"),
+])
+def test_prompts_and_outside_events_are_checked_before_anything_is_recorded(tmp_path, call, error, says):
+    script = tmp_path / "s.json"
+    script.write_text(json.dumps({"name": f"checks-{tmp_path.name}", "agents": {"a": ["hello back"]}}))
+    session = Session(Agent("a"), script=str(script))
+    try:
+        with pytest.raises(error, match="^" + re.escape(says)):
+            call(session)
+        # Nothing was heard: the root's transcript is still empty, and the session still answers.
+        assert session.runtime.root is None or session.runtime.root.transcript_ids == []
+        assert session.run_sync("hello") == "hello back"
+    finally:
+        session.close()

@@ -61,6 +61,7 @@ def test_fork_errors_are_one_line_and_create_nothing(source, monkeypatch):
             with pytest.raises(otel_agents.ForkError) as caught:
                 otel_agents.fork(sid, at=at)
             assert "\n" not in str(caught.value)
+            assert "--at" not in str(caught.value)  # the API's argument is at=, not the CLI's option
         with pytest.raises(otel_agents.ForkError, match="no session"):
             otel_agents.fork("20990101-000000-abcdef", at="msg_000001")
     assert sorted(p.name for p in (home / "sessions").iterdir()) == before
