@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
+from pydantic import BaseModel, ValidationError
+
 
 def kind_of(value: Any) -> str:
     return type(value).__name__
@@ -72,3 +74,30 @@ def names_of(owner: str, argument: str, values: Any) -> frozenset[str] | None:
     for index, name in enumerate(listed):
         check_required_text(owner, f"{argument}[{index}]", name)
     return frozenset(listed)
+
+
+class _RefusesInOneLine(type(BaseModel)):  # pydantic's model metaclass, named without its private module
+    """Constructing a model (``Budget(...)``) refuses a wrong value in one ValueError naming the field.
+    On the metaclass, not ``__init__``: pydantic's own ``model_validate`` would call an ``__init__``
+    and wrap its error again, and the callers that read pydantic's errors field by field keep them."""
+
+    def __call__(cls, *args: Any, **data: Any) -> Any:
+        try:
+            return super().__call__(*args, **data)
+        except ValidationError as exc:
+            raise ValueError(f"{cls.__name__}: {validation_error_line(exc)}") from None
+
+
+class CheckedModel(BaseModel, metaclass=_RefusesInOneLine):
+    """A public pydantic model (a budget, request settings, an eviction policy) whose constructor refuses
+    a wrong value in one ValueError naming the field, not pydantic's multi-line report with a URL."""
+
+
+def validation_error_line(exc: ValidationError) -> str:
+    """The first error of a pydantic report as ``field=value: what is wrong`` (the others follow from a fix)."""
+    error = exc.errors()[0]
+    field = ".".join(str(part) for part in error["loc"])
+    message = error["msg"].removeprefix("Value error, ")  # a validator's own words need no prefix
+    message = message[:1].lower() + message[1:]
+    more = exc.error_count() - 1
+    return f"{field}={error['input']!r}: {message}" + (f" (and {more} more)" if more else "")

@@ -155,3 +155,16 @@ def test_prompts_and_outside_events_are_checked_before_anything_is_recorded(tmp_
         assert session.run_sync("hello") == "hello back"
     finally:
         session.close()
+
+
+@pytest.mark.parametrize("make, error, says", [
+    (lambda: Budget(max_cost_usd=-1), ValueError, "Budget: max_cost_usd=-1: input should be greater than or equal to 0"),
+    (lambda: Budget(max_tokens=True), ValueError, "Budget: max_tokens=True: must be an integer, not a boolean"),
+    (lambda: Budget(max_llm_calls="x"), ValueError, "Budget: max_llm_calls='x': input should be a valid integer"),
+    (lambda: ModelSettings(temperature="warm"), ValueError, "ModelSettings: temperature='warm': input should be"),
+    (lambda: Budget(-1), TypeError, "BaseModel.__init__() takes 1 positional argument"),
+])
+def test_the_public_models_refuse_a_value_in_one_line_naming_it(make, error, says):
+    with pytest.raises(error, match="^" + re.escape(says)) as caught:
+        make()
+    assert "\n" not in str(caught.value)

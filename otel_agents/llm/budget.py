@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from opentelemetry import trace
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import ConfigDict, Field, ValidationError, field_validator
 
+from otel_agents.arguments import CheckedModel
 from otel_agents.llm.pricing import COST_DECIMALS, Usage
 from otel_agents.tracing import semconv as sc
 from otel_agents.tracing.telemetry import Telemetry
@@ -30,7 +31,7 @@ class BudgetError(ValueError):
     """A budget that cannot be used; the message is one line naming where it came from."""
 
 
-class Budget(BaseModel):
+class Budget(CheckedModel):
     """Limits on what an agent (sub-agents included) or a session may spend; ``None`` is no limit."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")

@@ -9,8 +9,9 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable, Mapping
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import ConfigDict, Field, ValidationError, field_validator
 
+from otel_agents.arguments import CheckedModel
 from otel_agents.tracing import semconv as sc
 
 
@@ -22,7 +23,7 @@ def _where(where: str, text: str) -> str:
     return f"{where}: {text}" if where else text
 
 
-class ModelSettings(BaseModel):
+class ModelSettings(CheckedModel):
     """Request parameters of an LLM call; ``None`` means "not sent" (the provider's default)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", strict=False)

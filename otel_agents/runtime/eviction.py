@@ -20,8 +20,9 @@ import time
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, field_validator
 
+from otel_agents.arguments import CheckedModel
 from otel_agents.tracing import semconv as sc
 from otel_agents.tracing.records import message_from_record
 
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
     from otel_agents.runtime.session import Session
 
 
-class EvictionPolicy(BaseModel):
+class EvictionPolicy(CheckedModel):
     """When an agent's transcript leaves memory; frozen. Both unset: never.
 
     ``max_live_agents``: when a response ends, the least recently used agents are

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from pathlib import Path
 
 import orjson
@@ -215,9 +216,13 @@ def test_the_policy_is_frozen_checked_and_states_its_bound():
     policy = EvictionPolicy(max_live_agents=5, idle_seconds=2.5)
     with pytest.raises(ValidationError):
         policy.max_live_agents = 3  # type: ignore[misc]
-    for bad in ({"max_live_agents": -1}, {"idle_seconds": -1}, {"idle_seconds": float("inf")}, {"other": 1}):
-        with pytest.raises(ValidationError):
+    for bad, says in (({"max_live_agents": -1}, "max_live_agents=-1: input should be greater than or equal to 0"),
+                      ({"idle_seconds": -1}, "idle_seconds=-1: input should be"),
+                      ({"idle_seconds": float("inf")}, "idle_seconds=inf: idle_seconds must be a finite number"),
+                      ({"other": 1}, "other=1: extra inputs are not permitted")):
+        with pytest.raises(ValueError, match=f"^EvictionPolicy: {re.escape(says)}") as caught:
             EvictionPolicy(**bad)
+        assert "\n" not in str(caught.value)  # one line, not pydantic's report
     assert eviction_policy(None) is None and eviction_policy({}) is None
     assert eviction_policy({"idle_seconds": 0}) == EvictionPolicy(idle_seconds=0)
     assert "bound" in EvictionPolicy.__doc__.lower()
