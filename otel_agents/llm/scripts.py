@@ -222,6 +222,8 @@ def parse_script(data: Any, source: str) -> Script:
     for key in ("name", "system_prompt"):
         if root.get(key) is not None and not isinstance(root[key], str):
             raise _fail(source, f"'root.{key}' must be a string")
+    if root.get("name") is not None and not root["name"].strip():  # "" was taken as "main"
+        raise _fail(source, "'root.name' must be a non-empty string (or left out: the root is then 'main')")
     fallback = data.get("fallback", FALLBACK_UTTERANCE)
     if not isinstance(fallback, str):
         raise _fail(source, "'fallback' must be a string")
@@ -297,6 +299,17 @@ def _parse_budgets(data: dict[str, Any], source: str) -> tuple[Budget | None, di
         raise ScriptError(str(exc)) from None
 
 
+def _one_value_per_key(pairs: list[tuple[str, Any]], source: str) -> dict[str, Any]:
+    """A JSON object whose keys are unique: a key given twice would keep its last value in silence
+    (two ``"Jack"`` turn lists, the first lost)."""
+    made = dict(pairs)
+    if len(made) != len(pairs):
+        seen: set[str] = set()
+        twice = next(key for key, _ in pairs if key in seen or seen.add(key))
+        raise ScriptError(f"{source}: the key {twice!r} is given twice in one object (JSON would keep only the last)")
+    return made
+
+
 def load_script(name_or_path: str) -> Script:
     """A built-in script by name, or a JSON file by path."""
     if name_or_path in BUILTIN_SCRIPTS:
@@ -314,7 +327,7 @@ def load_script(name_or_path: str) -> Script:
         source = str(path.resolve())
     try:
         check_nesting(text, source)  # before the parser, which fails on deep nesting with RecursionError
-        data = json.loads(text)
+        data = json.loads(text, object_pairs_hook=lambda pairs: _one_value_per_key(pairs, source))
     except NestingTooDeep as exc:
         raise ScriptError(str(exc)) from None
     except json.JSONDecodeError as exc:

@@ -54,6 +54,8 @@ def test_a_file_by_path_records_its_absolute_path(tmp_path, monkeypatch):
         ({"name": "x", "agents": {}, "hooks": [{"kind": "transform", "name": "h", "replace": {"a": 1}}]},
          "'replace' must map strings to strings"),
         ({"name": "x", "agents": {}, "root": {"name": 7}}, "'root.name' must be a string"),
+        ({"name": "x", "agents": {}, "root": {"name": ""}}, "'root.name' must be a non-empty string"),
+        ({"name": "x", "agents": {}, "root": {"name": "  "}}, "'root.name' must be a non-empty string"),
         ({"name": "x", "agents": {}, "fallback": None}, "'fallback' must be a string"),
     ],
 )
@@ -119,3 +121,13 @@ def test_the_eviction_fields_are_kept_for_the_runtime_policy():
     script = parse_script({"name": "x", "agents": {}, "eviction": {"max_live_agents": 3, "idle_seconds": 1.5}}, "my.json")
     assert eviction_policy(script.eviction) == EvictionPolicy(max_live_agents=3, idle_seconds=1.5)
     assert parse_script({"name": "x", "agents": {}}, "my.json").eviction is None
+
+
+def test_a_key_given_twice_is_refused_not_kept_last(tmp_path):
+    path = tmp_path / "twice.json"
+    path.write_text('{"name": "x", "agents": {"Jack": ["first"], "main": ["hi"], "Jack": ["second"]}}')
+    with pytest.raises(ScriptError, match=r"twice.json: the key 'Jack' is given twice in one object") as caught:
+        load_script(str(path))
+    assert "\n" not in str(caught.value)
+    path.write_text('{"name": "x", "agents": {"Jack": ["first"], "main": ["hi"]}}')
+    assert load_script(str(path)).agents["Jack"][0].text == "first"
