@@ -12,7 +12,7 @@ import asyncio
 import os
 import weakref
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 from otel_agents.api_checks import check_run_options, hooks_of, tools_of
 from otel_agents.arguments import check_count, check_optional, check_required_text, check_text
@@ -20,7 +20,7 @@ from otel_agents.api_recording import active_recording, recording
 from otel_agents.llm.budget import Budget, BudgetMeter, totals_before
 from otel_agents.llm.model_settings import ModelSettings
 from otel_agents.runtime.eviction import EvictionPolicy, eviction_policy
-from otel_agents.runtime.hooks import ApprovalHook, RemindHook, ReviewHook, TransformHook
+from otel_agents.runtime.hooks import ApprovalHook, Hook, ReviewHook, TransformHook
 from otel_agents.runtime.session import DEFAULT_MAX_TURNS, AgentSpec, RunContext
 from otel_agents.runtime.session import Session as RuntimeSession
 from otel_agents.runtime.tools import Tool
@@ -29,7 +29,6 @@ from otel_agents.tracing.telemetry import noop_telemetry
 if TYPE_CHECKING:
     from otel_agents.llm.scripts import Script
 
-Hook = Union[ApprovalHook, ReviewHook, TransformHook, RemindHook]
 
 @dataclass
 class Agent:

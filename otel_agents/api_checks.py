@@ -14,10 +14,9 @@ from otel_agents.arguments import check_count, check_flag, check_optional, check
 from otel_agents.llm.budget import Budget
 from otel_agents.llm.model_settings import ModelSettings
 from otel_agents.runtime.eviction import EvictionPolicy
-from otel_agents.runtime.hooks import ApprovalHook, RemindHook, ReviewHook, TransformHook
+from otel_agents.runtime.hooks import HOOK_TYPES
 from otel_agents.runtime.tools import Tool, make_tool
 
-HOOK_TYPES = (ApprovalHook, ReviewHook, TransformHook, RemindHook)
 
 
 def tools_of(owner: str, tools: Any) -> tuple[Tool, ...]:

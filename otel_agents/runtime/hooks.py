@@ -26,7 +26,7 @@ import json
 import re
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable, Union
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable, Union, get_args
 
 from otel_agents.arguments import check_count, check_required_text, check_seconds, check_text, kind_of, names_of
 from otel_agents.runtime.turn_taking import hold
@@ -253,6 +253,11 @@ class RemindHook:
         self._turns[key], self._since[key] = 0, now
         self._tool_used.pop(key, None)
         return due
+
+
+# Every kind of hook a session takes; the tuple is what isinstance checks need.
+Hook = Union[ApprovalHook, ReviewHook, TransformHook, RemindHook]
+HOOK_TYPES: tuple[type, ...] = get_args(Hook)
 
 
 def hook_event(kind: str, name: str, decision: str, reason: str = "") -> dict[str, Any]:
