@@ -264,6 +264,11 @@ def hook_event(kind: str, name: str, decision: str, reason: str = "") -> dict[st
     return {sc.HOOK_KIND: kind, sc.HOOK_NAME: name, sc.HOOK_DECISION: decision, sc.HOOK_REASON: reason}
 
 
+def _name_of(func: Any) -> str:
+    """A hook's default name: its function's (a partial or a callable object has none: its type's)."""
+    return getattr(func, "__name__", None) or type(func).__name__
+
+
 def _hook_function(kind: str, func: Any, takes: str) -> None:
     """``func`` can be called as a ``kind`` hook is: with the arguments ``takes`` names, positionally.
     Checked when the hook is made, so a wrong function fails at its decorator, not mid-run."""
@@ -276,7 +281,7 @@ def _hook_function(kind: str, func: Any, takes: str) -> None:
     try:
         signature.bind(*takes.split(", "))
     except TypeError:
-        raise TypeError(f"{kind}: {getattr(func, '__name__', kind_of(func))}{signature} cannot be called "
+        raise TypeError(f"{kind}: {_name_of(func)}{signature} cannot be called "
                         f"with ({takes})") from None
 
 
@@ -289,7 +294,7 @@ def approval(func: Callable[[ToolRequest], MaybeAwaitable] | None = None, *, nam
 
     def make(f: Callable[[ToolRequest], MaybeAwaitable]) -> ApprovalHook:
         _hook_function("approval", f, "request")
-        return ApprovalHook(name or f.__name__, f, tools, agents)
+        return ApprovalHook(name or _name_of(f), f, tools, agents)
 
     return make if func is None else make(func)
 
@@ -303,7 +308,7 @@ def review(func: Callable[["Agent", str], MaybeAwaitable] | None = None, *, name
 
     def make(f: Callable[["Agent", str], MaybeAwaitable]) -> ReviewHook:
         _hook_function("review", f, "agent, utterance")
-        return ReviewHook(name or f.__name__, f, agents)
+        return ReviewHook(name or _name_of(f), f, agents)
 
     return make if func is None else make(func)
 
@@ -315,8 +320,8 @@ def transform(func: Callable[["Agent", "Agent", str], str] | None = None, *, nam
     def make(f: Callable[["Agent", "Agent", str], str]) -> TransformHook:
         _hook_function("transform", f, "sender, recipient, text")
         if inspect.iscoroutinefunction(f):
-            raise TypeError(f"transform: {f.__name__} is async; a transform returns its text at once")
-        return TransformHook(name or f.__name__, f)
+            raise TypeError(f"transform: {_name_of(f)} is async; a transform returns its text at once")
+        return TransformHook(name or _name_of(f), f)
 
     return make if func is None else make(func)
 

@@ -101,6 +101,8 @@ def from_span_event(name: str, attributes: Mapping[str, Any]) -> dict[str, Any] 
             continue
         if field in _JSON_FIELDS and isinstance(value, str):
             value = json.loads(value)
+        elif field == "cause" and isinstance(value, str) and value.startswith("["):
+            value = json.loads(value)  # a list of causes through a backend without arrays (Jaeger): JSON text
         elif isinstance(value, tuple):
             value = list(value)
         if field == "keep":

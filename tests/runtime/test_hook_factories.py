@@ -3,6 +3,8 @@ where they are given, so a wrong one fails at its decorator line and not mid-run
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 
 from otel_agents.runtime.hooks import agent_approval_hook, approval, remind, reset, review, transform
@@ -65,3 +67,5 @@ def test_right_arguments_make_hooks_watching_the_names_given():
     assert agent_approval_hook("Gate", tools=["task"]).tools == frozenset({"task"})
     assert reset(0, keep=0).agents is None
     assert remind("m", tools=["discuss"]).tools == frozenset({"discuss"})
+    # A partial has no __name__: the hook is named after its type rather than failing.
+    assert review(functools.partial(judge)).name == "partial"

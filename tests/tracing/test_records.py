@@ -161,3 +161,15 @@ def test_a_host_notice_round_trips_and_needs_its_kind():
         validate_record(without_kind)
     with pytest.raises(RecordError, match="no field"):
         make_record("host_notice", "msg_000008", agent_id="agent_001", notice="retry", content="x", role="user")
+
+
+def test_a_list_of_causes_survives_a_backend_that_stores_arrays_as_json_text():
+    import json
+
+    notice = make_record("host_notice", "msg_000009", agent_id="agent_001", notice="denial", content="no",
+                         cause=["msg_000008", "msg_000006"])
+    attributes = to_span_attributes(notice)
+    assert from_span_event("otel_agents.host_notice", attributes) == notice
+    # Jaeger has no arrays: its tag is the list as JSON text, and the record reads the same.
+    as_text = {**attributes, sc.EVENT_FIELD_PREFIX + "cause": json.dumps(["msg_000008", "msg_000006"])}
+    assert from_span_event("otel_agents.host_notice", as_text) == notice
