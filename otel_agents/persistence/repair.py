@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from otel_agents.persistence.events_file import EventLine
+from otel_agents.persistence.events_file import EventLine, repair_torn_tail
 from otel_agents.persistence.journal import JournalWriter
 from otel_agents.persistence.ledger_records import ledger_records
 from otel_agents.persistence.notices import Warn
@@ -36,7 +36,7 @@ def repair_session(directory: Path, billing_file: Path, warn: Warn) -> list[str]
     loaded = load_saved(directory, warn, owned=True, repair=True)
     if loaded.damaged:
         raise ValueError(loaded.damaged[0])
-    changes = []
+    changes = list(loaded.mended)
     if loaded.interrupted:
         changes.append(f"recorded {loaded.interrupted} span(s) left open as interrupted in spans.jsonl")
     if loaded.recovered:
@@ -66,9 +66,21 @@ def write_back(loaded: LoadedSession, lines: list[EventLine] | None, warn: Warn)
     (``lines`` None: ``loaded.event_lines``): resume does, once its checks have passed."""
     lines = (loaded.event_lines or []) if lines is None else lines
     store = SessionStore(loaded.directory)
+    # Before the checkpoint's mark is taken: a mark over a torn tail made the next writer cut it (and warn).
+    mended = _mend_events_tail(store, loaded)
     if loaded.interrupted_ends:
         _record_interrupted(store, list(loaded.interrupted_ends))
-    return _rewrite_checkpoint(store, loaded, lines, warn)
+    return replace(_rewrite_checkpoint(store, loaded, lines, warn), mended=tuple(mended))
+
+
+def _mend_events_tail(store: SessionStore, loaded: LoadedSession) -> list[str]:
+    """events.jsonl's torn last line cut off, as the next writer would (with a warning) were it left."""
+    fragment = loaded.torn_events
+    if fragment is None:
+        return []
+    path = store.events_path
+    cut = repair_torn_tail(path)
+    return [f"removed a torn last line of events.jsonl ({cut} bytes)"] if cut else []
 
 
 def _record_interrupted(store: SessionStore, ended: list[SpanData]) -> None:

@@ -60,6 +60,8 @@ class LoadedSession:
     damaged: list[str] = field(default_factory=list)  # files that exist but could not be read whole
     interrupted_ends: tuple[SpanData, ...] = ()  # the ends readers show for those spans
     event_lines: list[EventLine] | None = None  # rebuilt from the journal: the lines, for a later repair.write_back
+    torn_events: bytes | None = None  # a torn last line of events.jsonl, skipped (rebuilt from the journal)
+    mended: tuple[str, ...] = ()  # what repair.write_back mended of the streams, one line each
 
     @property
     def session_id(self) -> str:
@@ -118,9 +120,10 @@ def load_saved(
     notes: list[str] = []
     damaged: list[str] = []
     lines: list[EventLine] | None = None
+    torn: list[bytes] = []
     if store.events_path.exists():
         try:
-            lines = read_event_lines(store.events_path, warn)
+            lines = read_event_lines(store.events_path, warn, torn)
         except (EventsFileError, OSError) as exc:
             notes.append(str(exc))
             damaged.append(str(exc))
@@ -158,6 +161,7 @@ def load_saved(
             store.directory, rebuilt_tree, [line.record for line in lines or []], meta, notes, spans=spans,
             source=SOURCE_JOURNAL, live=live, interrupted=len(interrupted), damaged=damaged,
             interrupted_ends=tuple(interrupted), event_lines=lines or [],
+            torn_events=torn[0] if torn and lines is not None else None,
         )
         if repair:
             from otel_agents.persistence.repair import write_back  # the owner's writes: readers never import them
