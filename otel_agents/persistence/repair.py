@@ -10,6 +10,7 @@ idempotent).
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -24,6 +25,7 @@ from otel_agents.persistence.store import SessionStore, StoreError
 from otel_agents.persistence.session_meta import (
     AWAITING_TRACE, checkpoint_is_current, checkpoint_mark, closed_meta, created_ns_of,
 )
+from otel_agents.persistence.torn_record import line_bytes
 from otel_agents.persistence.tree_file import make_payload
 from otel_agents.persistence.tree_flat import trees_equal
 from otel_agents.persistence.tree_kinds import STATUS_IN_PROGRESS
@@ -74,13 +76,26 @@ def write_back(loaded: LoadedSession, lines: list[EventLine] | None, warn: Warn)
 
 
 def _mend_events_tail(store: SessionStore, loaded: LoadedSession) -> list[str]:
-    """events.jsonl's torn last line cut off, as the next writer would (with a warning) were it left."""
+    """events.jsonl's torn last line made whole again from tree.json.gz (as loaded read it), else cut off."""
     fragment = loaded.torn_events
     if fragment is None:
         return []
     path = store.events_path
+    restored = loaded.restored_event
+    if restored is not None:
+        with open(path, "rb") as handle:
+            handle.seek(-len(fragment), os.SEEK_END)
+            still_torn = handle.read() == fragment  # as loaded: the owner holds the lock
+        if still_torn:
+            with open(path, "ab") as handle:
+                # Only the rest is appended: a crash now leaves a longer start of the same line, mended alike.
+                handle.write(line_bytes(restored)[len(fragment):])
+                handle.flush()
+                os.fsync(handle.fileno())
+            return [f"restored record {restored.record.get('message_id')} in events.jsonl from tree.json.gz "
+                    "(its line was torn)"]
     cut = repair_torn_tail(path)
-    return [f"removed a torn last line of events.jsonl ({cut} bytes)"] if cut else []
+    return [f"removed a torn last line of events.jsonl ({cut} bytes) that no checkpoint holds"] if cut else []
 
 
 def _record_interrupted(store: SessionStore, ended: list[SpanData]) -> None:

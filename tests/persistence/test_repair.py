@@ -1,5 +1,5 @@
 """``sessions repair`` (repair.py) mends what a dead writer left so that the next resume has nothing to recover:
-a torn last line of events.jsonl is cut before the checkpoint's mark is taken."""
+a torn last line of events.jsonl is made whole from tree.json.gz or cut, before the checkpoint's mark is taken."""
 
 from __future__ import annotations
 
@@ -15,7 +15,10 @@ import pytest
 from click.testing import CliRunner
 
 from otel_agents.cli import cli
+from otel_agents.persistence.events_file import read_event_lines
+from otel_agents.persistence.saved import SOURCE_CHECKPOINT, load_saved
 from otel_agents.persistence.store import SessionStore
+from otel_agents.persistence.tree_walk import records_of
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = '''
@@ -95,3 +98,42 @@ def test_the_first_resume_after_a_repair_has_nothing_to_recover(killed, torn):
     assert said(resumed) == []  # no "recovered from spans.jsonl", no torn line skipped or removed
     assert ("removed a torn last line of events.jsonl" in repaired.stdout) == torn
     assert invoke("sessions", "verify", killed.session_id).exit_code == 0
+
+
+def test_a_torn_last_event_line_the_checkpoint_holds_is_restored(record, home):
+    """events.jsonl's last line cut in half by hand after a clean close: the record is whole in tree.json.gz,
+    so repair writes the rest of its line back (the same bytes), verify agrees, and resume keeps it."""
+    store = record("jack-and-jill", ["Hello there"]).store
+    before = store.events_path.read_bytes()
+    whole = half_a_line(store.events_path)
+    assert invoke("sessions", "verify", store.session_id).exit_code == 1  # the record is in the tree only
+
+    repaired = invoke("sessions", "repair", store.session_id)
+    assert repaired.exit_code == 0, repaired.stderr
+    message_id = json.loads(whole)["message_id"]
+    assert f"restored record {message_id} in events.jsonl from tree.json.gz" in repaired.stdout
+    assert store.events_path.read_bytes() == before  # byte for byte: nothing else rewritten
+    verified = invoke("sessions", "verify", store.session_id)
+    assert verified.exit_code == 0, verified.stdout
+    assert load_saved(store.directory, pytest.fail).source == SOURCE_CHECKPOINT  # the mark holds again
+    assert "nothing to repair" in invoke("sessions", "repair", store.session_id).stdout
+
+    resumed = invoke("resume", store.session_id, "And now?")
+    assert resumed.exit_code == 0, resumed.stderr
+    ids = [record["message_id"] for record in records_of(store.load_tree())]
+    assert message_id in ids and len(ids) == len(set(ids))
+    assert [line.record["message_id"] for line in read_event_lines(store.events_path, pytest.fail)] == ids
+    assert invoke("sessions", "verify", store.session_id).exit_code == 0
+
+
+def test_resume_without_a_repair_keeps_the_torn_record_the_checkpoint_holds(record, home):
+    """The owner's resume makes the same mend, once its checks have passed: the record stays everywhere."""
+    store = record("jack-and-jill", ["Hello there"]).store
+    before = store.events_path.read_bytes()
+    message_id = json.loads(half_a_line(store.events_path))["message_id"]
+
+    resumed = invoke("resume", store.session_id, "And now?")
+    assert resumed.exit_code == 0, resumed.stderr
+    assert store.events_path.read_bytes().startswith(before)
+    assert message_id in [record["message_id"] for record in records_of(store.load_tree())]
+    assert invoke("sessions", "verify", store.session_id).exit_code == 0
