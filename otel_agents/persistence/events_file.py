@@ -98,21 +98,24 @@ def _parse_line(raw: bytes) -> tuple[EventLine | None, str | None]:
     return EventLine(value, ts, trace_id, span_id), None
 
 
-def read_event_lines(path: Path, warn: Warn = stderr_warning) -> list[EventLine]:
-    """Every line in order; a torn last line is skipped with a warning, other damage raises."""
+def read_event_lines(path: Path, warn: Warn = stderr_warning, torn: list[bytes] | None = None) -> list[EventLine]:
+    """Every line in order; a torn last line is skipped with a warning (and its bytes added to ``torn``,
+    for the owner's repair to mend), other damage raises."""
     path = Path(path)
     out: list[EventLine] = []
     # Line by line, not the whole file at once: a resume's peak memory held the file's bytes twice
     # (read, then split) beside the records parsed from them.
     with open(path, "rb") as handle, collector_paused():
         for number, raw in enumerate(handle, start=1):
-            torn = not raw.endswith(b"\n")  # only the last line can lack it: a writer that crashed mid-line
-            raw = raw[:-1] if not torn else raw
+            cut = not raw.endswith(b"\n")  # only the last line can lack it: a writer that crashed mid-line
+            raw = raw[:-1] if not cut else raw
             line, problem = _parse_line(raw)
             if line is not None:
                 out.append(line)
             else:
-                _bad_line(path, number, raw, problem, torn=torn, warn=warn)
+                _bad_line(path, number, raw, problem, torn=cut, warn=warn)
+                if cut and raw.strip() and torn is not None:
+                    torn.append(raw)
     return out
 
 

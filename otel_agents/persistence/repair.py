@@ -10,12 +10,13 @@ idempotent).
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from otel_agents.persistence.events_file import EventLine
+from otel_agents.persistence.events_file import EventLine, repair_torn_tail
 from otel_agents.persistence.journal import JournalWriter
 from otel_agents.persistence.ledger_records import ledger_records
 from otel_agents.persistence.notices import Warn
@@ -24,6 +25,7 @@ from otel_agents.persistence.store import SessionStore, StoreError
 from otel_agents.persistence.session_meta import (
     AWAITING_TRACE, checkpoint_is_current, checkpoint_mark, closed_meta, created_ns_of,
 )
+from otel_agents.persistence.torn_record import line_bytes
 from otel_agents.persistence.tree_file import make_payload
 from otel_agents.persistence.tree_flat import trees_equal
 from otel_agents.persistence.tree_kinds import STATUS_IN_PROGRESS
@@ -36,7 +38,7 @@ def repair_session(directory: Path, billing_file: Path, warn: Warn) -> list[str]
     loaded = load_saved(directory, warn, owned=True, repair=True)
     if loaded.damaged:
         raise ValueError(loaded.damaged[0])
-    changes = []
+    changes = list(loaded.mended)
     if loaded.interrupted:
         changes.append(f"recorded {loaded.interrupted} span(s) left open as interrupted in spans.jsonl")
     if loaded.recovered:
@@ -66,9 +68,34 @@ def write_back(loaded: LoadedSession, lines: list[EventLine] | None, warn: Warn)
     (``lines`` None: ``loaded.event_lines``): resume does, once its checks have passed."""
     lines = (loaded.event_lines or []) if lines is None else lines
     store = SessionStore(loaded.directory)
+    # Before the checkpoint's mark is taken: a mark over a torn tail made the next writer cut it (and warn).
+    mended = _mend_events_tail(store, loaded)
     if loaded.interrupted_ends:
         _record_interrupted(store, list(loaded.interrupted_ends))
-    return _rewrite_checkpoint(store, loaded, lines, warn)
+    return replace(_rewrite_checkpoint(store, loaded, lines, warn), mended=tuple(mended))
+
+
+def _mend_events_tail(store: SessionStore, loaded: LoadedSession) -> list[str]:
+    """events.jsonl's torn last line made whole again from tree.json.gz (as loaded read it), else cut off."""
+    fragment = loaded.torn_events
+    if fragment is None:
+        return []
+    path = store.events_path
+    restored = loaded.restored_event
+    if restored is not None:
+        with open(path, "rb") as handle:
+            handle.seek(-len(fragment), os.SEEK_END)
+            still_torn = handle.read() == fragment  # as loaded: the owner holds the lock
+        if still_torn:
+            with open(path, "ab") as handle:
+                # Only the rest is appended: a crash now leaves a longer start of the same line, mended alike.
+                handle.write(line_bytes(restored)[len(fragment):])
+                handle.flush()
+                os.fsync(handle.fileno())
+            return [f"restored record {restored.record.get('message_id')} in events.jsonl from tree.json.gz "
+                    "(its line was torn)"]
+    cut = repair_torn_tail(path)
+    return [f"removed a torn last line of events.jsonl ({cut} bytes) that no checkpoint holds"] if cut else []
 
 
 def _record_interrupted(store: SessionStore, ended: list[SpanData]) -> None:

@@ -28,6 +28,7 @@ from otel_agents.persistence.ownership import owner_of
 from otel_agents.persistence.store import SessionListing, SessionStore, StoreError
 from otel_agents.persistence.session_meta import checkpoint_is_current, closed_meta, writer_died
 from otel_agents.persistence.timestamps import iso_ts
+from otel_agents.persistence.torn_record import torn_record
 from otel_agents.persistence.tree_file import TREE_FILE
 from otel_agents.persistence.tree import build_tree
 from otel_agents.persistence.tree_walk import iter_nodes, iter_records, records_of
@@ -60,6 +61,9 @@ class LoadedSession:
     damaged: list[str] = field(default_factory=list)  # files that exist but could not be read whole
     interrupted_ends: tuple[SpanData, ...] = ()  # the ends readers show for those spans
     event_lines: list[EventLine] | None = None  # rebuilt from the journal: the lines, for a later repair.write_back
+    torn_events: bytes | None = None  # a torn last line of events.jsonl, skipped (rebuilt from the journal)
+    restored_event: EventLine | None = None  # that line's record, whole in tree.json.gz: read from there
+    mended: tuple[str, ...] = ()  # what repair.write_back mended of the streams, one line each
 
     @property
     def session_id(self) -> str:
@@ -118,14 +122,18 @@ def load_saved(
     notes: list[str] = []
     damaged: list[str] = []
     lines: list[EventLine] | None = None
+    torn: list[bytes] = []
     if store.events_path.exists():
         try:
-            lines = read_event_lines(store.events_path, warn)
+            lines = read_event_lines(store.events_path, warn, torn)
         except (EventsFileError, OSError) as exc:
             notes.append(str(exc))
             damaged.append(str(exc))
     else:
         notes.append(f"{store.events_path} does not exist")
+    restored = _torn_record(store, torn[0], lines, warn) if torn and lines is not None else None
+    if restored is not None:
+        lines.append(restored)  # where its line was: the torn one is the last
     meta = _read_meta(store)
 
     rebuilt = None
@@ -158,6 +166,7 @@ def load_saved(
             store.directory, rebuilt_tree, [line.record for line in lines or []], meta, notes, spans=spans,
             source=SOURCE_JOURNAL, live=live, interrupted=len(interrupted), damaged=damaged,
             interrupted_ends=tuple(interrupted), event_lines=lines or [],
+            torn_events=torn[0] if torn and lines is not None else None, restored_event=restored,
         )
         if repair:
             from otel_agents.persistence.repair import write_back  # the owner's writes: readers never import them
@@ -262,6 +271,21 @@ def listed_meta(listing: SessionListing, warn: Warn = lambda _: None) -> dict[st
     except (SessionUnreadable, OSError):
         return listing.meta
     return reader_meta(listing.meta, loaded.tree, listing.directory)
+
+
+def _torn_record(store: SessionStore, fragment: bytes, lines: list[EventLine], warn: Warn) -> EventLine | None:
+    """The record of events.jsonl's torn last line, when tree.json.gz holds it whole (in memory: readers never
+    write; the owner's repair mends the file). Without it the rebuilt tree would lose a record the checkpoint has,
+    and contradict it."""
+    try:
+        saved = store.load_tree()
+    except StoreError:
+        return None  # no checkpoint, or a damaged one: said where the tree is read
+    line = torn_record(fragment, saved, lines)
+    if line is not None:
+        warn(f"{store.events_path}: the torn last line is record {line.record.get('message_id')}, "
+             f"which {TREE_FILE} holds whole: read from there")
+    return line
 
 
 def _first(notes: list[str], about: str) -> str:

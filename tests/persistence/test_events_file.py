@@ -50,6 +50,9 @@ def test_torn_last_line_is_skipped_with_one_warning(tmp_path):
     records = read_records(path, warnings.append)
     assert [r["message_id"] for r in records] == ["msg_000001", "msg_000002", "msg_000003"]
     assert len(warnings) == 1 and "torn last line" in warnings[0] and ":4:" in warnings[0]
+    torn: list[bytes] = []  # the owner's repair asks for the skipped bytes, to mend the file
+    assert len(read_event_lines(path, lambda m: None, torn)) == 3
+    assert torn == [data.splitlines(keepends=True)[0][:25]]
 
 
 def test_damage_before_the_last_line_is_an_error_naming_the_line(tmp_path):

@@ -210,6 +210,24 @@ def test_a_damaged_tree_is_noted_and_the_journal_read_without_writing(closed):
     assert len(warnings) == 1 and "\n" not in warnings[0]
 
 
+def test_a_torn_last_event_line_is_read_from_the_checkpoint_that_holds_it_without_writing(closed):
+    """Cut in half by hand after a clean close: the record is whole in tree.json.gz, so the tree rebuilt from
+    the streams still has it (else it contradicts the checkpoint); the file is mended only by the owner."""
+    store, final = closed
+    expected = [line.record for line in read_event_lines(store.events_path, pytest.fail)]
+    data = store.events_path.read_bytes()
+    start = data.rstrip(b"\n").rfind(b"\n") + 1
+    store.events_path.write_bytes(data[: start + (len(data) - start) // 2])
+    before = snapshot(store.directory)
+    warnings: list[str] = []
+    loaded = load_saved(store.directory, warnings.append)
+    assert snapshot(store.directory) == before
+    assert loaded.source == SOURCE_JOURNAL and loaded.tree == final
+    assert loaded.records == expected
+    assert loaded.restored_event is not None and loaded.torn_events == data[start: start + (len(data) - start) // 2]
+    assert len(warnings) == 2 and "torn last line" in warnings[0] and "holds whole" in warnings[1]
+
+
 def test_a_damaged_journal_falls_back_to_the_checkpoint_and_says_so(closed):
     store, final = closed
     lines = store.journal_path.read_bytes().splitlines(keepends=True)
