@@ -30,6 +30,8 @@ class Speaker:
 
     label: str
     agent_id: str | None = None
+    # The agent's own name, as a formatted delivery tags it ("[Jack]: ..."); derived from agent_id, so not compared.
+    name: str | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)

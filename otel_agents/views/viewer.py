@@ -190,7 +190,8 @@ class SessionViewer:
         if origin["event_type"] == sc.EVENT_TRANSCRIPT_ENTRY and role in ("user", "system"):
             return Speaker(origin.get("source") or role)
         agent_id = origin.get("agent_id")
-        return Speaker(self.name_of(agent_id), agent_id)
+        info = self._agents.get(agent_id) if agent_id is not None else None
+        return Speaker(self.name_of(agent_id), agent_id, (info.name or agent_id) if info else agent_id)
 
     def tool_name(self, record: Mapping[str, Any]) -> str | None:
         return self._index.tool_name(record)

@@ -232,7 +232,7 @@ def test_a_real_view_process(saved):
         capture_output=True, text=True, env=clean_env(home), timeout=60,
     )
     assert done.returncode == 0, done.stderr
-    assert "[Heard] Jack: [Jack]: Hi, I'm Jack. *extends hand*" in done.stdout
+    assert "[Heard] Jack: Hi, I'm Jack. *extends hand*" in done.stdout
     failed = subprocess.run(
         [sys.executable, "-m", "otel_agents", "view", sid, "heard", "msg_x"],
         capture_output=True, text=True, env=clean_env(home), timeout=60,
