@@ -20,6 +20,7 @@ from otel_agents.views.chat_spans import ChatSpans, check_context_attributes, to
 from otel_agents.views.errors import AmbiguousAgent, SessionDataError, UnknownAgent, UnknownMessage, UnknownSpan
 from otel_agents.views.index import SessionIndex, is_utterance, paused, tool_calls_of
 from otel_agents.views.loading import TREE_FILE, read_event_file, read_events, read_tree, records_from_tree
+from otel_agents.views.message_ids import resolve_message_id
 from otel_agents.views.model import (
     AgentInfo,
     CauseLink,
@@ -181,6 +182,10 @@ class SessionViewer:
             raise UnknownMessage(f"unknown message {message_id!r}")
         return record
 
+    def resolve_message(self, message_id: str) -> str:
+        """The message id ``message_id`` is, or the one it is a unique prefix of (AmbiguousMessage otherwise)."""
+        return resolve_message_id(self._index.by_id, message_id)
+
     def speaker_of(self, message_id: str) -> Speaker:
         """Who originally said or wrote the content ``message_id`` stands for."""
         origin = self._index.by_id.get(self._index.origin(message_id))
@@ -205,7 +210,10 @@ class SessionViewer:
         agent_id = self.resolve_agent(agent)
         if after is None:
             return [self._index.by_id[m] for m in self._index.log(agent_id).current]
-        record = self.record(after)
+        return self._transcript_after(agent_id, self.resolve_message(after))
+
+    def _transcript_after(self, agent_id: str, after: str) -> list[dict[str, Any]]:
+        record = self.record(after)  # the whole id: a span's recorded id is never a prefix
         if record["event_type"] != sc.EVENT_TRANSCRIPT_ENTRY or record.get("agent_id") != agent_id:
             raise UnknownMessage(f"{after} is not a transcript entry of {self.name_of(agent_id)}")
         return [self._index.by_id[m] for m in self._index.transcript_after(after)]
@@ -295,6 +303,7 @@ class SessionViewer:
 
     def step(self, message_id: str) -> FlowStep:
         """One record with its causal link and who/what it concerns."""
+        message_id = self.resolve_message(message_id)
         record = self.record(message_id)
         link = self._index.link(message_id)
         agent_id = record.get("agent_id")
@@ -315,7 +324,7 @@ class SessionViewer:
 
     def trace_message_flow(self, message_id: str) -> list[FlowStep]:
         """The causality chain from its root to ``message_id``, oldest first."""
-        self.record(message_id)
+        message_id = self.resolve_message(message_id)
         chain: list[FlowStep] = []
         seen: set[str] = set()
         cursor: str | None = message_id
@@ -329,7 +338,7 @@ class SessionViewer:
 
     def trace_content_references(self, message_id: str) -> list[Reference]:
         """Every transcript entry whose substance is ``message_id``: who heard it, when, in what form."""
-        self.record(message_id)
+        message_id = self.resolve_message(message_id)
         refs = []
         for ref_id in self._index.references(message_id):
             r = self._index.by_id[ref_id]
@@ -363,7 +372,7 @@ class SessionViewer:
             records = []
         else:
             try:
-                records = self.get_transcript(agent_id, after=last)
+                records = self._transcript_after(self.resolve_agent(agent_id), last)
             except (UnknownAgent, UnknownMessage) as exc:
                 raise SessionDataError(f"chat span {span_id}: {exc}") from None
         if len(records) != count:
