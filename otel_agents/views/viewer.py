@@ -8,7 +8,6 @@ returns or in the records of the agents it concerns; the indexes are built once.
 
 from __future__ import annotations
 
-from collections import Counter
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -16,6 +15,7 @@ from otel_agents.persistence.events_file import EVENTS_FILE
 from otel_agents.persistence.notices import Warn, stderr_warning
 from otel_agents.tracing import semconv as sc
 from otel_agents.tracing.records import message_from_record
+from otel_agents.views.agent_infos import agent_infos
 from otel_agents.views.chat_spans import ChatSpans, check_context_attributes, tool_schemas
 from otel_agents.views.errors import AmbiguousAgent, SessionDataError, UnknownAgent, UnknownMessage, UnknownSpan
 from otel_agents.views.index import SessionIndex, is_utterance, paused, tool_calls_of
@@ -55,7 +55,7 @@ class SessionViewer:
         self.session_id = session_id
         self._index = index
         self._chat_spans = ChatSpans(tree, tree_path)
-        self._agents = self._agent_infos()
+        self._agents = agent_infos(index)
 
     @classmethod
     def _of_index(cls, index: SessionIndex, session_id: str, tree_path: Path) -> "SessionViewer":
@@ -108,41 +108,6 @@ class SessionViewer:
         return self._index.records
 
     # --- agents ---
-    def _agent_infos(self) -> dict[str, AgentInfo]:
-        index = self._index
-        names = {a: (index.created.get(a) or {}).get("name") for a in index.agent_order}
-        counts = Counter(n for n in names.values() if n)
-        display = {
-            a: (n if counts[n] == 1 else f"{n} ({a})") if n else a for a, n in names.items()
-        }
-        parents = {a: index.parent_agent(a) for a in index.agent_order}
-        infos = {}
-        for agent_id in index.agent_order:
-            created = index.created.get(agent_id)
-            path, seen, cursor = [], set(), agent_id
-            while cursor is not None and cursor not in seen:  # a bad parent loop must not hang
-                seen.add(cursor)
-                path.append(names.get(cursor) or cursor)
-                cursor = parents.get(cursor)
-            if created is None:
-                role = "unregistered"
-            else:
-                role = "subagent" if parents[agent_id] or created.get("cause") else "root"
-            infos[agent_id] = AgentInfo(
-                agent_id=agent_id,
-                name=names[agent_id],
-                display_name=display[agent_id],
-                parent=parents[agent_id],
-                model=(created or {}).get("language_model"),
-                role=role,
-                path="/".join(reversed(path)),
-                created_by=created["message_id"] if created else None,
-                cause=created.get("cause") if created and isinstance(created.get("cause"), str) else None,
-                system_prompt=index.system_prompt.get(agent_id),
-                entries=index.entry_count[agent_id],
-            )
-        return infos
-
     def list_agents(self) -> list[AgentInfo]:
         return list(self._agents.values())
 
