@@ -17,6 +17,7 @@ from otel_agents.views.model import (
     ChatContext,
     DialogItem,
     FlowStep,
+    HookMark,
     PerspectiveItem,
     Reference,
     Speaker,
@@ -134,7 +135,26 @@ def heard_text(speaker: Speaker | None, content: Any) -> str:
 
 
 def render_dialog(items: Sequence[DialogItem]) -> str:
-    return "\n".join(f"{item.message_id} {item.speaker.label}: {block(item.content)}" for item in items)
+    return "\n".join(
+        f"{item.message_id} {item.speaker.label}: {block(item.content)}{hook_note(item.hooks)}" for item in items
+    )
+
+
+def hook_note(marks: Sequence[HookMark]) -> str:
+    """``  [rejected by hook 'X']``, ``  [delivered to Jill as rewritten by hook 'Y']``: a dialog line
+    shows the original words, so what a hook did to them is said beside them."""
+    notes: dict[str, list[str]] = {}  # note -> recipients, in order
+    for mark in marks:
+        if mark.action == "rejected":
+            notes.setdefault(f"rejected by hook '{mark.hook}'", [])
+        else:
+            recipients = notes.setdefault(f"as rewritten by hook '{mark.hook}'", [])
+            if mark.agent not in recipients:
+                recipients.append(mark.agent or "?")
+    return "".join(
+        f"  [delivered to {', '.join(recipients)} {note}]" if recipients else f"  [{note}]"
+        for note, recipients in notes.items()
+    )
 
 
 def perspective_line(item: PerspectiveItem) -> str:

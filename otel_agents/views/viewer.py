@@ -8,6 +8,7 @@ returns or in the records of the agents it concerns; the indexes are built once.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -18,6 +19,7 @@ from otel_agents.tracing.records import message_from_record
 from otel_agents.views.agent_infos import agent_infos
 from otel_agents.views.chat_spans import ChatSpans, check_context_attributes, tool_schemas
 from otel_agents.views.errors import AmbiguousAgent, SessionDataError, UnknownAgent, UnknownMessage, UnknownSpan
+from otel_agents.views.hook_marks import hook_events, hook_marks
 from otel_agents.views.index import SessionIndex, is_utterance, paused, tool_calls_of
 from otel_agents.views.loading import TREE_FILE, read_event_file, read_events, read_tree, records_from_tree
 from otel_agents.views.message_ids import resolve_message_id
@@ -27,6 +29,7 @@ from otel_agents.views.model import (
     ChatContext,
     DialogItem,
     FlowStep,
+    HookMark,
     PerspectiveItem,
     Reference,
     Speaker,
@@ -56,6 +59,8 @@ class SessionViewer:
         self._index = index
         self._chat_spans = ChatSpans(tree, tree_path)
         self._agents = agent_infos(index)
+        self._tree, self._tree_path = tree, tree_path  # hook events, read when a dialog first needs them
+        self._hook_marks: dict[str, list[HookMark]] | None = None
 
     @classmethod
     def _of_index(cls, index: SessionIndex, session_id: str, tree_path: Path) -> "SessionViewer":
@@ -216,12 +221,30 @@ class SessionViewer:
             entries.append(record["message_id"])
             if heard and record["agent_id"] not in hearers:
                 hearers.append(record["agent_id"])
+        marks = self._marks()
         items = []
         for origin, (entries, hearers) in groups.items():
             source = index.by_id.get(origin)
             content = source.get("content") if source is not None else index.by_id[entries[0]].get("content")
-            items.append(DialogItem(origin, self.speaker_of(origin), content, tuple(hearers), tuple(entries)))
+            hooks = tuple(m for e in entries for m in marks.get(e, ()))
+            items.append(DialogItem(origin, self.speaker_of(origin), content, tuple(hearers), tuple(entries), hooks))
         return items
+
+    def _marks(self) -> dict[str, list[HookMark]]:
+        """Entry id -> what review and transform hooks did to it (hook events on the spans; none known: {})."""
+        if self._hook_marks is None:
+            events = hook_events(self._tree, self._tree_path)
+            index = self._index
+
+            def previous(message_id: str) -> str | None:
+                return index.log(index.by_id[message_id]["agent_id"]).previous.get(message_id)
+
+            found = hook_marks(events, index.records if events else (), previous)
+            self._hook_marks = {
+                entry: [replace(m, agent=self.name_of(m.agent_id) if m.agent_id else None) for m in marks]
+                for entry, marks in found.items()
+            }
+        return self._hook_marks
 
     # --- perspective ---
     @paused

@@ -109,7 +109,7 @@ def test_json_shapes_are_stable():
     keys = {
         "agents": ["agent_id", "name", "display_name", "parent", "model", "role", "path", "created_by", "cause", "system_prompt", "entries"],
         "transcript": ["message_id", "ts", "substance", "source", "tool", "message"],
-        "dialog": ["message_id", "speaker", "speaker_agent_id", "content", "heard_by", "entries"],
+        "dialog": ["message_id", "speaker", "speaker_agent_id", "content", "heard_by", "entries", "hooks"],
         "perspective": ["message_id", "kind", "ts", "content", "speaker", "speaker_agent_id", "substance", "tool_calls", "tool", "tool_call_id", "keep"],
         "trace": ["message_id", "event_type", "agent_id", "agent", "link", "parent", "parent_known", "causes", "speaker", "speaker_agent_id", "tool", "record"],
     }
