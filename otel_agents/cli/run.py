@@ -117,9 +117,12 @@ def run(prompts, script_name, app_reference, resume_id, watch_paths, watch_agent
 
 def _file_watch(paths, agent: str | None, duration: float | None, script):
     """The files watched while the session runs (--watch and the script's triggers), or None."""
-    from otel_agents.cli.watch import FileWatch, triggers_of
+    from otel_agents.cli.watch import FileWatch, missing_directories, triggers_of
 
     if (agent or duration) and not paths and not (script and script.triggers):
         raise click.UsageError("--watch-to and --watch-for need a --watch PATH or a script with 'triggers'")
     triggers = triggers_of(paths, agent, script.triggers if script is not None else ())
+    problems = missing_directories(triggers)
+    if problems:  # known before anything runs: no session is made, no model called
+        raise click.UsageError(problems[0])
     return FileWatch(triggers, duration) if triggers else None

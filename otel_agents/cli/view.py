@@ -108,7 +108,7 @@ def agents(target: Target, as_json: bool, sessions_dir: Path | None) -> None:
 
 @view.command()
 @click.argument("agent")
-@click.option("--after", metavar="MESSAGE_ID", help="The transcript as it stood right after this entry.")
+@click.option("--after", metavar="MESSAGE_ID", help="The transcript as it stood right after this entry (its id, or a unique start of it).")
 @_view_command
 def transcript(target: Target, agent: str, after: str | None, as_json: bool, sessions_dir: Path | None) -> None:
     """AGENT's transcript now (truncations applied): what its next LLM call would send."""
@@ -155,7 +155,7 @@ def trace(target: Target, message_id: str, as_json: bool, sessions_dir: Path | N
 
     viewer = _open(target, sessions_dir)
     steps = _run(lambda: viewer.trace_message_flow(message_id))
-    _emit(jsonout.trace_json(message_id, steps) if as_json else render.render_trace(steps), as_json)
+    _emit(jsonout.trace_json(steps[-1].message_id, steps) if as_json else render.render_trace(steps), as_json)
 
 
 @view.command()
@@ -167,7 +167,7 @@ def heard(target: Target, message_id: str, as_json: bool, sessions_dir: Path | N
 
     viewer = _open(target, sessions_dir)
     original = _run(lambda: viewer.step(message_id))
-    refs = viewer.trace_content_references(message_id)
+    refs = viewer.trace_content_references(original.message_id)
     _emit(jsonout.heard_json(original, refs) if as_json else render.render_references(original, refs), as_json)
 
 

@@ -45,6 +45,22 @@ def triggers_of(paths: Iterable[Path], agent: str | None, specs: Iterable[Any] =
     return triggers
 
 
+def missing_directories(triggers: Iterable[Trigger]) -> list[str]:
+    """What makes a watched file unable ever to appear: its directory is missing or not a directory.
+
+    A typo'd directory would be polled in silence until Ctrl-C; it is known before anything runs,
+    so ``run`` refuses it as bad usage (create the directory first to watch a file appear in it).
+    """
+    problems = []
+    for trigger in triggers:
+        directory = trigger.path.parent
+        if not directory.exists():
+            problems.append(f"cannot watch {trigger.path}: directory {directory} does not exist")
+        elif not directory.is_dir():
+            problems.append(f"cannot watch {trigger.path}: {directory} is not a directory")
+    return problems
+
+
 def _state(path: Path) -> tuple[int, int, int] | None:
     try:
         stat = path.stat()
@@ -79,6 +95,7 @@ class FileWatch:
         """Poll and run each event's answer in ``session``: ``context``'s run facts, the watch as sender."""
         loop = asyncio.get_running_loop()
         deadline = None if self.duration is None else loop.time() + self.duration
+        self._warn_unknown_agents(session, warn)
         while True:
             for trigger, words in self.due():
                 agent = session.find_agent(trigger.agent) if trigger.agent else None
@@ -96,3 +113,14 @@ class FileWatch:
                 return
             await asyncio.sleep(self.interval if deadline is None else min(self.interval,
                                                                             max(0.0, deadline - loop.time())))
+
+    def _warn_unknown_agents(self, session, warn: Callable[[str], None]) -> None:
+        """Said once as watching starts: an agent named for changes that the prompts' runs did not create.
+        Not refused (a later run may create it), but a typo would otherwise only show when a file changed."""
+        paths_of: dict[str, list[str]] = {}
+        for trigger in self.triggers:
+            if trigger.agent and session.find_agent(trigger.agent) is None:
+                paths_of.setdefault(trigger.agent, []).append(str(trigger.path))
+        for agent, paths in paths_of.items():
+            warn(f"warning: the session has no agent {agent!r} (yet): changes to {', '.join(paths)} "
+                 "are told to it only once it exists")

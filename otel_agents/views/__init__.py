@@ -3,6 +3,7 @@ perspectives, causality, content references and the exact context of any LLM att
 
 from otel_agents.views.errors import (
     AmbiguousAgent,
+    AmbiguousMessage,
     SessionDataError,
     UnknownAgent,
     UnknownMessage,
@@ -13,6 +14,7 @@ from otel_agents.views.viewer import SessionViewer
 
 __all__ = [
     "AmbiguousAgent",
+    "AmbiguousMessage",
     "SessionDataError",
     "SessionViewer",
     "UnknownAgent",

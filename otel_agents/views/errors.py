@@ -19,6 +19,10 @@ class UnknownMessage(ViewError):
     pass
 
 
+class AmbiguousMessage(ViewError):
+    """A shortened message id that begins several ids."""
+
+
 class UnknownSpan(ViewError):
     pass
 

@@ -81,6 +81,11 @@ def dialog_json(agents: Sequence[AgentInfo], items: Sequence[DialogItem]) -> dic
                 "content": item.content,
                 "heard_by": list(item.heard_by),
                 "entries": list(item.entries),
+                "hooks": [
+                    {"action": m.action, "hook": m.hook, "message_id": m.message_id, "agent_id": m.agent_id,
+                     "agent": m.agent}
+                    for m in item.hooks
+                ],
             }
             for item in items
         ],

@@ -30,6 +30,8 @@ class Speaker:
 
     label: str
     agent_id: str | None = None
+    # The agent's own name, as a formatted delivery tags it ("[Jack]: ..."); derived from agent_id, so not compared.
+    name: str | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -50,12 +52,25 @@ class TranscriptLine:
 
 
 @dataclass(frozen=True)
+class HookMark:
+    """A hook's verdict on one transcript entry: the utterance a review hook rejected, or the delivery
+    a transform hook rewrote (the recipient got other words than the original's)."""
+
+    action: str  # rejected | rewritten
+    hook: str  # the hook's name
+    message_id: str  # the entry: the rejected utterance, or the rewritten delivery
+    agent_id: str | None  # the speaker (rejected) or the recipient (rewritten)
+    agent: str | None = None  # its display name
+
+
+@dataclass(frozen=True)
 class DialogItem:
     message_id: str  # the substance: the original content's own message id
     speaker: Speaker
     content: str | None  # the original content, not a formatted copy
     heard_by: tuple[str, ...]  # selected agents that received it (ids)
     entries: tuple[str, ...]  # the selected agents' transcript entries that stand for it
+    hooks: tuple[HookMark, ...] = ()  # what hooks did to those entries (rejected, rewritten on delivery)
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,10 @@ from otel_agents.views.model import (
     ChatContext,
     DialogItem,
     FlowStep,
+    HookMark,
     PerspectiveItem,
     Reference,
+    Speaker,
     ToolCallView,
     TranscriptLine,
 )
@@ -124,14 +126,41 @@ def render_transcript(lines: Sequence[TranscriptLine]) -> str:
     return "\n".join(f"{line.message_id} {_message_text(line.message, line.tool)}" for line in lines)
 
 
+def heard_text(speaker: Speaker | None, content: Any) -> str:
+    """``speaker: content``; a delivery that already names its speaker (``[Jack]: Hi``, as ``discuss``
+    formats it) is not tagged twice: the line reads ``Jack: Hi`` (--json keeps the content as received)."""
+    if speaker is not None and speaker.name and isinstance(content, str):
+        content = content.removeprefix(f"[{speaker.name}]: ")
+    return f"{speaker.label if speaker else 'unknown'}: {block(content)}"
+
+
 def render_dialog(items: Sequence[DialogItem]) -> str:
-    return "\n".join(f"{item.message_id} {item.speaker.label}: {block(item.content)}" for item in items)
+    return "\n".join(
+        f"{item.message_id} {item.speaker.label}: {block(item.content)}{hook_note(item.hooks)}" for item in items
+    )
+
+
+def hook_note(marks: Sequence[HookMark]) -> str:
+    """``  [rejected by hook 'X']``, ``  [delivered to Jill as rewritten by hook 'Y']``: a dialog line
+    shows the original words, so what a hook did to them is said beside them."""
+    notes: dict[str, list[str]] = {}  # note -> recipients, in order
+    for mark in marks:
+        if mark.action == "rejected":
+            notes.setdefault(f"rejected by hook '{mark.hook}'", [])
+        else:
+            recipients = notes.setdefault(f"as rewritten by hook '{mark.hook}'", [])
+            if mark.agent not in recipients:
+                recipients.append(mark.agent or "?")
+    return "".join(
+        f"  [delivered to {', '.join(recipients)} {note}]" if recipients else f"  [{note}]"
+        for note, recipients in notes.items()
+    )
 
 
 def perspective_line(item: PerspectiveItem) -> str:
     tag = TAGS[item.kind]
     if item.kind == "heard":
-        text = f"{item.speaker.label if item.speaker else 'unknown'}: {block(item.content)}"
+        text = heard_text(item.speaker, item.content)
     elif item.kind == "action":
         text = action_text(block(item.content), item.tool_calls)
     elif item.kind == "received":
@@ -165,7 +194,7 @@ def event_text(step: FlowStep) -> str:
         return f"[Host] {record.get('notice')}: {block(record.get('content'))} (not sent to the model)"
     role = record.get("role")
     if role in ("user", "system"):
-        return f"[Heard] {step.speaker.label if step.speaker else 'unknown'}: {block(record.get('content'))}"
+        return f"[Heard] {heard_text(step.speaker, record.get('content'))}"
     if role == "tool":
         return f"[Received] {step.tool or '?'}: {block(record.get('content'))}"
     calls = tool_calls_of(record)

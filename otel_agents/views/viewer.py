@@ -8,7 +8,7 @@ returns or in the records of the agents it concerns; the indexes are built once.
 
 from __future__ import annotations
 
-from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -16,16 +16,20 @@ from otel_agents.persistence.events_file import EVENTS_FILE
 from otel_agents.persistence.notices import Warn, stderr_warning
 from otel_agents.tracing import semconv as sc
 from otel_agents.tracing.records import message_from_record
+from otel_agents.views.agent_infos import agent_infos
 from otel_agents.views.chat_spans import ChatSpans, check_context_attributes, tool_schemas
 from otel_agents.views.errors import AmbiguousAgent, SessionDataError, UnknownAgent, UnknownMessage, UnknownSpan
+from otel_agents.views.hook_marks import hook_events, hook_marks
 from otel_agents.views.index import SessionIndex, is_utterance, paused, tool_calls_of
 from otel_agents.views.loading import TREE_FILE, read_event_file, read_events, read_tree, records_from_tree
+from otel_agents.views.message_ids import resolve_message_id
 from otel_agents.views.model import (
     AgentInfo,
     CauseLink,
     ChatContext,
     DialogItem,
     FlowStep,
+    HookMark,
     PerspectiveItem,
     Reference,
     Speaker,
@@ -54,7 +58,9 @@ class SessionViewer:
         self.session_id = session_id
         self._index = index
         self._chat_spans = ChatSpans(tree, tree_path)
-        self._agents = self._agent_infos()
+        self._agents = agent_infos(index)
+        self._tree, self._tree_path = tree, tree_path  # hook events, read when a dialog first needs them
+        self._hook_marks: dict[str, list[HookMark]] | None = None
 
     @classmethod
     def _of_index(cls, index: SessionIndex, session_id: str, tree_path: Path) -> "SessionViewer":
@@ -107,41 +113,6 @@ class SessionViewer:
         return self._index.records
 
     # --- agents ---
-    def _agent_infos(self) -> dict[str, AgentInfo]:
-        index = self._index
-        names = {a: (index.created.get(a) or {}).get("name") for a in index.agent_order}
-        counts = Counter(n for n in names.values() if n)
-        display = {
-            a: (n if counts[n] == 1 else f"{n} ({a})") if n else a for a, n in names.items()
-        }
-        parents = {a: index.parent_agent(a) for a in index.agent_order}
-        infos = {}
-        for agent_id in index.agent_order:
-            created = index.created.get(agent_id)
-            path, seen, cursor = [], set(), agent_id
-            while cursor is not None and cursor not in seen:  # a bad parent loop must not hang
-                seen.add(cursor)
-                path.append(names.get(cursor) or cursor)
-                cursor = parents.get(cursor)
-            if created is None:
-                role = "unregistered"
-            else:
-                role = "subagent" if parents[agent_id] or created.get("cause") else "root"
-            infos[agent_id] = AgentInfo(
-                agent_id=agent_id,
-                name=names[agent_id],
-                display_name=display[agent_id],
-                parent=parents[agent_id],
-                model=(created or {}).get("language_model"),
-                role=role,
-                path="/".join(reversed(path)),
-                created_by=created["message_id"] if created else None,
-                cause=created.get("cause") if created and isinstance(created.get("cause"), str) else None,
-                system_prompt=index.system_prompt.get(agent_id),
-                entries=index.entry_count[agent_id],
-            )
-        return infos
-
     def list_agents(self) -> list[AgentInfo]:
         return list(self._agents.values())
 
@@ -181,6 +152,10 @@ class SessionViewer:
             raise UnknownMessage(f"unknown message {message_id!r}")
         return record
 
+    def resolve_message(self, message_id: str) -> str:
+        """The message id ``message_id`` is, or the one it is a unique prefix of (AmbiguousMessage otherwise)."""
+        return resolve_message_id(self._index.by_id, message_id)
+
     def speaker_of(self, message_id: str) -> Speaker:
         """Who originally said or wrote the content ``message_id`` stands for."""
         origin = self._index.by_id.get(self._index.origin(message_id))
@@ -190,7 +165,8 @@ class SessionViewer:
         if origin["event_type"] == sc.EVENT_TRANSCRIPT_ENTRY and role in ("user", "system"):
             return Speaker(origin.get("source") or role)
         agent_id = origin.get("agent_id")
-        return Speaker(self.name_of(agent_id), agent_id)
+        info = self._agents.get(agent_id) if agent_id is not None else None
+        return Speaker(self.name_of(agent_id), agent_id, (info.name or agent_id) if info else agent_id)
 
     def tool_name(self, record: Mapping[str, Any]) -> str | None:
         return self._index.tool_name(record)
@@ -204,7 +180,10 @@ class SessionViewer:
         agent_id = self.resolve_agent(agent)
         if after is None:
             return [self._index.by_id[m] for m in self._index.log(agent_id).current]
-        record = self.record(after)
+        return self._transcript_after(agent_id, self.resolve_message(after))
+
+    def _transcript_after(self, agent_id: str, after: str) -> list[dict[str, Any]]:
+        record = self.record(after)  # the whole id: a span's recorded id is never a prefix
         if record["event_type"] != sc.EVENT_TRANSCRIPT_ENTRY or record.get("agent_id") != agent_id:
             raise UnknownMessage(f"{after} is not a transcript entry of {self.name_of(agent_id)}")
         return [self._index.by_id[m] for m in self._index.transcript_after(after)]
@@ -242,12 +221,30 @@ class SessionViewer:
             entries.append(record["message_id"])
             if heard and record["agent_id"] not in hearers:
                 hearers.append(record["agent_id"])
+        marks = self._marks()
         items = []
         for origin, (entries, hearers) in groups.items():
             source = index.by_id.get(origin)
             content = source.get("content") if source is not None else index.by_id[entries[0]].get("content")
-            items.append(DialogItem(origin, self.speaker_of(origin), content, tuple(hearers), tuple(entries)))
+            hooks = tuple(m for e in entries for m in marks.get(e, ()))
+            items.append(DialogItem(origin, self.speaker_of(origin), content, tuple(hearers), tuple(entries), hooks))
         return items
+
+    def _marks(self) -> dict[str, list[HookMark]]:
+        """Entry id -> what review and transform hooks did to it (hook events on the spans; none known: {})."""
+        if self._hook_marks is None:
+            events = hook_events(self._tree, self._tree_path)
+            index = self._index
+
+            def previous(message_id: str) -> str | None:
+                return index.log(index.by_id[message_id]["agent_id"]).previous.get(message_id)
+
+            found = hook_marks(events, index.records if events else (), previous)
+            self._hook_marks = {
+                entry: [replace(m, agent=self.name_of(m.agent_id) if m.agent_id else None) for m in marks]
+                for entry, marks in found.items()
+            }
+        return self._hook_marks
 
     # --- perspective ---
     @paused
@@ -294,6 +291,7 @@ class SessionViewer:
 
     def step(self, message_id: str) -> FlowStep:
         """One record with its causal link and who/what it concerns."""
+        message_id = self.resolve_message(message_id)
         record = self.record(message_id)
         link = self._index.link(message_id)
         agent_id = record.get("agent_id")
@@ -314,7 +312,7 @@ class SessionViewer:
 
     def trace_message_flow(self, message_id: str) -> list[FlowStep]:
         """The causality chain from its root to ``message_id``, oldest first."""
-        self.record(message_id)
+        message_id = self.resolve_message(message_id)
         chain: list[FlowStep] = []
         seen: set[str] = set()
         cursor: str | None = message_id
@@ -328,7 +326,7 @@ class SessionViewer:
 
     def trace_content_references(self, message_id: str) -> list[Reference]:
         """Every transcript entry whose substance is ``message_id``: who heard it, when, in what form."""
-        self.record(message_id)
+        message_id = self.resolve_message(message_id)
         refs = []
         for ref_id in self._index.references(message_id):
             r = self._index.by_id[ref_id]
@@ -362,7 +360,7 @@ class SessionViewer:
             records = []
         else:
             try:
-                records = self.get_transcript(agent_id, after=last)
+                records = self._transcript_after(self.resolve_agent(agent_id), last)
             except (UnknownAgent, UnknownMessage) as exc:
                 raise SessionDataError(f"chat span {span_id}: {exc}") from None
         if len(records) != count:

@@ -191,6 +191,30 @@ def test_unknown_things_are_one_line_errors_with_exit_2(saved, args, message):
     assert len(result.stderr.strip().splitlines()) == 1  # one line, no usage text
 
 
+def test_transcript_after_takes_a_unique_start_of_a_message_id(saved, tmp_path):
+    """A message id copied short names the one id it begins, in transcript --after as in trace and heard;
+    the start of several ids, or of none, is a one-line exit 2."""
+    records = [{"message_id": "msg_000001", "event_type": "agent_created", "agent_id": "a1", "name": "Ann"}]
+    records += [{"message_id": f"msg_{n:06d}", "event_type": "transcript_entry", "agent_id": "a1",
+                 "role": "user" if n % 2 else "assistant", "content": f"line {n}"} for n in range(2, 11)]
+    session = tmp_path / "short-ids"
+    session.mkdir()
+    (session / "events.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    whole = view(saved, str(session), "transcript", "Ann", "--after", "msg_000010")
+    short = view(saved, str(session), "transcript", "Ann", "--after", "msg_00001")  # msg_000010 alone
+    assert whole.exit_code == short.exit_code == 0, short.output
+    assert short.stdout == whole.stdout and short.stdout.splitlines()[-1] == "msg_000010 assistant: line 10"
+    trace = view(saved, str(session), "trace", "msg_00001", "--json")
+    assert trace.exit_code == 0 and json.loads(trace.stdout)["message_id"] == "msg_000010"  # the whole id
+    for given, error in [
+        ("msg_00000", "Error: message id 'msg_00000' is the start of 9 ids (msg_000001, msg_000002, msg_000003, "
+                      "msg_000004, msg_000005, ...); give more of it"),
+        ("msg_9", "Error: unknown message 'msg_9'"),
+    ]:
+        refused = view(saved, str(session), "transcript", "Ann", "--after", given)
+        assert (refused.exit_code, refused.stdout, refused.stderr) == (2, "", error + "\n")
+
+
 def test_bad_sessions_and_non_chat_spans(saved, tmp_path):
     _, sessions, sid = saved
     assert view(saved, "../etc", "agents").exit_code == 2
@@ -232,7 +256,7 @@ def test_a_real_view_process(saved):
         capture_output=True, text=True, env=clean_env(home), timeout=60,
     )
     assert done.returncode == 0, done.stderr
-    assert "[Heard] Jack: [Jack]: Hi, I'm Jack. *extends hand*" in done.stdout
+    assert "[Heard] Jack: Hi, I'm Jack. *extends hand*" in done.stdout
     failed = subprocess.run(
         [sys.executable, "-m", "otel_agents", "view", sid, "heard", "msg_x"],
         capture_output=True, text=True, env=clean_env(home), timeout=60,

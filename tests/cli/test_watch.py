@@ -137,3 +137,33 @@ def test_a_script_with_a_bad_trigger_is_refused_in_one_line(home, tmp_path):
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 2 and "triggers[0]: 'watch' must be a non-empty path" in err, err
     assert "Traceback" not in err
+
+
+def test_a_watched_file_whose_directory_does_not_exist_is_bad_usage_before_anything_runs(home, tmp_path):
+    """A typo'd directory was polled in silence until Ctrl-C: the file could never appear there."""
+    script = tmp_path / "triggers.json"
+    script.write_text(json.dumps({"name": "t", "agents": {}, "triggers": [{"watch": "no-such-dir/inbox.txt"}]}))
+    (tmp_path / "plain").write_text("a file, not a directory")
+    for args, expected in [
+        (["run", "--watch", "missing/data.json", PROMPT],
+         f"Error: cannot watch {tmp_path}/missing/data.json: directory {tmp_path}/missing does not exist"),
+        (["run", "--watch", "plain/data.json", PROMPT],
+         f"Error: cannot watch {tmp_path}/plain/data.json: {tmp_path}/plain is not a directory"),
+        (["run", "--script", str(script), "go"],
+         f"Error: cannot watch {tmp_path}/no-such-dir/inbox.txt: directory {tmp_path}/no-such-dir does not exist"),
+    ]:
+        proc = start(home, tmp_path, *args)
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 2, (args, err)
+        assert err.splitlines()[-1] == expected and out == "" and "Traceback" not in err
+    assert not (home / "sessions").exists() or not any((home / "sessions").iterdir())
+
+
+def test_watching_for_an_agent_the_session_does_not_have_says_so_when_watching_starts(home, tmp_path):
+    """--watch-to Nobody watched in silence: the warning came only if the file changed."""
+    proc = start(home, tmp_path, "run", "--watch", "data.json", "--watch-to", "Nobody", "--watch-for", "0.5", PROMPT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err  # not refused: a later run may create the agent
+    warnings = [line for line in err.splitlines() if line.startswith("warning:")]
+    assert warnings == [f"warning: the session has no agent 'Nobody' (yet): changes to {tmp_path / 'data.json'} "
+                        "are told to it only once it exists"]

@@ -17,8 +17,9 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from otel_agents.persistence.events_file import read_event_lines
 from otel_agents.persistence.ownership import owner_of, take
 from otel_agents.persistence.saved import (
-    SOURCE_CHECKPOINT, SOURCE_EVENTS, SOURCE_JOURNAL, SOURCE_TREE, SessionUnreadable, load_saved,
+    SOURCE_CHECKPOINT, SOURCE_EVENTS, SOURCE_JOURNAL, SOURCE_TREE, SessionUnreadable, listed_meta, load_saved,
 )
+from otel_agents.persistence.store import list_sessions
 from otel_agents.persistence.tree_walk import iter_ops
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -139,6 +140,35 @@ def test_a_session_being_written_is_read_with_its_run_open_and_nothing_written(t
     assert ops_by_tool(closed.tree)["hold"]["status"] == "ok"
     # The live read saw a prefix of what the run finally recorded.
     assert closed.records[: len(loaded.records)] == loaded.records
+
+
+def test_a_running_session_is_listed_with_what_it_has_spent_so_far(tmp_path):
+    """meta.json is written as a run begins and again at its end: in between, a first run's listing said
+    $0 and no title. The listing reads the journal of a session whose run is open, and writes nothing."""
+    home = tmp_path / "home"
+    marker = tmp_path / "held"
+    proc = start_run(tmp_path, home, [{"tool_calls": [{"name": "hold", "arguments": {"marker": str(marker)}}]},
+                                      "Done holding."], "Hold on")
+    try:
+        wait_for(lambda: marker.exists() or proc.poll() is not None, "the tool to start")
+        assert proc.poll() is None, proc.communicate()[1]
+        directory = session_dir(home)
+        settled(directory)
+        (listing,) = list_sessions(home / "sessions")
+        assert listing.meta["status"] == "running" and listing.meta["totals"]["llm_calls"] == 0  # as the run began
+        before = snapshot(home)
+        meta = listed_meta(listing)
+        assert snapshot(home) == before
+        assert meta["status"] == "running" and meta["title"] == "Hold on" and meta["runs"] == 1
+        assert meta["totals"]["llm_calls"] == 1 and meta["totals"]["cost_usd"] > 0  # the call that asked to hold
+    finally:
+        Path(str(marker) + ".go").write_text("go")
+        out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    wait_for(lambda: owner_of(directory) is None, "the recorder to end")
+    (closed,) = list_sessions(home / "sessions")
+    assert listed_meta(closed) == closed.meta  # a closed session: meta.json's word, nothing read
+    assert closed.meta["totals"]["llm_calls"] == 2
 
 
 @pytest.fixture(scope="module")

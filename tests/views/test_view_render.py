@@ -54,6 +54,31 @@ def test_multiline_content_is_indented_under_its_item():
     )
 
 
+def test_a_heard_delivery_names_its_speaker_once():
+    """``discuss`` delivers ``[Jack]: Hi``: the line says who spoke once, not ``Jack: [Jack]: Hi``; --json
+    keeps the content as received. Two agents named Jack keep their display names; a tag naming someone
+    else than the speaker is content, kept."""
+    records = [
+        make_record("agent_created", "msg_000001", agent_id="a1", name="Jack"),
+        make_record("agent_created", "msg_000002", agent_id="a2", name="Jack"),
+        make_record("agent_created", "msg_000003", agent_id="a3", name="Jill"),
+        make_record("transcript_entry", "msg_000004", agent_id="a1", role="assistant", content="Hi"),
+        make_record("transcript_entry", "msg_000005", agent_id="a3", role="user", content="[Jack]: Hi", substance="msg_000004"),
+        make_record("transcript_entry", "msg_000006", agent_id="a2", role="assistant", content="Yo"),
+        make_record("transcript_entry", "msg_000007", agent_id="a3", role="user", content="[Bob]: Yo", substance="msg_000006"),
+    ]
+    viewer = SessionViewer(records)
+    items = viewer.extract_agent_perspective("Jill")
+    assert R.render_perspective(items) == (
+        "msg_000005 [Heard] Jack (a1): Hi\n"
+        "msg_000007 [Heard] Jack (a2): [Bob]: Yo"
+    )
+    assert jsonout.perspective_json(viewer.agent("Jill"), items)["items"][0]["content"] == "[Jack]: Hi"
+    assert R.render_trace(viewer.trace_message_flow("msg_000005")).splitlines()[1] == (
+        "msg_000005 Jill [Heard] Jack (a1): Hi  (substance: msg_000004)"
+    )
+
+
 def test_content_parts_render_as_their_text():
     """A record's content may be a list of content parts (the OpenAI shape): views show its text."""
     parts = [{"type": "text", "text": "Look at\nthis: "}, {"type": "image_url", "image_url": {"url": "x"}}, "done"]
@@ -84,7 +109,7 @@ def test_json_shapes_are_stable():
     keys = {
         "agents": ["agent_id", "name", "display_name", "parent", "model", "role", "path", "created_by", "cause", "system_prompt", "entries"],
         "transcript": ["message_id", "ts", "substance", "source", "tool", "message"],
-        "dialog": ["message_id", "speaker", "speaker_agent_id", "content", "heard_by", "entries"],
+        "dialog": ["message_id", "speaker", "speaker_agent_id", "content", "heard_by", "entries", "hooks"],
         "perspective": ["message_id", "kind", "ts", "content", "speaker", "speaker_agent_id", "substance", "tool_calls", "tool", "tool_call_id", "keep"],
         "trace": ["message_id", "event_type", "agent_id", "agent", "link", "parent", "parent_known", "causes", "speaker", "speaker_agent_id", "tool", "record"],
     }

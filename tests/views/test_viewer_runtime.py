@@ -5,9 +5,11 @@ from __future__ import annotations
 import pytest
 
 from otel_agents.runtime.hooks import TransformHook
-from otel_agents.views import AmbiguousAgent, UnknownAgent
+from otel_agents.views import AmbiguousAgent, SessionViewer, UnknownAgent
+from otel_agents.views import jsonout
 from otel_agents.views import render as R
 from otel_agents.views.index import tool_calls_of
+from otel_agents.views.model import HookMark
 
 CAFE_SCRIPT = {
     "name": "views-cafe",
@@ -68,11 +70,13 @@ async def test_dialog_deduplicates_one_utterance_delivered_in_different_forms(sc
     assert items[2].heard_by == (jack, bob)
     assert items[1].message_id == jack_said["message_id"]
     # Bob alone: he heard three things, each once, from who said them (not the shouted copies).
+    # What the hook did is said beside the original words: Bob heard each in capitals.
     assert R.render_dialog(viewer.extract_dialog(["Bob"])).splitlines() == [
-        f"{items[0].message_id} main: Introduce yourselves.",
-        f"{items[1].message_id} Jack: Hi, I'm Jack.",
-        f"{items[2].message_id} Jill: Hello Jack, I'm Jill.",
+        f"{items[0].message_id} main: Introduce yourselves.  [delivered to Bob as rewritten by hook 'ShoutToBob']",
+        f"{items[1].message_id} Jack: Hi, I'm Jack.  [delivered to Bob as rewritten by hook 'ShoutToBob']",
+        f"{items[2].message_id} Jill: Hello Jack, I'm Jill.  [delivered to Bob as rewritten by hook 'ShoutToBob']",
     ]
+    assert [(m.action, m.hook, m.agent) for m in items[1].hooks] == [("rewritten", "ShoutToBob", "Bob")]
 
 
 async def test_perspective_of_an_agent_that_only_listened(scripted_session):
@@ -212,3 +216,59 @@ async def test_same_name_under_two_parents(scripted_session):
     assert viewer.resolve_agent(inners[0].agent_id) == inners[0].agent_id
     with pytest.raises(UnknownAgent, match=r"unknown agent 'Nobody' \(agents: main, Jack, Inner \(agent_"):
         viewer.resolve_agent("Nobody")
+
+
+HOOKED_SCRIPT = {
+    "name": "views-hooked",
+    "root": {"name": "main", "system_prompt": "You run a scene."},
+    "hooks": [
+        {"kind": "review", "name": "NoShouting", "reject_if_contains": "!!!", "agents": ["Jack"]},
+        {"kind": "transform", "name": "Redact", "replace": {"1234": "[REDACTED]"}},
+    ],
+    "agents": {
+        "main": [
+            {"tool_calls": [{"name": "task", "arguments": {"name": "Jack", "system_prompt": "You are Jack."}},
+                            {"name": "task", "arguments": {"name": "Jill", "system_prompt": "You are Jill."}}]},
+            {"tool_calls": [{"name": "discuss", "arguments": {"prompt": "Introduce yourselves.", "speakers": ["Jack", "Jill"]}}]},
+            "They met.",
+        ],
+        "Jack": ["HELLO!!!", "Hi, my PIN is 1234."],
+        "Jill": ["Hello Jack."],
+    },
+}
+
+
+async def test_dialog_marks_what_hooks_rejected_and_rewrote(scripted_session, tmp_path):
+    """The dialog shows original words: an utterance a review hook rejected (the agent tried again) and
+    one a transform hook redacted on its way to Jill read like any other unless marked. The marks come
+    from the hooks' span events, read from the tree in memory, the span journal or tree.json.gz alike."""
+    saved = await scripted_session(HOOKED_SCRIPT, ["Start"])
+    from_journal = SessionViewer.from_session_dir(saved.save(tmp_path / "a", journal=True))
+    from_tree = SessionViewer.from_session_dir(saved.save(tmp_path / "b"))
+    for viewer in (saved.viewer(), from_journal, from_tree):
+        jill = viewer.agent("Jill").agent_id
+        shouted, told, calm = (next(r for r in viewer.records if r.get("content") == text) for text in (
+            "HELLO!!!", "Your answer was rejected by hook 'NoShouting': the answer must not contain '!!!'",
+            "Hi, my PIN is 1234."))
+        (delivered,) = [r for r in viewer.records if r.get("agent_id") == jill and r.get("substance") == calm["message_id"]]
+        assert delivered["content"] == "[Jack]: Hi, my PIN is [REDACTED]."
+        items = viewer.extract_dialog(["Jack", "Jill"])
+        assert R.render_dialog(items).splitlines()[1:4] == [
+            f"{shouted['message_id']} Jack: HELLO!!!  [rejected by hook 'NoShouting']",
+            f"{told['message_id']} system: {told['content']}",
+            f"{calm['message_id']} Jack: Hi, my PIN is 1234.  [delivered to Jill as rewritten by hook 'Redact']",
+        ]
+        marks = {i.message_id: i.hooks for i in items}
+        jack = viewer.agent("Jack").agent_id
+        assert marks[shouted["message_id"]] == (HookMark("rejected", "NoShouting", shouted["message_id"], jack, "Jack"),)
+        assert marks[calm["message_id"]] == (HookMark("rewritten", "Redact", delivered["message_id"], jill, "Jill"),)
+        assert sum(map(len, marks.values())) == 2  # nothing else is marked
+        as_json = jsonout.dialog_json([viewer.agent("Jack"), viewer.agent("Jill")], items)["items"]
+        assert [i["hooks"] for i in as_json if i["hooks"]] == [
+            [{"action": "rejected", "hook": "NoShouting", "message_id": shouted["message_id"], "agent_id": jack,
+              "agent": "Jack"}],
+            [{"action": "rewritten", "hook": "Redact", "message_id": delivered["message_id"], "agent_id": jill,
+              "agent": "Jill"}],
+        ]
+        # Jack alone heard nothing rewritten and said the rejected line: only the rejection is marked.
+        assert [bool(i.hooks) for i in viewer.extract_dialog(["Jack"])] == [False, True, False, False, False]

@@ -94,14 +94,14 @@ def test_example1_perspectives(seed_viewer):
     assert R.render_perspective(viewer.extract_agent_perspective("Jill")) == lines("""
         msg_009 [Heard] system: You are an aspiring author...
         msg_014 [Heard] agent_root: You meet in a cafe. Introduce yourselves.
-        msg_017 [Heard] Jack: [Jack]: Hi, I'm Jack. *extends hand*
+        msg_017 [Heard] Jack: Hi, I'm Jack. *extends hand*
         msg_018 [Said] *smiles* Hello Jack, I'm Jill.
     """)
     assert R.render_perspective(viewer.extract_agent_perspective("Jack")) == lines("""
         msg_005 [Heard] system: You work in HR...
         msg_013 [Heard] agent_root: You meet in a cafe. Introduce yourselves.
         msg_015 [Said] Hi, I'm Jack. *extends hand*
-        msg_020 [Heard] Jill: [Jill]: *smiles* Hello Jack, I'm Jill.
+        msg_020 [Heard] Jill: *smiles* Hello Jack, I'm Jill.
     """)
     assert R.render_perspective(viewer.extract_agent_perspective("agent_root")) == lines("""
         msg_002 [Heard] user: Create Jack and Jill for a cafe discussion
@@ -143,7 +143,7 @@ def test_example1_causality(seed_viewer):
     """)
     assert R.render_trace(viewer.trace_message_flow("msg_020")) == lines("""
         msg_018 Jill [Said] *smiles* Hello Jack, I'm Jill.
-        msg_020 Jack [Heard] Jill: [Jill]: *smiles* Hello Jack, I'm Jill.  (substance: msg_018)
+        msg_020 Jack [Heard] Jill: *smiles* Hello Jack, I'm Jill.  (substance: msg_018)
     """)
     assert R.render_trace(viewer.trace_message_flow("msg_019")) == lines("""
         msg_011 agent_root [Action] discuss(prompt="You meet in a cafe. Introduce yourselves.", speakers=["Jack", "Jill"])
@@ -317,10 +317,10 @@ def test_all_examples_together():
     assert R.render_perspective(viewer.extract_agent_perspective("Jill")) == lines("""
         msg_009 [Heard] system: You are an aspiring author...
         msg_014 [Heard] agent_root: You meet in a cafe. Introduce yourselves.
-        msg_017 [Heard] Jack: [Jack]: Hi, I'm Jack. *extends hand*
+        msg_017 [Heard] Jack: Hi, I'm Jack. *extends hand*
         msg_018 [Said] *smiles* Hello Jack, I'm Jill.
         msg_030 [Action] task(name="Inner", system_prompt="You are Jill's inner voice...")
-        msg_033 [Heard] Jack: [Jack]: Hi, I'm Jack. *extends hand*
+        msg_033 [Heard] Jack: Hi, I'm Jack. *extends hand*
         msg_034 [Action] discuss(speakers=["Inner"], prompt="Jack just introduced himself. What should I say?")
         msg_038 [Received] discuss: Be friendly but not over-eager. A simple greeting with a smile.
         msg_039 [Said] *smiles* Hello Jack, I'm Jill.
