@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from otel_agents import Agent, Budget, ModelSettings, Session, approval, fork, resume, tool
+from otel_agents import Agent, Budget, EvictionPolicy, ModelSettings, Session, approval, fork, resume, tool
 from otel_agents.apps import AppError, load_app
 from otel_agents.runtime.tools import make_tool
 
@@ -163,6 +163,11 @@ def test_prompts_and_outside_events_are_checked_before_anything_is_recorded(tmp_
     (lambda: Budget(max_llm_calls="x"), ValueError, "Budget: max_llm_calls='x': input should be a valid integer"),
     (lambda: ModelSettings(temperature="warm"), ValueError, "ModelSettings: temperature='warm': input should be"),
     (lambda: Budget(-1), TypeError, "BaseModel.__init__() takes 1 positional argument"),
+    (lambda: Budget(max_cost_usd=float("inf")), ValueError, "Budget: max_cost_usd=inf: must be a finite number"),
+    (lambda: Budget(max_cost_usd=float("nan")), ValueError, "Budget: max_cost_usd=nan: "),
+    (lambda: EvictionPolicy(max_live_agents=True), ValueError,
+     "EvictionPolicy: max_live_agents=True: must be an integer, not a boolean"),
+    (lambda: Budget(max_tokens=5).merged({"max_tokens": 1}), TypeError, "Budget.merged takes a Budget, not dict"),
 ])
 def test_the_public_models_refuse_a_value_in_one_line_naming_it(make, error, says):
     with pytest.raises(error, match="^" + re.escape(says)) as caught:

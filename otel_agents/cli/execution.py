@@ -35,6 +35,8 @@ def read_prompts(arguments: tuple[str, ...], default: tuple[str, ...]) -> list[s
     """
     prompts = _gather_prompts(arguments, default)
     for number, prompt in enumerate(prompts, 1):
+        if not prompt.strip():  # it would be recorded and answered, as `send` and the Python API refuse it
+            raise click.UsageError(f"prompt {number} is empty: a prompt says something")
         utf8_text(prompt, f"prompt {number}")
     return prompts
 

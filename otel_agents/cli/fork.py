@@ -51,6 +51,8 @@ def fork_session_command(source_id, at, prompts, script_name, model_opts, otlp_f
     try:
         script = load_script(script_name or saved_script) if script_name or saved_script else None
     except ScriptError as exc:
+        if script_name:  # the user's own --script: no hint to pass what was passed
+            raise click.UsageError(f"--script: {exc}") from None
         raise click.UsageError(f"cannot load the source session's script: {exc} (pass --script)") from None
     check_scripted_model(script, model_opts.model)
     saved_model = attributes.get(sc.RUN_MODEL)

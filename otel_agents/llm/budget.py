@@ -47,6 +47,14 @@ class Budget(CheckedModel):
             raise ValueError("must be an integer, not a boolean")
         return value
 
+    @field_validator("max_cost_usd")
+    @classmethod
+    def _finite_cost(cls, value: float | None) -> float | None:
+        # inf is no limit, which None already says; nan would compare false with every spend.
+        if value is not None and not math.isfinite(value):
+            raise ValueError("must be a finite number of US dollars (leave it out for no limit)")
+        return value
+
     @property
     def limits_anything(self) -> bool:
         return any(v is not None for v in (self.max_cost_usd, self.max_tokens, self.max_llm_calls))
@@ -58,6 +66,8 @@ class Budget(CheckedModel):
         """These limits with ``over``'s given ones on top (a resume's options over the session's limits)."""
         if over is None:
             return self
+        if not isinstance(over, Budget):
+            raise TypeError(f"Budget.merged takes a Budget, not {type(over).__name__}")
         return Budget.model_validate({**self.model_dump(exclude_none=True), **over.model_dump(exclude_none=True)})
 
 

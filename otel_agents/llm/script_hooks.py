@@ -42,10 +42,16 @@ def parse_hooks(raw: Any, source: str) -> tuple[HookSpec, ...]:
 
 
 _HOOK_KINDS = ("approval", "review", "transform", "reset", "remind")
-_HOOK_FIELDS = frozenset(
-    {"kind", "name", "agent", "tools", "agents", "deny_tools", "reject_if_contains", "replace", "max_entries", "keep",
-     "message", "after_turns", "every_seconds"}
-)
+# The fields each kind reads (besides kind and name): one of another kind would be ignored in silence,
+# e.g. a transform's "agents" (a transform rewrites every delivery).
+_KIND_FIELDS = {
+    "approval": frozenset({"agent", "tools", "agents", "deny_tools"}),
+    "review": frozenset({"agents", "reject_if_contains"}),
+    "transform": frozenset({"replace"}),
+    "reset": frozenset({"agents", "max_entries", "keep"}),
+    "remind": frozenset({"agents", "tools", "message", "after_turns", "every_seconds"}),
+}
+_HOOK_FIELDS = frozenset({"kind", "name"}).union(*_KIND_FIELDS.values())
 
 
 def _names_list(raw: dict, key: str, where: str) -> tuple[str, ...] | None:
@@ -53,27 +59,35 @@ def _names_list(raw: dict, key: str, where: str) -> tuple[str, ...] | None:
     value = raw.get(key)
     if value is None:
         return None
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise _fail(where, f"'{key}' must be a list of strings")
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise _fail(where, f"'{key}' must be a list of non-empty strings")
     return tuple(value)
 
 
 def _parse_hook(raw: Any, where: str) -> HookSpec:
     if not isinstance(raw, dict) or raw.get("kind") not in _HOOK_KINDS:
         raise _fail(where, f"a hook needs 'kind': one of {', '.join(_HOOK_KINDS)}")
-    if not isinstance(raw.get("name"), str):
+    if not isinstance(raw.get("name"), str) or not raw["name"].strip():
         raise _fail(where, "a hook needs a string 'name'")
     unknown = set(raw) - _HOOK_FIELDS
     if unknown:
         raise _fail(where, f"unknown hook field(s) {sorted(unknown)}")
+    kind = raw["kind"]
+    foreign = sorted(set(raw) - {"kind", "name"} - _KIND_FIELDS[kind])
+    if foreign:
+        article = "an" if kind[0] in "aeiou" else "a"
+        raise _fail(where, f"{article} {kind} hook has no field(s) {foreign} "
+                           f"(its fields: {', '.join(sorted(_KIND_FIELDS[kind]))})")
     for key in ("agent", "reject_if_contains", "message"):
-        if raw.get(key) is not None and not isinstance(raw[key], str):
-            raise _fail(where, f"'{key}' must be a string")
+        if raw.get(key) is not None and (not isinstance(raw[key], str) or not raw[key].strip()):
+            raise _fail(where, f"'{key}' must be a non-empty string")
     replace = raw.get("replace")
     if replace is not None and (
-        not isinstance(replace, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in replace.items())
-    ):
-        raise _fail(where, "'replace' must map strings to strings")
+        not isinstance(replace, dict)
+        or not all(isinstance(k, str) and k and isinstance(v, str) for k, v in replace.items())
+    ):  # an empty key would match between every two characters
+        raise _fail(where, "'replace' must map non-empty strings to strings")
+    _check_does_something(raw, where)
     for key in ("max_entries", "keep"):
         value = raw.get(key)
         if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
@@ -96,6 +110,22 @@ def _parse_hook(raw: Any, where: str) -> HookSpec:
         after_turns=raw.get("after_turns"),
         every_seconds=raw.get("every_seconds"),
     )
+
+
+def _check_does_something(raw: dict, where: str) -> None:
+    """A hook that could never act is a mistake, not a choice: say so where it is written."""
+    kind = raw["kind"]
+    if kind == "approval" and (raw.get("agent") is None) == (raw.get("deny_tools") is None):
+        raise _fail(where, "an approval hook needs 'agent' (an agent judges) or 'deny_tools' (always denied), one of them")
+    if kind == "approval" and raw.get("deny_tools") == []:
+        raise _fail(where, "'deny_tools' is empty: the hook would deny nothing")
+    if kind == "review" and raw.get("reject_if_contains") is None:
+        raise _fail(where, "a review hook needs 'reject_if_contains'")
+    if kind == "transform" and not raw.get("replace"):
+        raise _fail(where, "a transform hook needs 'replace' with at least one replacement")
+    for key in ("tools", "agents"):
+        if raw.get(key) == []:
+            raise _fail(where, f"'{key}' is empty: the hook would watch nothing (leave it out to watch all)")
 
 
 def _check_remind(raw: dict, where: str) -> None:

@@ -147,7 +147,7 @@ def _parse_turn(raw: Any, where: str) -> ScriptedTurn:
         raise _fail(where, "'tool_calls' must be a list")
     calls = []
     for i, call in enumerate(raw_calls):
-        if not isinstance(call, dict) or not isinstance(call.get("name"), str):
+        if not isinstance(call, dict) or not isinstance(call.get("name"), str) or not call["name"].strip():
             raise _fail(f"{where}.tool_calls[{i}]", "needs a string 'name'")
         args = call.get("arguments", {})
         if not isinstance(args, dict):
@@ -202,15 +202,30 @@ def _parse_served(raw: dict[str, Any], where: str) -> dict[str, Any] | None:
     return dict(served)
 
 
+# A key outside these is a typo (``"hook"`` for ``"hooks"``) that would drop what it meant in silence.
+_SCRIPT_FIELDS = frozenset({"name", "description", "root", "agents", "prompts", "hooks", "fallback", "params",
+                            "agent_params", "budget", "agent_budgets", "stream", "triggers", "eviction"})
+
+
+def _check_names(source: str, what: str, names: Any) -> None:
+    empty = [name for name in names if not name.strip()]
+    if empty:
+        raise _fail(source, f"{what} must be non-empty names, not {empty[0]!r}")
+
+
 def parse_script(data: Any, source: str) -> Script:
     if not isinstance(data, dict):
         raise _fail(source, "a script is a JSON object")
+    unknown = sorted(set(data) - _SCRIPT_FIELDS)
+    if unknown:
+        raise _fail(source, f"unknown top-level field(s) {unknown} (known: {', '.join(sorted(_SCRIPT_FIELDS))})")
     name = data.get("name")
     if not isinstance(name, str) or not name or "/" in name:
         raise _fail(source, "'name' must be a non-empty string without '/'")
     agents_raw = data.get("agents")
     if not isinstance(agents_raw, dict):
         raise _fail(source, "'agents' must map agent names to lists of turns")
+    _check_names(source, "'agents' keys", agents_raw)
     agents = {}
     for agent, turns in agents_raw.items():
         if not isinstance(turns, list):
@@ -219,6 +234,8 @@ def parse_script(data: Any, source: str) -> Script:
     root = data.get("root") or {}
     if not isinstance(root, dict):
         raise _fail(source, "'root' must be an object")
+    if set(root) - {"name", "system_prompt"}:
+        raise _fail(source, f"unknown 'root' field(s) {sorted(set(root) - {'name', 'system_prompt'})}")
     for key in ("name", "system_prompt"):
         if root.get(key) is not None and not isinstance(root[key], str):
             raise _fail(source, f"'root.{key}' must be a string")
@@ -230,6 +247,8 @@ def parse_script(data: Any, source: str) -> Script:
     prompts = data.get("prompts") or []
     if not isinstance(prompts, list) or not all(isinstance(p, str) for p in prompts):
         raise _fail(source, "'prompts' must be a list of strings")
+    if not all(p.strip() for p in prompts):  # an empty prompt would be recorded and answered
+        raise _fail(source, "'prompts' must not hold an empty prompt")
     try:
         hooks = parse_hooks(data.get("hooks") or [], source)
     except HookSpecError as exc:
@@ -239,6 +258,7 @@ def parse_script(data: Any, source: str) -> Script:
         raw_agent_params = data.get("agent_params", {})
         if not isinstance(raw_agent_params, dict):
             raise _fail(source, "'agent_params' must map agent names to request parameters")
+        _check_names(source, "'agent_params' keys", raw_agent_params)
         agent_params = {
             agent: settings_from_mapping(value, f"{source}: agent_params.{agent}")
             for agent, value in raw_agent_params.items()

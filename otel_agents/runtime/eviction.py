@@ -56,6 +56,13 @@ class EvictionPolicy(CheckedModel):
     max_live_agents: int | None = Field(default=None, ge=0)
     idle_seconds: float | None = Field(default=None, ge=0)
 
+    @field_validator("max_live_agents", mode="before")
+    @classmethod
+    def _count_is_not_a_boolean(cls, value: Any) -> Any:
+        if isinstance(value, bool):  # True would be 1 agent
+            raise ValueError("must be an integer, not a boolean")
+        return value
+
     @field_validator("idle_seconds")
     @classmethod
     def _finite(cls, value: float | None) -> float | None:

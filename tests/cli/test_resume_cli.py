@@ -237,7 +237,14 @@ def test_a_missing_script_file_is_a_usage_error(home, tmp_path):
     script.unlink()
     directory = home / "sessions" / sid
     before = snapshot(directory)
-    assert_usage_error(invoke(["resume", sid, "Go deep."]), "script")
+    assert_usage_error(invoke(["resume", sid, "Go deep."]), "script", "(pass --script)")
+    assert snapshot(directory) == before
+    # A --script of one's own that cannot be loaded is named as such: no hint to pass what was passed.
+    wrong = invoke(["resume", sid, "--script", str(script), "Go deep."])
+    assert_usage_error(wrong, "--script: no script")
+    assert "(pass --script)" not in wrong.stderr
+    # An empty prompt would be recorded and answered: refused before anything runs.
+    assert_usage_error(invoke(["resume", sid, "--script", DEEP, " "]), "prompt 1 is empty")
     assert snapshot(directory) == before
     ok = invoke(["resume", sid, "--script", DEEP, "Go deep."])
     assert ok.exit_code == 0, ok.stderr

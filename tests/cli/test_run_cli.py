@@ -65,6 +65,14 @@ def test_unknown_script_is_a_usage_error(cli_env):
     assert result.stdout == ""
 
 
+def test_an_empty_prompt_is_a_usage_error_and_saves_nothing(cli_env):
+    result = CliRunner().invoke(cli, ["run", "hi", ""])
+    assert result.exit_code == 2 and "prompt 2 is empty: a prompt says something" in result.stderr
+    assert result.stdout == ""
+    sessions = cli_env / "sessions"
+    assert not sessions.exists() or not any(sessions.iterdir())
+
+
 def test_bad_script_json_is_a_usage_error(cli_env, tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text('{"name": "x", "agents": {"main": ["hi"]')
