@@ -58,6 +58,8 @@ def hooks_of(owner: str, hooks: Any) -> tuple[Any, ...]:
         if not isinstance(hook, HOOK_TYPES):
             raise TypeError(f"{owner}: hooks[{index}] is {kind_of(hook)}, not a hook "
                             "(use approval, review, transform, reset or remind)")
+        if any(other is hook for other in listed[:index]):  # it would be asked twice and decide twice
+            raise ValueError(f"{owner}: hooks[{index}] ({hook.name!r}) is given twice")
     return listed
 
 

@@ -81,6 +81,7 @@ SESSION_CASES = [
     (lambda: session(stream="yes"), TypeError, "Session: stream= takes True or False, not str"),
     (lambda: Session(Agent("a"), model=5), TypeError, "Session: model= takes a string, not int"),
     (lambda: Session(Agent("a"), script=5), TypeError, "Session: script= takes a file path or a built-in script's name"),
+    (lambda: Session(Agent("a"), hooks=[allow_all, allow_all]), ValueError, "Session: hooks[1] ('allow_all') is given twice"),
 ]
 
 

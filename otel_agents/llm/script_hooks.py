@@ -94,6 +94,8 @@ def _parse_hook(raw: Any, where: str) -> HookSpec:
             raise _fail(where, f"'{key}' must be a non-negative integer")
     if raw["kind"] == "reset" and raw.get("max_entries") is None:
         raise _fail(where, "a reset hook needs 'max_entries'")
+    if raw["kind"] == "reset" and raw.get("keep", 1) > raw["max_entries"]:  # it would cut nothing, each time
+        raise _fail(where, "'keep' must not exceed 'max_entries'")
     _check_remind(raw, where)
     return HookSpec(
         kind=raw["kind"],

@@ -90,12 +90,39 @@ async def _resolve(value: MaybeAwaitable) -> Any:
     return await value if inspect.isawaitable(value) else value
 
 
+def _name_of(func: Any) -> str:
+    """A hook's default name: its function's (a partial or a callable object has none: its type's)."""
+    return getattr(func, "__name__", None) or type(func).__name__
+
+
+def _hook_function(kind: str, func: Any, takes: str) -> None:
+    """``func`` can be called as a ``kind`` hook is: with the arguments ``takes`` names, positionally.
+    Checked when the hook is made, so a wrong function fails at its decorator, not mid-run."""
+    if not callable(func):
+        raise TypeError(f"{kind}: takes a function of ({takes}), not {kind_of(func)}")
+    try:
+        signature = inspect.signature(func)
+    except (TypeError, ValueError):  # some built-ins have none: they are called and judged then
+        return
+    try:
+        signature.bind(*takes.split(", "))
+    except TypeError:
+        raise TypeError(f"{kind}: {_name_of(func)}{signature} cannot be called "
+                        f"with ({takes})") from None
+
+
 @dataclass
 class ApprovalHook:
     name: str
     check: Callable[[ToolRequest], MaybeAwaitable]  # returns Decision (or bool)
     tools: frozenset[str] | None = None  # None: every tool
     agents: frozenset[str] | None = None  # names of the agents watched; None: every agent
+
+    def __post_init__(self) -> None:  # made directly too, not only by the decorators
+        check_required_text("ApprovalHook", "name", self.name)
+        _hook_function("ApprovalHook", self.check, "request")
+        self.tools = names_of("ApprovalHook", "tools", self.tools)
+        self.agents = names_of("ApprovalHook", "agents", self.agents)
 
     def applies_to(self, request: ToolRequest) -> bool:
         return (self.tools is None or request.tool in self.tools) and (
@@ -172,6 +199,11 @@ class ReviewHook:
     review: Callable[["Agent", str], MaybeAwaitable]  # returns Decision (or bool)
     agents: frozenset[str] | None = None  # agent names; None: every agent
 
+    def __post_init__(self) -> None:
+        check_required_text("ReviewHook", "name", self.name)
+        _hook_function("ReviewHook", self.review, "agent, utterance")
+        self.agents = names_of("ReviewHook", "agents", self.agents)
+
     def applies_to(self, agent: "Agent") -> bool:
         return self.agents is None or agent.name in self.agents
 
@@ -183,6 +215,10 @@ class ReviewHook:
 class TransformHook:
     name: str
     transform: Callable[["Agent", "Agent", str], str]  # (sender, recipient, text) -> text
+
+    def __post_init__(self) -> None:
+        check_required_text("TransformHook", "name", self.name)
+        _hook_function("TransformHook", self.transform, "sender, recipient, text")
 
     def rewrite(self, sender: "Agent", recipient: "Agent", text: str) -> str:
         changed = self.transform(sender, recipient, text)
@@ -217,6 +253,10 @@ class RemindHook:
     _tool_used: dict[str, tuple[str, str]] = field(default_factory=dict, init=False, repr=False)  # (tool, result id)
 
     def __post_init__(self) -> None:
+        check_required_text("RemindHook", "name", self.name)
+        check_required_text("RemindHook", "message", self.message)
+        self.agents = names_of("RemindHook", "agents", self.agents)
+        self.tools = names_of("RemindHook", "tools", self.tools)
         if self.after_turns is None and self.tools is None and self.every_seconds is None:
             raise ValueError(f"remind hook {self.name!r} needs after_turns, tools or every_seconds")
         if self.after_turns is not None and self.after_turns < 1:
@@ -264,27 +304,6 @@ def hook_event(kind: str, name: str, decision: str, reason: str = "") -> dict[st
     return {sc.HOOK_KIND: kind, sc.HOOK_NAME: name, sc.HOOK_DECISION: decision, sc.HOOK_REASON: reason}
 
 
-def _name_of(func: Any) -> str:
-    """A hook's default name: its function's (a partial or a callable object has none: its type's)."""
-    return getattr(func, "__name__", None) or type(func).__name__
-
-
-def _hook_function(kind: str, func: Any, takes: str) -> None:
-    """``func`` can be called as a ``kind`` hook is: with the arguments ``takes`` names, positionally.
-    Checked when the hook is made, so a wrong function fails at its decorator, not mid-run."""
-    if not callable(func):
-        raise TypeError(f"{kind}: takes a function of ({takes}), not {kind_of(func)}")
-    try:
-        signature = inspect.signature(func)
-    except (TypeError, ValueError):  # some built-ins have none: they are called and judged then
-        return
-    try:
-        signature.bind(*takes.split(", "))
-    except TypeError:
-        raise TypeError(f"{kind}: {_name_of(func)}{signature} cannot be called "
-                        f"with ({takes})") from None
-
-
 def approval(func: Callable[[ToolRequest], MaybeAwaitable] | None = None, *, name: str | None = None,
              tools: Iterable[str] | None = None, agents: Iterable[str] | None = None):
     """Decorator: ``@approval`` or ``@approval(tools=[...], agents=[...])`` makes an :class:`ApprovalHook`
@@ -330,6 +349,8 @@ def reset(max_entries: int, keep: int = 1, *, name: str = "reset", agents: Itera
     """Working-memory reset: after an utterance, a transcript past ``max_entries`` keeps its first ``keep``."""
     check_count("reset", "max_entries", max_entries, least=0)
     check_count("reset", "keep", keep, least=0)
+    if keep > max_entries:  # it would cut nothing, and say so after every utterance
+        raise ValueError(f"reset: keep= ({keep}) must not exceed max_entries= ({max_entries})")
     check_required_text("reset", "name", name)
     agents = names_of("reset", "agents", agents)
 

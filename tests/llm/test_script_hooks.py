@@ -46,6 +46,7 @@ def test_each_kind_becomes_a_spec_with_its_fields_and_defaults():
     ([{"kind": "approval", "name": "h", "deny_tools": []}], "'deny_tools' is empty: the hook would deny nothing"),
     ([{"kind": "approval", "name": "h", "deny_tools": ["t"], "tools": []}], "'tools' is empty: the hook would watch"),
     ([{"kind": "review", "name": "h"}], "a review hook needs 'reject_if_contains'"),
+    ([{"kind": "reset", "name": "h", "max_entries": 2, "keep": 3}], "'keep' must not exceed 'max_entries'"),
     ([{"kind": "transform", "name": "h", "replace": {}}], "a transform hook needs 'replace' with at least one"),
     # Empty values: an empty key would be replaced between every two characters of every message.
     ([{"kind": "transform", "name": "h", "replace": {"": "-"}}], "'replace' must map non-empty strings to strings"),

@@ -7,7 +7,9 @@ import functools
 
 import pytest
 
-from otel_agents.runtime.hooks import agent_approval_hook, approval, remind, reset, review, transform
+from otel_agents.runtime.hooks import (
+    ApprovalHook, RemindHook, ReviewHook, TransformHook, agent_approval_hook, approval, remind, reset, review, transform,
+)
 
 
 def request_check(request):
@@ -69,3 +71,19 @@ def test_right_arguments_make_hooks_watching_the_names_given():
     assert remind("m", tools=["discuss"]).tools == frozenset({"discuss"})
     # A partial has no __name__: the hook is named after its type rather than failing.
     assert review(functools.partial(judge)).name == "partial"
+
+
+@pytest.mark.parametrize("make, error, says", [
+    (lambda: ApprovalHook("gate", 5), TypeError, r"ApprovalHook: takes a function of \(request\), not int"),
+    (lambda: ApprovalHook("gate", request_check, tools="task"), TypeError, r"ApprovalHook: tools= takes a list"),
+    (lambda: ApprovalHook("", request_check), ValueError, r"ApprovalHook: name must be a non-empty string"),
+    (lambda: ReviewHook("critic", rewrite), TypeError, r"ReviewHook: rewrite\(sender, recipient, text\) cannot be"),
+    (lambda: TransformHook("redact", judge), TypeError, r"TransformHook: judge\(agent, utterance\) cannot be"),
+    (lambda: RemindHook("nudge", "", after_turns=1), ValueError, r"RemindHook: message must be a non-empty string"),
+    (lambda: reset(2, keep=3), ValueError, r"reset: keep= \(3\) must not exceed max_entries= \(2\)"),
+])
+def test_the_hook_classes_check_what_they_are_given_directly(make, error, says):
+    with pytest.raises(error, match=says):
+        make()
+    # Names given as any iterable end up a frozenset.
+    assert ApprovalHook("gate", request_check, ["task"]).tools == frozenset({"task"})
