@@ -61,9 +61,10 @@ class SessionHooks:
                 if isinstance(exc, BudgetExhausted) and in_force(exc.meter):
                     raise
                 raise _failed(span, "review", hook.name, exc) from exc
-            span.add_event(
-                sc.EVENT_HOOK, hook_event("review", hook.name, "accept" if decision.allowed else "reject", decision.reason)
-            )
+            attrs = hook_event("review", hook.name, "accept" if decision.allowed else "reject", decision.reason)
+            if getattr(utterance, "message_id", None):  # the utterance judged, for views to point at
+                attrs[sc.HOOK_CAUSE] = utterance.message_id
+            span.add_event(sc.EVENT_HOOK, attrs)
             if not decision.allowed:
                 return hook.name, decision
         return None

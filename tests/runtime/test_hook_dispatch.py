@@ -65,6 +65,9 @@ async def test_false_and_true_answers_are_decisions(scripted, span_tree):
     session.hooks.reviewers.append(ReviewHook("Terse", lambda agent, utterance: next(answers)))
     assert await session.run("go") == "two"
     assert [e[sc.HOOK_DECISION] for e in hook_events(span_tree)] == ["reject", "accept"]
+    # Each decision names the utterance it judged: the first ("one") rejected, the second accepted.
+    said = [i for i, m in zip(session.root.transcript_ids, session.root.transcript) if m["role"] == "assistant"]
+    assert [e[sc.HOOK_CAUSE] for e in hook_events(span_tree)] == said
 
 
 @pytest.mark.parametrize("answer", ["DENY", "no", 0, 1, [], "APPROVE"])
