@@ -82,6 +82,7 @@ SESSION_CASES = [
     (lambda: Session(Agent("a"), model=5), TypeError, "Session: model= takes a string, not int"),
     (lambda: Session(Agent("a"), script=5), TypeError, "Session: script= takes a file path or a built-in script's name"),
     (lambda: Session(Agent("a"), hooks=[allow_all, allow_all]), ValueError, "Session: hooks[1] ('allow_all') is given twice"),
+    (lambda: Session(Agent("a"), on_text=lambda: None), TypeError, "Session: on_text= cannot be called with (agent name, text)"),
 ]
 
 
