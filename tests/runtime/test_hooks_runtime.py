@@ -57,17 +57,21 @@ def test_approval_prompt_matches_the_seed_and_describes_other_tools():
                     '{"force": true, "path": "/"}. Approve?'
 
 
-async def test_agent_hook_approves_until_its_agent_exists_and_never_judges_itself(scripted):
-    data = {
+def gate_script(gate_answers: list[str]) -> dict:
+    """main creates the hook agent Gate (not judged: it does not exist yet), then Other (judged by Gate)."""
+    return {
         "hooks": [{"kind": "approval", "name": "Gate", "agent": "Gate", "tools": ["task"]}],
         "agents": {
             "main": [{"tool_calls": [{"name": "task", "arguments": {"name": "Gate", "system_prompt": "judge"}}]},
                      {"tool_calls": [{"name": "task", "arguments": {"name": "Other", "system_prompt": "x"}}]},
                      "done"],
-            "Gate": ["APPROVE"],
+            "Gate": gate_answers,
         },
     }
-    session = scripted(data)
+
+
+async def test_agent_hook_approves_until_its_agent_exists_and_never_judges_itself(scripted):
+    session = scripted(gate_script(["APPROVE"]))
     await session.run("go")
     results = [m["content"] for m in session.root.transcript if m["role"] == "tool"]
     assert results == ["Created subagent: Gate", "Created subagent: Other"]
@@ -83,16 +87,7 @@ async def test_agent_hook_approves_until_its_agent_exists_and_never_judges_itsel
          "'I have nothing further to add.'"),
 ])
 async def test_an_agent_hook_that_does_not_approve_denies(scripted, gate_answers, result):
-    data = {
-        "hooks": [{"kind": "approval", "name": "Gate", "agent": "Gate", "tools": ["task"]}],
-        "agents": {
-            "main": [{"tool_calls": [{"name": "task", "arguments": {"name": "Gate", "system_prompt": "judge"}}]},
-                     {"tool_calls": [{"name": "task", "arguments": {"name": "Other", "system_prompt": "x"}}]},
-                     "done"],
-            "Gate": gate_answers,
-        },
-    }
-    session = scripted(data)
+    session = scripted(gate_script(gate_answers))
     await session.run("go")
     results = [m["content"] for m in session.root.transcript if m["role"] == "tool"]
     assert results == ["Created subagent: Gate", result]
