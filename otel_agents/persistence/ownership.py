@@ -51,7 +51,7 @@ def describe_busy(session_id: str, holder: dict[str, Any]) -> str:
         return f"session {session_id} is being written by another process"
     if holder["pid"] == os.getpid() and holder.get("host") in (None, socket.gethostname()):
         # A program resuming a session it still has open: naming its own pid would send it looking elsewhere.
-        return f"session {session_id} is being written by this process (pid {holder['pid']}): close it first"
+        return f"session {session_id} is being written by this process (pid {holder['pid']})"
     started = holder.get("started")
     return f"session {session_id} is being written by pid {holder['pid']}" + (f" (started {started})" if started else "")
 

@@ -325,7 +325,7 @@ def test_a_session_being_written_is_not_merged_into(live, env):
         before = snapshot(env)
         result = invoke("import", otlp, *storage(env))
         assert result.exit_code == 2, result.stderr
-        assert f"session {store.session_id} is being written by pid {__import__('os').getpid()}" in result.stderr
+        assert f"session {store.session_id} is being written by this process (pid {__import__('os').getpid()})" in result.stderr
         assert snapshot(env) == before
 
 
