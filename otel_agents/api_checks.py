@@ -7,11 +7,10 @@ reached before any turn); some never failed (two tools of one name, the last one
 
 from __future__ import annotations
 
-import inspect
 import os
 from typing import Any, Iterable, Mapping
 
-from otel_agents.arguments import check_count, check_flag, check_optional, check_seconds, check_text, kind_of
+from otel_agents.arguments import can_take, check_count, check_flag, check_optional, check_seconds, check_text, kind_of
 from otel_agents.llm.budget import Budget
 from otel_agents.llm.model_settings import ModelSettings
 from otel_agents.runtime.eviction import EvictionPolicy
@@ -64,17 +63,6 @@ def hooks_of(owner: str, hooks: Any) -> tuple[Any, ...]:
     return listed
 
 
-def _can_take(func: Any, count: int) -> bool:
-    """Whether ``func`` can be called with ``count`` positional arguments (True when it cannot be told)."""
-    try:
-        inspect.signature(func).bind(*range(count))
-    except TypeError:
-        return False
-    except ValueError:  # no signature to read (some built-ins)
-        return True
-    return True
-
-
 def check_run_options(
     owner: str,
     *,
@@ -109,7 +97,7 @@ def check_run_options(
     check_flag(owner, "stream", stream)
     if on_text is not None and not callable(on_text):
         raise TypeError(f"{owner}: on_text= takes a function of (agent name, text), not {kind_of(on_text)}")
-    if on_text is not None and not _can_take(on_text, 2):  # else each call fails, a warning on the span only
+    if on_text is not None and not can_take(on_text, 2):  # else each call fails, a warning on the span only
         raise TypeError(f"{owner}: on_text= cannot be called with (agent name, text)")
     check_optional(owner, "budget", budget, Budget, "a Budget")
     check_flag(owner, "allow_unpriced", allow_unpriced)

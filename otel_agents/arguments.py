@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from typing import Any, Iterable, Mapping
 
 from pydantic import BaseModel, ValidationError
@@ -59,6 +60,18 @@ def check_seconds(owner: str, argument: str, value: Any, *, optional: bool = Fal
 def check_flag(owner: str, argument: str, value: Any) -> None:
     if not isinstance(value, bool):
         raise TypeError(f"{owner}: {argument}= takes True or False, not {kind_of(value)}")
+
+
+def can_take(func: Any, count: int) -> bool:
+    """Whether ``func`` can be called with ``count`` positional arguments (True when it cannot be told:
+    some built-ins have no signature to read, and are judged when called)."""
+    try:
+        inspect.signature(func).bind(*range(count))
+    except TypeError:
+        return False
+    except ValueError:
+        return True
+    return True
 
 
 def names_of(owner: str, argument: str, values: Any) -> frozenset[str] | None:

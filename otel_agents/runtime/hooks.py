@@ -28,7 +28,9 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable, Union, get_args
 
-from otel_agents.arguments import check_count, check_required_text, check_seconds, check_text, kind_of, names_of
+from otel_agents.arguments import (
+    can_take, check_count, check_required_text, check_seconds, check_text, kind_of, names_of,
+)
 from otel_agents.runtime.turn_taking import hold
 from otel_agents.tracing import semconv as sc
 
@@ -100,15 +102,8 @@ def _hook_function(kind: str, func: Any, takes: str) -> None:
     Checked when the hook is made, so a wrong function fails at its decorator, not mid-run."""
     if not callable(func):
         raise TypeError(f"{kind}: takes a function of ({takes}), not {kind_of(func)}")
-    try:
-        signature = inspect.signature(func)
-    except (TypeError, ValueError):  # some built-ins have none: they are called and judged then
-        return
-    try:
-        signature.bind(*takes.split(", "))
-    except TypeError:
-        raise TypeError(f"{kind}: {_name_of(func)}{signature} cannot be called "
-                        f"with ({takes})") from None
+    if not can_take(func, len(takes.split(", "))):
+        raise TypeError(f"{kind}: {_name_of(func)}{inspect.signature(func)} cannot be called with ({takes})")
 
 
 @dataclass
