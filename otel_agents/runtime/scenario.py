@@ -17,19 +17,15 @@ from otel_agents.runtime.session import AgentSpec, Session
 from otel_agents.runtime.tools import Tool
 
 
-def _names(values: tuple[str, ...] | None) -> frozenset[str] | None:
-    return frozenset(values) if values is not None else None
-
-
 def _approval(spec: HookSpec) -> ApprovalHook:
     if spec.agent:
-        return agent_approval_hook(spec.agent, _names(spec.tools), spec.name, _names(spec.agents))
+        return agent_approval_hook(spec.agent, spec.tools, spec.name, spec.agents)  # the hook makes the name sets
     denied = frozenset(spec.deny_tools)
     return ApprovalHook(
         spec.name,
         lambda request: Decision(request.tool not in denied, f"tool '{request.tool}' is not allowed"),
-        _names(spec.tools),
-        _names(spec.agents),
+        spec.tools,
+        spec.agents,
     )
 
 
@@ -41,7 +37,7 @@ def _review(spec: HookSpec) -> ReviewHook:
             return Decision(False, f"the answer must not contain {needle!r}")
         return Decision(True)
 
-    return ReviewHook(spec.name, review, _names(spec.agents))
+    return ReviewHook(spec.name, review, spec.agents)
 
 
 def _transform(spec: HookSpec) -> TransformHook:

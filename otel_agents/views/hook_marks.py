@@ -23,6 +23,7 @@ class _HookEvent:
     kind: str
     name: str
     decision: str
+    cause: str | None = None  # a review's: the utterance it judged (sessions saved before it was recorded: None)
 
 
 def hook_events(tree: Mapping[str, Any] | None, tree_path: Path | None) -> list[_HookEvent]:
@@ -52,8 +53,9 @@ def _wanted(event: _HookEvent) -> bool:
 def _event(span_id: Any, ts_ns: Any, attrs: Any) -> _HookEvent | None:
     if not isinstance(span_id, str) or not isinstance(ts_ns, int) or not isinstance(attrs, Mapping):
         return None  # a damaged line: no mark rather than a wrong one
+    cause = attrs.get(sc.HOOK_CAUSE)
     return _HookEvent(span_id, ts_ns, str(attrs.get(sc.HOOK_KIND)), str(attrs.get(sc.HOOK_NAME) or "?"),
-                      str(attrs.get(sc.HOOK_DECISION)))
+                      str(attrs.get(sc.HOOK_DECISION)), cause if isinstance(cause, str) else None)
 
 
 def _journal_events(path: Path) -> Iterator[_HookEvent]:
@@ -107,7 +109,8 @@ def hook_marks(events: list[_HookEvent], records: Iterable[Mapping[str, Any]],
         else:
             if entry.get("role") != "user" or entry.get("source") != "system":
                 continue  # not the rejection told to the agent: nothing to mark surely
-            rejected = previous_entry(entry["message_id"])
+            # The event names the utterance it rejected; an older one is known by where it stands.
+            rejected = event.cause or previous_entry(entry["message_id"])
             if rejected is None:
                 continue
             mark = HookMark(REJECTED, event.name, rejected, entry.get("agent_id"))

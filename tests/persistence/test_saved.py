@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -108,7 +109,10 @@ def ops_by_tool(tree) -> dict[str, dict]:
     return {ref.op["attributes"].get("gen_ai.tool.name"): ref.op for ref in iter_ops(tree) if ref.op["kind"] == "tool"}
 
 
-def test_a_session_being_written_is_read_with_its_run_open_and_nothing_written(tmp_path):
+@contextlib.contextmanager
+def held_run(tmp_path):
+    """A real run held inside its tool ("Hold on"): yields its home and session directory while the run
+    is open; on leaving, the tool is let go and the run must end cleanly, its recorder done."""
     home = tmp_path / "home"
     marker = tmp_path / "held"
     proc = start_run(tmp_path, home, [{"tool_calls": [{"name": "hold", "arguments": {"marker": str(marker)}}]},
@@ -118,6 +122,16 @@ def test_a_session_being_written_is_read_with_its_run_open_and_nothing_written(t
         assert proc.poll() is None, proc.communicate()[1]
         directory = session_dir(home)
         settled(directory)
+        yield home, directory
+    finally:
+        Path(str(marker) + ".go").write_text("go")
+        out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    wait_for(lambda: owner_of(directory) is None, "the recorder to end")
+
+
+def test_a_session_being_written_is_read_with_its_run_open_and_nothing_written(tmp_path):
+    with held_run(tmp_path) as (home, directory):
         before = snapshot(home)
         warnings: list[str] = []
         loaded = load_saved(directory, warnings.append)
@@ -130,11 +144,6 @@ def test_a_session_being_written_is_read_with_its_run_open_and_nothing_written(t
         assert ops_by_tool(loaded.tree)["hold"]["status"] == "in_progress"
         assert loaded.records == [line.record for line in read_event_lines(loaded.events_path)]
         assert loaded.meta["status"] == "running" and loaded.session_id == directory.name
-    finally:
-        Path(str(marker) + ".go").write_text("go")
-        out, err = proc.communicate(timeout=120)
-    assert proc.returncode == 0, err
-    wait_for(lambda: owner_of(directory) is None, "the recorder to end")
     closed = load_saved(directory, pytest.fail)
     assert closed.source == SOURCE_CHECKPOINT and not closed.live and closed.billed
     assert ops_by_tool(closed.tree)["hold"]["status"] == "ok"
@@ -145,15 +154,7 @@ def test_a_session_being_written_is_read_with_its_run_open_and_nothing_written(t
 def test_a_running_session_is_listed_with_what_it_has_spent_so_far(tmp_path):
     """meta.json is written as a run begins and again at its end: in between, a first run's listing said
     $0 and no title. The listing reads the journal of a session whose run is open, and writes nothing."""
-    home = tmp_path / "home"
-    marker = tmp_path / "held"
-    proc = start_run(tmp_path, home, [{"tool_calls": [{"name": "hold", "arguments": {"marker": str(marker)}}]},
-                                      "Done holding."], "Hold on")
-    try:
-        wait_for(lambda: marker.exists() or proc.poll() is not None, "the tool to start")
-        assert proc.poll() is None, proc.communicate()[1]
-        directory = session_dir(home)
-        settled(directory)
+    with held_run(tmp_path) as (home, directory):
         (listing,) = list_sessions(home / "sessions")
         assert listing.meta["status"] == "running" and listing.meta["totals"]["llm_calls"] == 0  # as the run began
         before = snapshot(home)
@@ -161,11 +162,6 @@ def test_a_running_session_is_listed_with_what_it_has_spent_so_far(tmp_path):
         assert snapshot(home) == before
         assert meta["status"] == "running" and meta["title"] == "Hold on" and meta["runs"] == 1
         assert meta["totals"]["llm_calls"] == 1 and meta["totals"]["cost_usd"] > 0  # the call that asked to hold
-    finally:
-        Path(str(marker) + ".go").write_text("go")
-        out, err = proc.communicate(timeout=120)
-    assert proc.returncode == 0, err
-    wait_for(lambda: owner_of(directory) is None, "the recorder to end")
     (closed,) = list_sessions(home / "sessions")
     assert listed_meta(closed) == closed.meta  # a closed session: meta.json's word, nothing read
     assert closed.meta["totals"]["llm_calls"] == 2

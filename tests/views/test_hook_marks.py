@@ -46,3 +46,18 @@ def test_events_come_from_the_tree_when_there_is_no_journal(tmp_path):
     assert hook_events(tree, None) == [_HookEvent("aaaaaaaaaaaaaaaa", 5, "review", "R", "reject")]
     assert hook_events(None, tmp_path / "tree.json.gz") == []  # neither journal nor tree: no marks
     assert hook_events(None, None) == []
+
+
+def test_a_rejection_that_names_its_utterance_marks_that_one():
+    # The transcript's order would point at m2; the event's cause says m1 was judged.
+    records = [
+        entry("m1", "jack", "chat", 10, role="assistant", content="HELLO!!!"),
+        entry("m2", "jack", "turn", 15, role="user", source="external", content="meanwhile"),
+        entry("m3", "jack", "turn", 21, role="user", source="system", content="Your answer was rejected"),
+    ]
+    event = _HookEvent("turn", 20, "review", "NoShouting", "reject", cause="m1")
+    assert hook_marks([event], records, {"m3": "m2"}.get) == {"m1": [HookMark("rejected", "NoShouting", "m1", "jack")]}
+    attrs = {sc.HOOK_KIND: "review", sc.HOOK_NAME: "R", sc.HOOK_DECISION: "reject", sc.HOOK_CAUSE: "m1"}
+    tree = {"id": "s", "runs": [{"span_id": "aaaaaaaaaaaaaaaa", "attributes": {}, "turns": [], "ops": [], "logs": [
+        {"ts": 5, "event": sc.EVENT_HOOK, "level": "VRB", "message": "", "attributes": attrs}]}]}
+    assert hook_events(tree, None) == [_HookEvent("aaaaaaaaaaaaaaaa", 5, "review", "R", "reject", "m1")]
