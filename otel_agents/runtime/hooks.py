@@ -141,21 +141,35 @@ def approval_prompt(request: ToolRequest) -> str:
 
 
 # The verdict is the answer's first word, however it is dressed (``**DENIED**:``, ``Approved.``).
-_VERDICT = re.compile(r"[\W_]*(APPROVE[SD]?|APPROVAL|DEN(?:Y|IED|IES|IAL))(?![A-Z])[\W_]*(.*)", re.IGNORECASE | re.DOTALL)
+_WORD = r"(APPROVE[SD]?|APPROVAL|DEN(?:Y|IED|IES|IAL))(?![A-Z])"
+_VERDICT = re.compile(rf"[\W_]*{_WORD}([\W_]*)(.*)", re.IGNORECASE | re.DOTALL)
+# What follows a verdict word that makes it a choice put back, not a verdict ("Approve or deny", "APPROVE/DENY").
+_OTHER_WORD = re.compile(rf"(?:or\s+)?{_WORD}", re.IGNORECASE)
 
 
 def parse_verdict(answer: str) -> Decision:
     """``APPROVE`` approves; ``DENY. reason`` (``DENIED: reason``) denies with that reason. An answer
     that is neither denies too, saying so: a guard whose verdict cannot be read fails closed, as an
-    approval hook that raises does (the scripted fallback "I have nothing further to add." is no yes)."""
+    approval hook that raises does (the scripted fallback "I have nothing further to add." is no yes,
+    nor is "Approve?" or "Approve or deny")."""
     text, said = str(answer).strip(), getattr(answer, "message_id", None)  # a LoggedString knows its record
     found = _VERDICT.match(text)
+    if found is not None and _undecided(found.group(2), found.group(3)):
+        found = None
     if found is None:
         shown = text if len(text) <= 200 else text[:200] + "…"
         return Decision(False, f"the hook agent answered neither APPROVE nor DENY: {shown!r}", said)
     if found.group(1).upper().startswith("APPROV"):
-        return Decision(True, found.group(2).strip(), said)
-    return Decision(False, found.group(2).strip() or "denied", said)
+        return Decision(True, found.group(3).strip(), said)
+    return Decision(False, found.group(3).strip() or "denied", said)
+
+
+def _undecided(between: str, rest: str) -> bool:
+    """Whether a verdict word is asked ("Approve?") or offered with the other ("Approve or deny")."""
+    if "?" in between:
+        return True
+    other = _OTHER_WORD.match(rest)
+    return other is not None and (other.group(0)[:2].lower() == "or" or between.strip().endswith("/"))
 
 
 def agent_approval_hook(

@@ -23,7 +23,8 @@ def test_parse_verdict_reads_the_first_word():
 
 
 @pytest.mark.parametrize("answer", ["I have nothing further to add.", "Sure, go ahead", "", "DENYING nothing",
-                                    "APPROVING? no", "I deny it"])
+                                    "APPROVING? no", "I deny it", "APPROVE?", "Approve? I cannot tell.",
+                                    "**Deny?**", "Approve or deny?", "APPROVE/DENY", "Deny or approve: unsure"])
 def test_an_answer_that_is_neither_verdict_denies_and_says_so(answer):
     decision = parse_verdict(answer)
     assert not decision.allowed
