@@ -20,7 +20,7 @@ from otel_agents.api_recording import active_recording, recording
 from otel_agents.llm.budget import Budget, BudgetMeter, totals_before
 from otel_agents.llm.model_settings import ModelSettings
 from otel_agents.runtime.eviction import EvictionPolicy, eviction_policy
-from otel_agents.runtime.hooks import ApprovalHook, Hook, ReviewHook, TransformHook
+from otel_agents.runtime.hooks import ApprovalHook, Hook, RemindHook, ReviewHook, TransformHook, check_tools_named
 from otel_agents.runtime.session import DEFAULT_MAX_TURNS, AgentSpec, RunContext
 from otel_agents.runtime.session import Session as RuntimeSession
 from otel_agents.runtime.tools import Tool
@@ -108,8 +108,11 @@ def _load_script(script: Script | str | os.PathLike[str] | None) -> Script | Non
 
 
 def _install(runtime: RuntimeSession, hooks: Iterable[Hook]) -> None:
-    """Hooks already checked (``hooks_of``), each to its kind's list."""
+    """Hooks already checked (``hooks_of``), each to its kind's list, once the tools they name are the session's."""
+    known = runtime.tool_names()
     for hook in hooks:
+        if isinstance(hook, (ApprovalHook, RemindHook)):
+            check_tools_named(f"hook {hook.name!r}: tools=", hook.tools, known)
         if isinstance(hook, ApprovalHook):
             runtime.hooks.approvers.append(hook)
         elif isinstance(hook, ReviewHook):

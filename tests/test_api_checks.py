@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from otel_agents import Agent, Budget, EvictionPolicy, ModelSettings, Session, approval, fork, resume, tool
+from otel_agents import Agent, Budget, EvictionPolicy, ModelSettings, Session, approval, fork, remind, resume, tool
 from otel_agents.apps import AppError, load_app
 from otel_agents.runtime.tools import make_tool
 
@@ -83,7 +83,19 @@ SESSION_CASES = [
     (lambda: Session(Agent("a"), script=5), TypeError, "Session: script= takes a file path or a built-in script's name"),
     (lambda: Session(Agent("a"), hooks=[allow_all, allow_all]), ValueError, "Session: hooks[1] ('allow_all') is given twice"),
     (lambda: Session(Agent("a"), on_text=lambda: None), TypeError, "Session: on_text= cannot be called with (agent name, text)"),
+    (lambda: Session(Agent("a", tools=[lookup]), script="jack-and-jill", hooks=[guard_of("lookpu")]), ValueError,
+     "hook 'guard': tools= names 'lookpu', which no agent of this session has as a tool (its tools: discuss, lookup, task)"),
+    (lambda: Session(Agent("a"), script="jack-and-jill", hooks=[remind("m", after_turns=1, tools=["lookup"])]), ValueError,
+     "hook 'remind': tools= names 'lookup', which no agent of this session has as a tool (its tools: discuss, task)"),
 ]
+
+
+def guard_of(*tools):
+    @approval(tools=list(tools))
+    def guard(request) -> bool:
+        return False
+
+    return guard
 
 
 @pytest.mark.parametrize("make, error, says", SESSION_CASES)

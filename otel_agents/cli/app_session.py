@@ -1,4 +1,5 @@
-"""What ``run --app`` and ``resume`` of an app session share: importing the app, exit 2 if it cannot be."""
+"""What ``run``, ``resume``, ``fork`` and ``replay`` share in making a session: the app imported and the
+script's and app's hooks installed, or exit 2 saying why."""
 
 from __future__ import annotations
 
@@ -17,13 +18,40 @@ def load_app_or_exit(reference: str) -> App:
         raise click.UsageError(str(exc)) from None
 
 
+def new_session(app: App | None, script: Any, model: str | None, **session_kwargs: Any) -> Any:
+    """A new runtime session: the script's (``build_session``) or the app's (``build_app_session``)."""
+    from otel_agents.runtime.hooks import HookToolsError
+    from otel_agents.runtime.scenario import build_session
+
+    if app is not None:
+        return build_app_session(app, script, model, **session_kwargs)
+    try:
+        return build_session(script, model=model, **session_kwargs)
+    except HookToolsError as exc:
+        raise click.UsageError(f"script {script.name!r}: {exc}") from None
+
+
+def install_session_hooks(session: Any, script: Any, app: App | None) -> None:
+    """The script's hooks, then the app's (in the order a new session has them), or exit 2."""
+    from otel_agents.runtime.hooks import HookToolsError
+    from otel_agents.runtime.scenario import install_hooks
+
+    if script is not None:
+        try:
+            install_hooks(session, script.hooks)
+        except HookToolsError as exc:
+            raise click.UsageError(f"script {script.name!r}: {exc}") from None
+    if app is not None:
+        install_app_hooks(session, app)
+
+
 def build_app_session(app: App, script: Any, model: str | None, **session_kwargs: Any) -> Any:
     """A new runtime session rooted at the app's agent; the script answers agents left on its scripted model.
 
     The model is ``--model``, else the agent's own, else the script's offline model; the
     script (optional: an app on a real model needs none) has its hooks installed before the app's.
     """
-    from otel_agents.runtime.scenario import install_hooks, resolve_model
+    from otel_agents.runtime.scenario import resolve_model
     from otel_agents.runtime.session import AgentSpec, Session
 
     agent = app.agent
@@ -39,17 +67,17 @@ def build_app_session(app: App, script: Any, model: str | None, **session_kwargs
     if script is not None:
         session.llm.stream = session.llm.stream or script.stream
         session.llm.use_script(script)  # registered at the first scripted call only: none with a real model
-        install_hooks(session, script.hooks)
-    install_app_hooks(session, app)
+    install_session_hooks(session, script, app)
     return session
 
 
 def install_app_hooks(session: Any, app: App) -> None:
     from otel_agents.api import _install
+    from otel_agents.runtime.hooks import HookToolsError
 
     try:
         _install(session, app.hooks)
-    except TypeError as exc:
+    except (TypeError, HookToolsError) as exc:
         raise click.UsageError(f"app {app.reference!r}: {exc}") from None
 
 

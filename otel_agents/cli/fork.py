@@ -17,7 +17,7 @@ from otel_agents.cli.execution import (
     use_saved_script,
 )
 from otel_agents.cli.model_options import check_scripted_model, model_options
-from otel_agents.cli.app_session import agents_by_name, install_app_hooks, load_app_or_exit
+from otel_agents.cli.app_session import agents_by_name, install_session_hooks, load_app_or_exit
 from otel_agents.cli.eviction_options import EvictionOptions, eviction_options
 from otel_agents.cli.options import ledger_errors_are_data_errors, session_dir_or_exit, storage_options
 from otel_agents.tracing import semconv as sc
@@ -64,7 +64,6 @@ def fork_session_command(source_id, at, prompts, script_name, model_opts, otlp_f
     params = recorded.merged(model_opts.params) if recorded is not None else model_opts.params
 
     from otel_agents.restore import keep_revivable
-    from otel_agents.runtime.scenario import install_hooks
     from otel_agents.runtime.session import RunContext
 
     with command_tracing(otlp_file) as tracing:  # shut down however the command ends
@@ -88,10 +87,7 @@ def fork_session_command(source_id, at, prompts, script_name, model_opts, otlp_f
             )
         except ForkError as exc:
             raise click.UsageError(str(exc)) from None
-        if script is not None:
-            install_hooks(session, script.hooks)  # hooks are code: installed as the source's run had them
-        if app is not None:
-            install_app_hooks(session, app)
+        install_session_hooks(session, script, app)  # hooks are code: installed as the source's run had them
         recording = start_recording(tracing, paths, session.id)
         keep_revivable(session, paths.session_dir(session.id))  # evicted agents come back from the fork's own records
         attach_console(tracing, verbose, trace_llm, trace_tools)

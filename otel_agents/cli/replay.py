@@ -18,7 +18,7 @@ from otel_agents.cli.execution import (
     start_recording,
 )
 from otel_agents.cli.model_options import ModelOptions
-from otel_agents.cli.app_session import agents_by_name, build_app_session, load_app_or_exit
+from otel_agents.cli.app_session import agents_by_name, install_session_hooks, load_app_or_exit, new_session
 from otel_agents.cli.options import DataError, session_dir_or_exit, storage_options
 
 @dataclass
@@ -109,7 +109,6 @@ def replay_command(session_id: str, from_run: int, strict: bool, verbose: bool, 
     book = ReplayBook.of(source.calls, strict=strict)  # runs before --from-run are not made: not in it
     model = f"replay/{source.session_id}"
 
-    from otel_agents.runtime.scenario import build_session
     from otel_agents.runtime.session import RunContext
     from otel_agents.tracing import semconv as sc
 
@@ -118,12 +117,9 @@ def replay_command(session_id: str, from_run: int, strict: bool, verbose: bool, 
         if start is not None:
             session = _forked_before_run(start, app, script, model, telemetry=tracing.telemetry, llm=llm,
                                          settings_override=params, budget=meter)
-        elif app is None:
-            session = build_session(script, model=model, telemetry=tracing.telemetry, llm=llm,
-                                    settings_override=params, budget=meter)
         else:
-            session = build_app_session(app, script, model, telemetry=tracing.telemetry, llm=llm,
-                                        settings_override=params, budget=meter)
+            session = new_session(app, script, model, telemetry=tracing.telemetry, llm=llm,
+                                  settings_override=params, budget=meter)
         llm.stream = source.stream  # as recorded, whatever the script says now
         recording = start_recording(tracing, paths, session.id)
         attach_console(tracing, verbose, False, False)
@@ -159,10 +155,8 @@ def _forked_before_run(start: Any, app: Any, script: Any, model: str, **restore_
     request parameters and budgets); those budgets count what the runs before spent, at the
     source's recorded cost, as a replay from run 1 would have counted it in one process.
     """
-    from otel_agents.cli.app_session import install_app_hooks
     from otel_agents.forking import ForkError, fork_session
     from otel_agents.restore import INTERRUPTED_RESULT
-    from otel_agents.runtime.scenario import install_hooks
     from otel_agents.tracing.session_ids import new_session_id
 
     settings, budgets = agents_by_name(app, script)
@@ -177,9 +171,6 @@ def _forked_before_run(start: Any, app: Any, script: Any, model: str, **restore_
     except ForkError as exc:
         raise click.UsageError(str(exc)) from None
     session.carry_spent(start.spent, lambda: start.agents_spent)
-    if script is not None:
-        install_hooks(session, script.hooks)
-    if app is not None:
-        install_app_hooks(session, app)
+    install_session_hooks(session, script, app)
     return session
 

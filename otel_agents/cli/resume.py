@@ -19,7 +19,7 @@ from otel_agents.cli.execution import (
     use_saved_script,
 )
 from otel_agents.cli.model_options import check_scripted_model, model_options
-from otel_agents.cli.app_session import agents_by_name, install_app_hooks, load_app_or_exit
+from otel_agents.cli.app_session import agents_by_name, install_session_hooks, load_app_or_exit
 from otel_agents.cli.budget_options import BudgetOptions, budget_options, check_session_budgets
 from otel_agents.cli.eviction_options import EvictionOptions, eviction_options
 from otel_agents.cli.options import ledger_errors_are_data_errors, session_dir_or_exit, storage_options
@@ -110,7 +110,6 @@ def _resume_owned(session_dir, session_id, prompts, script_name, model_opts, otl
     from otel_agents.cli.execution import StorageUnwritable
     from otel_agents.persistence.store import StoreError
     from otel_agents.restore import keep_revivable
-    from otel_agents.runtime.scenario import install_hooks
     from otel_agents.runtime.session import RunContext
     from otel_agents.saved_session import bill_before_resume
 
@@ -139,10 +138,7 @@ def _resume_owned(session_dir, session_id, prompts, script_name, model_opts, otl
         except ResumeError as exc:
             raise click.UsageError(str(exc)) from None
         target = _target_or_exit(session, delivery)
-        if script is not None:
-            install_hooks(session, script.hooks)
-        if app is not None:
-            install_app_hooks(session, app)
+        install_session_hooks(session, script, app)
 
         try:  # said before anything is billed or any LLM is called; a crashed run is billed once, before new runs
             bill_before_resume(session_dir, tree, meta, paths.billing_file, repair)

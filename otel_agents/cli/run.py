@@ -22,7 +22,7 @@ from otel_agents.cli.budget_options import budget_options, check_session_budgets
 from otel_agents.cli.eviction_options import eviction_options
 from otel_agents.cli.options import FiniteFloat, storage_options
 from otel_agents.cli.model_options import check_scripted_model, model_options
-from otel_agents.cli.app_session import build_app_session, load_app_or_exit
+from otel_agents.cli.app_session import load_app_or_exit, new_session
 
 DEFAULT_SCRIPT = "jack-and-jill"
 # Said once by the built-in demo: its warnings are part of the show, not a problem of the user's set-up.
@@ -81,20 +81,14 @@ def run(prompts, script_name, app_reference, resume_id, watch_paths, watch_agent
     watch = _file_watch(watch_paths, watch_agent, watch_for, script)
     eviction = eviction_opts.policy(script)
     from otel_agents.restore import keep_revivable
-    from otel_agents.runtime.scenario import build_session
     from otel_agents.runtime.session import RunContext
     from otel_agents.tracing import semconv as sc
 
     with command_tracing(otlp_file) as tracing:  # shut down however the command ends
         llm = make_llm(tracing, model_opts)
-        if app is None:
-            session = build_session(script, model=model_opts.model, telemetry=tracing.telemetry, llm=llm,
-                                    max_turns=model_opts.max_turns, settings_override=model_opts.params,
-                                    budget=budget_opts.meter(), eviction=eviction)
-        else:
-            session = build_app_session(app, script, model_opts.model, telemetry=tracing.telemetry, llm=llm,
-                                        max_turns=model_opts.max_turns, settings_override=model_opts.params,
-                                        budget=budget_opts.meter(), eviction=eviction)
+        session = new_session(app, script, model_opts.model, telemetry=tracing.telemetry, llm=llm,
+                              max_turns=model_opts.max_turns, settings_override=model_opts.params,
+                              budget=budget_opts.meter(), eviction=eviction)
         check_session_budgets(session, budget_opts)
         recording = start_recording(tracing, paths, session.id, redact_contents=redacted_save)
         keep_revivable(session, paths.session_dir(session.id), redacted=redacted_save)  # only now may agents be evicted

@@ -128,6 +128,20 @@ class ApprovalHook:
         return as_decision("approval", self.name, await _resolve(self.check(request)))
 
 
+class HookToolsError(ValueError):
+    """A hook names a tool the session does not have (``check_tools_named``)."""
+
+
+def check_tools_named(where: str, names: Iterable[str] | None, known: frozenset[str]) -> None:
+    """Refuse a tool name no agent of the session has: a hook watching or denying only that tool would
+    never act, and a guard that never acts is a typo found too late (``"secrets"`` for ``"secret"``)."""
+    unknown = sorted(set(names or ()) - known)
+    if unknown:
+        named = ", ".join(repr(n) for n in unknown)
+        raise HookToolsError(f"{where} names {named}, which no agent of this session has as a tool "
+                         f"(its tools: {', '.join(sorted(known))}): the hook would never act on it")
+
+
 def approval_prompt(request: ToolRequest) -> str:
     agent = request.agent
     if request.tool == "task":

@@ -11,7 +11,7 @@ from otel_agents.llm.script_hooks import HookSpec
 from otel_agents.llm.scripts import Script
 from otel_agents.runtime.eviction import eviction_policy
 from otel_agents.runtime.hooks import (
-    ApprovalHook, Decision, RemindHook, ReviewHook, TransformHook, agent_approval_hook, remind, reset,
+    ApprovalHook, Decision, RemindHook, ReviewHook, TransformHook, agent_approval_hook, check_tools_named, remind, reset,
 )
 from otel_agents.runtime.session import AgentSpec, Session
 from otel_agents.runtime.tools import Tool
@@ -61,7 +61,11 @@ def _remind(spec: HookSpec) -> RemindHook:
 
 
 def install_hooks(session: Session, specs: Iterable[HookSpec]) -> None:
+    """Each spec made a hook of the session, once its tool names are known to be tools the session has."""
+    known = session.tool_names()
     for spec in specs:
+        check_tools_named(f"hook {spec.name!r}: tools", spec.tools, known)
+        check_tools_named(f"hook {spec.name!r}: deny_tools", spec.deny_tools, known)
         if spec.kind == "approval":
             session.hooks.approvers.append(_approval(spec))
         elif spec.kind == "review":

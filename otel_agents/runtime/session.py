@@ -220,6 +220,17 @@ class Session:
             for agent in metered:
                 carry_over((agent.budget_meter,), spent.get(agent.agent_id))
 
+    def tool_names(self) -> frozenset[str]:
+        """Every tool an agent of this session can call: the built-ins, the root's and the agents' made
+        so far (a sub-agent is given its parent's, so no later agent has one of its own)."""
+        from otel_agents.runtime.builtins import BUILTIN_TOOLS
+
+        names = set(BUILTIN_TOOLS)
+        names.update(t.name for t in (self.root_spec.tools if self.root_spec else ()))
+        for agent in self.agents.values():
+            names.update(agent.user_tools)
+        return frozenset(names)
+
     def find_agent(self, name_or_id: str) -> "Agent | None":
         """By id, else the most recently created agent of that name."""
         if name_or_id in self.agents:

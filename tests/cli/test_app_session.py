@@ -94,6 +94,27 @@ def test_an_app_that_cannot_be_loaded_is_one_line_and_exit_2(tmp_path, script, r
     assert not (home / "sessions").exists() or not any((home / "sessions").iterdir())
 
 
+@pytest.mark.parametrize("app, deny, code", [
+    (["--app", "city_app:make"], "delete_notes", 0),  # the app's tool: a script's hook may guard it
+    (["--app", "city_app:make"], "delete_note", 2),
+    ([], "delete_notes", 2),  # without the app no agent has that tool
+])
+def test_a_scripts_hook_naming_a_tool_no_agent_has_is_refused_before_anything_is_saved(tmp_path, app, deny, code):
+    home = tmp_path / "home"
+    path = tmp_path / "guarded.json"
+    path.write_text(json.dumps({**SCRIPT, "hooks": [{"kind": "approval", "name": "NoDelete", "deny_tools": [deny]}]}))
+    done = cli("run", *app, "--script", str(path), "How big is Paris?", home=home, check=False)
+    assert done.returncode == code, done.stderr
+    if code == 2:
+        assert done.stderr.strip().splitlines()[-1] == (
+            f"Error: script 'cities': hook 'NoDelete': deny_tools names {deny!r}, which no agent of this session has "
+            f"as a tool (its tools: {'census, delete_notes, discuss, population, task' if app else 'discuss, task'}): "
+            "the hook would never act on it")
+        assert not (home / "sessions").exists() or not any((home / "sessions").iterdir())
+    else:
+        assert "Error: Action blocked by hook 'NoDelete'" in str(contents(home, session_of(done)))
+
+
 def test_resume_exits_2_naming_the_app_when_it_cannot_be_imported_and_changes_nothing(tmp_path, script):
     home = tmp_path / "home"
     session_id = session_of(cli("run", "--app", "city_app:make", "--script", str(script), "Paris?", home=home))

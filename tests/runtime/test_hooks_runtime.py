@@ -125,11 +125,40 @@ async def test_scripted_hook_specs_install_working_hooks(scripted):
 
 def test_install_hooks_sorts_kinds():
     session = Session()
-    install_hooks(session, [HookSpec("approval", "a", deny_tools=("x",)), HookSpec("review", "r"),
+    install_hooks(session, [HookSpec("approval", "a", deny_tools=("task",)), HookSpec("review", "r"),
                             HookSpec("transform", "t", replace={"a": "b"})])
     assert [h.name for h in session.hooks.approvers] == ["a"]
     assert [h.name for h in session.hooks.reviewers] == ["r"]
     assert [h.name for h in session.hooks.transformers] == ["t"]
+
+
+@pytest.mark.parametrize("spec, field", [
+    (HookSpec("approval", "Gate", deny_tools=("task", "taks")), "deny_tools"),
+    (HookSpec("approval", "Gate", agent="Monitor", tools=("secrets",)), "tools"),
+    (HookSpec("remind", "Nudge", message="m", tools=("serach",)), "tools"),
+])
+def test_a_scripted_hook_naming_a_tool_the_session_lacks_is_refused(spec, field):
+    session = Session()
+    with pytest.raises(ValueError, match=rf"hook '(Gate|Nudge)': {field} names '(taks|secrets|serach)', which no agent "
+                                         r"of this session has as a tool \(its tools: discuss, task\)"):
+        install_hooks(session, [spec])
+    assert not session.hooks.approvers and not session.hooks.reminders
+
+
+def test_the_root_s_own_tools_may_be_named():
+    from otel_agents.runtime.session import AgentSpec
+    from otel_agents.runtime.tools import tool
+
+    @tool
+    def secret() -> str:
+        """The secret."""
+        return "s"
+
+    session = Session(root=AgentSpec("main", "scripted/x", tools=(secret,)))
+    install_hooks(session, [HookSpec("approval", "Gate", deny_tools=("secret",))])
+    assert session.tool_names() == {"secret", "task", "discuss"}
+    with pytest.raises(ValueError, match="'secrets', which no agent"):
+        install_hooks(session, [HookSpec("approval", "Typo", deny_tools=("secrets",))])
 
 
 async def test_hook_decorators_judge_rewrite_and_reset_as_the_scripted_kinds_do(scripted):
