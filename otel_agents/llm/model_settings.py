@@ -40,7 +40,14 @@ class ModelSettings(CheckedModel):
     @classmethod
     def _one_stop_is_a_list(cls, value: Any) -> Any:
         # OpenAI takes a string or a list; one shape is kept so spans and merges see one type.
-        return [value] if isinstance(value, str) else value
+        stops = [value] if isinstance(value, str) else value
+        if stops is None:
+            return None
+        if not isinstance(stops, (list, tuple)) or not all(isinstance(s, str) for s in stops):
+            raise ValueError("must be a string or a list of strings")
+        if not all(stops):
+            raise ValueError("a stop sequence may not be empty")
+        return stops
 
     @field_validator("max_tokens", "seed", mode="before")
     @classmethod
@@ -100,7 +107,8 @@ def settings_from_mapping(data: Any, where: str) -> ModelSettings:
     except ValidationError as exc:
         error = exc.errors()[0]
         key = ".".join(str(p) for p in error["loc"]) or "params"
-        raise ModelSettingsError(_where(where, f"request parameter {key}: {error['msg']}")) from None
+        said = error["msg"].removeprefix("Value error, ")  # a validator's own words need no prefix
+        raise ModelSettingsError(_where(where, f"request parameter {key}: {said}")) from None
 
 
 def _value(text: str) -> Any:

@@ -77,6 +77,7 @@ def test_an_outside_events_agent_or_sender_that_is_not_utf8_is_refused(cli_env):
     (["--timeout", "inf"], "'--timeout': 'inf' is not a finite number"),
     (["--param", "seed=99999999999999999999999"], "request parameter seed: Input should be less than"),
     (["--param", "max_tokens=9223372036854775808"], "request parameter max_tokens: Input should be less than"),
+    (["--param", "stop="], "request parameter stop: a stop sequence may not be empty"),
     (["--otlp-file="], "'--otlp-file': '' is not a file name"),
     (["--billing-file="], "'--billing-file': '' is not a file name"),
 ])
