@@ -14,7 +14,9 @@ Contract:
 - The file's content (pid, recorder pid, start time, host) only names the holder for
   messages; the lock itself is the truth. A holder writes it (:meth:`Ownership.announce`)
   only when it is about to write the session, so an import that changes nothing
-  leaves every file as it was; a message never names a holder that has ended.
+  leaves every file as it was, and empties it when it lets go; a message never names a
+  holder that has ended or let go. A refused writer waits a moment for a holder that has
+  not named itself yet (``_ANNOUNCE_WAIT_S``).
 """
 
 from __future__ import annotations
@@ -34,6 +36,9 @@ from otel_agents.persistence.private import make_private_dir
 LOCK_FILE = "owner.lock"
 # A reader's probe holds the lock for microseconds; a writer retries over this window.
 _RETRY_S = 0.5
+# A holder that has not named itself yet (a resume loading the session) will do so, or let go, in
+# moments: a refused writer waits this long for the name rather than say "another process".
+_ANNOUNCE_WAIT_S = 3.0
 _RETRY_STEP_S = 0.01
 
 
@@ -80,6 +85,11 @@ class Ownership:
 
     def release(self) -> None:
         if self.fd is not None:
+            if self.announced:  # a holder that let go is nobody's answer, though its process lives on
+                try:
+                    os.ftruncate(self.fd, 0)
+                except OSError:
+                    pass
             os.close(self.fd)  # the lock goes when the recorder process's copy goes too
             self.fd = None
 
@@ -102,7 +112,8 @@ def take(directory: Path, *, create: bool = False, announce: bool = True) -> Own
         # Not mkdir(parents=True, mode=0o700): that mode reaches only the last directory, the parents got 0755.
         make_private_dir(directory, own_existing=False)
     path = directory / LOCK_FILE
-    deadline = time.monotonic() + _RETRY_S
+    started = time.monotonic()
+    deadline = started + _RETRY_S
     while True:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
@@ -112,7 +123,9 @@ def take(directory: Path, *, create: bool = False, announce: bool = True) -> Own
             if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
                 raise
             if time.monotonic() >= deadline:
-                raise SessionBusy(directory.name, _read_info(path)) from None
+                holder = _read_info(path)
+                if holder or time.monotonic() >= started + _ANNOUNCE_WAIT_S:
+                    raise SessionBusy(directory.name, holder) from None
             time.sleep(_RETRY_STEP_S)
             continue
         # Taken: but ``sessions rm`` may have removed the directory (and this file) meanwhile.
@@ -158,8 +171,11 @@ def _write_info(fd: int | None, info: dict[str, Any]) -> None:
     if fd is None:
         return
     data = json.dumps(info).encode() + b"\n"
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, data, 0)
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, data, 0)
+    except OSError:  # a full disk: the lock holds all the same; only messages lose the holder's name
+        pass
 
 
 def _read_info(path: Path) -> dict[str, Any]:
