@@ -12,6 +12,7 @@ from otel_agents.llm.accounting import scope
 from otel_agents.llm.budget import Budget, BudgetMeter, metering
 from otel_agents.llm.model_settings import ModelSettings
 from otel_agents.runtime.eviction import RevivalError, replay_into
+from otel_agents.runtime.hooks import HookFailed
 from otel_agents.runtime.logged_string import LoggedString, substance_of
 from otel_agents.runtime.tool_call import run_tool_call
 from otel_agents.runtime.tools import Tool
@@ -267,7 +268,12 @@ class Agent:
                     await self._run_tool_calls(calls, message_id)
                     continue
                 utterance = LoggedString(message.get("content") or "", message_id)
-                rejection = await self.session.hooks.review(self, utterance)
+                try:
+                    rejection = await self.session.hooks.review(self, utterance)
+                except HookFailed as failed:
+                    # Never given: the agent, and whoever resumes it, must not take the answer as said.
+                    self.harken(f"Your answer was not delivered: {failed}", source="system")
+                    raise
                 if rejection is None:
                     return utterance
                 hook_name, decision = rejection

@@ -60,7 +60,7 @@ class SessionHooks:
             except Exception as exc:
                 if isinstance(exc, BudgetExhausted) and in_force(exc.meter):
                     raise
-                raise _failed(span, "review", hook.name, exc) from exc
+                raise _failed(span, "review", hook.name, exc, getattr(utterance, "message_id", None)) from exc
             attrs = hook_event("review", hook.name, "accept" if decision.allowed else "reject", decision.reason)
             if getattr(utterance, "message_id", None):  # the utterance judged, for views to point at
                 attrs[sc.HOOK_CAUSE] = utterance.message_id
@@ -112,8 +112,12 @@ class SessionHooks:
         return text
 
 
-def _failed(span: trace.Span, kind: str, name: str, exc: Exception) -> HookFailed:
-    """The HookFailed to raise, its ``error`` decision recorded on the span the hook was asked on."""
+def _failed(span: trace.Span, kind: str, name: str, exc: Exception, cause: str | None = None) -> HookFailed:
+    """The HookFailed to raise, its ``error`` decision recorded on the span the hook was asked on
+    (naming ``cause``, the utterance a review hook failed to judge)."""
     reason = f"{type(exc).__name__}: {exc}"
-    span.add_event(sc.EVENT_HOOK, hook_event(kind, name, "error", reason))
+    attrs = hook_event(kind, name, "error", reason)
+    if cause:
+        attrs[sc.HOOK_CAUSE] = cause
+    span.add_event(sc.EVENT_HOOK, attrs)
     return HookFailed(f"{kind} hook '{name}' failed: {reason}")

@@ -1,4 +1,4 @@
-"""What hooks did to the records: utterances a review hook rejected, deliveries a transform hook rewrote."""
+"""What hooks did to the records: utterances a review hook rejected or failed to judge, deliveries a transform hook rewrote."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from otel_agents.views.model import HookMark
 
 REJECTED = "rejected"  # a review hook refused the utterance; the agent was told and answered again
 REWRITTEN = "rewritten"  # a transform hook changed the text one recipient received
+UNDELIVERED = "undelivered"  # a review hook failed on the utterance: never given, the response stopped
 
 
 @dataclass(frozen=True)
@@ -47,7 +48,7 @@ def hook_events(tree: Mapping[str, Any] | None, tree_path: Path | None) -> list[
 
 
 def _wanted(event: _HookEvent) -> bool:
-    return (event.kind, event.decision) in (("review", "reject"), ("transform", "rewrite"))
+    return (event.kind, event.decision) in (("review", "reject"), ("review", "error"), ("transform", "rewrite"))
 
 
 def _event(span_id: Any, ts_ns: Any, attrs: Any) -> _HookEvent | None:
@@ -108,12 +109,17 @@ def hook_marks(events: list[_HookEvent], records: Iterable[Mapping[str, Any]],
             mark = HookMark(REWRITTEN, event.name, entry["message_id"], entry.get("agent_id"))
         else:
             if entry.get("role") != "user" or entry.get("source") != "system":
-                continue  # not the rejection told to the agent: nothing to mark surely
-            # The event names the utterance it rejected; an older one is known by where it stands.
-            rejected = event.cause or previous_entry(entry["message_id"])
-            if rejected is None:
-                continue
-            mark = HookMark(REJECTED, event.name, rejected, entry.get("agent_id"))
+                continue  # not the rejection (or failure) told to the agent: nothing to mark surely
+            if event.decision == "error":  # named by every session that tells the agent of the failure
+                if event.cause is None:
+                    continue
+                mark = HookMark(UNDELIVERED, event.name, event.cause, entry.get("agent_id"))
+            else:
+                # The event names the utterance it rejected; an older one is known by where it stands.
+                rejected = event.cause or previous_entry(entry["message_id"])
+                if rejected is None:
+                    continue
+                mark = HookMark(REJECTED, event.name, rejected, entry.get("agent_id"))
         found = marks.setdefault(mark.message_id, [])
         if mark not in found:
             found.append(mark)

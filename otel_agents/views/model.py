@@ -56,7 +56,7 @@ class HookMark:
     """A hook's verdict on one transcript entry: the utterance a review hook rejected, or the delivery
     a transform hook rewrote (the recipient got other words than the original's)."""
 
-    action: str  # rejected | rewritten
+    action: str  # rejected | undelivered (a review hook failed on it) | rewritten
     hook: str  # the hook's name
     message_id: str  # the entry: the rejected utterance, or the rewritten delivery
     agent_id: str | None  # the speaker (rejected) or the recipient (rewritten)

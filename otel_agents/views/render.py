@@ -141,12 +141,15 @@ def render_dialog(items: Sequence[DialogItem]) -> str:
 
 
 def hook_note(marks: Sequence[HookMark]) -> str:
-    """``  [rejected by hook 'X']``, ``  [delivered to Jill as rewritten by hook 'Y']``: a dialog line
+    """``  [rejected by hook 'X']``, ``  [not delivered: review hook 'X' failed]``,
+    ``  [delivered to Jill as rewritten by hook 'Y']``: a dialog line
     shows the original words, so what a hook did to them is said beside them."""
     notes: dict[str, list[str]] = {}  # note -> recipients, in order
     for mark in marks:
         if mark.action == "rejected":
             notes.setdefault(f"rejected by hook '{mark.hook}'", [])
+        elif mark.action == "undelivered":
+            notes.setdefault(f"not delivered: review hook '{mark.hook}' failed", [])
         else:
             recipients = notes.setdefault(f"as rewritten by hook '{mark.hook}'", [])
             if mark.agent not in recipients:

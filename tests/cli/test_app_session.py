@@ -136,8 +136,13 @@ def test_a_failing_review_hook_ends_the_run_in_one_line_with_exit_1_and_the_sess
     assert "error: review hook 'offline_reviewer' failed: RuntimeError: reviewer offline" in done.stderr.splitlines()
     assert "Traceback" not in done.stderr and done.stdout == ""  # the answer nobody could judge is not printed
     session_id = session_of(done)
-    assert "Paris is large." in contents(home, session_id)  # recorded as said, never accepted
+    said = contents(home, session_id)
+    assert said[-2:] == ["Paris is large.",  # recorded as said, never accepted, and the agent told so
+                         "Your answer was not delivered: review hook 'offline_reviewer' failed: RuntimeError: reviewer offline"]
     assert cli("sessions", "verify", session_id, home=home, check=False).returncode == 0
+    dialog = cli("view", session_id, "dialog", "researcher", home=home).stdout.splitlines()
+    assert [line.split(" ", 1)[1] for line in dialog if "Paris is large." in line] == [
+        "researcher: Paris is large.  [not delivered: review hook 'offline_reviewer' failed]"]
 
 
 CRASH_SCRIPT = {

@@ -34,11 +34,15 @@ async def test_a_failing_review_hook_stops_the_root_response_after_one_call(scri
     session.hooks.reviewers.append(ReviewHook("Critic", raising))
     with pytest.raises(HookFailed, match=r"^review hook 'Critic' failed: ValueError: reviewer offline$"):
         await session.run("go")
-    assert [m["role"] for m in session.root.transcript] == ["user", "assistant"]  # no rejection fed back
+    # Not asked again; but the agent (and whoever resumes it) is told its answer was never given.
+    assert [(m["role"], m["content"]) for m in session.root.transcript[1:]] == [
+        ("assistant", "first answer"),
+        ("user", "Your answer was not delivered: review hook 'Critic' failed: ValueError: reviewer offline"),
+    ]
     assert len([s for s in span_tree().spans if s.name.startswith(sc.OP_CHAT + " ")]) == 1
     (event,) = hook_events(span_tree)
-    assert (event[sc.HOOK_KIND], event[sc.HOOK_DECISION], event[sc.HOOK_REASON]) == (
-        "review", "error", "ValueError: reviewer offline"
+    assert (event[sc.HOOK_KIND], event[sc.HOOK_DECISION], event[sc.HOOK_REASON], event[sc.HOOK_CAUSE]) == (
+        "review", "error", "ValueError: reviewer offline", session.root.transcript_ids[1]
     )
 
 
@@ -50,6 +54,9 @@ async def test_a_failing_review_hook_on_a_sub_agent_is_its_callers_tool_error(sc
     assert tool_result(session.root) == (
         "Error: tool 'task' failed: HookFailed: review hook 'Critic' failed: ValueError: reviewer offline"
     )
+    kid = session.find_agent("Kid")
+    assert [m["content"] for m in kid.transcript[-2:]] == [
+        "hi", "Your answer was not delivered: review hook 'Critic' failed: ValueError: reviewer offline"]
 
 
 async def test_a_review_hook_returning_none_fails_rather_than_rejects(scripted):

@@ -61,3 +61,18 @@ def test_a_rejection_that_names_its_utterance_marks_that_one():
     tree = {"id": "s", "runs": [{"span_id": "aaaaaaaaaaaaaaaa", "attributes": {}, "turns": [], "ops": [], "logs": [
         {"ts": 5, "event": sc.EVENT_HOOK, "level": "VRB", "message": "", "attributes": attrs}]}]}
     assert hook_events(tree, None) == [_HookEvent("aaaaaaaaaaaaaaaa", 5, "review", "R", "reject", "m1")]
+
+
+def test_an_utterance_a_failing_review_hook_could_not_judge_is_marked_not_delivered():
+    records = [
+        entry("m1", "jack", "chat", 10, role="assistant", content="HELLO"),
+        entry("m2", "jack", "turn", 21, role="user", source="system", content="Your answer was not delivered: …"),
+    ]
+    failed = _HookEvent("turn", 20, "review", "Critic", "error", cause="m1")
+    assert hook_marks([failed], records, {"m2": "m1"}.get) == {"m1": [HookMark("undelivered", "Critic", "m1", "jack")]}
+    # Saved before the event named the utterance (and before the agent was told): nothing sure to mark.
+    assert hook_marks([_HookEvent("turn", 20, "review", "Critic", "error")], records[:1], {}.get) == {}
+    attrs = {sc.HOOK_KIND: "review", sc.HOOK_NAME: "Critic", sc.HOOK_DECISION: "error", sc.HOOK_CAUSE: "m1"}
+    tree = {"id": "s", "runs": [{"span_id": "aaaaaaaaaaaaaaaa", "attributes": {}, "turns": [], "ops": [], "logs": [
+        {"ts": 5, "event": sc.EVENT_HOOK, "level": "VRB", "message": "", "attributes": attrs}]}]}
+    assert hook_events(tree, None) == [_HookEvent("aaaaaaaaaaaaaaaa", 5, "review", "Critic", "error", "m1")]
