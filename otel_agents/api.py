@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import warnings
 import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
@@ -107,6 +108,21 @@ def _load_script(script: Script | str | os.PathLike[str] | None) -> Script | Non
     return load_script(os.fspath(script))
 
 
+def _warning_on_failure(on_text: Callable[[str, str], None]) -> Callable[[Any, str], None]:
+    """``on_text`` as the client calls it; its failure is also a RuntimeWarning, since a program has no
+    console to see the span's WRN line (the client stops handing that answer on, and says so there)."""
+    def hand_on(request: Any, text: str) -> None:
+        try:
+            on_text(request.agent_name, text)
+        except Exception as exc:
+            from otel_agents.llm.client import on_text_failure
+
+            warnings.warn(on_text_failure(exc), RuntimeWarning, stacklevel=2)
+            raise
+
+    return hand_on
+
+
 def _install(runtime: RuntimeSession, hooks: Iterable[Hook]) -> None:
     """Hooks already checked (``hooks_of``), each to its kind's list, once the tools they name are the session's."""
     known = runtime.tool_names()
@@ -199,7 +215,7 @@ class Session:
             runtime.llm.stream = runtime.llm.stream or script.stream
             install_hooks(runtime, script.hooks)
         if on_text is not None:
-            runtime.llm.on_text = lambda request, text: on_text(request.agent_name, text)
+            runtime.llm.on_text = _warning_on_failure(on_text)
         _install(runtime, hooks)
         from otel_agents.tracing import semconv as sc
 

@@ -365,8 +365,7 @@ class LLMClient:
                 on_text(request, text)
             except Exception as exc:
                 failed = True
-                self.telemetry.log("WRN", f"on_text raised {type(exc).__name__}: {exc}; "
-                                          "the rest of this answer was not handed to it")
+                self.telemetry.log("WRN", on_text_failure(exc))
 
         return hand_on
 
@@ -383,3 +382,7 @@ class _AttemptFailed(Exception):
         super().__init__(str(cause))
         self.cause = cause
 
+
+def on_text_failure(exc: Exception) -> str:
+    """What is said when ``on_text`` raised: the client stops handing that answer to it."""
+    return f"on_text raised {type(exc).__name__}: {exc}; the rest of this answer was not handed to it"

@@ -206,3 +206,18 @@ async def test_an_on_text_that_raises_is_a_warning_not_a_failed_attempt(server, 
         "on_text raised ValueError: display gone; the rest of this answer was not handed to it"
     ]
     assert len(calls) == 1  # not called again for that answer
+
+
+def test_an_on_text_given_to_the_python_api_that_raises_is_a_python_warning():
+    # The API has no console: the span's WRN line alone would leave the program's author guessing.
+    import otel_agents
+
+    def broken(name, text):
+        raise ValueError("display gone")
+
+    import pytest
+
+    with pytest.warns(RuntimeWarning, match=r"^on_text raised ValueError: display gone; the rest of this answer "
+                                            r"was not handed to it$"):
+        with otel_agents.Session(otel_agents.Agent("main"), script="jack-and-jill", on_text=broken) as session:
+            assert session.run_sync("hi")
