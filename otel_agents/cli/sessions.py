@@ -39,7 +39,7 @@ def list_command(as_json: bool, paths) -> None:
     """List saved sessions, newest first (by creation; unreadable ones last)."""
     from dataclasses import replace
 
-    from otel_agents.persistence.saved import listed_meta
+    from otel_agents.persistence.listed import listed_meta
     from otel_agents.persistence.store import list_sessions
     from otel_agents.persistence.session_meta import effective_status
 

@@ -18,7 +18,8 @@ from otel_agents.persistence.ownership import owner_of
 from otel_agents.persistence.paths import InvalidSessionId, Paths
 from otel_agents.persistence.events_file import EVENTS_FILE
 from otel_agents.persistence.journal import JOURNAL_FILE
-from otel_agents.persistence.saved import SessionUnreadable, listed_meta, load_saved, reader_meta
+from otel_agents.persistence.listed import listed_meta
+from otel_agents.persistence.saved import SessionUnreadable, load_saved, reader_meta
 from otel_agents.persistence.store import SessionListing
 from otel_agents.persistence.session_meta import writer_died
 from otel_agents.persistence.tree_file import TREE_FILE
