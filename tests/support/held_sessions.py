@@ -144,6 +144,7 @@ class Opened:
 def opened_session(tmp_path: Path):
     """Yields an :class:`Opened` session; on leaving, the program closes it (or has been killed)."""
     home = tmp_path / "home"
+    tmp_path.mkdir(parents=True, exist_ok=True)
     (tmp_path / "opener.py").write_text(OPENER)
     env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
     env.update(PYTHONPATH=str(ROOT), LITELLM_LOCAL_MODEL_COST_MAP="True")
