@@ -37,14 +37,12 @@ def _json(value: Any) -> None:
 @storage_options
 def list_command(as_json: bool, paths) -> None:
     """List saved sessions, newest first (by creation; unreadable ones last)."""
-    from dataclasses import replace
-
-    from otel_agents.persistence.saved import listed_meta
-    from otel_agents.persistence.store import list_sessions
+    from otel_agents.persistence.listed import listed_sessions
     from otel_agents.persistence.session_meta import effective_status
 
-    # A writer killed mid-run left meta.json as the run began: its summary is read from the journal.
-    listings = [replace(item, meta=listed_meta(item)) for item in list_sessions(paths.sessions_dir)[::-1]]
+    # meta.json lags a running session, one whose writer was killed mid-run, and a new one (it has none
+    # until its first run begins): their summaries are read from the journal.
+    listings = listed_sessions(paths.sessions_dir)[::-1]
     if as_json:
         out = []
         for item in listings:

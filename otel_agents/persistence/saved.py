@@ -25,8 +25,8 @@ from otel_agents.persistence.interrupted import close_interrupted
 from otel_agents.persistence.journal import JournalError, read_journal, rebuild
 from otel_agents.persistence.notices import Warn, stderr_warning
 from otel_agents.persistence.ownership import owner_of
-from otel_agents.persistence.store import SessionListing, SessionStore, StoreError
-from otel_agents.persistence.session_meta import checkpoint_is_current, closed_meta, make_meta, writer_died
+from otel_agents.persistence.store import SessionStore, StoreError
+from otel_agents.persistence.session_meta import checkpoint_is_current, closed_meta, writer_died
 from otel_agents.persistence.timestamps import iso_ts
 from otel_agents.persistence.torn_record import torn_record
 from otel_agents.persistence.tree_file import TREE_FILE
@@ -241,7 +241,6 @@ def _tree_as_saved(store: SessionStore, warn: Warn, live: bool) -> LoadedSession
 
 
 RECOVERED_KEYS = ("title", "updated", "runs", "agents", "totals")  # of meta.json, stale after a kill mid-run
-SO_FAR_KEYS = ("title", "runs", "agents", "totals")  # of meta.json, as of the open run's start while it runs
 
 
 def reader_meta(
@@ -260,35 +259,6 @@ def reader_meta(
     written = [p.stat().st_mtime_ns for p in (store.journal_path, store.events_path) if p.exists()]
     closed = closed_meta(tree, created_ns=0, updated_ns=max(written, default=0))
     return {**meta, **{key: closed[key] for key in RECOVERED_KEYS}}
-
-
-def listed_meta(listing: SessionListing, warn: Warn = lambda _: None) -> dict[str, Any] | None:
-    """``listing.meta`` as ``reader_meta`` has it: a killed writer's session is read (its tree only) to
-    say what it holds, and so is one whose run is in progress (``so_far_meta``); a session that cannot
-    be read keeps meta.json's word."""
-    meta = listing.meta
-    died = writer_died(meta, listing.directory)
-    if not died and not running_now(meta, listing.directory):
-        return meta
-    try:
-        loaded = load_saved(listing.directory, warn, tree_only=True)
-    except (SessionUnreadable, OSError):
-        return meta
-    return reader_meta(meta, loaded.tree, listing.directory) if died else so_far_meta(meta, loaded.tree)
-
-
-def running_now(meta: Mapping[str, Any] | None, directory: Path) -> bool:
-    """meta.json says a run is open (its writer says ``running`` only then) and a process holds the session."""
-    return meta is not None and meta.get("status") == "running" and owner_of(directory) is not None
-
-
-def so_far_meta(meta: dict[str, Any] | None, tree: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """A running session's meta.json with what its journal holds so far: the writer wrote meta.json as the
-    run began (its totals, a first run's $0 and no title, lack the run) and writes it again only at its end."""
-    if meta is None or tree is None:
-        return meta
-    now = make_meta(tree, created_ns=0, updated_ns=0, running=True)
-    return {**meta, **{key: now[key] for key in SO_FAR_KEYS}}
 
 
 def _torn_record(store: SessionStore, fragment: bytes, lines: list[EventLine], warn: Warn) -> EventLine | None:

@@ -155,8 +155,13 @@ def list_sessions(sessions_dir: Path) -> list[SessionListing]:
         except StoreError as exc:
             meta, problem = None, str(exc)
         out.append(SessionListing(entry.name, entry, meta, problem))
-    out.sort(key=lambda s: ((s.meta or {}).get("created") or "", s.session_id))
+    out.sort(key=by_creation)
     return out
+
+
+def by_creation(listing: SessionListing) -> tuple[str, str]:
+    """The listing order: meta.json's ``created``, then the id (sessions without meta.json first)."""
+    return (listing.meta or {}).get("created") or "", listing.session_id
 
 
 def check_file_writable(path: Path) -> None:

@@ -18,9 +18,9 @@ from otel_agents.persistence.ownership import owner_of
 from otel_agents.persistence.paths import InvalidSessionId, Paths
 from otel_agents.persistence.events_file import EVENTS_FILE
 from otel_agents.persistence.journal import JOURNAL_FILE
-from otel_agents.persistence.saved import SessionUnreadable, listed_meta, load_saved, reader_meta
+from otel_agents.persistence.listed import as_listed, listed_meta, must_read, opening_now
+from otel_agents.persistence.saved import SessionUnreadable, load_saved
 from otel_agents.persistence.store import SessionListing
-from otel_agents.persistence.session_meta import writer_died
 from otel_agents.persistence.tree_file import TREE_FILE
 from otel_agents.ui.node_index import NodeIndex, build_index
 from otel_agents.ui.security import ApiError, check_session_id
@@ -134,21 +134,24 @@ class SessionCache:
         from otel_agents.persistence.gc_pause import collector_paused
 
         notes: list[str] = []
-        try:
-            with collector_paused():  # a decoded tree is many acyclic objects: see gc_pause.py
+        with collector_paused():  # a decoded tree is many acyclic objects: see gc_pause.py
+            try:
                 saved = load_saved(directory, notes.append, tree_only=True)
-                index = build_index(saved.tree or {})
-        except SessionUnreadable as exc:
-            raise ApiError(422, str(exc)) from None
+                tree, meta = saved.tree, saved.meta
+            except SessionUnreadable as exc:
+                if not opening_now(None, directory):
+                    raise ApiError(422, str(exc)) from None
+                tree, meta = None, None  # a new session, its lock alone saved: running, nothing in it yet
+            index = build_index(tree or {})
         live = key[-1]
-        # A writer killed mid-run left meta.json as the run began: title, times and totals from the recovered tree.
-        meta = reader_meta(saved.meta, saved.tree, directory)
-        return UiSession(session_id, directory, key, saved.tree, meta, live, index, notes)
+        # meta.json lags a killed writer's, a running and a new session: listed as `sessions list` lists them.
+        return UiSession(session_id, directory, key, tree, as_listed(meta, tree, directory), live, index, notes)
 
     def listed_meta(self, listing: SessionListing) -> dict[str, Any] | None:
-        """``listing.meta`` as the session's detail has it (``saved.reader_meta``). A killed writer's session
-        is read once per change of its files (the list is asked for every 2 s), or taken from its load here."""
-        if not writer_died(listing.meta, listing.directory):
+        """``listing.meta`` as the session's detail has it (``listed.listed_meta``). A session whose meta.json
+        lags (killed, running, new) is read once per change of its files (the list is asked for every 2 s), or
+        taken from its load here."""
+        if not must_read(listing.meta, listing.directory):
             return listing.meta
         key = stamp(listing.directory)
         with self._lock:
@@ -160,6 +163,6 @@ class SessionCache:
                 return known[1]
         meta = listed_meta(listing)
         with self._lock:
-            self._listed[listing.session_id] = (key, meta)  # one small dict per killed session
+            self._listed[listing.session_id] = (key, meta)  # one small dict per session read
         return meta
 

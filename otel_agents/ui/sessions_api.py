@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from otel_agents.persistence.ownership import owner_of
-from otel_agents.persistence.store import list_sessions
+from otel_agents.persistence.listed import listed_sessions
 from otel_agents.persistence.session_meta import effective_status
 from otel_agents.persistence.timestamps import iso_ts
 from otel_agents.ui.loaded import SessionCache, UiSession
@@ -60,7 +60,8 @@ def summary(session_id: str, directory: Path, meta: Mapping[str, Any] | None, pr
 
 
 def list_api(sessions_dir: Path, query: Mapping[str, str], cache: SessionCache | None = None) -> dict[str, Any]:
-    """``cache``: where a killed writer's session's summary is read from (else meta.json as it is)."""
+    """Each session as ``sessions list`` lists it (``listed.listed_sessions``); ``cache``: where the summary of
+    one whose meta.json lags (killed, running, new) is read from, once per change of its files."""
     offset, limit = paging(query, 100)
     status = query.get("status") or None
     if status is not None and status not in STATUSES:
@@ -72,8 +73,8 @@ def list_api(sessions_dir: Path, query: Mapping[str, str], cache: SessionCache |
     if order not in ("asc", "desc"):
         raise ApiError(400, f"bad order {order[:40]!r}: asc or desc")
     text = (query.get("q") or "").casefold()
-    rows = [summary(s.session_id, s.directory, cache.listed_meta(s) if cache else s.meta, s.problem)
-            for s in list_sessions(sessions_dir)]
+    rows = [summary(s.session_id, s.directory, s.meta, s.problem)
+            for s in listed_sessions(sessions_dir, cache.listed_meta if cache else None)]
     if text:
         rows = [r for r in rows if text in r["id"].casefold() or text in (r["title"] or "").casefold()]
     if status is not None:

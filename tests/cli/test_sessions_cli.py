@@ -11,6 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from otel_agents.cli import cli
+from support.held_sessions import opened_session
 
 PROMPT = "Create Jack and Jill for a cafe discussion"
 
@@ -269,6 +270,19 @@ def test_list_reports_unreadable_sessions(env):
     assert result.exit_code == 0 and "unreadable" in result.stdout
     as_json = json.loads(invoke("sessions", "list", "--json").stdout)
     assert as_json == [{"id": session_id, "problem": as_json[0]["problem"]}] and "JSON" in as_json[0]["problem"]
+
+
+def test_list_shows_a_session_opened_before_its_first_meta_as_running_and_newest(env, tmp_path):
+    """Before its first run's meta.json, a new session held by its program was listed last, as unreadable."""
+    flags = ["--sessions-dir", str(tmp_path / "opened" / "home" / "sessions")]
+    earlier = run_demo(*flags)
+    with opened_session(tmp_path / "opened") as opened:
+        rows = invoke("sessions", "list", *flags).stdout.splitlines()[1:]
+        assert [row.split()[0] for row in rows] == [opened.directory.name, earlier]
+        assert rows[0].split()[2:5] == ["0", "running", "$0.000000"], rows[0]
+        newest, _ = json.loads(invoke("sessions", "list", "--json", *flags).stdout)
+        assert (newest["id"], newest["status"], newest["runs"], newest["title"]) == (
+            opened.directory.name, "running", 0, None) and "problem" not in newest
 
 
 @pytest.mark.parametrize("field, value", [

@@ -2,14 +2,9 @@
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import json
-import os
 import signal
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -18,43 +13,10 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from otel_agents.persistence.events_file import read_event_lines
 from otel_agents.persistence.ownership import owner_of, take
 from otel_agents.persistence.saved import (
-    SOURCE_CHECKPOINT, SOURCE_EVENTS, SOURCE_JOURNAL, SOURCE_TREE, SessionUnreadable, listed_meta, load_saved,
+    SOURCE_CHECKPOINT, SOURCE_EVENTS, SOURCE_JOURNAL, SOURCE_TREE, SessionUnreadable, load_saved,
 )
-from otel_agents.persistence.store import list_sessions
 from otel_agents.persistence.tree_walk import iter_ops
-
-ROOT = Path(__file__).resolve().parents[2]
-
-APP = '''
-import os, signal, time
-from pathlib import Path
-
-from otel_agents import Agent, tool
-
-
-@tool
-def hold(marker: str) -> str:
-    """Wait (a live run) until the test creates MARKER.go.
-
-    marker: a file to create once waiting
-    """
-    Path(marker).write_text("waiting")
-    deadline = time.monotonic() + 120
-    while not Path(marker + ".go").exists() and time.monotonic() < deadline:
-        time.sleep(0.02)
-    return "released"
-
-
-@tool
-def die() -> str:
-    """Die mid-call, as a process killed by the OOM killer would."""
-    os.kill(os.getpid(), signal.SIGKILL)
-    return "never said"
-
-
-def make():
-    return Agent("worker", "You work.", tools=[hold, die])
-'''
+from support.held_sessions import held_run, session_dir, start_run, wait_for
 
 
 def snapshot(root: Path, skip: tuple[str, ...] = ()) -> dict[str, tuple[int, int, str]]:
@@ -69,65 +31,8 @@ def snapshot(root: Path, skip: tuple[str, ...] = ()) -> dict[str, tuple[int, int
     return out
 
 
-def start_run(tmp_path: Path, home: Path, turns: list, prompt: str) -> subprocess.Popen:
-    """A real ``python -m otel_agents run --app`` process, offline on a scripted model."""
-    (tmp_path / "reader_app.py").write_text(APP)
-    script = tmp_path / "reader.json"
-    script.write_text(json.dumps({"name": "reader", "agents": {"worker": turns}}))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
-    env.update(OTEL_AGENTS_HOME=str(home), PYTHONPATH=os.pathsep.join([str(ROOT), str(tmp_path)]),
-               LITELLM_LOCAL_MODEL_COST_MAP="True")
-    return subprocess.Popen([sys.executable, "-m", "otel_agents", "run", "--app", "reader_app:make",
-                             "--script", str(script), prompt], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, cwd=tmp_path)
-
-
-def wait_for(condition, what: str, seconds: float = 90) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
-
-
-def settled(directory: Path) -> None:
-    """Wait until the recorder has written what it was sent (the files stop changing)."""
-    previous = None
-    while True:
-        now = {p.name: p.stat().st_size for p in directory.iterdir()}
-        if now == previous:
-            return
-        previous = now
-        time.sleep(0.3)
-
-
-def session_dir(home: Path) -> Path:
-    (directory,) = (home / "sessions").iterdir()
-    return directory
-
-
 def ops_by_tool(tree) -> dict[str, dict]:
     return {ref.op["attributes"].get("gen_ai.tool.name"): ref.op for ref in iter_ops(tree) if ref.op["kind"] == "tool"}
-
-
-@contextlib.contextmanager
-def held_run(tmp_path):
-    """A real run held inside its tool ("Hold on"): yields its home and session directory while the run
-    is open; on leaving, the tool is let go and the run must end cleanly, its recorder done."""
-    home = tmp_path / "home"
-    marker = tmp_path / "held"
-    proc = start_run(tmp_path, home, [{"tool_calls": [{"name": "hold", "arguments": {"marker": str(marker)}}]},
-                                      "Done holding."], "Hold on")
-    try:
-        wait_for(lambda: marker.exists() or proc.poll() is not None, "the tool to start")
-        assert proc.poll() is None, proc.communicate()[1]
-        directory = session_dir(home)
-        settled(directory)
-        yield home, directory
-    finally:
-        Path(str(marker) + ".go").write_text("go")
-        out, err = proc.communicate(timeout=120)
-    assert proc.returncode == 0, err
-    wait_for(lambda: owner_of(directory) is None, "the recorder to end")
 
 
 def test_a_session_being_written_is_read_with_its_run_open_and_nothing_written(tmp_path):
@@ -149,22 +54,6 @@ def test_a_session_being_written_is_read_with_its_run_open_and_nothing_written(t
     assert ops_by_tool(closed.tree)["hold"]["status"] == "ok"
     # The live read saw a prefix of what the run finally recorded.
     assert closed.records[: len(loaded.records)] == loaded.records
-
-
-def test_a_running_session_is_listed_with_what_it_has_spent_so_far(tmp_path):
-    """meta.json is written as a run begins and again at its end: in between, a first run's listing said
-    $0 and no title. The listing reads the journal of a session whose run is open, and writes nothing."""
-    with held_run(tmp_path) as (home, directory):
-        (listing,) = list_sessions(home / "sessions")
-        assert listing.meta["status"] == "running" and listing.meta["totals"]["llm_calls"] == 0  # as the run began
-        before = snapshot(home)
-        meta = listed_meta(listing)
-        assert snapshot(home) == before
-        assert meta["status"] == "running" and meta["title"] == "Hold on" and meta["runs"] == 1
-        assert meta["totals"]["llm_calls"] == 1 and meta["totals"]["cost_usd"] > 0  # the call that asked to hold
-    (closed,) = list_sessions(home / "sessions")
-    assert listed_meta(closed) == closed.meta  # a closed session: meta.json's word, nothing read
-    assert closed.meta["totals"]["llm_calls"] == 2
 
 
 @pytest.fixture(scope="module")

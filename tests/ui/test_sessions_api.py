@@ -10,6 +10,7 @@ from starlette.testclient import TestClient
 
 from otel_agents.persistence import ownership
 from otel_agents.ui.app import create_app
+from support.held_sessions import held_run, opened_session
 from support.ui_sessions import DEMO_PROMPT, LOCAL, clean_env, digest_tree, killed_sessions
 
 SUMMARY_KEYS = {"id", "title", "status", "live", "created", "updated", "runs", "agents", "tokens", "cost_usd", "problem"}
@@ -129,3 +130,51 @@ def test_a_killed_sessions_list_row_says_what_its_detail_says(tmp_path):
     (cli_row,) = json.loads(listed.stdout)
     assert (cli_row["totals"]["cost_usd"], cli_row["title"]) == (row["cost_usd"], row["title"])
     assert digest_tree(sessions) == before  # read, never repaired
+
+
+def _cli_rows(sessions, tmp_path) -> list[dict]:
+    """``sessions list --json`` of ``sessions``, a real process."""
+    import subprocess
+    import sys
+
+    listed = subprocess.run([sys.executable, "-m", "otel_agents", "sessions", "list", "--json", "--sessions-dir",
+                             str(sessions)], capture_output=True, text=True, env=clean_env(tmp_path), timeout=120)
+    assert listed.returncode == 0, listed.stderr
+    return json.loads(listed.stdout)
+
+
+def test_a_running_sessions_row_has_its_totals_so_far_as_sessions_list_does(tmp_path):
+    """meta.json is written as a run begins: the row of a first run in progress said $0 and no title
+    while ``sessions list`` (and the detail) read the journal. Both read it the same way now."""
+    with held_run(tmp_path) as (home, directory):
+        sessions = home / "sessions"
+        before = digest_tree(sessions)
+        (cli_row,) = _cli_rows(sessions, tmp_path / "unused")
+        client = TestClient(create_app(sessions, []), base_url=LOCAL)
+        for _ in range(2):  # the second from the cache
+            (row,) = client.get("/api/sessions").json()["sessions"]
+            assert (row["status"], row["live"], row["title"], row["runs"], row["agents"]) == (
+                "running", True, cli_row["title"], cli_row["runs"], cli_row["agents"]) and row["title"] == "Hold on"
+            totals = cli_row["totals"]
+            assert (row["tokens"], row["cost_usd"]) == (totals["input_tokens"] + totals["output_tokens"],
+                                                        totals["cost_usd"]) and row["cost_usd"] > 0
+        detail = client.get(f"/api/sessions/{directory.name}").json()
+        assert (detail["title"], detail["status"]) == (row["title"], "running")
+        assert detail["totals"] == {"tokens": row["tokens"], "cost_usd": row["cost_usd"]}
+        assert digest_tree(sessions) == before  # read, nothing written
+
+
+def test_a_session_opened_before_its_first_meta_is_a_running_row(tmp_path):
+    """No meta.json yet, a process holding it: running (as ``sessions list`` says), not failed with a problem."""
+    with opened_session(tmp_path) as opened:
+        client = TestClient(create_app(opened.home / "sessions", []), base_url=LOCAL)
+        (row,) = client.get("/api/sessions").json()["sessions"]
+        assert (row["id"], row["status"], row["live"], row["problem"]) == (opened.directory.name, "running", True, None)
+        assert (row["runs"], row["agents"], row["tokens"], row["cost_usd"], row["title"]) == (0, 0, 0, 0.0, None)
+        detail = client.get(f"/api/sessions/{opened.directory.name}")  # its lock alone: nothing to read, yet it is
+        assert detail.status_code == 200 and (detail.json()["status"], detail.json()["runs"]) == ("running", [])
+        opened.note()
+        (row,) = client.get("/api/sessions", params={"status": "running"}).json()["sessions"]
+        assert row["agents"] == 1 and row["problem"] is None
+        (cli_row,) = _cli_rows(opened.home / "sessions", tmp_path / "unused")
+        assert (cli_row["status"], cli_row["agents"], cli_row["created"]) == ("running", 1, row["created"])

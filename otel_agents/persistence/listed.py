@@ -1,0 +1,106 @@
+"""What a listing (``sessions list``, the web UI's list) says of each session: meta.json, or what its journal holds.
+
+meta.json is written as a run begins and again at its end, and not at all before a new session's
+first run begins: while a run is open, after its writer was killed mid-run, and while a live
+session has none yet, it lacks what was done, so the session's tree is read (read-only,
+``saved.load_saved``) to say it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from otel_agents.persistence.notices import Warn
+from otel_agents.persistence.ownership import LOCK_FILE, owner_of
+from otel_agents.persistence.saved import SessionUnreadable, load_saved, reader_meta
+from otel_agents.persistence.session_meta import make_meta, writer_died
+from otel_agents.persistence.store import SessionListing, SessionStore, by_creation, list_sessions
+from otel_agents.persistence.tree import build_tree
+
+SO_FAR_KEYS = ("title", "runs", "agents", "totals")  # of meta.json, as of the open run's start while it runs
+
+
+def listed_sessions(
+    sessions_dir: Path, listed: Callable[[SessionListing], dict[str, Any] | None] | None = None,
+) -> list[SessionListing]:
+    """``store.list_sessions`` with each session's meta as ``listed`` (default ``listed_meta``) says it, oldest
+    first by that: a new session listed from its journal is the newest, not last among the unreadable."""
+    listed = listed or listed_meta
+    out = []
+    for item in list_sessions(sessions_dir):
+        meta = listed(item)
+        out.append(item if meta is item.meta else dataclasses.replace(item, meta=meta, problem=None))
+    return sorted(out, key=by_creation)
+
+
+def must_read(meta: Mapping[str, Any] | None, directory: Path) -> bool:
+    """Whether meta.json, as it is, lags what the session holds (``listed_meta`` then reads the tree)."""
+    return writer_died(meta, directory) or running_now(meta, directory) or opening_now(meta, directory)
+
+
+def listed_meta(listing: SessionListing, warn: Warn = lambda _: None) -> dict[str, Any] | None:
+    """``listing.meta`` as readers should list it (``as_listed``): a session whose meta.json lags (``must_read``)
+    is read (its tree only) to say what it holds; anything else is meta.json as it is."""
+    if not must_read(listing.meta, listing.directory):
+        return listing.meta
+    try:
+        tree = load_saved(listing.directory, warn, tree_only=True).tree
+    except (SessionUnreadable, OSError):
+        tree = None  # nothing saved yet (a new session's lock alone), or damaged: meta.json's word, if any
+    return as_listed(listing.meta, tree, listing.directory)
+
+
+def as_listed(meta: dict[str, Any] | None, tree: Mapping[str, Any] | None, directory: Path) -> dict[str, Any] | None:
+    """meta.json as listings and the UI's detail show it, given the tree read: a killed writer's as ``reader_meta``
+    recovers it, a running session's with its totals so far (``so_far_meta``), a live one without meta.json
+    from what it holds so far (``first_meta``); else meta.json as it is."""
+    if writer_died(meta, directory):
+        return reader_meta(meta, tree, directory)
+    if running_now(meta, directory):
+        return so_far_meta(meta, tree)
+    if opening_now(meta, directory):
+        return first_meta(tree, directory)
+    return meta
+
+
+def running_now(meta: Mapping[str, Any] | None, directory: Path) -> bool:
+    """meta.json says a run is open (its writer says ``running`` only then) and a process holds the session."""
+    return meta is not None and meta.get("status") == "running" and owner_of(directory) is not None
+
+
+def opening_now(meta: Mapping[str, Any] | None, directory: Path) -> bool:
+    """No meta.json yet (not a damaged one: that is said) and a process holds the session: its writer
+    writes the first as its first run begins, so a new session is without one for its first seconds."""
+    return meta is None and not SessionStore(directory).meta_path.exists() and owner_of(directory) is not None
+
+
+def so_far_meta(meta: dict[str, Any] | None, tree: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """A running session's meta.json with what its journal holds so far: the writer wrote meta.json as the
+    run began (its totals, a first run's $0 and no title, lack the run) and writes it again only at its end."""
+    if meta is None or tree is None:
+        return meta
+    now = make_meta(tree, created_ns=0, updated_ns=0, running=True)
+    return {**meta, **{key: now[key] for key in SO_FAR_KEYS}}
+
+
+def first_meta(tree: Mapping[str, Any] | None, directory: Path) -> dict[str, Any]:
+    """The meta.json a live session without one would have now: what ``tree`` holds (nothing when None),
+    ``running``, created when its owner took the lock and updated at its streams' last write."""
+    store = SessionStore(directory)
+    created = _mtime_ns(directory / LOCK_FILE) or _mtime_ns(directory)
+    written = [_mtime_ns(path) for path in (store.journal_path, store.events_path)]
+    meta = make_meta(tree if tree is not None else build_tree([], directory.name), created_ns=created,
+                     updated_ns=max([created, *written]), running=True)
+    owner = owner_of(directory) or {}
+    # make_meta names this process, the reader; the writer is the lock's holder, as it announced itself.
+    meta["writer"] = {key: owner[key] for key in ("pid", "host", "recorder") if key in owner} or None
+    return meta
+
+
+def _mtime_ns(path: Path) -> int:
+    try:
+        return path.stat().st_mtime_ns
+    except OSError:
+        return 0

@@ -1,0 +1,64 @@
+"""What a listing says of each session (``listed.py``): meta.json, or what the journal holds while meta.json lags it."""
+
+from __future__ import annotations
+
+import time
+
+from otel_agents.persistence.listed import listed_meta
+from otel_agents.persistence.ownership import owner_of
+from otel_agents.persistence.store import list_sessions
+from otel_agents.persistence.timestamps import parse_iso_ts
+from support.held_sessions import held_run, opened_session, wait_for
+from test_saved import snapshot
+
+
+def test_a_running_session_is_listed_with_what_it_has_spent_so_far(tmp_path):
+    """meta.json is written as a run begins and again at its end: in between, a first run's listing said
+    $0 and no title. The listing reads the journal of a session whose run is open, and writes nothing."""
+    with held_run(tmp_path) as (home, directory):
+        (listing,) = list_sessions(home / "sessions")
+        assert listing.meta["status"] == "running" and listing.meta["totals"]["llm_calls"] == 0  # as the run began
+        before = snapshot(home)
+        meta = listed_meta(listing)
+        assert snapshot(home) == before
+        assert meta["status"] == "running" and meta["title"] == "Hold on" and meta["runs"] == 1
+        assert meta["totals"]["llm_calls"] == 1 and meta["totals"]["cost_usd"] > 0  # the call that asked to hold
+    (closed,) = list_sessions(home / "sessions")
+    assert listed_meta(closed) == closed.meta  # a closed session: meta.json's word, nothing read
+    assert closed.meta["totals"]["llm_calls"] == 2
+
+
+def test_a_session_opened_before_its_first_meta_is_listed_running_with_what_its_journal_holds(tmp_path):
+    """Until its first run begins a new session's directory holds its lock, then perhaps a journal, but no
+    meta.json: listed as unreadable, it was running all along. Read, nothing written."""
+    with opened_session(tmp_path) as opened:
+        (listing,) = list_sessions(opened.home / "sessions")
+        assert listing.meta is None and "meta.json does not exist" in listing.problem  # its lock alone
+        before = snapshot(opened.home)
+        meta = listed_meta(listing)
+        assert snapshot(opened.home) == before
+        assert (meta["id"], meta["status"], meta["runs"], meta["title"], meta["agents"]) == (
+            opened.directory.name, "running", 0, None, 0)
+        assert (meta["totals"]["llm_calls"], meta["totals"]["cost_usd"]) == (0, 0.0)
+        assert meta["writer"]["pid"] == opened.proc.pid  # the owner, not the reader
+        assert abs(parse_iso_ts(meta["created"]) - time.time_ns()) < 600 * 10**9
+        opened.note()  # the journal begins: the root agent made, told something; still no meta.json
+        (listing,) = list_sessions(opened.home / "sessions")
+        assert listing.meta is None
+        noted = listed_meta(listing)
+        assert (noted["status"], noted["runs"], noted["agents"], noted["created"]) == ("running", 0, 1, meta["created"])
+        assert noted["updated"] >= meta["updated"]
+    (closed,) = list_sessions(opened.home / "sessions")
+    assert closed.meta is not None and listed_meta(closed) == closed.meta
+
+
+def test_a_session_whose_writer_died_before_its_first_meta_is_not_listed_running(tmp_path):
+    """No meta.json and no process holding the session: a crash before the first save. It keeps its
+    problem (the listing says why it has no summary) and is never taken for a running session."""
+    with opened_session(tmp_path) as opened:
+        opened.note()
+        opened.proc.kill()
+        wait_for(lambda: owner_of(opened.directory) is None, "the recorder to end")
+        (listing,) = list_sessions(opened.home / "sessions")
+        assert listing.meta is None and "meta.json does not exist" in listing.problem
+        assert listed_meta(listing) is None
