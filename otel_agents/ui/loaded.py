@@ -9,6 +9,7 @@ request after any change loads it again, every other request reuses the decoded 
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +29,10 @@ from otel_agents.ui.security import ApiError, check_session_id
 WATCHED_FILES = ("meta.json", TREE_FILE, JOURNAL_FILE, EVENTS_FILE)
 MEMO = 8  # view documents kept per loaded session (a dialog or perspective being paged)
 KEEP = 4  # sessions kept decoded at once: a 100k-entry tree is hundreds of MB in memory
+# A session being written changes at every span, and the list is asked for every 2 s: its summary is
+# read again no sooner than this many times its last read took, so a large one costs the server at
+# most a tenth of its time (a 1 s read: every 10 s), a small one is fresh at each request.
+REREAD_AFTER_READS = 10
 
 
 def stamp(directory: Path) -> tuple:
@@ -92,13 +97,22 @@ class UiSession:
             return self._viewer
 
 
+@dataclass(frozen=True)
+class _Listed:
+    key: tuple  # the session's stamp when read
+    meta: dict[str, Any] | None
+    read_at: float  # the cache's clock when the read ended
+    took: float  # seconds the read took
+
+
 class SessionCache:
-    def __init__(self, sessions_dir: Path):
+    def __init__(self, sessions_dir: Path, clock: Any = time.monotonic):
+        self.clock = clock
         self.paths = Paths(Path(sessions_dir), Path("/dev/null"))
         self._sessions: OrderedDict[str, UiSession] = OrderedDict()
         self._lock = threading.Lock()
         self._loading: dict[str, threading.Lock] = {}
-        self._listed: dict[str, tuple[tuple, dict[str, Any] | None]] = {}
+        self._listed: dict[str, _Listed] = {}
 
     def directory(self, session_id: str) -> Path:
         """The session's directory: 400 for a malformed id, 404 for an unknown one."""
@@ -150,7 +164,8 @@ class SessionCache:
     def listed_meta(self, listing: SessionListing) -> dict[str, Any] | None:
         """``listing.meta`` as the session's detail has it (``listed.listed_meta``). A session whose meta.json
         lags (killed, running, new) is read once per change of its files (the list is asked for every 2 s), or
-        taken from its load here."""
+        taken from its load here; while it is being written, no sooner than ``REREAD_AFTER_READS`` times
+        its last read took."""
         if not must_read(listing.meta, listing.directory):
             return listing.meta
         key = stamp(listing.directory)
@@ -159,10 +174,17 @@ class SessionCache:
             if held is not None and held.key == key:
                 return held.meta
             known = self._listed.get(listing.session_id)
-            if known is not None and known[0] == key:
-                return known[1]
+            if known is not None and (known.key == key or self._too_soon(known, key)):
+                return known.meta
+        started = self.clock()
         meta = listed_meta(listing)
+        ended = self.clock()
         with self._lock:
-            self._listed[listing.session_id] = (key, meta)  # one small dict per session read
+            self._listed[listing.session_id] = _Listed(key, meta, ended, ended - started)  # small: one per session
         return meta
+
+    def _too_soon(self, known: _Listed, key: tuple) -> bool:
+        """Whether a session still being written (as when last read) was read too recently to read again."""
+        written = key[-1] and known.key[-1]
+        return bool(written) and self.clock() - known.read_at < REREAD_AFTER_READS * known.took
 

@@ -81,3 +81,33 @@ def test_without_a_journal_the_tree_is_the_one_load_saved_gives(own_home):
     ours = SessionCache(own_home.sessions).get(own_home.demo)
     assert ours.tree == load_saved(directory, lambda _: None).tree
     assert len(ours.index.entries) > 30 and ours.meta is None
+
+
+class SteppingClock:
+    """A clock that moves on by ``step`` at each reading, or jumps when told."""
+
+    def __init__(self, step: float):
+        self.now, self.step = 0.0, step
+
+    def __call__(self) -> float:
+        self.now += self.step
+        return self.now
+
+
+def test_a_session_being_written_is_read_for_the_list_at_most_once_per_ten_reads_time(tmp_path):
+    from otel_agents.persistence.store import list_sessions
+    from support.held_sessions import held_run
+
+    with held_run(tmp_path) as (home, directory):
+        clock = SteppingClock(step=0.5)  # each read "takes" 0.5 s: read again no sooner than 5 s later
+        cache = SessionCache(home / "sessions", clock=clock)
+        (listing,) = list_sessions(home / "sessions")
+        first = cache.listed_meta(listing)
+        assert first["status"] == "running"
+        journal = directory / "spans.jsonl"
+        stat = journal.stat()
+        os.utime(journal, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))  # written meanwhile
+        assert cache.listed_meta(listing) is first  # 1 s after the last read: too soon
+        clock.now += 10
+        second = cache.listed_meta(listing)
+        assert second is not first and second == first  # read again (nothing new was said, only touched)
