@@ -287,8 +287,9 @@ class Session:
             self._runner_closer = weakref.finalize(self, self._runner.close)
         return self._runner.run(self.run(prompt, agent=agent))
 
-    def external(self, text: str, *, agent: str | None = None) -> str:
-        """An outside event the agent (default the root) hears without answering yet; returns its message id."""
+    def external(self, text: str, *, agent: str | None = None) -> str | None:
+        """An outside event the agent (default the root) hears without answering yet; returns its message id,
+        or None while the agent waits for its tool calls' results (heard once they are all in)."""
         self._open()
         check_required_text("Session.external", "text", text)
         target = self._target(agent, "Session.external") or self.runtime.ensure_root()

@@ -76,6 +76,7 @@ class Agent:
         self._transcript: list[dict[str, Any]] | None = []
         self._transcript_ids: list[str] | None = []
         self.busy = 0  # responses of this agent in progress: never evicted meanwhile
+        self._held_events: list[tuple[str, str]] = []  # outside events waiting for its tool results (hear_external)
         self.turn = Turn()  # held by whoever talks to it: one conversation at a time (turn_taking.py)
         self.description: str | None = None  # from the first system prompt, also when resumed
         session.register(self)
@@ -216,6 +217,31 @@ class Agent:
         """Tell the user, never the model (a ``host_notice`` record on the current span)."""
         return self.session.host_notice(self.agent_id, notice, content, cause)
 
+    # --- outside events ---
+    def hear_external(self, text: str, source: str) -> str | None:
+        """An outside event heard now; or, while a tool call of this agent waits for its result, held until
+        every result is in and heard before its next LLM call: a provider refuses any message between a
+        call and its results. The entry's message id, or None when held."""
+        if self.awaiting_tool_results():
+            self._held_events.append((text, source))
+            return None
+        return self.harken(text, source=source)
+
+    def awaiting_tool_results(self) -> bool:
+        """Whether its last assistant message called tools whose results are not all in the transcript."""
+        results = 0
+        for message in reversed(self._transcript or ()):  # evicted (None): not in a response
+            if message.get("role") != "tool":
+                calls = message.get("tool_calls") if message.get("role") == "assistant" else None
+                return bool(calls) and results < len(calls)
+            results += 1
+        return False
+
+    def _hear_held_events(self) -> None:
+        held, self._held_events = self._held_events, []
+        for text, source in held:
+            self.harken(text, source=source)
+
     # --- the loop ---
     async def response(self) -> LoggedString:
         """One ``invoke_agent {name}`` span: LLM turns and tool calls until an utterance."""
@@ -234,6 +260,8 @@ class Agent:
                 return await self._turns()
         finally:
             self.busy -= 1
+            if self._held_events and not self.awaiting_tool_results():  # its turns ran out after the results
+                self._hear_held_events()
             if self.session.evictor is not None:  # a response's end is when agents may be evicted
                 self.session.evictor.sweep()
 
@@ -247,6 +275,7 @@ class Agent:
             with tracer.start_as_current_span(sc.OP_TURN, kind=SpanKind.INTERNAL, attributes=attrs) as span, scope(
                 "turn", span
             ):
+                self._hear_held_events()
                 self.session.hooks.remind(self)
                 request = ChatRequest(
                     model=self.model,

@@ -304,14 +304,18 @@ class Session:
         return self.root
 
     # --- runs and outside events ---
-    def external(self, agent: "Agent", text: str, sender: str | None = None) -> str:
+    def external(self, agent: "Agent", text: str, sender: str | None = None) -> str | None:
         """An outside event (seed example 4): a user message with source ``external``.
 
         Inside an operation the record joins the current span; on its own it gets
         an ``external_input {agent}`` span, so the trace holds it like any other.
         To have the agent answer at once, use ``run(text, agent=..., context=
         RunContext(source="external"))`` instead. ``sender`` is named in the record's source.
+        While the agent waits for tool results the event is held and heard before its next LLM
+        call (``Agent.hear_external``): None is returned then.
         """
+        if agent.awaiting_tool_results():
+            return agent.hear_external(text, external_source(sender))
         if trace.get_current_span().is_recording():
             return agent.harken(text, source=external_source(sender))
         attrs = {

@@ -25,3 +25,42 @@ def test_external_event_between_runs_is_a_span_event_and_a_record(memory_tracing
     answer = asyncio.run(session.root.response())
     assert answer == "I'll reload the data."
     assert session.root.transcript[-2] == {"role": "user", "content": "File changed: data.json"}
+
+
+def test_an_event_arriving_while_tool_results_are_awaited_is_heard_after_them(memory_tracing):
+    # A provider refuses a message between an assistant's tool calls and their results: the event waits.
+    from otel_agents.runtime.tools import tool
+
+    started = asyncio.Event()
+
+    @tool
+    async def sleepy() -> str:
+        """Sleep a moment."""
+        started.set()
+        await asyncio.sleep(0.2)
+        return "slept"
+
+    @tool
+    def quick() -> str:
+        """Answer at once."""
+        return "quick"
+
+    script = {"name": "waiting", "root": {"name": "lead"}, "agents": {"lead": [
+        {"tool_calls": [{"name": "sleepy", "arguments": {}}, {"name": "quick", "arguments": {}}]}, "done"]}}
+    session = build_session(parse_script(script, "inline"), telemetry=memory_tracing.telemetry, tools=[sleepy, quick])
+
+    async def main():
+        run = asyncio.ensure_future(session.run("go"))
+        await started.wait()
+        held = session.external(session.root, "EVENT during tool")
+        return held, await run
+
+    held, answer = asyncio.run(main())
+    assert held is None and answer == "done"
+    roles = [(m["role"], m.get("content")) for m in session.root.transcript[1:]]
+    assert [r for r, _ in roles] == ["assistant", "tool", "tool", "user", "assistant"], roles
+    assert roles[3] == ("user", "EVENT during tool")
+    (record,) = [r for r in memory_tracing.recorder.records if r.get("content") == "EVENT during tool"]
+    assert record["source"] == "external"
+    # Between runs nothing waits: heard at once, its id returned.
+    assert session.external(session.root, "later") == session.root.transcript_ids[-1]
