@@ -357,7 +357,7 @@ def resume(
     """
     from otel_agents.apps import reimport_app
     from otel_agents.persistence.store import StoreError
-    from otel_agents.restore import restore_session, root_name, saved_budget, saved_params
+    from otel_agents.restore import carried_budget, restore_session, root_name, saved_budget, saved_params
     from otel_agents.saved_session import agents_spent, bill_before_resume, load_for_resume
     from otel_agents.session_recording import StorageUnwritable, own_session
 
@@ -401,6 +401,7 @@ def resume(
             runtime.refuse_unpriced()
         if budget_scope == "session":
             runtime.carry_spent(totals_before(tree, meta), lambda: agents_spent(session_dir, tree))
+        runtime.carried_budget = carried_budget(saved, budget_scope)
         try:  # a crashed run is billed once, before new runs
             bill_before_resume(session_dir, tree, meta, rec.paths.billing_file, repair)
         except StoreError as exc:  # the ledger unwritable; a damaged ledger's own error goes up as it is

@@ -55,6 +55,7 @@ class SavedRun:
     app: str | None = None  # `run --app` reference the resume re-imports
     params: str | None = None  # JSON of the request parameters every agent was given (--param)
     budget: str | None = None  # JSON of the session's limits in force (--max-cost-usd ...), carried on by resume
+    budget_carried: str | None = None  # JSON of the limits to carry on instead, when ``budget`` was the run's own
 
 
 @dataclass
@@ -75,19 +76,20 @@ def saved_runs(tree: Mapping[str, Any] | None) -> tuple[int, SavedRun | None]:
     attributes = last.get("attributes") or {}
     run = _last_run(int(last.get("index") or len(runs)), last.get("trace_id"), last.get("span_id"),
                     attributes.get(sc.RUN_SCRIPT), attributes.get(sc.RUN_MODEL), attributes.get(sc.RUN_APP),
-                    attributes.get(sc.RUN_PARAMS), attributes.get(sc.RUN_BUDGET))
+                    attributes.get(sc.RUN_PARAMS), attributes.get(sc.RUN_BUDGET), attributes.get(sc.RUN_BUDGET_CARRIED))
     return max(len(runs), run.index), run
 
 
 def _last_run(index: int, trace_id: Any, span_id: Any, script: Any, model: Any, app: Any = None,
-              params: Any = None, budget: Any = None) -> SavedRun:
+              params: Any = None, budget: Any = None, budget_carried: Any = None) -> SavedRun:
     """The run the next one links to, checked: hex ids, and names that are names."""
     try:
         int(trace_id, 16), int(span_id, 16)
     except (TypeError, ValueError):
         raise ResumeError("the last run's trace and span ids are not hex") from None
     return SavedRun(index, trace_id, span_id, _name_or_none(script, "script"), _name_or_none(model, "model"),
-                    _name_or_none(app, "app"), _name_or_none(params, "params"), _name_or_none(budget, "budget"))
+                    _name_or_none(app, "app"), _name_or_none(params, "params"), _name_or_none(budget, "budget"),
+                    _name_or_none(budget_carried, "budget"))
 
 
 def _name_or_none(value: Any, what: str) -> str | None:
@@ -107,7 +109,8 @@ def runs_from_meta(meta: Mapping[str, Any]) -> tuple[int, SavedRun | None]:
         return count, None
     try:
         run = _last_run(int(last["index"]), str(last["trace_id"]), str(last["span_id"]), last.get("script"),
-                        last.get("model"), last.get("app"), last.get("params"), last.get("budget"))
+                        last.get("model"), last.get("app"), last.get("params"), last.get("budget"),
+                        last.get("budget_carried"))
     except (KeyError, TypeError, ValueError, AttributeError, ResumeError):
         raise ResumeError("meta.json has a damaged last_run") from None
     return max(count, run.index), run
@@ -216,15 +219,24 @@ def saved_params(saved: SavedSession, given: ModelSettings | None) -> ModelSetti
 
 
 def saved_budget(saved: SavedSession, given: Budget | None) -> Budget | None:
-    """The session's limits on resume: the last run's (as recorded on it), with ``given`` (--max-...) on top."""
+    """The session's limits on resume: the last run's (as recorded on it; those it carried on, when its own
+    were for it alone), with ``given`` (--max-...) on top."""
     last = saved.last_run
     try:
-        recorded = budget_from_json(last.budget if last else None, "the last run")
+        kept = None if last is None else last.budget if last.budget_carried is None else last.budget_carried
+        recorded = budget_from_json(kept, "the last run")
     except BudgetError as exc:
         raise ResumeError(str(exc)) from None
     if recorded is None:
         return given
     return recorded.merged(given)
+
+
+def carried_budget(saved: SavedSession, scope: str) -> Budget | None:
+    """What the resumed session's runs record for later resumes to carry on: with scope ``run`` their limits
+    count this command's spending only, so they are not the session's: the limits before them are (an empty
+    ``Budget`` when there were none); with scope ``session``, None (their own)."""
+    return (saved_budget(saved, None) or Budget()) if scope == "run" else None
 
 
 def root_name(saved: SavedSession) -> str:

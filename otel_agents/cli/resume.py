@@ -80,7 +80,7 @@ def _resume_owned(session_dir, session_id, prompts, script_name, model_opts, otl
     from otel_agents.llm.budget import totals_before
     from otel_agents.llm.scripts import ScriptError, load_script
     from otel_agents.llm.budget import BudgetMeter
-    from otel_agents.restore import ResumeError, restore_session, saved_budget, saved_params
+    from otel_agents.restore import ResumeError, carried_budget, restore_session, saved_budget, saved_params
     from otel_agents.saved_session import agents_spent, load_for_resume
 
     try:  # everything is read and checked before any model is called or anything billed
@@ -135,6 +135,7 @@ def _resume_owned(session_dir, session_id, prompts, script_name, model_opts, otl
             )
             check_session_budgets(session, budget_opts, totals_before(tree, meta),
                                   lambda: agents_spent(session_dir, tree))
+            session.carried_budget = carried_budget(saved, budget_opts.scope)
         except ResumeError as exc:
             raise click.UsageError(str(exc)) from None
         target = _target_or_exit(session, delivery)

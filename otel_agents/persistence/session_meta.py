@@ -142,6 +142,8 @@ def run_summary(run: Mapping[str, Any], position: int) -> dict[str, Any]:
         summary["params"] = attributes[sc.RUN_PARAMS]
     if attributes.get(sc.RUN_BUDGET) is not None:  # likewise only runs with limits: resume carries them on
         summary["budget"] = attributes[sc.RUN_BUDGET]
+    if attributes.get(sc.RUN_BUDGET_CARRIED) is not None:  # a run whose limits were its own: what goes on after it
+        summary["budget_carried"] = attributes[sc.RUN_BUDGET_CARRIED]
     if attributes.get(sc.SESSION_TXN) is not None:  # the console id, kept by resume and send
         summary["txn"] = attributes[sc.SESSION_TXN]
     ingress = ingress_of(attributes)

@@ -102,6 +102,9 @@ class Session:
         # Limits: an agent's by its name (it and its sub-agents), ``budget`` the whole session's (--max-cost-usd).
         self.agent_budgets: dict[str, Budget] = dict(agent_budgets or {})
         self.budget = budget
+        # The limits a later resume carries on when this session's (``budget``) hold for its runs alone
+        # (--budget-scope run); None: ``budget``'s own.
+        self.carried_budget: Budget | None = None
         self.root_spec = root
         self.root: Agent | None = None
         self.agents: dict[str, Agent] = {}  # every agent that ever existed, by id
@@ -357,6 +360,8 @@ class Session:
             attrs[sc.RUN_MODEL] = context.model_override
         if self.budget is not None and self.budget.budget.limits_anything:  # a replay's meter may limit nothing
             attrs[sc.RUN_BUDGET] = self.budget.budget.to_json()
+        if self.carried_budget is not None:
+            attrs[sc.RUN_BUDGET_CARRIED] = self.carried_budget.to_json()
         if self.previous_run is not None:
             attrs[sc.RESUMED_FROM] = f"{self.previous_run.trace_id:032x}:{self.previous_run.span_id:016x}"
         # The answering agent's id from the span's start: a run killed before its end leaves only the

@@ -105,7 +105,9 @@ INGRESS_HOST = "otel_agents.ingress.host"
 INGRESS_VERSION = "otel_agents.ingress.version"  # otel-agents version
 INGRESS_SENDER = "otel_agents.ingress.sender"  # `send --source`, `run --watch` path: who delivered the event
 INGRESS_KEYS = (INGRESS_CWD, INGRESS_ARGV, INGRESS_PID, INGRESS_USER, INGRESS_HOST, INGRESS_VERSION, INGRESS_SENDER)
-RUN_BUDGET = "otel_agents.run.budget"  # JSON of the session's limits in force (--max-cost-usd ...), and their scope
+RUN_BUDGET = "otel_agents.run.budget"  # JSON of the session's limits in force (--max-cost-usd ...)
+# JSON of the limits a later resume carries on, on a run whose own (RUN_BUDGET) were for it alone (--budget-scope run)
+RUN_BUDGET_CARRIED = "otel_agents.run.budget_carried"
 RESUMED_FROM = "otel_agents.resumed_from"  # "<trace_id>:<span_id>" of the previous run root
 AGENT_ID = "otel_agents.agent.id"
 AGENT_PARENT_ID = "otel_agents.agent.parent_id"

@@ -171,6 +171,22 @@ def test_resume_carries_the_last_runs_limits_on_with_its_own_options_on_top(cli_
     assert scoped.exit_code == (1 if made == 5 else 0)
 
 
+def test_a_limit_given_for_one_run_is_not_carried_to_the_next(cli_env):
+    sid = session_of(otel(cli_env, "run", "--max-llm-calls", "50", "hello").stderr)
+    scoped = otel(cli_env, "resume", sid, "just this", "--max-llm-calls", "1", "--budget-scope", "run")
+    assert scoped.exit_code in (0, 1), scoped.stderr  # one call: answered, or stopped by the limit of 1
+    meta = json.loads((cli_env / "sessions" / sid / "meta.json").read_text())
+    assert json.loads(meta["last_run"]["budget"]) == {"max_llm_calls": 1}  # in force during that run
+    # The next resume has the session's limit again (50), counting what the session spent; the run's
+    # own limit of 1 would have stopped it before any call ("2 of 1 LLM calls made").
+    before = len(llm_records(cli_env, sid))
+    plain = otel(cli_env, "resume", sid, "carry on")
+    assert plain.exit_code == 0, plain.stderr
+    assert len(llm_records(cli_env, sid)) > before
+    meta = json.loads((cli_env / "sessions" / sid / "meta.json").read_text())
+    assert json.loads(meta["last_run"]["budget"]) == {"max_llm_calls": 50}
+
+
 def test_a_carried_limit_that_is_not_json_is_one_usage_line(cli_env):
     sid = session_of(otel(cli_env, "run", "--max-llm-calls", "50", "hello").stderr)
     meta_path = cli_env / "sessions" / sid / "meta.json"

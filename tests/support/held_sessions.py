@@ -95,6 +95,10 @@ def held_run(tmp_path):
         wait_for(lambda: marker.exists() or proc.poll() is not None, "the tool to start")
         assert proc.poll() is None, proc.communicate()[1]
         directory = session_dir(home)
+        # The recorder process writes in the order spans came: once the tool's start is in the journal, so
+        # is the end of the call that asked for it (a pause in the files' growth alone is no proof under load).
+        journal = directory / "spans.jsonl"
+        wait_for(lambda: journal.exists() and b'"name":"execute_tool hold"' in journal.read_bytes(), "the tool's span")
         settled(directory)
         yield home, directory
     finally:

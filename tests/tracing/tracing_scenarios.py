@@ -72,6 +72,7 @@ def run_session(
     extra: dict[str, Any] | None = None,
     budget: Any = None,
     evicting_in: Path | None = None,
+    carried_budget: Any = None,
 ) -> tuple[ScenarioRun, Tracing]:
     """Run prompts as the CLI does (source ``cli``), catching the errors the CLI reports.
 
@@ -107,6 +108,7 @@ def run_session(
         eviction = EvictionPolicy(max_live_agents=0)
     session = build_session(loaded, model=model, tools=tools, telemetry=tracing.telemetry, llm=llm, max_turns=max_turns,
                             budget=BudgetMeter.for_session(budget), eviction=eviction)
+    session.carried_budget = carried_budget  # as a resume with --budget-scope run sets it
     recording = _record_evicting(session, tracing, evicting_in) if evicting_in is not None else None
     context = RunContext(source="cli", script=loaded.source, model_override=model, extra=extra or {})
     label_runs(session, context, txn=None)  # ingress metadata and the console id, as the CLI sets them
@@ -296,7 +298,7 @@ def run_every_scenario(directory: Path) -> list[ScenarioRun]:
     from otel_agents.llm.budget import Budget
 
     runs.append(run_session(write_script(directory, "budget", BUDGET_SCRIPT), ["go"],
-                            budget=Budget(max_llm_calls=3))[0])
+                            budget=Budget(max_llm_calls=3), carried_budget=Budget())[0])
     with OpenAIServer() as server:
         server.plan(Reply(content="hi there", prompt_tokens=10, completion_tokens=2))
         runs.append(
