@@ -47,19 +47,24 @@ class ReplaySource:
 def read_source(session_dir: Path, from_run: int = 1) -> ReplaySource:
     """The saved session's runs and recorded calls; calls of runs before ``from_run`` are not compared."""
     from otel_agents.llm.replay_book import RecordedCall
-    from otel_agents.views.errors import SessionDataError
+    from otel_agents.persistence.saved import SessionUnreadable, load_saved
     from otel_agents.persistence.tree_walk import iter_nodes
-    from otel_agents.persistence.tree_file import TREE_FILE
-    from otel_agents.views.loading import read_tree
+    from otel_agents.views.errors import SessionDataError
     from otel_agents.views.viewer import SessionViewer
 
     session_id = session_dir.name
     try:
-        viewer = SessionViewer.from_session_dir(session_dir, warn=_refuse)
-        tree = read_tree(session_dir / TREE_FILE)
-    except SessionDataError as exc:
+        viewer = SessionViewer.from_session_dir(session_dir, warn=_refuse)  # records with their span ids
+        # The tree as views and `sessions show` read it (journal first): a killed writer's
+        # tree.json.gz is a checkpoint from before its last run, which would go unseen.
+        saved = load_saved(session_dir, _refuse)  # not owned, no repair: nothing is written
+    except (SessionDataError, SessionUnreadable) as exc:
         raise ReplayError(f"session {session_id} cannot be replayed: {exc}") from None
-    runs = [run for run in tree["session"].get("runs") or [] if isinstance(run, dict)]
+    if saved.damaged or saved.tree is None:
+        why = saved.damaged[0] if saved.damaged else "it has no readable tree.json.gz or spans.jsonl"
+        raise ReplayError(f"session {session_id} cannot be replayed: {why}")
+    tree = saved.tree
+    runs = [run for run in tree.get("runs") or [] if isinstance(run, dict)]
     if not runs:
         raise ReplayError(f"session {session_id} has no run to replay")
     if any((run.get("attributes") or {}).get(sc.RUN_REDACTED_SAVE) for run in runs):
@@ -73,7 +78,7 @@ def read_source(session_dir: Path, from_run: int = 1) -> ReplaySource:
     last = runs[-1].get("attributes") or {}
 
     chats = [(run_of_span.get(top.get("span_id"), len(runs) + 1), node)
-             for top, node in iter_nodes(tree["session"])
+             for top, node in iter_nodes(tree)
              if node.get("attributes", {}).get(sc.GEN_AI_OPERATION_NAME) == sc.OP_CHAT]
     calls: list[RecordedCall] = []
     turns: dict[str, int] = {}

@@ -459,3 +459,53 @@ def test_a_session_run_from_python_without_an_app_is_refused_in_one_line(tmp_pat
                                             "and tools cannot be built again to replay it: give "
                                             "Session(app='module:factory')")
     assert [p.name for p in (home / "sessions").iterdir()] == [source]  # nothing new
+
+
+def _kill_while_waiting(home: Path, source: str, prompt: str) -> None:
+    """``resume SOURCE PROMPT``, its whole process group SIGKILLed while its model waits on a slow answer."""
+    import signal
+    import time
+
+    from otel_agents.persistence.ownership import owner_of
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    env.update(OTEL_AGENTS_HOME=str(home), PYTHONPATH=str(ROOT), LITELLM_LOCAL_MODEL_COST_MAP="True",
+               OTEL_TRACES_EXPORTER="none")
+    proc = subprocess.Popen([sys.executable, "-m", "otel_agents", "resume", source, prompt], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    spans = home / "sessions" / source / "spans.jsonl"
+    try:
+        deadline = time.monotonic() + 60
+        before = spans.read_bytes().count(b'"chat ')
+        while spans.read_bytes().count(b'"chat ') <= before:  # its run's chat span has started
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        time.sleep(0.5)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # the recorder too: nothing ends the run's spans
+        proc.wait()
+    deadline = time.monotonic() + 30
+    while owner_of(home / "sessions" / source) is not None and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
+def test_a_run_killed_in_a_call_is_refused_before_any_repair_and_nothing_is_written(tmp_path):
+    """Read as `sessions show` reads it (journal first), not from the checkpoint the killed writer left behind."""
+    home = tmp_path / "home"
+    script = tmp_path / "crash.json"
+    script.write_text(json.dumps({"name": "crash", "agents": {"main": [
+        "first answer", "second answer", {"text": "never heard", "latency_ms": 8000}]}}))
+    source = session_of(cli("run", "--script", str(script), "one", home=home))
+    cli("resume", source, "two", home=home)
+    _kill_while_waiting(home, source, "three")
+    shown = cli("sessions", "show", source, home=home).stdout
+    assert "interrupted" in shown
+    before = checksums(home / "sessions" / source)
+    done = cli("replay", source, home=home, check=False)
+    assert done.returncode == 2, done.stderr
+    assert re.fullmatch(r"Error: chat span \S+ of main has neither an answer nor an error \(an interrupted call "
+                        r"cannot be replayed\)", done.stderr.strip().splitlines()[-1]), done.stderr
+    later = cli("replay", source, "--from-run", "3", home=home, check=False)
+    assert later.returncode == 2 and "interrupted call cannot be replayed" in later.stderr, later.stderr
+    assert sorted(p.name for p in (home / "sessions").iterdir()) == [source]
+    assert checksums(home / "sessions" / source) == before
