@@ -38,8 +38,8 @@ class ReplaySource:
     calls: list[Any]  # llm.replay_provider.RecordedCall, in start order
     script: str | None
     app: str | None
-    params: str | None  # JSON of the session's --param (ModelSettings)
     stream: bool
+    params: dict[int, str] = field(default_factory=dict)  # run index -> JSON of its --param (ModelSettings)
     budgets: dict[int, str] = field(default_factory=dict)  # run index -> its session limits (otel_agents.run.budget)
     from_python: bool = False  # a run came through the Python API: its agents are the program's, not a script's
 
@@ -90,11 +90,16 @@ def read_source(session_dir: Path, from_run: int = 1) -> ReplaySource:
             turns[agent] = turns.get(agent, 0) + 1
         stream = stream or bool(attrs.get(sc.GEN_AI_REQUEST_STREAM))
         calls.append(_recorded(viewer, node, agent, turns.get(agent, 1), attempt, run >= from_run))
-    budgets = {index: run["attributes"][sc.RUN_BUDGET] for index, run in enumerate(runs, 1)
-               if (run.get("attributes") or {}).get(sc.RUN_BUDGET) is not None}
+    params, budgets = (_per_run(runs, key) for key in (sc.RUN_PARAMS, sc.RUN_BUDGET))
     from_python = any((run.get("attributes") or {}).get(sc.RUN_SOURCE) == "api" for run in runs)
     return ReplaySource(session_id, prompts, calls, last.get(sc.RUN_SCRIPT), last.get(sc.RUN_APP),
-                        last.get(sc.RUN_PARAMS), stream, budgets, from_python)
+                        stream, params, budgets, from_python)
+
+
+def _per_run(runs: list[dict[str, Any]], key: str) -> dict[int, Any]:
+    """Run index -> the attribute ``key`` that run recorded (runs without it left out)."""
+    return {index: run["attributes"][key] for index, run in enumerate(runs, 1)
+            if (run.get("attributes") or {}).get(key) is not None}
 
 
 @dataclass

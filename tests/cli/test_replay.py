@@ -509,3 +509,21 @@ def test_a_run_killed_in_a_call_is_refused_before_any_repair_and_nothing_is_writ
     assert later.returncode == 2 and "interrupted call cannot be replayed" in later.stderr, later.stderr
     assert sorted(p.name for p in (home / "sessions").iterdir()) == [source]
     assert checksums(home / "sessions" / source) == before
+
+
+def test_each_run_is_replayed_with_the_parameters_it_recorded(tmp_path):
+    """Runs given different --param values: each replayed run sends its own, so --strict matches."""
+    home = tmp_path / "home"
+    script = tmp_path / "echo.json"
+    script.write_text(json.dumps({"name": "echo", "agents": {"main": ["one", "two", "three"]}}))
+    source = session_of(cli("run", "--script", str(script), "--param", "temperature=0.3", "Go", home=home))
+    cli("resume", source, "--param", "seed=5", "--param", "temperature=1", "again", home=home)
+    cli("resume", source, "third", home=home)
+    done = cli("replay", source, "--strict", home=home, check=False)
+    assert done.returncode == 0, done.stderr
+    assert f"replay: 3 LLM calls of 3 runs matched session {source}" in done.stderr.splitlines()
+    replayed = session_of(done)
+    assert events(home, replayed) == events(home, source)
+    later = cli("replay", source, "--strict", "--from-run", "2", home=home, check=False)
+    assert later.returncode == 0, later.stderr
+    assert f"replay: 2 LLM calls of 2 runs matched session {source}" in later.stderr.splitlines()
