@@ -71,8 +71,9 @@ def read_source(session_dir: Path, from_run: int = 1) -> ReplaySource:
         raise ReplayError(f"session {session_id} was saved without contents (--redacted-save): nothing to replay")
     if not 1 <= from_run <= len(runs):
         raise ReplayError(f"--from-run {from_run}: session {session_id} has runs 1 to {len(runs)}")
+    outside = _answered_outside_events(viewer, runs)
     for index, run in enumerate(runs[from_run - 1:], from_run):
-        _refuse_unreplayable(session_id, index, run.get("attributes") or {})
+        _refuse_unreplayable(session_id, index, run.get("attributes") or {}, index in outside)
     run_of_span = {run["span_id"]: index for index, run in enumerate(runs, 1)}
     prompts = _prompts(viewer, {span: run for span, run in run_of_span.items() if run >= from_run}, session_id)
     last = runs[-1].get("attributes") or {}
@@ -138,18 +139,36 @@ def state_before_run(session_dir: Path, run: int) -> StateBeforeRun:
     return StateBeforeRun(source, point, fold_totals(session_entries(earlier["runs"], [])), per_agent)
 
 
-def _refuse_unreplayable(session_id: str, index: int, attrs: dict[str, Any]) -> None:
+def _refuse_unreplayable(session_id: str, index: int, attrs: dict[str, Any], answered_outside: bool) -> None:
     """A run replay cannot make again: it re-runs each run's prompt to the root agent, from the state
     the runs before it left, so a fork's first run (it starts from another session's state) and an
-    outside event's run (`send`, a watched file: delivered to an agent with a sender) are refused,
-    rather than reported as divergences they are not."""
+    outside event's run (`send`, a watched file: delivered to an agent with a sender; or one that heard
+    `Session.external` before it) are refused, rather than reported as divergences they are not."""
     if index == 1 and attrs.get(sc.RUN_FORK_SESSION):
         raise ReplayError(f"session {session_id} is a fork of {attrs[sc.RUN_FORK_SESSION]} (after "
                           f"{attrs.get(sc.RUN_FORK_MESSAGE)}): its run 1 starts from that session's state; replay "
                           f"its later runs with --from-run 2, or replay {attrs[sc.RUN_FORK_SESSION]}")
-    if attrs.get(sc.RUN_SOURCE) == "external":
+    if attrs.get(sc.RUN_SOURCE) == "external" or answered_outside:
         raise ReplayError(f"session {session_id}: run {index} answered an outside event (send, or a watched "
                           "file), which replay does not deliver again (docs/replay.md, Limits)")
+
+
+def _answered_outside_events(viewer: Any, runs: list[dict[str, Any]]) -> set[int]:
+    """Runs that answered an outside event recorded outside any run (``Session.external`` between runs):
+    the first run to record after it. Replay re-runs prompts only, so that event would be missing.
+    One recorded inside a run (by the run's own code) is made again and is not counted."""
+    run_of_trace = {run.get("trace_id"): index for index, run in enumerate(runs, 1)}
+    answered: set[int] = set()
+    heard = False
+    for record in viewer.records:  # in message-id order
+        run = run_of_trace.get(record.get("trace_id"))
+        source = record.get("source") or ""
+        if run is None and (source == "external" or source.startswith("external:")):  # runtime.external_source
+            heard = True
+        elif run is not None and heard:
+            answered.add(run)
+            heard = False
+    return answered
 
 
 def _refuse(text: str) -> None:

@@ -527,3 +527,49 @@ def test_each_run_is_replayed_with_the_parameters_it_recorded(tmp_path):
     later = cli("replay", source, "--strict", "--from-run", "2", home=home, check=False)
     assert later.returncode == 0, later.stderr
     assert f"replay: 2 LLM calls of 2 runs matched session {source}" in later.stderr.splitlines()
+
+
+EXTERNAL_PROGRAM = '''
+import json
+import sys
+
+import otel_agents
+from otel_agents import Session
+import city_app
+
+home, script = sys.argv[1:3]
+agent, hooks = city_app.make()
+with otel_agents.recording(home=home):
+    with Session(agent, hooks=hooks, script=script, app="city_app:make") as session:
+        session.run_sync("How big is Paris?")
+        session.external("The census was updated.")  # heard between runs: run 2 answers it
+        session.run_sync("And now?")
+print(json.dumps({"session": session.id}))
+'''
+
+
+def test_a_run_that_answered_an_outside_event_of_the_python_api_is_refused_and_nothing_is_written(tmp_path):
+    """`Session.external` between runs is heard by the next run, which replay cannot deliver it to: exit 2, as send."""
+    home = tmp_path / "home"
+    script = tmp_path / "cities.json"
+    script.write_text(json.dumps({"name": "cities", "agents": {"researcher": ["Paris is large.", "Still large."]}}))
+    program = tmp_path / "external.py"
+    program.write_text(EXTERNAL_PROGRAM)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    env.update(OTEL_AGENTS_HOME=str(home), PYTHONPATH=os.pathsep.join([str(ROOT), str(APPS)]),
+               LITELLM_LOCAL_MODEL_COST_MAP="True", OTEL_TRACES_EXPORTER="none")
+    ran = subprocess.run([sys.executable, str(program), str(home), str(script)], env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 0, ran.stderr
+    source = json.loads(ran.stdout.splitlines()[-1])["session"]
+    lines = [orjson.loads(line) for line in (home / "sessions" / source / "events.jsonl").read_bytes().splitlines()]
+    assert [line["source"] for line in lines if line.get("source")] == ["external"]  # what the check must see
+    before = checksums(home / "sessions" / source)
+    for args in ((), ("--from-run", "2")):
+        done = cli("replay", source, *args, home=home, check=False, cwd=tmp_path)
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.strip().splitlines() == [
+            f"Error: session {source}: run 2 answered an outside event (send, or a watched file), which replay "
+            "does not deliver again (docs/replay.md, Limits)"]
+    assert sorted(p.name for p in (home / "sessions").iterdir()) == [source]
+    assert checksums(home / "sessions" / source) == before
