@@ -38,8 +38,8 @@ class ReplaySource:
     calls: list[Any]  # llm.replay_provider.RecordedCall, in start order
     script: str | None
     app: str | None
-    params: str | None  # JSON of the session's --param (ModelSettings)
     stream: bool
+    params: dict[int, str] = field(default_factory=dict)  # run index -> JSON of its --param (ModelSettings)
     budgets: dict[int, str] = field(default_factory=dict)  # run index -> its session limits (otel_agents.run.budget)
     from_python: bool = False  # a run came through the Python API: its agents are the program's, not a script's
 
@@ -47,33 +47,39 @@ class ReplaySource:
 def read_source(session_dir: Path, from_run: int = 1) -> ReplaySource:
     """The saved session's runs and recorded calls; calls of runs before ``from_run`` are not compared."""
     from otel_agents.llm.replay_book import RecordedCall
-    from otel_agents.views.errors import SessionDataError
+    from otel_agents.persistence.saved import SessionUnreadable, load_saved
     from otel_agents.persistence.tree_walk import iter_nodes
-    from otel_agents.persistence.tree_file import TREE_FILE
-    from otel_agents.views.loading import read_tree
+    from otel_agents.views.errors import SessionDataError
     from otel_agents.views.viewer import SessionViewer
 
     session_id = session_dir.name
     try:
-        viewer = SessionViewer.from_session_dir(session_dir, warn=_refuse)
-        tree = read_tree(session_dir / TREE_FILE)
-    except SessionDataError as exc:
+        viewer = SessionViewer.from_session_dir(session_dir, warn=_refuse)  # records with their span ids
+        # The tree as views and `sessions show` read it (journal first): a killed writer's
+        # tree.json.gz is a checkpoint from before its last run, which would go unseen.
+        saved = load_saved(session_dir, _refuse)  # not owned, no repair: nothing is written
+    except (SessionDataError, SessionUnreadable) as exc:
         raise ReplayError(f"session {session_id} cannot be replayed: {exc}") from None
-    runs = [run for run in tree["session"].get("runs") or [] if isinstance(run, dict)]
+    if saved.damaged or saved.tree is None:
+        why = saved.damaged[0] if saved.damaged else "it has no readable tree.json.gz or spans.jsonl"
+        raise ReplayError(f"session {session_id} cannot be replayed: {why}")
+    tree = saved.tree
+    runs = [run for run in tree.get("runs") or [] if isinstance(run, dict)]
     if not runs:
         raise ReplayError(f"session {session_id} has no run to replay")
     if any((run.get("attributes") or {}).get(sc.RUN_REDACTED_SAVE) for run in runs):
         raise ReplayError(f"session {session_id} was saved without contents (--redacted-save): nothing to replay")
     if not 1 <= from_run <= len(runs):
         raise ReplayError(f"--from-run {from_run}: session {session_id} has runs 1 to {len(runs)}")
+    outside = _answered_outside_events(viewer, runs)
     for index, run in enumerate(runs[from_run - 1:], from_run):
-        _refuse_unreplayable(session_id, index, run.get("attributes") or {})
+        _refuse_unreplayable(session_id, index, run.get("attributes") or {}, index in outside)
     run_of_span = {run["span_id"]: index for index, run in enumerate(runs, 1)}
     prompts = _prompts(viewer, {span: run for span, run in run_of_span.items() if run >= from_run}, session_id)
     last = runs[-1].get("attributes") or {}
 
     chats = [(run_of_span.get(top.get("span_id"), len(runs) + 1), node)
-             for top, node in iter_nodes(tree["session"])
+             for top, node in iter_nodes(tree)
              if node.get("attributes", {}).get(sc.GEN_AI_OPERATION_NAME) == sc.OP_CHAT]
     calls: list[RecordedCall] = []
     turns: dict[str, int] = {}
@@ -85,11 +91,16 @@ def read_source(session_dir: Path, from_run: int = 1) -> ReplaySource:
             turns[agent] = turns.get(agent, 0) + 1
         stream = stream or bool(attrs.get(sc.GEN_AI_REQUEST_STREAM))
         calls.append(_recorded(viewer, node, agent, turns.get(agent, 1), attempt, run >= from_run))
-    budgets = {index: run["attributes"][sc.RUN_BUDGET] for index, run in enumerate(runs, 1)
-               if (run.get("attributes") or {}).get(sc.RUN_BUDGET) is not None}
+    params, budgets = (_per_run(runs, key) for key in (sc.RUN_PARAMS, sc.RUN_BUDGET))
     from_python = any((run.get("attributes") or {}).get(sc.RUN_SOURCE) == "api" for run in runs)
     return ReplaySource(session_id, prompts, calls, last.get(sc.RUN_SCRIPT), last.get(sc.RUN_APP),
-                        last.get(sc.RUN_PARAMS), stream, budgets, from_python)
+                        stream, params, budgets, from_python)
+
+
+def _per_run(runs: list[dict[str, Any]], key: str) -> dict[int, Any]:
+    """Run index -> the attribute ``key`` that run recorded (runs without it left out)."""
+    return {index: run["attributes"][key] for index, run in enumerate(runs, 1)
+            if (run.get("attributes") or {}).get(key) is not None}
 
 
 @dataclass
@@ -128,18 +139,36 @@ def state_before_run(session_dir: Path, run: int) -> StateBeforeRun:
     return StateBeforeRun(source, point, fold_totals(session_entries(earlier["runs"], [])), per_agent)
 
 
-def _refuse_unreplayable(session_id: str, index: int, attrs: dict[str, Any]) -> None:
+def _refuse_unreplayable(session_id: str, index: int, attrs: dict[str, Any], answered_outside: bool) -> None:
     """A run replay cannot make again: it re-runs each run's prompt to the root agent, from the state
     the runs before it left, so a fork's first run (it starts from another session's state) and an
-    outside event's run (`send`, a watched file: delivered to an agent with a sender) are refused,
-    rather than reported as divergences they are not."""
+    outside event's run (`send`, a watched file: delivered to an agent with a sender; or one that heard
+    `Session.external` before it) are refused, rather than reported as divergences they are not."""
     if index == 1 and attrs.get(sc.RUN_FORK_SESSION):
         raise ReplayError(f"session {session_id} is a fork of {attrs[sc.RUN_FORK_SESSION]} (after "
                           f"{attrs.get(sc.RUN_FORK_MESSAGE)}): its run 1 starts from that session's state; replay "
                           f"its later runs with --from-run 2, or replay {attrs[sc.RUN_FORK_SESSION]}")
-    if attrs.get(sc.RUN_SOURCE) == "external":
+    if attrs.get(sc.RUN_SOURCE) == "external" or answered_outside:
         raise ReplayError(f"session {session_id}: run {index} answered an outside event (send, or a watched "
                           "file), which replay does not deliver again (docs/replay.md, Limits)")
+
+
+def _answered_outside_events(viewer: Any, runs: list[dict[str, Any]]) -> set[int]:
+    """Runs that answered an outside event recorded outside any run (``Session.external`` between runs):
+    the first run to record after it. Replay re-runs prompts only, so that event would be missing.
+    One recorded inside a run (by the run's own code) is made again and is not counted."""
+    run_of_trace = {run.get("trace_id"): index for index, run in enumerate(runs, 1)}
+    answered: set[int] = set()
+    heard = False
+    for record in viewer.records:  # in message-id order
+        run = run_of_trace.get(record.get("trace_id"))
+        source = record.get("source") or ""
+        if run is None and (source == "external" or source.startswith("external:")):  # runtime.external_source
+            heard = True
+        elif run is not None and heard:
+            answered.add(run)
+            heard = False
+    return answered
 
 
 def _refuse(text: str) -> None:

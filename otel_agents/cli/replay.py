@@ -93,10 +93,12 @@ def replay_command(session_id: str, from_run: int, strict: bool, verbose: bool, 
         script = load_script(source.script) if source.script else None
     except ScriptError as exc:
         raise click.UsageError(f"cannot load the session's script: {exc}") from None
-    try:
-        params = settings_from_json(source.params, "the last run")
+    try:  # each run's --param, as it recorded them: runs may have been given different ones
+        run_params = {run: settings_from_json(text, f"run {run}") for run, text in source.params.items()}
     except ModelSettingsError as exc:
         raise click.UsageError(f"session {session_id}: {exc}") from None
+    replayed = [(run, prompt) for run, prompt in source.prompts if run >= from_run]
+    params = run_params.get(replayed[0][0]) if replayed else None  # the first replayed run's, until limit_run
     from otel_agents.llm.budget import SESSION_OWNER, Budget, BudgetError, BudgetMeter, budget_from_json
 
     try:  # each run's session limits (--max-cost-usd ...), as it recorded them
@@ -129,17 +131,20 @@ def replay_command(session_id: str, from_run: int, strict: bool, verbose: bool, 
         extra: dict[str, Any] = {}  # the session replayed is named by the run's model: replay/<source>
         if app is not None:
             extra[sc.RUN_APP] = app.reference
-        if params is not None:
-            extra[sc.RUN_PARAMS] = params.to_json()
         if start is not None:  # it starts from a fork of the source: meta.json and `sessions list` say so
             extra.update(start.point.run_attributes())
         context = RunContext(source="replay", script=script.source if script is not None else None,
                              model_override=model, extra=extra)
-        replayed = [(run, prompt) for run, prompt in source.prompts if run >= from_run]
         report = ReplayReport(book, source.session_id, len(replayed))
 
-        def limit_run(index: int) -> None:
-            meter.budget = limits.get(replayed[index][0], Budget())
+        def limit_run(index: int) -> None:  # each run's own limits and --param, recorded again on its span
+            run = replayed[index][0]
+            meter.budget = limits.get(run, Budget())
+            session.settings_override = run_params.get(run)
+            if run in run_params:
+                context.extra[sc.RUN_PARAMS] = run_params[run].to_json()
+            else:
+                context.extra.pop(sc.RUN_PARAMS, None)
 
         code = execute(session, [prompt for _, prompt in replayed], context, tracing, recording, report,
                        before_run=limit_run)

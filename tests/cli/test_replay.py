@@ -459,3 +459,117 @@ def test_a_session_run_from_python_without_an_app_is_refused_in_one_line(tmp_pat
                                             "and tools cannot be built again to replay it: give "
                                             "Session(app='module:factory')")
     assert [p.name for p in (home / "sessions").iterdir()] == [source]  # nothing new
+
+
+def _kill_while_waiting(home: Path, source: str, prompt: str) -> None:
+    """``resume SOURCE PROMPT``, its whole process group SIGKILLed while its model waits on a slow answer."""
+    import signal
+    import time
+
+    from otel_agents.persistence.ownership import owner_of
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    env.update(OTEL_AGENTS_HOME=str(home), PYTHONPATH=str(ROOT), LITELLM_LOCAL_MODEL_COST_MAP="True",
+               OTEL_TRACES_EXPORTER="none")
+    proc = subprocess.Popen([sys.executable, "-m", "otel_agents", "resume", source, prompt], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    spans = home / "sessions" / source / "spans.jsonl"
+    try:
+        deadline = time.monotonic() + 60
+        before = spans.read_bytes().count(b'"chat ')
+        while spans.read_bytes().count(b'"chat ') <= before:  # its run's chat span has started
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        time.sleep(0.5)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # the recorder too: nothing ends the run's spans
+        proc.wait()
+    deadline = time.monotonic() + 30
+    while owner_of(home / "sessions" / source) is not None and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
+def test_a_run_killed_in_a_call_is_refused_before_any_repair_and_nothing_is_written(tmp_path):
+    """Read as `sessions show` reads it (journal first), not from the checkpoint the killed writer left behind."""
+    home = tmp_path / "home"
+    script = tmp_path / "crash.json"
+    script.write_text(json.dumps({"name": "crash", "agents": {"main": [
+        "first answer", "second answer", {"text": "never heard", "latency_ms": 8000}]}}))
+    source = session_of(cli("run", "--script", str(script), "one", home=home))
+    cli("resume", source, "two", home=home)
+    _kill_while_waiting(home, source, "three")
+    shown = cli("sessions", "show", source, home=home).stdout
+    assert "interrupted" in shown
+    before = checksums(home / "sessions" / source)
+    done = cli("replay", source, home=home, check=False)
+    assert done.returncode == 2, done.stderr
+    assert re.fullmatch(r"Error: chat span \S+ of main has neither an answer nor an error \(an interrupted call "
+                        r"cannot be replayed\)", done.stderr.strip().splitlines()[-1]), done.stderr
+    later = cli("replay", source, "--from-run", "3", home=home, check=False)
+    assert later.returncode == 2 and "interrupted call cannot be replayed" in later.stderr, later.stderr
+    assert sorted(p.name for p in (home / "sessions").iterdir()) == [source]
+    assert checksums(home / "sessions" / source) == before
+
+
+def test_each_run_is_replayed_with_the_parameters_it_recorded(tmp_path):
+    """Runs given different --param values: each replayed run sends its own, so --strict matches."""
+    home = tmp_path / "home"
+    script = tmp_path / "echo.json"
+    script.write_text(json.dumps({"name": "echo", "agents": {"main": ["one", "two", "three"]}}))
+    source = session_of(cli("run", "--script", str(script), "--param", "temperature=0.3", "Go", home=home))
+    cli("resume", source, "--param", "seed=5", "--param", "temperature=1", "again", home=home)
+    cli("resume", source, "third", home=home)
+    done = cli("replay", source, "--strict", home=home, check=False)
+    assert done.returncode == 0, done.stderr
+    assert f"replay: 3 LLM calls of 3 runs matched session {source}" in done.stderr.splitlines()
+    replayed = session_of(done)
+    assert events(home, replayed) == events(home, source)
+    later = cli("replay", source, "--strict", "--from-run", "2", home=home, check=False)
+    assert later.returncode == 0, later.stderr
+    assert f"replay: 2 LLM calls of 2 runs matched session {source}" in later.stderr.splitlines()
+
+
+EXTERNAL_PROGRAM = '''
+import json
+import sys
+
+import otel_agents
+from otel_agents import Session
+import city_app
+
+home, script = sys.argv[1:3]
+agent, hooks = city_app.make()
+with otel_agents.recording(home=home):
+    with Session(agent, hooks=hooks, script=script, app="city_app:make") as session:
+        session.run_sync("How big is Paris?")
+        session.external("The census was updated.")  # heard between runs: run 2 answers it
+        session.run_sync("And now?")
+print(json.dumps({"session": session.id}))
+'''
+
+
+def test_a_run_that_answered_an_outside_event_of_the_python_api_is_refused_and_nothing_is_written(tmp_path):
+    """`Session.external` between runs is heard by the next run, which replay cannot deliver it to: exit 2, as send."""
+    home = tmp_path / "home"
+    script = tmp_path / "cities.json"
+    script.write_text(json.dumps({"name": "cities", "agents": {"researcher": ["Paris is large.", "Still large."]}}))
+    program = tmp_path / "external.py"
+    program.write_text(EXTERNAL_PROGRAM)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    env.update(OTEL_AGENTS_HOME=str(home), PYTHONPATH=os.pathsep.join([str(ROOT), str(APPS)]),
+               LITELLM_LOCAL_MODEL_COST_MAP="True", OTEL_TRACES_EXPORTER="none")
+    ran = subprocess.run([sys.executable, str(program), str(home), str(script)], env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 0, ran.stderr
+    source = json.loads(ran.stdout.splitlines()[-1])["session"]
+    lines = [orjson.loads(line) for line in (home / "sessions" / source / "events.jsonl").read_bytes().splitlines()]
+    assert [line["source"] for line in lines if line.get("source")] == ["external"]  # what the check must see
+    before = checksums(home / "sessions" / source)
+    for args in ((), ("--from-run", "2")):
+        done = cli("replay", source, *args, home=home, check=False, cwd=tmp_path)
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.strip().splitlines() == [
+            f"Error: session {source}: run 2 answered an outside event (send, or a watched file), which replay "
+            "does not deliver again (docs/replay.md, Limits)"]
+    assert sorted(p.name for p in (home / "sessions").iterdir()) == [source]
+    assert checksums(home / "sessions" / source) == before
