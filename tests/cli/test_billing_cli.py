@@ -523,3 +523,11 @@ def test_rebuild_rewrites_what_a_symlinked_ledger_names_and_keeps_the_link(home,
     assert result.exit_code == 0, result.output
     assert (home / "billing.jsonl").is_symlink()
     assert sorted(shared.read_bytes().splitlines(keepends=True)) == sorted(lines)
+
+
+def test_a_dry_run_rebuild_on_an_empty_home_writes_nothing(tmp_path):
+    """It created the home directory and an empty billing.jsonl."""
+    home = tmp_path / "home"
+    result = invoke(home, "rebuild", "--dry-run")
+    assert result.exit_code == 0, result.output
+    assert "0 sessions" in result.stdout and not home.exists()
