@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from dataclasses import dataclass
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 from otel_agents.persistence.ledger_read import LedgerError, Warn, default_warn, iter_records
 
@@ -44,6 +44,22 @@ def repeated_warning(path: Path, count: int) -> str:
     """The one warning for ``count`` repeated records inside the ledger ``path``."""
     what = "record written more than once was" if count == 1 else "records written more than once were"
     return f"{path}: {count} {what} counted once (`otel-agents billing rebuild` drops the repeats)"
+
+
+def first_exact(
+    records: Iterable[dict], stats: ReadStats, suspects: set[int] | None, id_hash: Callable[[str], int]
+) -> Iterator[dict]:
+    """Each ``record_id``'s first record, counting the others in ``stats``; ids are held only when
+    their ``id_hash`` is in ``suspects`` (None: every id)."""
+    kept: set[str] = set()
+    for record in records:
+        rid = record["record_id"]
+        if suspects is None or id_hash(rid) in suspects:
+            if rid in kept:
+                stats.duplicates += 1
+                continue
+            kept.add(rid)
+        yield record
 
 
 class LedgerShards:

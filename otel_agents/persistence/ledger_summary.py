@@ -31,7 +31,7 @@ from otel_agents.persistence.ledger_read import (
     iter_records,
     record_day,
 )
-from otel_agents.persistence.ledger_shards import ReadStats, repeated_warning
+from otel_agents.persistence.ledger_shards import ReadStats, first_exact, repeated_warning
 from otel_agents.persistence.tree_shape import TOKEN_KEYS
 
 GROUP_BY = ("session", "agent", "model", "day")
@@ -234,12 +234,10 @@ def summarize_file(
 ) -> list[SummaryRow]:
     """:func:`summarize` over a ledger file, each record id once; large files are split across CPU cores.
 
-    Each worker streams one slice (cut at line boundaries) and the partial groups are
-    merged, so the result is the same as one pass, only sooner. Repeats among the records the
-    filters keep are found by a hash of their ids (a set of ints, not of the ids, keeps a large
-    ledger's summary lean); if any hash repeats, the file is read once more holding the ids of
-    those hashes only, so the counts are exact. Their number is added to ``stats`` and warned
-    of in one line.
+    Each worker streams one slice (cut at line boundaries) and the partial groups are merged, so
+    the result is the same as one pass, only sooner. Repeats among the records the filters keep are
+    found by id hash (a set of ints, leaner than of the ids); if a hash repeats, the file is read
+    again holding the ids of those hashes only, so counts stay exact. ``stats`` gets their number.
     """
     warn = warn or default_warn
     billing_file = Path(billing_file)
@@ -252,7 +250,8 @@ def summarize_file(
     found = ReadStats()
     groups: Groups = {}
     if not stat.S_ISREG(info.st_mode):  # a pipe can be read only once: hold its ids exactly
-        _aggregate(_first_exact(filters.apply(iter_records(billing_file, warn)), found), key_of, groups)
+        _aggregate(first_exact(filters.apply(iter_records(billing_file, warn)), found, None, _id_hash), key_of,
+                   groups)
         return _rows(_counted(groups, billing_file, found, stats, warn))
     size = info.st_size
     if workers is None:
@@ -261,7 +260,8 @@ def summarize_file(
     repeated: set[int] = set()
     bounds = _slices(billing_file, size, workers) if workers > 1 else []
     # fork is only safe without other threads; otherwise stay in this process.
-    if len(bounds) > 1 and threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods():
+    parallel = len(bounds) > 1 and threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods()
+    if parallel:
         with multiprocessing.get_context("fork").Pool(len(bounds)) as pool:
             parts = pool.starmap(_summarize_slice, [(billing_file, by, filters, a, b) for a, b in bounds])
         for index, (part, messages, part_seen, part_repeated) in enumerate(parts):
@@ -277,33 +277,26 @@ def summarize_file(
         _aggregate(filters.apply(iter_records(billing_file, warn)), key_of, groups, seen, repeated)
     del seen
     if repeated:
-        # Hashes met twice: repeated records, or (rarely) two ids with one hash. Read again holding
-        # the ids of those hashes only; the first read warned of any damaged line already.
-        records = iter_records(billing_file, lambda message: None)
+        # Hashes met twice (repeats, or rarely two ids sharing one): read again, holding only their ids.
         groups = {}
-        _aggregate(_first_exact(filters.apply(records), found, repeated), key_of, groups)
+        if parallel:  # the slices again, each setting aside its records of those hashes, in order
+            with multiprocessing.get_context("fork").Pool(len(bounds)) as pool:
+                parts2 = pool.starmap(_slice_without, [(billing_file, by, filters, a, b, repeated) for a, b in bounds])
+            for part, _ in parts2:
+                _merge(groups, part)
+            held = [record for _, records in parts2 for record in records]
+            _aggregate(first_exact(held, found, None, _id_hash), key_of, groups)
+        else:
+            records = iter_records(billing_file, lambda message: None)  # its damage was warned of
+            _aggregate(first_exact(filters.apply(records), found, repeated, _id_hash), key_of, groups)
     return _rows(_counted(groups, billing_file, found, stats, warn))
 
 
-def _first_exact(records: Iterable[dict], found: ReadStats, suspects: set[int] | None = None) -> Iterator[dict]:
-    """Each ``record_id``'s first record; ids are held only when their hash is in ``suspects`` (None: all)."""
-    kept: set[str] = set()
-    id_hash = _id_hash
-    for record in records:
-        rid = record["record_id"]
-        if suspects is None or id_hash(rid) in suspects:
-            if rid in kept:
-                found.duplicates += 1
-                continue
-            kept.add(rid)
-        yield record
-
-
 def _counted(groups: Groups, billing_file: Path, found: ReadStats, stats: ReadStats | None, warn: Warn) -> Groups:
-    if found.duplicates:
+    if found.duplicates:  # one line for the ledger, however many
         warn(repeated_warning(billing_file, found.duplicates))
-        if stats is not None:
-            stats.duplicates += found.duplicates
+    if stats is not None:
+        stats.duplicates += found.duplicates
     return groups
 
 
@@ -334,6 +327,25 @@ def _summarize_slice(
     _aggregate(records, _key_function(by), groups, seen, repeated)
     # 8 bytes a hash to send back, not a set's: the parent holds every slice's at once.
     return groups, messages, array("q", seen), repeated
+
+
+def _slice_without(
+    billing_file: Path, by: str | None, filters: Filters, start: int, end: int, suspects: set[int]
+) -> tuple[Groups, list[dict]]:
+    """One slice's groups without the records whose id hash is in ``suspects``, and those records."""
+    held: list[dict] = []
+
+    def others(records: Iterable[dict]) -> Iterator[dict]:
+        for record in records:
+            if _id_hash(record["record_id"]) in suspects:
+                held.append(record)
+            else:
+                yield record
+
+    groups: Groups = {}
+    records = filters.apply(iter_records(billing_file, lambda message: None, start, end))
+    _aggregate(others(records), _key_function(by), groups)
+    return groups, held
 
 
 def _merge(into: Groups, part: Groups) -> None:

@@ -113,7 +113,8 @@ def test_a_record_repeated_in_the_ledger_is_summarized_once(tmp_path):
 
 
 def test_records_whose_id_hashes_collide_are_both_counted(tmp_path, monkeypatch):
-    """Repeats are found by a hash of the id; two different ids with one hash are still two calls."""
+    """Repeats are found by a hash of the id; two different ids with one hash are still two calls
+    (in one process, and when slices are read by forked workers, which inherit the patched hash)."""
     from otel_agents.persistence import ledger_summary
     from otel_agents.persistence.ledger_summary import ReadStats
 
@@ -123,9 +124,10 @@ def test_records_whose_id_hashes_collide_are_both_counted(tmp_path, monkeypatch)
     append_records(ledger, records)
     with open(ledger, "ab") as fh:
         fh.write(ledger.read_bytes().splitlines(keepends=True)[2])
-    stats = ReadStats()
-    (row,) = summarize_file(ledger, None, warn=[].append, workers=1, stats=stats)
-    assert (row.calls, row.cost_usd, stats.duplicates) == (5, Decimal("2.5"), 1)
+    for workers in (1, 2):
+        stats = ReadStats()
+        (row,) = summarize_file(ledger, None, warn=[].append, workers=workers, stats=stats)
+        assert (row.calls, row.cost_usd, stats.duplicates) == (5, Decimal("2.5"), 1), workers
 
 
 def test_slices_cut_at_line_boundaries_and_merge_to_one_pass(tmp_path):
