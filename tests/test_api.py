@@ -213,6 +213,19 @@ def test_a_bad_tracing_setting_is_one_line_and_nothing_is_created(tmp_path, monk
     assert not (tmp_path / "home").exists()
 
 
+def test_a_malformed_otlp_endpoint_is_a_recording_error_and_nothing_is_created(tmp_path, monkeypatch):
+    """An unclosed IPv6 bracket raised urlparse's bare ValueError from ``recording()``."""
+    import otel_agents
+
+    monkeypatch.setenv("OTEL_TRACES_EXPORTER", "otlp")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://[::1")
+    with pytest.raises(otel_agents.RecordingError, match="invalid OTLP endpoint 'http://\\[::1'") as caught:
+        with otel_agents.recording(home=tmp_path / "home"):
+            pass
+    assert "\n" not in str(caught.value)
+    assert not (tmp_path / "home").exists()
+
+
 def test_a_new_session_with_a_saved_sessions_id_is_refused_and_the_saved_one_is_untouched(tmp_path, script, monkeypatch):
     import otel_agents
     from otel_agents import Agent, Session

@@ -100,17 +100,21 @@ def _table_row(row) -> list[str]:
 def summary(by: str, since: date | None, until: date | None, session_id: str | None, as_json: bool, paths,
             ledgers: list[Path]) -> None:
     """Calls, tokens and cost from the ledger(s), grouped; a null cost counts as unpriced, never as 0."""
-    from otel_agents.persistence.ledger_shards import LedgerShards
+    from otel_agents.persistence.ledger_shards import LedgerShards, ReadStats
     from otel_agents.persistence.ledger_summary import summarize, summarize_file, total
 
     filters = _filters(since, until, session_id)
-    shards = LedgerShards(ledgers, _warn)
     if len(ledgers) == 1:  # one ledger keeps the parallel path for large files
-        rows = summarize_file(ledgers[0], by, filters, warn=_warn)
+        stats = ReadStats()
+        rows = summarize_file(ledgers[0], by, filters, warn=_warn, stats=stats)
+        duplicates = stats.duplicates  # warned of, naming the ledger
     else:
+        shards = LedgerShards(ledgers, _warn)
         rows = summarize(filters.apply(shards), by)
-    if shards.duplicates:
-        click.echo(f"note: {shards.duplicates} records found in more than one ledger were counted once", err=True)
+        duplicates = shards.duplicates  # those inside one ledger were warned of, naming it
+        if shards.across_ledgers:
+            click.echo(f"note: {shards.across_ledgers} records found in more than one ledger were counted once",
+                       err=True)
     grand = total(rows)
     named = str(ledgers[0]) if len(ledgers) == 1 else ", ".join(map(str, ledgers))
     if as_json:
@@ -119,7 +123,7 @@ def summary(by: str, since: date | None, until: date | None, session_id: str | N
         doc = {
             "ledger": str(ledgers[0]) if len(ledgers) == 1 else None,
             "ledgers": [str(p) for p in ledgers],
-            "duplicates": shards.duplicates,
+            "duplicates": duplicates,
             "by": by,
             "filters": {
                 "since": since.isoformat() if since else None,

@@ -174,5 +174,9 @@ def rebuild_ledger(
         plans.append(plan)
         return plan.records if plan.differs and not dry_run else None
 
-    written = rewrite_records(billing_file, rewrite, warn)
+    if dry_run and not Path(billing_file).exists():
+        # No ledger yet: no records to read. Taking the lock would create it (and its directory).
+        written = rewrite([])
+    else:
+        written = rewrite_records(billing_file, rewrite, warn)
     return Rebuild(plans[0], written, len(derived.by_session), derived.unreadable, derived.live)

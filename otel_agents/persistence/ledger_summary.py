@@ -1,6 +1,7 @@
 """Summaries of the billing ledger (grouped, exact, parallel over large files) and its exports.
 
-Costs are summed as integers of 1e-12 USD (the runtime rounds each cost to 12
+Each ``record_id`` counts once, as in ``billing export``: a line repeated in the ledger is
+one call billed once (ledger_shards.py). Costs are summed as integers of 1e-12 USD (the runtime rounds each cost to 12
 decimals), so totals are exact and reconcile to the cent; a null cost is an
 unpriced call, never a zero.
 """
@@ -10,12 +11,14 @@ from __future__ import annotations
 import csv
 import multiprocessing
 import os
+import stat
 import threading
+from array import array
 from dataclasses import dataclass, field
 from datetime import date
 from decimal import Decimal
 from pathlib import Path
-from typing import IO, Callable, Iterable
+from typing import IO, Callable, Iterable, Iterator
 
 import orjson
 
@@ -28,6 +31,7 @@ from otel_agents.persistence.ledger_read import (
     iter_records,
     record_day,
 )
+from otel_agents.persistence.ledger_shards import ReadStats, first_exact, repeated_warning
 from otel_agents.persistence.tree_shape import TOKEN_KEYS
 
 GROUP_BY = ("session", "agent", "model", "day")
@@ -117,9 +121,28 @@ Groups = dict[str, tuple[list[int], set[str]]]
 _NOT_COMPLETED = frozenset({"failed", "interrupted"})
 
 
-def _aggregate(records: Iterable[dict], key_of: Callable[[dict], str], groups: Groups) -> None:
+# Python's str hash: 64 bits, and the same in the forked workers (one hash secret).
+_id_hash = hash
+
+
+def _aggregate(
+    records: Iterable[dict],
+    key_of: Callable[[dict], str],
+    groups: Groups,
+    seen: set[int] | None = None,
+    repeated: set[int] | None = None,
+) -> None:
+    """Add ``records`` to ``groups``; with ``seen``, skip a record whose id hash is in it (added as read),
+    putting that hash in ``repeated``. Here, not in a filter before: a generator per record costs."""
     width = _TOKENS0 + len(TOKEN_KEYS)
+    id_hash, remember = _id_hash, seen.add if seen is not None else None
     for record in records:
+        if remember is not None:
+            h = id_hash(record["record_id"])
+            if h in seen:  # type: ignore[operator]
+                repeated.add(h)  # type: ignore[union-attr]
+                continue
+            remember(h)
         get = record.get
         key = key_of(record)
         group = groups.get(key)
@@ -207,37 +230,74 @@ def summarize_file(
     filters: Filters = Filters(),
     warn: Warn | None = None,
     workers: int | None = None,
+    stats: ReadStats | None = None,
 ) -> list[SummaryRow]:
-    """:func:`summarize` over a ledger file; large files are split across CPU cores.
+    """:func:`summarize` over a ledger file, each record id once; large files are split across CPU cores.
 
-    Each worker streams one slice (cut at line boundaries) and the partial groups are
-    merged, so the result is the same as one pass, only sooner.
+    Each worker streams one slice (cut at line boundaries) and the partial groups are merged, so
+    the result is the same as one pass, only sooner. Repeats among the records the filters keep are
+    found by id hash (a set of ints, leaner than of the ids); if a hash repeats, the file is read
+    again holding the ids of those hashes only, so counts stay exact. ``stats`` gets their number.
     """
     warn = warn or default_warn
     billing_file = Path(billing_file)
     key_of = _key_function(by)  # validates ``by`` before any work
     try:
-        size = billing_file.stat().st_size
+        info = billing_file.stat()
     except FileNotFoundError:
         return []
     check_readable_ledger(billing_file)  # here, not in the worker that reads the first slice
+    found = ReadStats()
+    groups: Groups = {}
+    if not stat.S_ISREG(info.st_mode):  # a pipe can be read only once: hold its ids exactly
+        _aggregate(first_exact(filters.apply(iter_records(billing_file, warn)), found, None, _id_hash), key_of,
+                   groups)
+        return _rows(_counted(groups, billing_file, found, stats, warn))
+    size = info.st_size
     if workers is None:
         workers = (os.cpu_count() or 1) if size >= PARALLEL_MIN_BYTES else 1
+    seen: set[int] = set()
+    repeated: set[int] = set()
+    bounds = _slices(billing_file, size, workers) if workers > 1 else []
     # fork is only safe without other threads; otherwise stay in this process.
-    if workers > 1 and threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods():
-        bounds = _slices(billing_file, size, workers)
-        if len(bounds) > 1:
+    parallel = len(bounds) > 1 and threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods()
+    if parallel:
+        with multiprocessing.get_context("fork").Pool(len(bounds)) as pool:
+            parts = pool.starmap(_summarize_slice, [(billing_file, by, filters, a, b) for a, b in bounds])
+        for index, (part, messages, part_seen, part_repeated) in enumerate(parts):
+            for message in messages:
+                warn(message)
+            _merge(groups, part)
+            repeated |= part_repeated
+            if seen:  # a record first read in an earlier slice
+                repeated.update(h for h in part_seen if h in seen)
+            if index < len(parts) - 1:
+                seen.update(part_seen)
+    else:
+        _aggregate(filters.apply(iter_records(billing_file, warn)), key_of, groups, seen, repeated)
+    del seen
+    if repeated:
+        # Hashes met twice (repeats, or rarely two ids sharing one): read again, holding only their ids.
+        groups = {}
+        if parallel:  # the slices again, each setting aside its records of those hashes, in order
             with multiprocessing.get_context("fork").Pool(len(bounds)) as pool:
-                parts = pool.starmap(_summarize_slice, [(billing_file, by, filters, a, b) for a, b in bounds])
-            groups: Groups = {}
-            for part, messages in parts:
-                for message in messages:
-                    warn(message)
+                parts2 = pool.starmap(_slice_without, [(billing_file, by, filters, a, b, repeated) for a, b in bounds])
+            for part, _ in parts2:
                 _merge(groups, part)
-            return _rows(groups)
-    groups = {}
-    _aggregate(filters.apply(iter_records(billing_file, warn)), key_of, groups)
-    return _rows(groups)
+            held = [record for _, records in parts2 for record in records]
+            _aggregate(first_exact(held, found, None, _id_hash), key_of, groups)
+        else:
+            records = iter_records(billing_file, lambda message: None)  # its damage was warned of
+            _aggregate(first_exact(filters.apply(records), found, repeated, _id_hash), key_of, groups)
+    return _rows(_counted(groups, billing_file, found, stats, warn))
+
+
+def _counted(groups: Groups, billing_file: Path, found: ReadStats, stats: ReadStats | None, warn: Warn) -> Groups:
+    if found.duplicates:  # one line for the ledger, however many
+        warn(repeated_warning(billing_file, found.duplicates))
+    if stats is not None:
+        stats.duplicates += found.duplicates
+    return groups
 
 
 def _slices(billing_file: Path, size: int, count: int) -> list[tuple[int, int]]:
@@ -255,11 +315,37 @@ def _slices(billing_file: Path, size: int, count: int) -> list[tuple[int, int]]:
     return list(zip(cuts, cuts[1:]))
 
 
-def _summarize_slice(billing_file: Path, by: str | None, filters: Filters, start: int, end: int) -> tuple[Groups, list[str]]:
+def _summarize_slice(
+    billing_file: Path, by: str | None, filters: Filters, start: int, end: int
+) -> tuple[Groups, list[str], array, set[int]]:
+    """One slice's groups, warnings, and id hashes: all of them, and those met twice in it."""
     messages: list[str] = []
     groups: Groups = {}
-    _aggregate(filters.apply(iter_records(billing_file, messages.append, start, end)), _key_function(by), groups)
-    return groups, messages
+    seen: set[int] = set()
+    repeated: set[int] = set()
+    records = filters.apply(iter_records(billing_file, messages.append, start, end))
+    _aggregate(records, _key_function(by), groups, seen, repeated)
+    # 8 bytes a hash to send back, not a set's: the parent holds every slice's at once.
+    return groups, messages, array("q", seen), repeated
+
+
+def _slice_without(
+    billing_file: Path, by: str | None, filters: Filters, start: int, end: int, suspects: set[int]
+) -> tuple[Groups, list[dict]]:
+    """One slice's groups without the records whose id hash is in ``suspects``, and those records."""
+    held: list[dict] = []
+
+    def others(records: Iterable[dict]) -> Iterator[dict]:
+        for record in records:
+            if _id_hash(record["record_id"]) in suspects:
+                held.append(record)
+            else:
+                yield record
+
+    groups: Groups = {}
+    records = filters.apply(iter_records(billing_file, lambda message: None, start, end))
+    _aggregate(others(records), _key_function(by), groups)
+    return groups, held
 
 
 def _merge(into: Groups, part: Groups) -> None:

@@ -63,6 +63,7 @@ def resolve_target(endpoint: str | None = None, headers: str | None = None) -> R
     protocol = otlp_protocol()
     if endpoint:
         url = endpoint.strip()
+        check_endpoint(url, protocol)  # before urlparse below, which raises on "http://[::1"
         if protocol != "grpc" and urlparse(url).path in {"", "/"}:
             url = url.rstrip("/") + TRACES_PATH  # a base URL, as OTEL_EXPORTER_OTLP_ENDPOINT
     elif os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):

@@ -292,13 +292,15 @@ def otlp_protocol(signal: str = "TRACES") -> str:
 
 def check_endpoint(endpoint: str, protocol: str) -> None:
     """Catch a malformed endpoint at start-up rather than as an export failure."""
-    parsed = urlparse(endpoint if "://" in endpoint else f"//{endpoint}")
-    scheme_ok = parsed.scheme in {"http", "https"} or (protocol == "grpc" and parsed.scheme == "")
     try:
+        # urlparse itself raises ValueError on an unbalanced IPv6 bracket ("http://[::1").
+        parsed = urlparse(endpoint if "://" in endpoint else f"//{endpoint}")
+        scheme_ok = parsed.scheme in {"http", "https"} or (protocol == "grpc" and parsed.scheme == "")
         port_ok = parsed.port is None or parsed.port > 0
+        host_ok = bool(parsed.hostname)
     except ValueError:
-        port_ok = False
-    if not (scheme_ok and parsed.hostname and port_ok):
+        scheme_ok = port_ok = host_ok = False
+    if not (scheme_ok and host_ok and port_ok):
         hint = "http://host:4317" if protocol == "grpc" else "http://host:4318"
         raise ConfigError(f"invalid OTLP endpoint {endpoint!r} for {protocol} (expected e.g. {hint})")
 

@@ -232,6 +232,36 @@ def test_a_damaged_line_inside_a_ledger_is_one_warning_and_a_missing_ledger_is_n
     assert result.exit_code == 0 and result.stdout == f"no ledger records ({missing})\n" and result.stderr == ""
 
 
+def test_a_record_written_twice_in_one_ledger_is_counted_once_with_a_warning(home, tmp_path):
+    """A repeated line was counted twice by summary (``duplicates`` 0) and exported twice, silently,
+    while two ledgers holding it counted it once: ``cat a b > all.jsonl`` over-billed."""
+    home, _, _ = home
+    ledger = home / "billing.jsonl"
+    before = json.loads(invoke(home, "summary", "--json").stdout)
+    lines = ledger.read_bytes().splitlines(keepends=True)
+    ledger.write_bytes(b"".join(lines) + lines[1])
+    result = invoke(home, "summary", "--json")
+    assert result.exit_code == 0, result.output
+    after = json.loads(result.stdout)
+    assert after["total"] == before["total"] and after["rows"] == before["rows"]
+    assert after["duplicates"] == 1 and before["duplicates"] == 0
+    warning = f"warning: {ledger}: 1 record written more than once was counted once"
+    assert result.stderr.splitlines() == [warning + " (`otel-agents billing rebuild` drops the repeats)"]
+    table = invoke(home, "summary")
+    assert table.exit_code == 0 and table.stderr.splitlines()[0].startswith(warning)
+    exported = tmp_path / "out.jsonl"
+    done = invoke(home, "export", "--format", "jsonl", "--output", str(exported))
+    assert done.exit_code == 0 and warning in done.stderr
+    ids = [json.loads(line)["record_id"] for line in exported.read_text().splitlines()]
+    assert len(ids) == len(set(ids)) == len(lines)
+    # Read as two ledgers, the repeat inside one is named apart from the overlap between them.
+    other = tmp_path / "other.jsonl"
+    other.write_bytes(lines[0])
+    both = invoke(home, "summary", "--json", "--billing-file", str(ledger), "--billing-file", str(other))
+    assert json.loads(both.stdout)["total"] == before["total"] and json.loads(both.stdout)["duplicates"] == 2
+    assert warning in both.stderr and "1 records found in more than one ledger were counted once" in both.stderr
+
+
 def test_summary_with_an_explicit_billing_file(home, tmp_path):
     home, _, _ = home
     other = tmp_path / "elsewhere.jsonl"
@@ -493,3 +523,11 @@ def test_rebuild_rewrites_what_a_symlinked_ledger_names_and_keeps_the_link(home,
     assert result.exit_code == 0, result.output
     assert (home / "billing.jsonl").is_symlink()
     assert sorted(shared.read_bytes().splitlines(keepends=True)) == sorted(lines)
+
+
+def test_a_dry_run_rebuild_on_an_empty_home_writes_nothing(tmp_path):
+    """It created the home directory and an empty billing.jsonl."""
+    home = tmp_path / "home"
+    result = invoke(home, "rebuild", "--dry-run")
+    assert result.exit_code == 0, result.output
+    assert "0 sessions" in result.stdout and not home.exists()

@@ -58,6 +58,7 @@ def _files(directory: Path) -> dict[str, tuple[bytes, int]]:
     [
         ((), {}, "Error: no OTLP endpoint: give --endpoint URL or set OTEL_EXPORTER_OTLP_ENDPOINT"),
         (("--endpoint", "localhost:4318"), {}, "Error: invalid OTLP endpoint 'localhost:4318' for http/protobuf"),
+        (("--endpoint", "http://[::1"), {}, "Error: invalid OTLP endpoint 'http://[::1' for http/protobuf"),
         (("--endpoint", "http://127.0.0.1:4318", "--headers", "garbage"), {},
          "Error: --headers must be key=value pairs separated by commas, not 'garbage'"),
         (("--endpoint", "http://127.0.0.1:4318"), {"OTEL_EXPORTER_OTLP_TIMEOUT": "soon"},

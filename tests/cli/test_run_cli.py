@@ -313,3 +313,17 @@ def test_a_billing_file_that_is_not_a_ledger_is_refused_and_left_as_it_was(cli_e
         assert other.read_bytes() == before and other.stat().st_mode & 0o777 == 0o644
     assert not (cli_env / "sessions").exists() or not any((cli_env / "sessions").iterdir())
     assert not (tmp_path / "second").exists() or not any((tmp_path / "second").iterdir())
+
+
+def test_a_malformed_otlp_endpoint_is_exit_2_without_a_traceback_and_nothing_is_saved(cli_env, tmp_path):
+    """OTEL_EXPORTER_OTLP_ENDPOINT="http://[::1" ended `run` with urlparse's traceback, exit 1."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_EXPORTER_OTLP")}
+    env.update(OTEL_TRACES_EXPORTER="otlp", OTEL_EXPORTER_OTLP_ENDPOINT="http://[::1", OTEL_AGENTS_HOME=str(cli_env))
+    proc = subprocess.run([sys.executable, "-m", "otel_agents", "run", "hi"], capture_output=True, text=True, env=env,
+                          cwd=tmp_path, timeout=120)
+    assert proc.returncode == 2 and proc.stdout == "" and "Traceback" not in proc.stderr
+    # As any other invalid endpoint ("notaurl"): run's usage error, its one Error line naming the value.
+    assert [line for line in proc.stderr.splitlines() if line.startswith("Error")] == [
+        "Error: invalid OTLP endpoint 'http://[::1' for http/protobuf (expected e.g. http://host:4318)"], proc.stderr
+    assert not (cli_env / "sessions").exists() or not any((cli_env / "sessions").iterdir())
+    assert not (cli_env / "billing.jsonl").exists()

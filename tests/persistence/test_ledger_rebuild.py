@@ -39,6 +39,17 @@ def test_derived_records_are_the_ledger_a_run_wrote(record):
     assert [r["record_id"] for r in derived.by_session[recorded.session.id]] == [r["record_id"] for r in written]
 
 
+def test_a_dry_run_without_a_ledger_creates_nothing(record, tmp_path):
+    """It created the ledger's directory and an empty ledger: taking the lock opens it for append."""
+    recorded = record("jack-and-jill", ["Go"])
+    billing = tmp_path / "fresh" / "billing.jsonl"
+    dry = rebuild_ledger(billing, recorded.store.directory.parent, warn=[].append, dry_run=True)
+    assert dry.written is None and dry.plan.added and not (tmp_path / "fresh").exists()
+    empty = tmp_path / "empty"
+    dry = rebuild_ledger(empty / "billing.jsonl", empty / "sessions", warn=[].append, dry_run=True)
+    assert dry.written is None and not dry.plan.differs and not empty.exists()
+
+
 def test_rebuild_restores_a_lost_ledger_and_a_dry_run_writes_nothing(record, tmp_path):
     recorded = record("jack-and-jill", ["Go"])
     sessions_dir = recorded.store.directory.parent

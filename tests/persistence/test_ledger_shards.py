@@ -71,10 +71,21 @@ def test_a_directory_without_ledgers_is_an_error(tmp_path):
         ledger_files([tmp_path])
 
 
-def test_one_ledger_reads_exactly_as_before(tmp_path):
-    """A single ledger is not deduplicated by the reader: it is the file as written."""
+def test_a_record_repeated_inside_one_ledger_is_read_once_with_a_warning(tmp_path):
+    """One ledger was read as written, a repeated line twice; two ledgers dropped the same repeat."""
     ledger = tmp_path / "billing.jsonl"
     append_records(ledger, _records(4))
     with open(ledger, "ab") as fh:  # a line repeated by hand
         fh.write(ledger.read_bytes().splitlines(keepends=True)[0])
-    assert list(LedgerShards([ledger])) == list(iter_records(ledger))
+    warnings: list[str] = []
+    reader = LedgerShards([ledger], warnings.append)
+    assert list(reader) == list(iter_records(ledger))[:4]
+    assert (reader.duplicates, reader.across_ledgers) == (1, 0)
+    assert warnings == [f"{ledger}: 1 record written more than once was counted once"
+                        " (`otel-agents billing rebuild` drops the repeats)"]
+    other = tmp_path / "other.jsonl"
+    append_records(other, _records(2))
+    warnings.clear()
+    reader = LedgerShards([ledger, other], warnings.append)
+    assert len(list(reader)) == 4 and (reader.duplicates, reader.across_ledgers) == (3, 2)
+    assert len(warnings) == 1 and warnings[0].startswith(f"{ledger}: 1 record ")

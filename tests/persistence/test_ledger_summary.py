@@ -85,6 +85,51 @@ def test_parallel_summary_equals_one_pass(tmp_path):
     assert [r.calls for r in filtered] == [sum(1 for r in records if r["session_id"] == "s3" and r["ts"] <= "2025-03-05T99")]
 
 
+def test_a_record_repeated_in_the_ledger_is_summarized_once(tmp_path):
+    """Within one slice and across the parallel path's slices, a repeated line counts once, with
+    one warning naming the ledger; ``stats`` says how many were dropped."""
+    from otel_agents.persistence.ledger_summary import ReadStats
+
+    ledger = tmp_path / "billing.jsonl"
+    records = [llm(n, session=f"s{n % 7}", cost=n / 1000) if n % 3 else tool(n, session=f"s{n % 7}") for n in range(1, 3001)]
+    append_records(ledger, records)
+    lines = ledger.read_bytes().splitlines(keepends=True)
+    # The first line again at the end (another slice), the last twice in a row (its own slice).
+    ledger.write_bytes(b"".join(lines) + lines[0] + lines[-1] + lines[-1])
+    want = [r.as_dict() for r in summarize(records, "session")]
+    for workers in (1, 2):
+        warnings: list[str] = []
+        stats = ReadStats()
+        rows = summarize_file(ledger, "session", warn=warnings.append, workers=workers, stats=stats)
+        assert [r.as_dict() for r in rows] == want, workers
+        assert stats.duplicates == 3
+        assert warnings == [f"{ledger}: 3 records written more than once were counted once"
+                            " (`otel-agents billing rebuild` drops the repeats)"]
+    clean = tmp_path / "clean.jsonl"
+    append_records(clean, records)
+    stats = ReadStats()
+    assert [r.as_dict() for r in summarize_file(clean, "session", workers=2, stats=stats)] == want
+    assert stats.duplicates == 0
+
+
+def test_records_whose_id_hashes_collide_are_both_counted(tmp_path, monkeypatch):
+    """Repeats are found by a hash of the id; two different ids with one hash are still two calls
+    (in one process, and when slices are read by forked workers, which inherit the patched hash)."""
+    from otel_agents.persistence import ledger_summary
+    from otel_agents.persistence.ledger_summary import ReadStats
+
+    monkeypatch.setattr(ledger_summary, "_id_hash", lambda rid: 7)  # every id collides
+    ledger = tmp_path / "billing.jsonl"
+    records = [llm(n, cost=0.5) for n in range(1, 6)]
+    append_records(ledger, records)
+    with open(ledger, "ab") as fh:
+        fh.write(ledger.read_bytes().splitlines(keepends=True)[2])
+    for workers in (1, 2):
+        stats = ReadStats()
+        (row,) = summarize_file(ledger, None, warn=[].append, workers=workers, stats=stats)
+        assert (row.calls, row.cost_usd, stats.duplicates) == (5, Decimal("2.5"), 1), workers
+
+
 def test_slices_cut_at_line_boundaries_and_merge_to_one_pass(tmp_path):
     """The parallel path's parts, run here in one process (fork is skipped when threads exist)."""
     from otel_agents.persistence.ledger_summary import _merge, _rows, _slices, _summarize_slice
@@ -102,8 +147,8 @@ def test_slices_cut_at_line_boundaries_and_merge_to_one_pass(tmp_path):
                 assert fh.read(1) == b"\n"
         groups = {}
         for start, end in bounds:
-            part, messages = _summarize_slice(ledger, "session", Filters(), start, end)
-            assert messages == []
+            part, messages, _, repeated = _summarize_slice(ledger, "session", Filters(), start, end)
+            assert messages == [] and repeated == set()
             _merge(groups, part)
         assert [r.as_dict() for r in _rows(groups)] == [r.as_dict() for r in summarize(read_records(ledger), "session")]
 

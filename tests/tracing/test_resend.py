@@ -75,3 +75,13 @@ def test_the_target_is_the_option_else_the_standard_variables(clean_env, option,
 def test_no_endpoint_is_a_configuration_error(clean_env):
     with pytest.raises(ConfigError, match="no OTLP endpoint"):
         resolve_target()
+
+
+@pytest.mark.parametrize("option", ["http://[::1", "http://::1]:4318", "[::1"])
+def test_a_malformed_endpoint_is_a_configuration_error(clean_env, option):
+    """urlparse's ValueError ("Invalid IPv6 URL") escaped as a traceback."""
+    with pytest.raises(ConfigError, match="invalid OTLP endpoint"):
+        resolve_target(option)
+    clean_env.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", option)
+    with pytest.raises(ConfigError, match="invalid OTLP endpoint"):
+        resolve_target()

@@ -90,6 +90,9 @@ def test_traces_endpoint_alone_enables_export(configured, monkeypatch):
         ("OTEL_EXPORTER_OTLP_ENDPOINT", "localhost:4318", "invalid OTLP endpoint 'localhost:4318' for http/protobuf"),
         ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://:4318", "invalid OTLP endpoint"),
         ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://host:99999", "invalid OTLP endpoint"),
+        # urlparse raises on an unclosed IPv6 bracket: it was a bare ValueError, with a traceback.
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://[::1", "invalid OTLP endpoint 'http://\\[::1' for http/protobuf"),
+        ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://::1]:4318/v1/traces", "invalid OTLP endpoint"),
     ],
 )
 def test_bad_configuration_is_a_clear_error(monkeypatch, variable, value, message):
