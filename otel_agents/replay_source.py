@@ -149,8 +149,8 @@ def _refuse_unreplayable(session_id: str, index: int, attrs: dict[str, Any], ans
                           f"{attrs.get(sc.RUN_FORK_MESSAGE)}): its run 1 starts from that session's state; replay "
                           f"its later runs with --from-run 2, or replay {attrs[sc.RUN_FORK_SESSION]}")
     if attrs.get(sc.RUN_SOURCE) == "external" or answered_outside:
-        raise ReplayError(f"session {session_id}: run {index} answered an outside event (send, or a watched "
-                          "file), which replay does not deliver again (docs/replay.md, Limits)")
+        raise ReplayError(f"session {session_id}: run {index} answered an outside event (send, a watched "
+                          "file or Session.external), which replay does not deliver again (docs/replay.md, Limits)")
 
 
 def _answered_outside_events(viewer: Any, runs: list[dict[str, Any]]) -> set[int]:

@@ -327,8 +327,8 @@ def test_a_run_that_answered_an_outside_event_is_refused_and_nothing_is_written(
     done = cli("replay", source, home=home, check=False)
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
-        f"Error: session {source}: run 2 answered an outside event (send, or a watched file), which replay does "
-        "not deliver again (docs/replay.md, Limits)"]
+        f"Error: session {source}: run 2 answered an outside event (send, a watched file or Session.external), "
+        "which replay does not deliver again (docs/replay.md, Limits)"]
     assert sorted(p.name for p in (home / "sessions").iterdir()) == [source]
     assert checksums(home / "sessions" / source) == before
     assert cli("replay", source, "--from-run", "1", home=home, check=False).returncode == 2  # it is still in the range
@@ -569,7 +569,7 @@ def test_a_run_that_answered_an_outside_event_of_the_python_api_is_refused_and_n
         done = cli("replay", source, *args, home=home, check=False, cwd=tmp_path)
         assert done.returncode == 2, done.stderr
         assert done.stderr.strip().splitlines() == [
-            f"Error: session {source}: run 2 answered an outside event (send, or a watched file), which replay "
-            "does not deliver again (docs/replay.md, Limits)"]
+            f"Error: session {source}: run 2 answered an outside event (send, a watched file or "
+            "Session.external), which replay does not deliver again (docs/replay.md, Limits)"]
     assert sorted(p.name for p in (home / "sessions").iterdir()) == [source]
     assert checksums(home / "sessions" / source) == before
