@@ -7,6 +7,7 @@ import asyncio
 from otel_agents.llm.scripts import parse_script
 from otel_agents.runtime.scenario import build_session
 from otel_agents.tracing.records import from_span_event
+from support.transcripts import assert_provider_valid
 
 SCRIPT = {"name": "watcher", "root": {"name": "watcher"}, "agents": {"watcher": ["noted", "I'll reload the data."]}}
 
@@ -57,6 +58,7 @@ def test_an_event_arriving_while_tool_results_are_awaited_is_heard_after_them(me
 
     held, answer = asyncio.run(main())
     assert held is None and answer == "done"
+    assert_provider_valid(session.root.transcript)
     roles = [(m["role"], m.get("content")) for m in session.root.transcript[1:]]
     assert [r for r, _ in roles] == ["assistant", "tool", "tool", "user", "assistant"], roles
     assert roles[3] == ("user", "EVENT during tool")
