@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 from otel_agents.api_checks import check_run_options, hooks_of, tools_of
 from otel_agents.arguments import check_count, check_optional, check_required_text, check_text
-from otel_agents.api_recording import active_recording, recording
+from otel_agents.api_recording import active_recording, recording, session_dir_of
 from otel_agents.llm.budget import Budget, BudgetMeter, totals_before
 from otel_agents.llm.model_settings import ModelSettings
 from otel_agents.runtime.eviction import EvictionPolicy, eviction_policy
@@ -359,7 +359,7 @@ def resume(
     from otel_agents.persistence.store import StoreError
     from otel_agents.restore import carried_budget, restore_session, root_name, saved_budget, saved_params
     from otel_agents.saved_session import agents_spent, bill_before_resume, load_for_resume
-    from otel_agents.session_recording import StorageUnwritable, own_session
+    from otel_agents.session_recording import NoSuchSession, StorageUnwritable, own_session
 
     check_required_text("resume", "session_id", session_id)
     check_run_options("resume", script=script, model=model, max_turns=max_turns, max_attempts=max_attempts,
@@ -372,7 +372,7 @@ def resume(
     rec = active_recording()
     if rec is None:
         raise RuntimeError("resume needs an active otel_agents.recording() block (it writes the session)")
-    session_dir = rec.paths.session_dir(session_id)
+    session_dir = session_dir_of(rec, session_id, NoSuchSession)
     ownership = own_session(session_dir)
     try:
         saved, tree, meta, repair = load_for_resume(session_dir, session_id)

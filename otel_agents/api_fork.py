@@ -7,6 +7,7 @@ from dataclasses import replace
 from typing import Any, Callable, Iterable, Sequence
 
 from otel_agents.api import DEFAULT_MAX_TURNS, Agent, Hook, Session, _load_script, _make_llm, active_recording
+from otel_agents.api_recording import session_dir_of
 from otel_agents.api_checks import check_run_options, hooks_of, tools_of
 from otel_agents.arguments import check_required_text
 from otel_agents.runtime.eviction import EvictionPolicy, eviction_policy
@@ -55,7 +56,7 @@ def fork(
     rec = active_recording()
     if rec is None:
         raise RuntimeError("fork needs an active otel_agents.recording() block (it writes the new session)")
-    session_dir = rec.paths.session_dir(session_id)
+    session_dir = session_dir_of(rec, session_id, ForkError)
     if not session_dir.is_dir():
         raise ForkError(f"no session {session_id!r} in {rec.paths.sessions_dir}")
     source = load_source(session_dir, session_id)

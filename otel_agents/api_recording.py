@@ -92,3 +92,14 @@ class recording:
 def active_recording() -> recording | None:
     """The innermost ``recording`` block this code runs in, if any."""
     return _active.get()
+
+
+def session_dir_of(rec: recording, session_id: str, error: type[ValueError]) -> Path:
+    """The directory of ``session_id`` in ``rec``'s home; a malformed id (``../x``) is ``error``, the
+    caller's documented one, not the paths layer's own."""
+    from otel_agents.persistence.paths import InvalidSessionId
+
+    try:
+        return rec.paths.session_dir(session_id)
+    except InvalidSessionId as exc:
+        raise error(str(exc)) from None

@@ -190,3 +190,17 @@ def test_the_public_models_refuse_a_value_in_one_line_naming_it(make, error, say
     with pytest.raises(error, match="^" + re.escape(says)) as caught:
         make()
     assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize("call, error", [
+    (lambda: resume("../elsewhere", script="jack-and-jill"), "RecordingError"),
+    (lambda: fork("../elsewhere", at="msg_000001"), "ForkError"),
+])
+def test_a_session_id_that_is_no_session_id_is_the_documented_error(tmp_path, call, error):
+    import otel_agents
+
+    with otel_agents.recording(home=tmp_path / "home"):
+        with pytest.raises(ValueError, match=r"^invalid session id '\.\./elsewhere'") as raised:
+            call()
+    assert any(kind.__name__ == error for kind in type(raised.value).__mro__), type(raised.value)
+    assert not (tmp_path / "elsewhere").exists()
