@@ -26,7 +26,7 @@ class Sizes:
 
 FULL = Sizes(500, 9, 7, 200, (1_000, 10_000, 100_000), 20, 3, 1_000_000, 5, 20_000)
 QUICK = Sizes(40, 1, 1, 30, (300, 1_000, 3_000), 4, 1, 20_000, 1, 1_000,
-              memory_agents=(40, 160), ui_entries=3_000, ui_repeat=1, ui_live_runs=2)
+              memory_agents=(40, 160), ui_entries=3_000, ui_repeat=1, ui_live_runs=4)
 # The bound stated for eviction: 4x the agents may cost at most this much more peak memory.
 MEMORY_GROWTH_LIMIT = 1.10
 
