@@ -19,9 +19,14 @@ KIND_SPAN = "span"  # any other span (custom instrumentation): kept, never dropp
 
 
 def session_status(run_statuses: Iterable[str]) -> str:
-    """A session's status from its runs': in progress, else failed, else cancelled, else ok."""
-    statuses = set(run_statuses)
-    for status in (STATUS_IN_PROGRESS, STATUS_ERROR, STATUS_INTERRUPTED, STATUS_CANCELLED):
-        if status in statuses:
-            return status
-    return STATUS_OK
+    """A session's status from its runs' in run order: in progress while any is, else the last run's.
+
+    A later run supersedes an earlier failure: a session resumed after a crash or an error and
+    carried on to a good end reads ``ok`` in `sessions list` and the UI, not ``interrupted``
+    (which would ask for another resume). The earlier runs keep their own statuses and errors
+    (the session node's ``runs`` and ``errors``).
+    """
+    statuses = list(run_statuses)
+    if STATUS_IN_PROGRESS in statuses:
+        return STATUS_IN_PROGRESS
+    return statuses[-1] if statuses else STATUS_OK
