@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 from otel_agents.version import __version__
 
 if TYPE_CHECKING:
-    from otel_agents.api import Agent, Session, resume
+    from otel_agents.api import Agent, Session
+    from otel_agents.api_resume import resume
     from otel_agents.api_recording import recording
     from otel_agents.api_fork import fork
     from otel_agents.forking import ForkError
@@ -44,7 +45,7 @@ _HOMES = {
     "recording": "otel_agents.api_recording",
     "Session": "otel_agents.api",
     "Agent": "otel_agents.api",
-    "resume": "otel_agents.api",
+    "resume": "otel_agents.api_resume",
     "fork": "otel_agents.api_fork",
     "ModelSettings": "otel_agents.llm.model_settings",
     "Budget": "otel_agents.llm.budget",

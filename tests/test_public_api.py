@@ -107,7 +107,7 @@ def test_importing_the_package_and_naming_the_api_loads_no_litellm():
         "import sys, otel_agents\n"
         "assert 'otel_agents.api' not in sys.modules, 'the API loads on first use only'\n"
         "from otel_agents import Agent, Session, recording, resume, tool\n"
-        "assert callable(resume) and resume.__module__ == 'otel_agents.api'\n"
+        "assert callable(resume) and resume.__module__ == 'otel_agents.api_resume'\n"
         "import otel_agents.restore\n"  # the module that rebuilds sessions: no name clash with resume()
         "assert otel_agents.resume is resume\n"
         "print('litellm' in sys.modules)\n"

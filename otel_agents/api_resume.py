@@ -1,0 +1,105 @@
+"""The public ``otel_agents.resume``: a saved session's agents rebuilt inside a ``recording`` block, to run on."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Callable, Iterable, Sequence
+
+from otel_agents.api import DEFAULT_MAX_TURNS, Agent, Hook, Session, _load_script, _make_llm
+from otel_agents.api_checks import check_run_options, hooks_of, tools_of
+from otel_agents.api_recording import active_recording, session_dir_of
+from otel_agents.arguments import check_required_text
+from otel_agents.llm.budget import Budget, BudgetMeter, totals_before
+from otel_agents.llm.model_settings import ModelSettings
+from otel_agents.runtime.eviction import EvictionPolicy, eviction_policy
+from otel_agents.runtime.tools import Tool
+
+
+def resume(
+    session_id: str,
+    *,
+    tools: Sequence[Tool | Callable[..., Any]] | None = None,
+    hooks: Iterable[Hook] | None = None,
+    script: str | os.PathLike[str] | None = None,
+    model: str | None = None,
+    max_turns: int = DEFAULT_MAX_TURNS,
+    max_attempts: int = 4,
+    timeout: float = 120.0,
+    api_base: str | None = None,
+    model_settings: ModelSettings | None = None,
+    stream: bool = False,
+    on_text: Callable[[str, str], None] | None = None,
+    budget: Budget | None = None,
+    budget_scope: str = "session",
+    allow_unpriced: bool = False,
+    eviction: EvictionPolicy | None = None,
+) -> Session:
+    """Rebuild every agent of a saved session, inside a ``recording`` block, and return it to run on.
+
+    Tools and hooks are not saved: a session started with ``app=`` (or ``run --app``) re-imports
+    its app for the ones not given here, as ``otel-agents resume`` does; otherwise pass the ones
+    the session had (every agent gets ``tools``). The script defaults to the one the session last
+    ran with; request parameters to the session's, ``model_settings`` on top. ``budget``: the session's
+    limits (its last run's carry on, these on top), counting what it spent before unless
+    ``budget_scope="run"``; agents' budgets count what each spent before likewise. ``eviction``: as
+    for ``Session`` (default: the script's); the limit holds from the resume on. Raises ``ResumeError``
+    (one line) when the session cannot be resumed; nothing is run or billed then.
+    """
+    from otel_agents.apps import reimport_app
+    from otel_agents.persistence.store import StoreError
+    from otel_agents.restore import carried_budget, restore_session, root_name, saved_budget, saved_params
+    from otel_agents.saved_session import agents_spent, bill_before_resume, load_for_resume
+    from otel_agents.session_recording import NoSuchSession, StorageUnwritable, own_session
+
+    check_required_text("resume", "session_id", session_id)
+    check_run_options("resume", script=script, model=model, max_turns=max_turns, max_attempts=max_attempts,
+                      timeout=timeout, api_base=api_base, model_settings=model_settings, stream=stream,
+                      on_text=on_text, budget=budget, allow_unpriced=allow_unpriced, eviction=eviction)
+    tools = tools_of("resume", tools) if tools is not None else None
+    hooks = hooks_of("resume", hooks) if hooks is not None else None
+    if budget_scope not in ("session", "run"):
+        raise ValueError(f"budget_scope must be 'session' or 'run', not {budget_scope!r}")
+    rec = active_recording()
+    if rec is None:
+        raise RuntimeError("resume needs an active otel_agents.recording() block (it writes the session)")
+    session_dir = session_dir_of(rec, session_id, NoSuchSession)
+    ownership = own_session(session_dir)
+    try:
+        saved, tree, meta, repair = load_for_resume(session_dir, session_id)
+        last = saved.last_run
+        app = reimport_app(last.app) if last and last.app and (tools is None or hooks is None) else None
+        if app is not None:
+            tools = app.agent.tools if tools is None else tools
+            hooks = app.hooks if hooks is None else hooks
+        loaded = _load_script(script if script is not None else (last.script if last else None))
+        root_agent = app.agent if app is not None else Agent(root_name(saved))
+        runtime = restore_session(
+            saved,
+            tools=tuple(tools or ()),
+            model_override=model,
+            script_model=loaded.model if loaded else None,
+            telemetry=rec.tracing.telemetry,
+            llm=_make_llm(rec.tracing.telemetry, rec.tracing, max_attempts, timeout, api_base, stream),
+            max_turns=max_turns,
+            agent_settings=root_agent.settings_by_name(loaded),
+            settings_override=saved_params(saved, model_settings),
+            agent_budgets=root_agent.budgets_by_name(loaded),
+            budget=BudgetMeter.for_session(saved_budget(saved, budget)),  # the session's limits, these on top
+            eviction=eviction or eviction_policy(loaded.eviction if loaded else None),
+        )
+        if not allow_unpriced:
+            runtime.refuse_unpriced()
+        if budget_scope == "session":
+            runtime.carry_spent(totals_before(tree, meta), lambda: agents_spent(session_dir, tree))
+        runtime.carried_budget = carried_budget(saved, budget_scope)
+        try:  # a crashed run is billed once, before new runs
+            bill_before_resume(session_dir, tree, meta, rec.paths.billing_file, repair)
+        except StoreError as exc:  # the ledger unwritable; a damaged ledger's own error goes up as it is
+            raise StorageUnwritable(str(exc)) from None
+        session = Session.__new__(Session)
+        session._setup(runtime, loaded, model, hooks or (), rec, source="resume", ownership=ownership,
+                       app=last.app if last else None, on_text=on_text)
+        return session
+    except BaseException:
+        ownership.release()  # idempotent: a started recording owns it from here
+        raise
