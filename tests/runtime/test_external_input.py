@@ -66,3 +66,40 @@ def test_an_event_arriving_while_tool_results_are_awaited_is_heard_after_them(me
     assert record["source"] == "external"
     # Between runs nothing waits: heard at once, its id returned.
     assert session.external(session.root, "later") == session.root.transcript_ids[-1]
+
+
+def test_an_event_held_for_a_cancelled_run_is_heard_after_the_interrupted_results(memory_tracing):
+    # Cancelling the run answers the open call with the interrupted result: the held event must not be lost.
+    from otel_agents.runtime.tools import tool
+
+    started = asyncio.Event()
+
+    @tool
+    async def sleepy() -> str:
+        """Sleep long."""
+        started.set()
+        await asyncio.sleep(30)
+        return "slept"
+
+    script = {"name": "waiting", "root": {"name": "lead"}, "agents": {"lead": [
+        {"tool_calls": [{"name": "sleepy", "arguments": {}}]}, "heard it"]}}
+    session = build_session(parse_script(script, "inline"), telemetry=memory_tracing.telemetry, tools=[sleepy])
+
+    async def main():
+        run = asyncio.ensure_future(session.run("go"))
+        await started.wait()
+        held = session.external(session.root, "EVENT before the cancel")
+        run.cancel()
+        try:
+            await run
+        except asyncio.CancelledError:
+            return held
+        raise AssertionError("the run was not cancelled")
+
+    assert asyncio.run(main()) is None
+    assert_provider_valid(session.root.transcript)
+    roles = [(m["role"], m.get("content")) for m in session.root.transcript[1:]]
+    assert [r for r, _ in roles] == ["assistant", "tool", "user"], roles
+    assert roles[-1] == ("user", "EVENT before the cancel")
+    assert [r for r in memory_tracing.recorder.records if r.get("content") == "EVENT before the cancel"]
+    assert asyncio.run(session.run("next")) == "heard it"  # the session goes on with it in its transcript
