@@ -216,6 +216,7 @@ class Session:
             install_hooks(runtime, script.hooks)
         if on_text is not None:
             runtime.llm.on_text = _warning_on_failure(on_text)
+        runtime.llm.log_budget_warnings = True  # a program has no console to show the host notice
         _install(runtime, hooks)
         from otel_agents.tracing import semconv as sc
 
