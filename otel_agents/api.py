@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 from otel_agents.api_checks import check_run_options, hooks_of, tools_of
-from otel_agents.arguments import check_count, check_optional, check_required_text, check_text
+from otel_agents.arguments import check_agent_name, check_count, check_optional, check_required_text, check_text
 from otel_agents.api_recording import active_recording, recording, session_dir_of
 from otel_agents.llm.budget import Budget, BudgetMeter, totals_before
 from otel_agents.llm.model_settings import ModelSettings
@@ -54,7 +54,7 @@ class Agent:
     def __post_init__(self) -> None:
         """Checks every field where it is given; ``tools`` become ``Tool``\\ s here, once."""
         owner = f"Agent({self.name!r})" if isinstance(self.name, str) else "Agent"
-        check_required_text(owner, "name", self.name)
+        check_agent_name(owner, "name", self.name)
         check_optional(owner, "system_prompt", self.system_prompt, str, "a string")
         check_text(owner, "model", self.model)
         self.tools = tools_of(owner, self.tools)
