@@ -80,6 +80,14 @@ class Agent:
         return {self.name: self.model_settings or ModelSettings()}
 
 
+def _saved_root(name: str) -> Agent:
+    """A saved session's root as resume and fork rebuild it: its name kept as recorded, though an
+    older version's script or an imported trace may have given it one ``Agent`` now refuses."""
+    agent = Agent("saved")
+    agent.name = name
+    return agent
+
+
 def _make_llm(telemetry: Any, tracing: Any, max_attempts: int, timeout: float, api_base: str | None,
               stream: bool = False) -> Any:
     from otel_agents.llm.client import LLMClient
@@ -383,7 +391,7 @@ def resume(
             tools = app.agent.tools if tools is None else tools
             hooks = app.hooks if hooks is None else hooks
         loaded = _load_script(script if script is not None else (last.script if last else None))
-        root_agent = app.agent if app is not None else Agent(root_name(saved))
+        root_agent = app.agent if app is not None else _saved_root(root_name(saved))
         runtime = restore_session(
             saved,
             tools=tuple(tools or ()),
