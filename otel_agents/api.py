@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 from otel_agents.api_checks import check_run_options, hooks_of, tools_of
-from otel_agents.arguments import check_count, check_optional, check_required_text, check_text
+from otel_agents.arguments import check_agent_name, check_count, check_optional, check_required_text, check_text
 from otel_agents.api_recording import active_recording, recording
 from otel_agents.llm.budget import Budget, BudgetMeter
 from otel_agents.llm.model_settings import ModelSettings
@@ -54,7 +54,7 @@ class Agent:
     def __post_init__(self) -> None:
         """Checks every field where it is given; ``tools`` become ``Tool``\\ s here, once."""
         owner = f"Agent({self.name!r})" if isinstance(self.name, str) else "Agent"
-        check_required_text(owner, "name", self.name)
+        check_agent_name(owner, "name", self.name)
         check_optional(owner, "system_prompt", self.system_prompt, str, "a string")
         check_text(owner, "model", self.model)
         self.tools = tools_of(owner, self.tools)
@@ -78,6 +78,14 @@ class Agent:
         if loaded is not None:
             return loaded.agent_settings(self.name, self.model_settings)
         return {self.name: self.model_settings or ModelSettings()}
+
+
+def _saved_root(name: str) -> Agent:
+    """A saved session's root as resume and fork rebuild it: its name kept as recorded, though an
+    older version's script or an imported trace may have given it one ``Agent`` now refuses."""
+    agent = Agent("saved")
+    agent.name = name
+    return agent
 
 
 def _make_llm(telemetry: Any, tracing: Any, max_attempts: int, timeout: float, api_base: str | None,
@@ -216,6 +224,7 @@ class Session:
             install_hooks(runtime, script.hooks)
         if on_text is not None:
             runtime.llm.on_text = _warning_on_failure(on_text)
+        runtime.llm.log_budget_warnings = True  # a program has no console to show the host notice
         _install(runtime, hooks)
         from otel_agents.tracing import semconv as sc
 
@@ -323,4 +332,3 @@ class Session:
 
     async def __aexit__(self, *exc_info: Any) -> None:
         await self.aclose()
-

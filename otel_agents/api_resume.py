@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any, Callable, Iterable, Sequence
 
-from otel_agents.api import DEFAULT_MAX_TURNS, Agent, Hook, Session, _load_script, _make_llm
+from otel_agents.api import DEFAULT_MAX_TURNS, Hook, Session, _load_script, _make_llm, _saved_root
 from otel_agents.api_checks import check_run_options, hooks_of, tools_of
 from otel_agents.api_recording import active_recording, session_dir_of
 from otel_agents.arguments import check_required_text
@@ -72,7 +72,7 @@ def resume(
             tools = app.agent.tools if tools is None else tools
             hooks = app.hooks if hooks is None else hooks
         loaded = _load_script(script if script is not None else (last.script if last else None))
-        root_agent = app.agent if app is not None else Agent(root_name(saved))
+        root_agent = app.agent if app is not None else _saved_root(root_name(saved))
         runtime = restore_session(
             saved,
             tools=tuple(tools or ()),

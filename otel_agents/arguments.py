@@ -24,6 +24,27 @@ def check_required_text(owner: str, argument: str, value: Any) -> None:
         raise ValueError(f"{owner}: {argument} must be a non-empty string, not {value!r}")
 
 
+def agent_name_problem(name: str) -> str | None:
+    """What is wrong with ``name`` as an agent's name, or None: call paths and labels join names with
+    '/' (``main/Jack``), and views, console lines and session listings show them on one line."""
+    if not name.strip():
+        return "must not be empty"
+    if "/" in name:
+        return "may not contain '/' (it joins agent names in call paths)"
+    odd = next((c for c in name if not c.isprintable()), None)
+    if odd is not None:
+        return f"may not contain {odd!r} (a name is one line of printable characters)"
+    return None
+
+
+def check_agent_name(owner: str, argument: str, value: Any) -> None:
+    """A usable agent name (``agent_name_problem``): a string, else TypeError; else ValueError."""
+    check_required_text(owner, argument, value)
+    problem = agent_name_problem(value)
+    if problem is not None:
+        raise ValueError(f"{owner}: {argument} {problem}")
+
+
 def check_optional(owner: str, argument: str, value: Any, kind: type | tuple[type, ...], what: str) -> None:
     """``value`` is None or of ``kind`` (``what`` says which in the error)."""
     if value is not None and not isinstance(value, kind):

@@ -332,3 +332,45 @@ def test_an_agent_gives_its_settings_and_budgets_for_what_session_takes_as_a_scr
         assert agent.budgets_by_name(script) == {"lead": Budget(max_tokens=10), "Jack": Budget(max_llm_calls=2)}
     assert agent.settings_by_name("jack-and-jill") == {"lead": ModelSettings(seed=7)}
     assert agent.budgets_by_name("jack-and-jill") == {"lead": Budget(max_tokens=10)}
+
+
+def test_a_nul_character_in_a_prompt_round_trips_through_record_view_and_resume(tmp_path, script, monkeypatch):
+    import otel_agents
+    from otel_agents import Agent, Session
+
+    monkeypatch.setenv("OTEL_AGENTS_RECORDER", "inline")
+    with otel_agents.recording(home=tmp_path):
+        with Session(Agent("researcher"), script=script) as session:
+            assert session.run_sync("a\x00b\x01c") == "Paris is large."
+    assert [e["content"] for e in events(tmp_path, session.id) if e.get("role") == "user"] == ["a\x00b\x01c"]
+    assert python("-m", "otel_agents", "sessions", "verify", session.id, home=tmp_path).returncode == 0
+    dialog = json.loads(python("-m", "otel_agents", "view", session.id, "dialog", "researcher", "--json",
+                               home=tmp_path).stdout)
+    assert [item["content"] for item in dialog["items"]][:1] == ["a\x00b\x01c"]
+    with otel_agents.recording(home=tmp_path):
+        with otel_agents.resume(session.id, script=script) as again:
+            again.run_sync("d\x00e")
+            users = [m["content"] for m in again.agent("researcher").transcript if m["role"] == "user"]
+    assert users == ["a\x00b\x01c", "d\x00e"]
+    assert python("-m", "otel_agents", "sessions", "verify", session.id, home=tmp_path).returncode == 0
+
+
+def test_a_saved_session_whose_root_has_a_name_agent_now_refuses_still_resumes_and_forks(tmp_path, script, monkeypatch):
+    # Recorded before names were checked (a script's root "team/lead"), or imported from another
+    # instrumentation's trace: its name is what was recorded, not a new one to refuse.
+    import otel_agents
+    from otel_agents import Agent, Session
+
+    monkeypatch.setenv("OTEL_AGENTS_RECORDER", "inline")
+    with otel_agents.recording(home=tmp_path):
+        with Session(Agent("researcher"), script=script) as session:
+            session.runtime.root_spec.name = "team/lead"
+            session.run_sync("How big is Paris?")
+    with otel_agents.recording(home=tmp_path):
+        with otel_agents.resume(session.id, script=script) as again:
+            again.run_sync("More?")
+            assert again.agent("team/lead") is again.runtime.root
+        first_answer = [e for e in events(tmp_path, session.id) if e.get("role") == "assistant"][0]["message_id"]
+        with otel_agents.fork(session.id, at=first_answer, script=script) as forked:
+            forked.run_sync("Else?")
+            assert forked.runtime.root.name == "team/lead"

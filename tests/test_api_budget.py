@@ -150,3 +150,36 @@ def test_an_agents_own_budget_goes_on_top_of_the_scripts_root_budget(tmp_path):
         assert session.run_sync("go") == "a"
         with pytest.raises(BudgetExhausted, match="1 of 1 LLM calls made"):
             session.run_sync("again")
+
+
+def test_a_session_crossing_80_percent_of_a_limit_logs_one_warning_a_program_sees(script, caplog):
+    import logging
+
+    from otel_agents import Agent, Budget, Session
+
+    script.write_text(json.dumps({"name": "chatty", "agents": {"lead": ["one", "two", "three", "four", "five"]}}))
+    caplog.set_level(logging.WARNING, logger="otel_agents")
+    with Session(Agent("lead"), script=script, budget=Budget(max_llm_calls=5)) as session:
+        for prompt in ("a", "b", "c"):
+            session.run_sync(prompt)
+        assert caplog.records == []  # 3 of 5: below the mark
+        session.run_sync("d")
+        session.run_sync("e")  # past the mark already: not told again
+    assert [(r.name, r.levelno, r.getMessage()) for r in caplog.records] == [
+        ("otel_agents.budget", logging.WARNING, "budget warning for session: 4 of 5 LLM calls made (80% of the limit)")]
+
+
+def test_a_program_without_logging_set_up_shows_the_warning_on_stderr_once(tmp_path, script):
+    # A real process: pytest's own log handlers would keep logging's last resort from printing.
+    script.write_text(json.dumps({"name": "chatty", "agents": {"lead": ["one", "two", "three", "four"]}}))
+    program = tmp_path / "program.py"
+    program.write_text(
+        "import sys\nfrom otel_agents import Agent, Budget, Session\n"
+        "with Session(Agent('lead'), script=sys.argv[1], budget=Budget(max_llm_calls=5)) as session:\n"
+        "    for prompt in 'abcd':\n        session.run_sync(prompt)\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    env.update(OTEL_AGENTS_HOME=str(tmp_path / "home"), PYTHONPATH=str(ROOT), LITELLM_LOCAL_MODEL_COST_MAP="True")
+    done = subprocess.run([sys.executable, str(program), str(script)], env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines() == ["budget warning for session: 4 of 5 LLM calls made (80% of the limit)"]

@@ -38,6 +38,11 @@ def my_task(what: str) -> str:
 AGENT_CASES = [
     (lambda: Agent(123), TypeError, "Agent: name must be a non-empty string, not int"),
     (lambda: Agent("  "), ValueError, "Agent('  '): name must be a non-empty string, not '  '"),
+    (lambda: Agent("a/b"), ValueError,
+     "Agent('a/b'): name may not contain '/' (it joins agent names in call paths)"),
+    (lambda: Agent("a\x00b"), ValueError,
+     "Agent('a\\x00b'): name may not contain '\\x00' (a name is one line of printable characters)"),
+    (lambda: Agent("a\tb"), ValueError, "Agent('a\\tb'): name may not contain '\\t'"),
     (lambda: Agent("a", 5), TypeError, "Agent('a'): system_prompt= takes a string, not int"),
     (lambda: Agent("a", model=""), ValueError, "Agent('a'): model= is empty"),
     (lambda: Agent("a", tools=[5]), TypeError, "Agent('a'): tools[0] is int, not a function or a Tool"),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextvars
 import json
+import logging
 import math
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -25,6 +26,8 @@ from otel_agents.tracing.telemetry import Telemetry
 KINDS = ("cost", "tokens", "llm_calls")
 WARN_FRACTION = 0.8  # a limit's spend crossing this share of it is told to the user once (a host notice)
 SESSION_OWNER = "session"  # the owner named for a session-wide budget (the CLI's limits)
+# A program has no console: its sessions' warnings go here too (WARNING), seen on stderr unless it routes them.
+LOGGER = logging.getLogger("otel_agents.budget")
 
 
 class BudgetError(ValueError):
@@ -260,14 +263,17 @@ def whole_percent(share: float) -> str:
     return f"{math.floor(percent + 1e-9)}%"  # the epsilon: 0.29 * 100 is 28.999...
 
 
-def tell_warnings(notice: Notice | None) -> None:
+def tell_warnings(notice: Notice | None, log: bool = False) -> None:
     """Each limit of a meter in force that the last charge took past ``WARN_FRACTION``, told once
-    as a ``budget_warning`` host notice on the current span (the attempt that spent it)."""
+    as a ``budget_warning`` host notice on the current span (the attempt that spent it), and with
+    ``log`` on ``LOGGER`` as well (the Python API's sessions; the CLI's console shows the notice)."""
     for meter in _METERS.get():
         due, meter.warnings_due = meter.warnings_due, []
-        if notice is not None:
-            for text in due:
+        for text in due:
+            if notice is not None:
                 notice("budget_warning", text)
+            if log:
+                LOGGER.warning(text)
 
 
 def check(telemetry: Telemetry, notice: Notice | None = None) -> None:

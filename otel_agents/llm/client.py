@@ -122,6 +122,7 @@ class LLMClient:
     # Stream every call (stream_options.include_usage); ``on_text(request, text)`` sees each text delta.
     stream: bool = False
     on_text: Callable[[ChatRequest, str], None] | None = None
+    log_budget_warnings: bool = False  # also on budget.LOGGER: a program's sessions have no console
     # trace id -> ids of the tool definitions already on a chat span of that trace
     _tools_sent: dict[int, set[str]] = field(default_factory=dict, init=False, repr=False)
     _price_entries: PriceEntries = field(default_factory=PriceEntries, init=False, repr=False)  # once per trace
@@ -290,7 +291,7 @@ class LLMClient:
                 if on_notice is not None and transient and attempt < self.retry.max_attempts:
                     on_notice("retry", f"attempt {attempt} of {request.model} failed ({error_type(exc)}); retrying")
                 charge_llm(Usage(), None, failed=True)
-                tell_budget_warnings(on_notice)
+                tell_budget_warnings(on_notice, self.log_budget_warnings)
                 raise _AttemptFailed(exc) from exc
             latency_ms = (time.perf_counter() - started) * 1000
             self._record_stream(span, progress)
@@ -330,7 +331,7 @@ class LLMClient:
             charge_llm(usage, cost, failed=False,
                        counted=counted_cost(request.model, str(request.agent_name), attempt, cost))
             message_id = on_message(message)
-            tell_budget_warnings(on_notice)  # after the reply it paid for, in record order
+            tell_budget_warnings(on_notice, self.log_budget_warnings)  # after the reply it paid for, in record order
             span.set_attribute(sc.RESPONSE_MESSAGE_ID, message_id)
             return ChatResult(message, usage, cost, getattr(response, "id", None), attempt)
 

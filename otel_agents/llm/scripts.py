@@ -46,6 +46,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from otel_agents.arguments import agent_name_problem
 from otel_agents.json_nesting import NestingTooDeep, check_nesting
 from otel_agents.llm.budget import Budget, BudgetError, budget_from_mapping
 from otel_agents.llm.model_settings import ModelSettings, ModelSettingsError, settings_from_mapping
@@ -208,9 +209,14 @@ _SCRIPT_FIELDS = frozenset({"name", "description", "root", "agents", "prompts", 
 
 
 def _check_names(source: str, what: str, names: Any) -> None:
+    """Agent names as ``otel_agents.Agent`` and the ``task`` tool take them: any other would match no agent."""
     empty = [name for name in names if not name.strip()]
     if empty:
         raise _fail(source, f"{what} must be non-empty names, not {empty[0]!r}")
+    for name in names:
+        problem = agent_name_problem(name)
+        if problem is not None:
+            raise _fail(source, f"{what}: {name!r} {problem}")
 
 
 def parse_script(data: Any, source: str) -> Script:
@@ -241,6 +247,8 @@ def parse_script(data: Any, source: str) -> Script:
             raise _fail(source, f"'root.{key}' must be a string")
     if root.get("name") is not None and not root["name"].strip():  # "" was taken as "main"
         raise _fail(source, "'root.name' must be a non-empty string (or left out: the root is then 'main')")
+    if root.get("name") is not None and agent_name_problem(root["name"]) is not None:
+        raise _fail(source, f"'root.name' {agent_name_problem(root['name'])}")
     fallback = data.get("fallback", FALLBACK_UTTERANCE)
     if not isinstance(fallback, str):
         raise _fail(source, "'fallback' must be a string")
@@ -311,6 +319,7 @@ def _parse_budgets(data: dict[str, Any], source: str) -> tuple[Budget | None, di
     raw = data.get("agent_budgets", {})
     if not isinstance(raw, dict):
         raise _fail(source, "'agent_budgets' must map agent names to budgets")
+    _check_names(source, "'agent_budgets' keys", raw)
     try:
         budget = budget_from_mapping(data["budget"], f"{source}: budget") if data.get("budget") is not None else None
         return budget, {agent: budget_from_mapping(value, f"{source}: agent_budgets.{agent}")

@@ -8,16 +8,27 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import Field
+from pydantic import AfterValidator, Field
+from pydantic_core import PydanticCustomError
+
+from otel_agents.arguments import agent_name_problem
 
 from otel_agents.runtime.logged_string import LoggedString
 from otel_agents.runtime.tools import Tool, ToolContext, make_tool
 from otel_agents.runtime.turn_taking import hold
 
 
+def _agent_name(name: str) -> str:
+    """A name as ``otel_agents.Agent`` takes one: a model's call with another fails, and the model reads why."""
+    problem = agent_name_problem(name)
+    if problem is not None:
+        raise PydanticCustomError("agent_name", problem)
+    return name
+
+
 async def task(
     ctx: ToolContext,
-    name: Annotated[str, Field(min_length=1)],
+    name: Annotated[str, Field(min_length=1), AfterValidator(_agent_name)],
     system_prompt: str | None = None,
     user_prompt: str | None = None,
 ) -> str:

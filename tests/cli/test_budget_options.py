@@ -5,6 +5,10 @@ result, resume counts what was spent, and a cost limit with an unpriced model is
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import orjson
 import pytest
@@ -281,3 +285,19 @@ def test_budget_warnings_and_exhaustion_are_host_notices_never_sent_to_the_model
     view = invoke("view", str(session_dir), "perspective", "main")
     host_lines = [line for line in view.stdout.splitlines() if "[Host]" in line]
     assert len(host_lines) == 3 and all(line.endswith("(not sent to the model)") for line in host_lines)
+
+
+def test_a_cli_run_shows_a_budget_warning_as_one_console_line(tmp_path):
+    # A real process: the Python API logs the warning too (budget.LOGGER), and logging's last resort
+    # would print it beside the console's line were a CLI run to log it (in pytest, its handlers catch it).
+    script = tmp_path / "chatty.json"
+    script.write_text(json.dumps({"name": "chatty", "agents": {"main": ["one", "two", "three", "four"]}}))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    env.update(OTEL_AGENTS_HOME=str(tmp_path / "home"), OTEL_TRACES_EXPORTER="none",
+               PYTHONPATH=str(Path(__file__).resolve().parents[2]), LITELLM_LOCAL_MODEL_COST_MAP="True")
+    done = subprocess.run([sys.executable, "-m", "otel_agents", "run", "--script", str(script), "--max-llm-calls",
+                           "5", "a", "b", "c", "d"], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    told = [line for line in done.stderr.splitlines() if "budget warning" in line]
+    assert len(told) == 1 and told[0].endswith(": WRN budget warning for session: 4 of 5 LLM calls made "
+                                               "(80% of the limit)"), done.stderr

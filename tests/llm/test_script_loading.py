@@ -63,6 +63,10 @@ def test_a_file_by_path_records_its_absolute_path(tmp_path, monkeypatch):
         ({"name": "x", "agents": {"main": [{"tool_calls": [{"name": ""}]}]}}, "needs a string 'name'"),
         ({"name": "x", "agents": {}, "root": {"name": "  "}}, "'root.name' must be a non-empty string"),
         ({"name": "x", "agents": {}, "fallback": None}, "'fallback' must be a string"),
+        ({"name": "x", "agents": {}, "root": {"name": "a/b"}}, "'root.name' may not contain '/'"),
+        ({"name": "x", "agents": {"a/b": ["hi"]}}, "'agents' keys: 'a/b' may not contain '/'"),
+        ({"name": "x", "agents": {}, "agent_params": {"a\nb": {}}}, r"'agent_params' keys: 'a\\nb' may not contain '\\n'"),
+        ({"name": "x", "agents": {}, "agent_budgets": {"a/b": {}}}, "'agent_budgets' keys: 'a/b' may not contain '/'"),
     ],
 )
 def test_invalid_scripts_say_where_and_why(data, message):

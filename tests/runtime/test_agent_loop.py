@@ -218,6 +218,21 @@ async def test_builtin_argument_errors_are_results(scripted):
     ]
 
 
+async def test_task_refuses_a_sub_agent_name_a_call_path_could_not_hold(scripted):
+    # "/" joins names in call paths (main/a/b would read as three agents); a control character breaks lines.
+    data = {"agents": {"main": [calls(("task", {"name": "a/b"})), calls(("task", {"name": "x\ny"})),
+                                calls(("task", {"name": "  "})), calls(("task", {"name": "Ok"})), "fine"]}}
+    session = scripted(data)
+    assert await session.run("go") == "fine"
+    assert [m["content"] for m in tool_results(session.root)] == [
+        "Error: invalid arguments for task: name: may not contain '/' (it joins agent names in call paths)",
+        "Error: invalid arguments for task: name: may not contain '\\n' (a name is one line of printable characters)",
+        "Error: invalid arguments for task: name: must not be empty",
+        "Created subagent: Ok",
+    ]
+    assert [a.name for a in session.agents.values()] == ["main", "Ok"]
+
+
 async def test_fallback_utterance_when_the_script_runs_out(scripted):
     session = scripted({"agents": {"main": ["first"]}, "fallback": "Nothing more."})
     assert await session.run("one") == "first"
