@@ -65,9 +65,14 @@ def list_command(as_json: bool, paths) -> None:
         cost = totals.get("cost_usd") if isinstance(totals, dict) else "?"
         click.echo(
             f"{item.session_id:<24} {str(meta.get('created') or '?')[:19]:<19} {_count(meta.get('runs')):>4} "
-            f"{effective_status(meta, item.directory):<11} {_money(cost):>11}  {meta.get('title') or ''}"
+            f"{effective_status(meta, item.directory):<11} {_money(cost):>11}  {_printable(meta.get('title') or '')}"
             + _lineage(meta)
         )
+
+
+def _printable(text: str) -> str:
+    """A title as one table cell: a prompt's control characters (NUL, ESC ...) escaped, never sent to the terminal."""
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in str(text))
 
 
 def _lineage(meta) -> str:

@@ -89,6 +89,18 @@ def test_list_show_verify_rm(env):
     assert invoke("sessions", "show", first).exit_code == 2
 
 
+def test_list_escapes_a_title_s_control_characters(env):
+    # The title is the first prompt: an ESC in it would drive the terminal, a NUL break the table row.
+    result = invoke("run", "look \x1b[31mred\x00 here")
+    assert result.exit_code == 0, result.stderr
+    listed = invoke("sessions", "list").stdout
+    (row,) = listed.splitlines()[1:]
+    assert "\x1b" not in row and "\x00" not in row
+    assert row.endswith("look \\x1b[31mred\\x00 here")
+    (saved,) = json.loads(invoke("sessions", "list", "--json").stdout)
+    assert saved["title"] == "look \x1b[31mred\x00 here"  # what was said is kept as it was
+
+
 def test_show_of_a_closed_billed_session_reads_neither_its_events_nor_the_ledger(env, monkeypatch):
     import otel_agents.persistence.saved as saved
     import otel_agents.persistence.ledger as ledger
