@@ -17,6 +17,8 @@ class SavedRuns:
     fills it from the session directory, so the new runs' ends and checkpoints see them.
     """
 
+    _earliest_saved_ns: int | None = None  # the journal's first span start, when the journal was read
+
     def _load_saved(self, from_journal: bool) -> None:
         """The saved session this sink continues; unreadable => nothing more is written to it."""
         store = self.store
@@ -32,6 +34,9 @@ class SavedRuns:
                 lines = read_event_lines(store.events_path, self.warn) if store.events_path.exists() else []
                 for span in spans_from_journal(read_journal(store.journal_path, self.warn), lines):
                     self._take_saved(span)
+                    # A journal without its meta.json (collect killed before settling it) dates the session.
+                    if span.start_ns and (self._earliest_saved_ns is None or span.start_ns < self._earliest_saved_ns):
+                        self._earliest_saved_ns = span.start_ns
                 self._recorded_before(lines)
             elif store.tree_path.exists() and self.base_tree is None:
                 self.base_tree = store.load_tree(self._tree_encoder)
@@ -45,6 +50,9 @@ class SavedRuns:
             # The saved creation time wins: a caller's (collect's earliest start of the batch that reopened
             # the session) only stands in for a meta.json without one, else `created` moves at each reopening.
             self.created_ns = self._created_ns_of(meta) or self.created_ns
+        if (meta is None or self._created_ns_of(meta) is None) and self._earliest_saved_ns is not None:
+            # No saved creation time: the session began no later than its first saved span (not when it was reopened).
+            self.created_ns = min(self.created_ns or self._earliest_saved_ns, self._earliest_saved_ns)
 
     def _take_saved(self, span: SpanData) -> None:
         self.stats.base_spans += 1

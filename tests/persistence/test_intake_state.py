@@ -4,6 +4,9 @@ run, in any batches, order and number of deliveries, give the local session; hel
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import tempfile
 from dataclasses import replace
 from pathlib import Path
@@ -16,6 +19,7 @@ from otel_agents.persistence.ownership import owner_of
 from otel_agents.persistence.paths import Paths
 from otel_agents.persistence.span_intake import SpanIntake, unchanged
 from otel_agents.persistence.store import SessionStore
+from otel_agents.persistence.timestamps import iso_ts
 from otel_agents.tracing import semconv as sc
 from otel_agents.tracing.otlp_decode import decode_otlp_json
 from support.collector import ledger, run_session, session_id_of
@@ -192,6 +196,35 @@ def test_a_naming_span_within_the_bound_still_gives_the_whole_session(local_run,
     assert central.load_tree() == expected.load_tree()
     assert ledger(tmp_path, session_id) == ledger(tmp_path / "at_once", session_id) != set()
     assert _pending_spans(paths) == 0
+
+
+def test_a_session_settled_only_after_a_restart_is_dated_by_its_first_span(local_run, tmp_path):
+    """Killed before a session's meta.json was written: the restart settles it, created from its journal, not the clock."""
+    home, session_id, spans = local_run
+    paths = Paths(tmp_path / "sessions", tmp_path / "billing.jsonl")
+    program = (
+        "import os, sys\n"
+        "from pathlib import Path\n"
+        "from otel_agents.persistence.paths import Paths\n"
+        "from otel_agents.tracing.otlp_decode import decode_otlp_json\n"
+        "from test_intake_state import Intake\n"
+        "paths = Paths(Path(sys.argv[2]), Path(sys.argv[3]))\n"
+        "spans = [s for line in open(sys.argv[1]) for s in decode_otlp_json(line)]\n"
+        "intake = Intake(paths, warn=print)\n"
+        "assert intake.take(spans).written == len(spans)\n"
+        "intake.sync()\n"  # acknowledged, as the receiver does; then killed: no close, no meta.json
+        "os.kill(os.getpid(), 9)\n"
+    )
+    tests = Path(__file__).parent
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tests), str(tests.parent)])}
+    done = subprocess.run([sys.executable, "-c", program, str(home.parent / "spans.jsonl"), str(paths.sessions_dir),
+                           str(paths.billing_file)], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == -9, done.stderr
+    meta_path = paths.sessions_dir / session_id / "meta.json"
+    assert (paths.sessions_dir / session_id / "spans.jsonl").exists() and not meta_path.exists()
+    Intake(paths, warn=pytest.fail).close()  # the restart settles what was written
+    meta = json.loads(meta_path.read_text())
+    assert meta["created"] == iso_ts(min(s.start_ns for s in spans))
 
 
 def test_a_restart_keeps_a_held_trace_s_age(local_run, tmp_path):
