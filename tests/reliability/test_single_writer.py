@@ -172,7 +172,9 @@ def test_a_killed_owner_s_lock_is_taken_over(tmp_path, home):
     assert code == 0, err
     assert out == "answer 2\n"  # the killed run's answer never came: the script's second is next
     meta = json.loads((directory / "meta.json").read_text())
-    assert meta["status"] == "interrupted" and meta["runs"] == 3
+    assert meta["status"] == "ok" and meta["runs"] == 3  # carried on to a good end; the killed run stays interrupted
+    assert [r["status"] for r in json.loads(run_cli(["sessions", "show", session_id, "--json"], home)[1])["session"]["runs"]] == [
+        "ok", "interrupted", "ok"]
     assert run_cli(["sessions", "verify", session_id], home)[0] == 0
 
 
