@@ -56,6 +56,7 @@ class _Open:
     def __init__(self, sink: SessionSink, ownership: Ownership):
         self.sink = sink
         self.ownership = ownership
+        self.diverged: dict[str, str] = {}  # trace id -> why its spans are refused (_refuse_diverged)
         self.last_ns = time.monotonic_ns()  # when spans were last fed to it
         self.unbilled = False  # spans came since its ledger records were last appended
 
@@ -120,6 +121,7 @@ class OpenSessions:
             return False
         sink = session.sink
         fresh = [s for s in stored if not sink.has_ended(s.span_id)]
+        fresh = self._refuse_diverged(session_id, session, fresh, result)
         # Records first, in message order, each once (a crash may have left a span's records without its end).
         lines = [line for span in fresh for line in record_lines(span)
                  if line.record.get("message_id") not in {m for m, _ in sink.recorded(span.span_id)}]
@@ -140,6 +142,32 @@ class OpenSessions:
             result.written += len(fresh)
             result.sessions.add(session_id)
         return True
+
+    def _refuse_diverged(self, session_id: str, session: _Open, spans: list[SpanData],
+                         result: IntakeResult) -> list[SpanData]:
+        """The spans whose trace holds no record the session has stored on another span; the others rejected.
+
+        A message id names one record of a session. Found on a new span, it is another copy of the
+        session carried on from the same point (resumed here and on the sending machine): its
+        trace is refused whole, now and in later batches, so the saved session stays one history.
+        """
+        known = session.sink.message_spans or {}
+        for span in spans:
+            if span.trace_id in session.diverged:
+                continue
+            for line in record_lines(span):
+                owner = known.get(line.record.get("message_id"))
+                if owner is not None and owner != span.span_id:
+                    reason = (f"session {session_id}: trace {span.trace_id} diverges from the saved session: "
+                              f"record {line.record.get('message_id')} is saved on span {owner}, not {span.span_id} "
+                              "(a copy of the session was carried on elsewhere)")
+                    session.diverged[span.trace_id] = reason
+                    self.warn(reason)
+                    break
+        if not session.diverged:
+            return spans
+        result.rejected += [(span, session.diverged[span.trace_id]) for span in spans if span.trace_id in session.diverged]
+        return [span for span in spans if span.trace_id not in session.diverged]
 
     def _session(self, session_id: str, created_ns: int) -> _Open:
         session = self._open.get(session_id)

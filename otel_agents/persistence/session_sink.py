@@ -126,6 +126,9 @@ class SessionSink(SavedRuns, DerivedFiles):
         self._run_end_due = False
         self._store_failed = False
         self._closed = False
+        # Merging (from_journal: import, collect): message id -> the span its record is stored on, so a
+        # feeder can refuse a record the session already holds on another span (a copy carried on elsewhere).
+        self.message_spans: dict[Any, str] | None = {} if from_journal else None
         DerivedFiles.__init__(self)
         if resume:
             self._load_saved(from_journal)
@@ -224,6 +227,8 @@ class SessionSink(SavedRuns, DerivedFiles):
                 if span_id is not None:
                     # Written here, so the span's end line leaves this event out.
                     self._recorded.setdefault(span_id, set()).add((record.get("message_id"), ts_ns))
+                    if self.message_spans is not None:
+                        self.message_spans.setdefault(record.get("message_id"), span_id)
                 self.stats.event_lines += 1
             except Exception as exc:
                 self._fail_store(exc)

@@ -7,7 +7,10 @@ from otel_agents.persistence.journal import JournalError, read_journal, spans_fr
 from otel_agents.persistence.store import StoreError
 from otel_agents.persistence.session_meta import checkpoint_is_current
 from otel_agents.persistence.timestamps import parse_iso_ts
+from otel_agents.tracing import semconv as sc
 from otel_agents.tracing.spandata import SpanData
+
+_MESSAGE_ID = sc.EVENT_FIELD_PREFIX + "message_id"
 
 
 class SavedRuns:
@@ -34,6 +37,10 @@ class SavedRuns:
                 lines = read_event_lines(store.events_path, self.warn) if store.events_path.exists() else []
                 for span in spans_from_journal(read_journal(store.journal_path, self.warn), lines):
                     self._take_saved(span)
+                    if self.message_spans is not None:  # records carried on spans, wherever they were stored
+                        for event in span.events:
+                            if event.attributes.get(_MESSAGE_ID) is not None:
+                                self.message_spans.setdefault(event.attributes[_MESSAGE_ID], span.span_id)
                     # A journal without its meta.json (collect killed before settling it) dates the session.
                     if span.start_ns and (self._earliest_saved_ns is None or span.start_ns < self._earliest_saved_ns):
                         self._earliest_saved_ns = span.start_ns
@@ -69,6 +76,8 @@ class SavedRuns:
         """Records saved for spans that may still end (open ones, or not in the journal at all): their
         end lines must leave them out, as they would have if the records had come through :meth:`record`."""
         for line in lines:
+            if self.message_spans is not None and line.span_id is not None:
+                self.message_spans.setdefault(line.record.get("message_id"), line.span_id)
             if line.span_id is not None and line.span_id not in self._ended_before:
                 ts_ns = parse_iso_ts(line.ts) if line.ts else 0
                 self._recorded.setdefault(line.span_id, set()).add((line.record.get("message_id"), ts_ns))

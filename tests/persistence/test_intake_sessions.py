@@ -108,3 +108,54 @@ def test_a_session_closed_with_a_trace_not_whole_verifies_as_not_billed_yet_unti
     assert "awaiting_trace" not in json.loads((directory / "meta.json").read_text())
     second = verify()
     assert second.problems == [] and not any(n.startswith("not billed yet") for n in second.notes), second
+
+
+def test_a_run_of_a_copy_carried_on_elsewhere_is_refused_whole_and_the_saved_session_stays_one_history(tmp_path):
+    """Resumed on two machines from the same point: the second run to arrive reuses the first's message ids."""
+    import shutil
+    import subprocess
+    import sys
+
+    from otel_agents.persistence.paths import Paths
+    from otel_agents.tracing.otlp_decode import decode_otlp_json
+    from support.collector import base_env, session_id_in
+    from test_intake_state import Intake
+
+    def cli(home, *args, otlp=None):
+        extra = ["--otlp-file", str(otlp)] if otlp else []
+        done = subprocess.run([sys.executable, "-m", "otel_agents", *args, *extra], env={
+            **base_env(home), "OTEL_TRACES_EXPORTER": "none"}, capture_output=True, text=True, timeout=300)
+        return done
+
+    def spans_of(path):
+        return [s for line in path.read_text().splitlines() for s in decode_otlp_json(line)]
+
+    here, there = tmp_path / "here", tmp_path / "there"
+    first = cli(here, "run", "Create Jack and Jill for a cafe discussion", otlp=tmp_path / "run1.jsonl")
+    assert first.returncode == 0, first.stderr
+    session_id = session_id_in(first.stderr)
+    shutil.copytree(here, there)
+    for home, prompt, name in ((here, "Go on here", "here2"), (there, "Go on there", "there2")):
+        resumed = cli(home, "resume", session_id, prompt, otlp=tmp_path / f"{name}.jsonl")
+        assert resumed.returncode == 0, resumed.stderr
+
+    paths = Paths(tmp_path / "central" / "sessions", tmp_path / "central" / "billing.jsonl")
+    warnings: list[str] = []
+    intake = Intake(paths, warn=warnings.append)
+    assert not intake.take(spans_of(tmp_path / "run1.jsonl")).rejected
+    assert not intake.take(spans_of(tmp_path / "here2.jsonl")).rejected
+    intake.close()  # the copy's run comes after a restart: the saved session's ids are read back
+    again = Intake(paths, warn=warnings.append)
+    theirs = spans_of(tmp_path / "there2.jsonl")
+    result = again.take(theirs)
+    again.close()
+    assert result.written == 0 and len(result.rejected) == len(theirs)
+    assert all("diverges from the saved session" in reason for _, reason in result.rejected)
+    assert len(warnings) == 1 and session_id in warnings[0]  # once per trace, on collect's stderr
+
+    central = tmp_path / "central"
+    saved = paths.sessions_dir / session_id / "events.jsonl"
+    assert saved.read_bytes() == (here / "sessions" / session_id / "events.jsonl").read_bytes()
+    assert cli(central, "sessions", "verify", session_id).returncode == 0
+    carried = cli(central, "resume", session_id, "And on")
+    assert carried.returncode == 0, carried.stderr
