@@ -139,6 +139,18 @@ def test_the_demo_replays_with_identical_events_and_bills_nothing(tmp_path):
         "totals"]["llm_calls"]
 
 
+def test_repricing_the_ledger_keeps_a_replay_free_not_unpriced(tmp_path):
+    home = tmp_path / "home"
+    source = session_of(cli("run", home=home))
+    replayed = session_of(cli("replay", source, home=home))
+    # Its own process, as a user's later rebuild is: replay/<source>'s zero price is not registered there.
+    done = cli("billing", "rebuild", "--reprice", home=home, cwd=tmp_path)
+    assert "none differently" in done.stdout and "unpriced" not in done.stdout, done.stdout
+    calls = [r for r in ledger(home, replayed) if r["type"] == "llm" and r["status"] == "ok"]
+    assert calls and all(r["cost_usd"] == 0 and r["price_source"] == "litellm" and "repriced" not in r
+                         for r in calls)
+
+
 def test_a_session_against_an_openai_compatible_server_replays_without_it(tmp_path):
     home = tmp_path / "home"
     with OpenAIServer() as server:
