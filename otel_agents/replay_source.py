@@ -41,6 +41,9 @@ class ReplaySource:
     stream: bool
     params: dict[int, str] = field(default_factory=dict)  # run index -> JSON of its --param (ModelSettings)
     budgets: dict[int, str] = field(default_factory=dict)  # run index -> its session limits (otel_agents.run.budget)
+    # run index -> the limits it carried on (otel_agents.run.budget_carried): only a run resumed with
+    # --budget-scope run has them, whose limits counted its own spending only
+    carried: dict[int, str] = field(default_factory=dict)
     from_python: bool = False  # a run came through the Python API: its agents are the program's, not a script's
 
 
@@ -91,10 +94,10 @@ def read_source(session_dir: Path, from_run: int = 1) -> ReplaySource:
             turns[agent] = turns.get(agent, 0) + 1
         stream = stream or bool(attrs.get(sc.GEN_AI_REQUEST_STREAM))
         calls.append(_recorded(viewer, node, agent, turns.get(agent, 1), attempt, run >= from_run))
-    params, budgets = (_per_run(runs, key) for key in (sc.RUN_PARAMS, sc.RUN_BUDGET))
+    params, budgets, carried = (_per_run(runs, key) for key in (sc.RUN_PARAMS, sc.RUN_BUDGET, sc.RUN_BUDGET_CARRIED))
     from_python = any((run.get("attributes") or {}).get(sc.RUN_SOURCE) == "api" for run in runs)
     return ReplaySource(session_id, prompts, calls, last.get(sc.RUN_SCRIPT), last.get(sc.RUN_APP),
-                        stream, params, budgets, from_python)
+                        stream, params, budgets, carried, from_python)
 
 
 def _per_run(runs: list[dict[str, Any]], key: str) -> dict[int, Any]:

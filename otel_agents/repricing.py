@@ -119,12 +119,15 @@ def session_snapshots(sessions_dir: Path, session_ids: Iterable[Any]) -> dict[st
 def reprice_plan(plan: Any, prices: Any, sessions_dir: Path | None = None) -> None:
     """Price a ``billing rebuild`` plan's records again, noting on it how many and which changed
     (each against its session's pricing snapshot, when ``sessions_dir`` is given)."""
-    from otel_agents.llm.scripted_provider import PROVIDER, register_demo_price
+    from otel_agents.llm import replay_provider, scripted_provider
 
-    # The offline model's demo price exists only once a run registers it.
+    # The offline model's demo price, and a replay's zero one, exist only once a run registers them:
+    # unregistered, a replay (which bills nothing) would be made unpriced.
     for model in {str(r.get("model")) for r in plan.records if r.get("type") == "llm"}:
-        if model.startswith(f"{PROVIDER}/"):
-            register_demo_price(model)
+        if model.startswith(f"{scripted_provider.PROVIDER}/"):
+            scripted_provider.register_demo_price(model)
+        elif model.startswith(f"{replay_provider.PROVIDER}/"):
+            replay_provider.register_replay_price(model)
     snapshots = session_snapshots(sessions_dir, (r.get("session_id") for r in plan.records)) if sessions_dir else None
     plan.repriced, plan.price_changes = reprice(plan.records, prices, snapshots)
 

@@ -114,9 +114,14 @@ def register_replay(name: str, book: ReplayBook) -> str:
     _handler().books[name] = book
     model = f"{PROVIDER}/{name}"
     count_cost_as(model, book.recorded_cost)  # limits stop where the source's did, though the replay is free
+    register_replay_price(model)
+    return model
+
+
+def register_replay_price(model: str) -> None:
+    """Price ``replay/<name>`` at zero in litellm's map (also for re-pricing a replay's past records)."""
     if model not in litellm.model_cost:
         # Zero, not unpriced: a replay costs nothing, and is never billed as the recorded model.
         litellm.model_cost[model] = {"input_cost_per_token": 0.0, "output_cost_per_token": 0.0,
                                      "litellm_provider": PROVIDER, "mode": "chat"}
         price_map_changed()
-    return model

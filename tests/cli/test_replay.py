@@ -139,6 +139,18 @@ def test_the_demo_replays_with_identical_events_and_bills_nothing(tmp_path):
         "totals"]["llm_calls"]
 
 
+def test_repricing_the_ledger_keeps_a_replay_free_not_unpriced(tmp_path):
+    home = tmp_path / "home"
+    source = session_of(cli("run", home=home))
+    replayed = session_of(cli("replay", source, home=home))
+    # Its own process, as a user's later rebuild is: replay/<source>'s zero price is not registered there.
+    done = cli("billing", "rebuild", "--reprice", home=home, cwd=tmp_path)
+    assert "none differently" in done.stdout and "unpriced" not in done.stdout, done.stdout
+    calls = [r for r in ledger(home, replayed) if r["type"] == "llm" and r["status"] == "ok"]
+    assert calls and all(r["cost_usd"] == 0 and r["price_source"] == "litellm" and "repriced" not in r
+                         for r in calls)
+
+
 def test_a_session_against_an_openai_compatible_server_replays_without_it(tmp_path):
     home = tmp_path / "home"
     with OpenAIServer() as server:
@@ -409,6 +421,23 @@ def test_runs_after_a_run_a_limit_stopped_replay_from_that_run_under_its_raised_
     assert done.returncode == 1 and "diverged" not in done.stderr, done.stderr
     assert _error_lines(done) == _error_lines(resumed)
     assert f"replay: 6 LLM calls of 1 runs matched session {source}" in done.stderr
+
+
+def test_a_run_resumed_with_budget_scope_run_replays_counting_its_own_spending_only(tmp_path):
+    home = tmp_path / "home"
+    source = session_of(cli("run", "Create Jack and Jill for a cafe discussion", home=home))  # 13 calls
+    # 6 calls for this command alone: it makes 1, where the session's 14 would have stopped it at once.
+    cli("resume", source, "--max-llm-calls", "6", "--budget-scope", "run", "And then?", home=home)
+    # The default scope counts the whole session again, run 2's call included: 14 of 14, at once.
+    stopped = cli("resume", source, "--max-llm-calls", "14", "More?", home=home, check=False)
+    assert _error_lines(stopped) == ["error: budget exhausted for session: 14 of 14 LLM calls made"]
+    done = cli("replay", source, home=home, check=False)
+    assert done.returncode == 1 and "diverged" not in done.stderr, done.stderr
+    assert f"replay: 14 LLM calls of 3 runs matched session {source}" in done.stderr
+    assert _error_lines(done) == _error_lines(stopped)
+    # The replay's run 2 records its scope as the source's did: replaying the replay counts alike.
+    again = cli("replay", session_of(done), home=home, check=False)
+    assert "diverged" not in again.stderr and _error_lines(again) == _error_lines(stopped), again.stderr
 
 
 def test_from_run_replays_after_an_earlier_run_that_was_killed_in_a_call(tmp_path):
