@@ -247,13 +247,24 @@ def root_name(saved: SavedSession) -> str:
     return ""
 
 
+# Models that answer only inside the process that loaded them: a script's (``scripted/<name>``) and
+# a replay's (``replay/<source>``, `otel-agents replay`). A resumed agent cannot stay on one.
+PROCESS_MODELS = ("scripted/", "replay/")
+
+
 def continued_model(saved_model: str, model_override: str | None, script_model: str | None) -> str:
     """The model an agent saved with ``saved_model`` continues with."""
     if model_override:
         return model_override
-    if script_model and saved_model.startswith("scripted/"):
-        return script_model  # the old script's model is not loaded: it would fail every call
+    if script_model and saved_model.startswith(PROCESS_MODELS):
+        return script_model  # the old script's (or the replay's) model is not loaded: it would fail every call
     return saved_model
+
+
+def carried_model(recorded: str | None) -> str | None:
+    """The last run's ``--model`` that a resume or fork keeps using, or None: a replay's is never carried
+    (its answers were the source's recorded ones, and outside the replay nothing answers it)."""
+    return None if recorded is None or recorded.startswith("replay/") else recorded
 
 
 def _record_model_changes(session: Session, changes: Counter) -> None:
@@ -302,6 +313,11 @@ def _restore(saved: SavedSession, tool_list: tuple[Tool, ...], model_override: s
             parent = agents.get(record.get("parent")) if record.get("parent") else None
             saved_model = record.get("language_model") or ""
             model = continued_model(saved_model, model_override, script_model)
+            if model.startswith("replay/") and not model_override:  # not `replay --from-run`, which loads it
+                raise ResumeError(
+                    f"agent {record.get('name') or record['agent_id']} of session {saved.session_id} ran on {model}, "
+                    "which answers only inside `otel-agents replay`: pass --model (or --script)"
+                )
             if model != saved_model:
                 changes[(saved_model, model)] += 1
             name = record.get("name") or record["agent_id"]

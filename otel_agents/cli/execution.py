@@ -164,15 +164,16 @@ def start_recording(tracing, paths: Paths, session_id: str, ownership=None, **re
 
 def use_saved_script(llm, script, model: str | None) -> str | None:
     """Point the LLM client at the session's script (its scripted model, its stream switch) and
-    return the model override for restored agents: None when the script's own model stands."""
+    return the model override for restored agents: None when no model is named (each agent keeps
+    its own, or moves to the script's from another script's or a replay's); a named one, the
+    script's own ``scripted/<name>`` included, moves every agent."""
     if script is None:
         return model
     from otel_agents.runtime.scenario import resolve_model
 
     llm.stream = llm.stream or script.stream
     llm.use_script(script)  # the scripted model the saved agents name, if they use it
-    resolved = resolve_model(script, model)
-    return None if resolved == script.model else resolved
+    return resolve_model(script, model) if model else None
 
 
 def attach_console(tracing, verbose: bool, trace_llm: bool, trace_tools: bool, txn: str | None = None) -> None:

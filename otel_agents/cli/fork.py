@@ -32,6 +32,7 @@ def fork_session_command(source_id, at, prompts, script_name, model_opts, otlp_f
     from otel_agents.forking import ForkError, fork_session, load_source, resolve_at
     from otel_agents.llm.model_settings import ModelSettingsError, settings_from_json
     from otel_agents.llm.scripts import ScriptError, load_script
+    from otel_agents.restore import carried_model
     from otel_agents.tracing.session_ids import new_session_id
 
     source_dir = session_dir_or_exit(paths, source_id)
@@ -56,7 +57,7 @@ def fork_session_command(source_id, at, prompts, script_name, model_opts, otlp_f
         raise click.UsageError(f"cannot load the source session's script: {exc} (pass --script)") from None
     check_scripted_model(script, model_opts.model)
     saved_model = attributes.get(sc.RUN_MODEL)
-    model = model_opts.model or (saved_model if isinstance(saved_model, str) else None)
+    model = model_opts.model or carried_model(saved_model if isinstance(saved_model, str) else None)
     try:
         recorded = settings_from_json(attributes.get(sc.RUN_PARAMS), "the source run")
     except ModelSettingsError as exc:

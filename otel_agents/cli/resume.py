@@ -80,7 +80,9 @@ def _resume_owned(session_dir, session_id, prompts, script_name, model_opts, otl
     from otel_agents.llm.budget import totals_before
     from otel_agents.llm.scripts import ScriptError, load_script
     from otel_agents.llm.budget import BudgetMeter
-    from otel_agents.restore import ResumeError, carried_budget, restore_session, saved_budget, saved_params
+    from otel_agents.restore import (
+        ResumeError, carried_budget, carried_model, restore_session, saved_budget, saved_params,
+    )
     from otel_agents.saved_session import agents_spent, load_for_resume
 
     try:  # everything is read and checked before any model is called or anything billed
@@ -100,7 +102,7 @@ def _resume_owned(session_dir, session_id, prompts, script_name, model_opts, otl
     prompt_list = read_prompts(prompts, ())
     if not prompt_list:
         raise click.UsageError("no prompt given (as arguments, on stdin, or interactively)")
-    model = model_opts.model or (last.model_override if last else None)
+    model = model_opts.model or carried_model(last.model_override if last else None)
     try:
         params = saved_params(saved, model_opts.params)  # the session's --param, these on top
         limits = saved_budget(saved, budget_opts.limits())  # the session's limits, these on top

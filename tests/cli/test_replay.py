@@ -151,6 +151,23 @@ def test_repricing_the_ledger_keeps_a_replay_free_not_unpriced(tmp_path):
                          for r in calls)
 
 
+def test_a_replayed_session_resumes_and_forks_on_its_script_s_model(tmp_path):
+    # replay/<source> answers only inside the replay: the replay's --model is not carried, and its
+    # agents move to the script's model, as agents on another script's model do.
+    home = tmp_path / "home"
+    source = session_of(cli("run", home=home))
+    replayed = session_of(cli("replay", source, home=home))
+    resumed = cli("resume", replayed, "Anything else?", home=home)
+    assert resumed.stdout == "I have nothing further to add.\n"
+    calls = [r for r in ledger(home, replayed) if r["type"] == "llm"]
+    assert {r["model"] for r in calls[-1:]} == {"scripted/jack-and-jill"}
+    named = cli("resume", replayed, "--model", "scripted/jack-and-jill", "Still there?", home=home)
+    assert named.stdout == "I have nothing further to add.\n"  # the script's own model, named, moves every agent too
+    forked = cli("fork", replayed, "--at", "msg_000004", "Hello again", home=home)
+    assert forked.returncode == 0
+    assert cli("sessions", "verify", replayed, home=home, check=False).returncode == 0
+
+
 def test_a_session_against_an_openai_compatible_server_replays_without_it(tmp_path):
     home = tmp_path / "home"
     with OpenAIServer() as server:
@@ -167,6 +184,23 @@ def test_a_session_against_an_openai_compatible_server_replays_without_it(tmp_pa
     assert_replayed_whole(home, source, session_of(done))
     tokens = [r["tokens"] for r in ledger(home, session_of(done)) if r["type"] == "llm" and r["status"] == "ok"]
     assert tokens == [r["tokens"] for r in ledger(home, source) if r["type"] == "llm" and r["status"] == "ok"]  # as the server counted
+
+
+def test_a_replayed_app_session_without_a_script_resumes_only_with_a_model_named(tmp_path):
+    home = tmp_path / "home"
+    with OpenAIServer() as server:
+        server.plan(Reply(content="Paris is large.", prompt_tokens=20, completion_tokens=4),
+                    Reply(content="Lyon is smaller.", prompt_tokens=30, completion_tokens=4))
+        source = session_of(cli("run", "--app", "city_app:make", "--model", "openai/x", "--api-base",
+                                server.api_base, "How big is Paris?", home=home))
+        replayed = session_of(cli("replay", source, home=home))
+        before = checksums(home / "sessions" / replayed)
+        refused = cli("resume", replayed, "And Lyon?", home=home, check=False)
+        assert refused.returncode == 2 and refused.stdout == ""
+        assert f"ran on replay/{source}, which answers only inside `otel-agents replay`: pass --model" in refused.stderr
+        assert checksums(home / "sessions" / replayed) == before  # nothing run, nothing written
+        done = cli("resume", replayed, "--model", "openai/x", "--api-base", server.api_base, "And Lyon?", home=home)
+    assert done.stdout == "Lyon is smaller.\n"
 
 
 def test_a_changed_system_prompt_is_reported_at_the_first_turn_and_exits_1(tmp_path):
