@@ -128,16 +128,16 @@ def _rows(cache: SessionCache, session_id: str, span_ids: list[str]) -> list[dic
     return [index.row(span_id) for span_id in sorted(wanted, key=lambda s: wanted[s])]
 
 
-def _status(directory: Path) -> dict[str, Any]:
-    from otel_agents.persistence.store import SessionStore, StoreError
+def _status(cache: SessionCache, session_id: str, directory: Path) -> dict[str, Any]:
+    """The session's status as its row and its detail say it (``SessionCache.listed_meta``)."""
+    from otel_agents.persistence.store import SessionListing, SessionStore, StoreError
 
     try:
-        meta = SessionStore(directory).read_meta()
-    except StoreError:
-        meta = None
-    live = owner_of(directory) is not None
-    status = ui_status(meta, directory) if meta is not None else ("running" if live else "interrupted")
-    return {"status": status, "live": live}
+        meta, problem = SessionStore(directory).read_meta(), None
+    except StoreError as exc:
+        meta, problem = None, str(exc)
+    listed = cache.listed_meta(SessionListing(session_id, directory, meta, problem))
+    return {"status": ui_status(listed, directory), "live": owner_of(directory) is not None}
 
 
 async def _new_lines(cache: SessionCache, session_id: str, directory: Path,
@@ -185,7 +185,7 @@ async def follow(cache: SessionCache, session_id: str, start: tuple[int, int],
         sent = bool(events)
         if sent or now - status_at >= STATUS_EVERY_S:
             status_at = now
-            status = await run_in_threadpool(_status, directory)
+            status = await run_in_threadpool(_status, cache, session_id, directory)
             if status != last_status:
                 more = not status["live"]
                 while more:  # to the files' ends (a read takes at most READ_LIMIT of each)

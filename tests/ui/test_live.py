@@ -201,12 +201,12 @@ def test_the_writer_gone_status_comes_after_every_line_it_wrote(staged, monkeypa
     finishing = threading.Event()
     last_lines: list[bytes] = []
 
-    def status_as_the_writer_finishes(directory):
+    def status_as_the_writer_finishes(*args):
         if finishing.is_set():  # the race, made certain: the last lines and the exit during this poll
             finishing.clear()
             last_lines.extend(staged.append(1.0))
             fcntl.flock(lock, fcntl.LOCK_UN)
-        return real_status(directory)
+        return real_status(*args)
 
     monkeypatch.setattr(live, "_status", status_as_the_writer_finishes)
     reader = EventReader(staged.url)
