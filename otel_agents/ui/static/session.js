@@ -128,6 +128,13 @@ export function showSession(main, sessionId) {
         refreshTimer = setTimeout(() => { if (!gone) open(shownView); }, 1000);
       },
       reconnected: () => { reloadSession(); if (tree) tree.refresh(); },
+      gone: (message) => {
+        const status = document.getElementById("session-status");
+        if (status) { status.className = "status gone"; status.textContent = "removed"; }
+        const badge = document.getElementById("session-live");
+        if (badge) badge.remove();
+        header.prepend(el("p", { class: "error", id: "session-gone", role: "alert" }, message));
+      },
       state: (text) => { liveState.hidden = !text; liveState.textContent = text; },
     }, earliest(session.cursor, pageCursor));
   })();
