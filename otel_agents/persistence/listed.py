@@ -15,7 +15,7 @@ from typing import Any, Callable, Mapping
 from otel_agents.persistence.notices import Warn
 from otel_agents.persistence.ownership import LOCK_FILE, owner_of
 from otel_agents.persistence.saved import SessionUnreadable, load_saved, reader_meta
-from otel_agents.persistence.session_meta import make_meta, writer_died
+from otel_agents.persistence.session_meta import closed_meta, make_meta, writer_died
 from otel_agents.persistence.store import SessionListing, SessionStore, by_creation, list_sessions
 from otel_agents.persistence.tree import build_tree
 
@@ -26,12 +26,17 @@ def listed_sessions(
     sessions_dir: Path, listed: Callable[[SessionListing], dict[str, Any] | None] | None = None,
 ) -> list[SessionListing]:
     """``store.list_sessions`` with each session's meta as ``listed`` (default ``listed_meta``) says it, oldest
-    first by that: a new session listed from its journal is the newest, not last among the unreadable."""
+    first by that: a new session listed from its journal is the newest, not last among the unreadable.
+    A damaged or missing meta.json keeps its ``problem`` when listed from the streams; a new session's
+    (none yet, as expected) has none."""
     listed = listed or listed_meta
     out = []
     for item in list_sessions(sessions_dir):
         meta = listed(item)
-        out.append(item if meta is item.meta else dataclasses.replace(item, meta=meta, problem=None))
+        if meta is not item.meta:
+            problem = None if item.meta is not None or opening_now(None, item.directory) else item.problem
+            item = dataclasses.replace(item, meta=meta, problem=problem)
+        out.append(item)
     return sorted(out, key=by_creation)
 
 
@@ -40,10 +45,14 @@ def must_read(meta: Mapping[str, Any] | None, directory: Path) -> bool:
     return writer_died(meta, directory) or running_now(meta, directory) or opening_now(meta, directory)
 
 
-def listed_meta(listing: SessionListing, warn: Warn = lambda _: None) -> dict[str, Any] | None:
+def listed_meta(
+    listing: SessionListing, warn: Warn = lambda _: None, *, from_streams: bool = False,
+) -> dict[str, Any] | None:
     """``listing.meta`` as readers should list it (``as_listed``): a session whose meta.json lags (``must_read``)
-    is read (its tree only) to say what it holds; anything else is meta.json as it is."""
-    if not must_read(listing.meta, listing.directory):
+    is read (its tree only) to say what it holds; anything else is meta.json as it is. ``from_streams``
+    (the web UI): one without a readable meta.json is read too, and listed as its streams say
+    (``streams_meta``); ``sessions list`` lists it as unreadable, with why."""
+    if not must_read(listing.meta, listing.directory) and not (from_streams and listing.meta is None):
         return listing.meta
     try:
         tree = load_saved(listing.directory, warn, tree_only=True).tree
@@ -55,13 +64,16 @@ def listed_meta(listing: SessionListing, warn: Warn = lambda _: None) -> dict[st
 def as_listed(meta: dict[str, Any] | None, tree: Mapping[str, Any] | None, directory: Path) -> dict[str, Any] | None:
     """meta.json as listings and the UI's detail show it, given the tree read: a killed writer's as ``reader_meta``
     recovers it, a running session's with its totals so far (``so_far_meta``), a live one without meta.json
-    from what it holds so far (``first_meta``); else meta.json as it is."""
+    from what it holds so far (``first_meta``), one whose meta.json is damaged or missing from its
+    streams (``streams_meta``); else meta.json as it is."""
     if writer_died(meta, directory):
         return reader_meta(meta, tree, directory)
     if running_now(meta, directory):
         return so_far_meta(meta, tree)
     if opening_now(meta, directory):
         return first_meta(tree, directory)
+    if meta is None and tree is not None:
+        return streams_meta(tree, directory)
     return meta
 
 
@@ -97,6 +109,20 @@ def first_meta(tree: Mapping[str, Any] | None, directory: Path) -> dict[str, Any
     # make_meta names this process, the reader; the writer is the lock's holder, as it announced itself.
     meta["writer"] = {key: owner[key] for key in ("pid", "host", "recorder") if key in owner} or None
     return meta
+
+
+def streams_meta(tree: Mapping[str, Any], directory: Path) -> dict[str, Any]:
+    """The meta.json a session whose own is damaged or missing would have now, from ``tree`` (read from its
+    streams), never written: running while a process holds it (``first_meta``), else as ``sessions show``
+    derives it (``closed_meta``: a run that never ended is interrupted), created at its first span and
+    updated at its streams' last write."""
+    if owner_of(directory) is not None:
+        return first_meta(tree, directory)
+    store = SessionStore(directory)
+    written = max([_mtime_ns(path) for path in (store.journal_path, store.events_path)])
+    started = tree.get("started_ns")
+    created = started if isinstance(started, int) and not isinstance(started, bool) else written
+    return closed_meta(tree, created_ns=created, updated_ns=max(created, written))
 
 
 def _mtime_ns(path: Path) -> int:

@@ -143,6 +143,8 @@ def create_app(
         middleware=[Middleware(Guard, token=token, hosts=hosts)],
         exception_handlers={404: not_found, 405: method_not_allowed},
     )
+    # A trailing slash is an unknown endpoint (a 404 in JSON), not a 307 to the URL without it.
+    app.router.redirect_slashes = False
     app.state.cache = cache
     app.state.billing_files = billing_files
     return app

@@ -113,6 +113,12 @@ def _event(name: str | None, data: Any, cursor: tuple[int, int] | None) -> bytes
     return out + b"data: " + orjson.dumps(data) + b"\n\n"
 
 
+def _gone(session_id: str, cursor: tuple[int, int]) -> bytes:
+    """The stream's last message once the session was removed (``sessions rm``): the page says so and stops
+    following, where a plain end would have the browser reconnect to a 404 every second."""
+    return _event("gone", {"error": f"session {session_id!r} was removed"}, cursor)
+
+
 def _rows(cache: SessionCache, session_id: str, span_ids: list[str]) -> list[dict[str, Any]]:
     """Rows of the changed spans and of their ancestors (whose counts and inclusive totals changed), parents first."""
     session = cache.get(session_id)
@@ -128,16 +134,18 @@ def _rows(cache: SessionCache, session_id: str, span_ids: list[str]) -> list[dic
     return [index.row(span_id) for span_id in sorted(wanted, key=lambda s: wanted[s])]
 
 
-def _status(directory: Path) -> dict[str, Any]:
-    from otel_agents.persistence.store import SessionStore, StoreError
+def _status(cache: SessionCache, session_id: str, directory: Path) -> dict[str, Any] | None:
+    """The session's status as its row and its detail say it (``SessionCache.listed_meta``); None once it
+    was removed."""
+    from otel_agents.persistence.store import SessionListing, SessionStore, StoreError
 
     try:
-        meta = SessionStore(directory).read_meta()
-    except StoreError:
-        meta = None
-    live = owner_of(directory) is not None
-    status = ui_status(meta, directory) if meta is not None else ("running" if live else "interrupted")
-    return {"status": status, "live": live}
+        meta, problem = SessionStore(directory).read_meta(), None
+    except StoreError as exc:
+        meta, problem = None, str(exc)
+    listed = cache.listed_meta(SessionListing(session_id, directory, meta, problem))
+    status = {"status": ui_status(listed, directory), "live": owner_of(directory) is not None}
+    return status if directory.is_dir() else None
 
 
 async def _new_lines(cache: SessionCache, session_id: str, directory: Path,
@@ -179,19 +187,26 @@ async def follow(cache: SessionCache, session_id: str, start: tuple[int, int],
         try:
             events, cursor, read_any = await _new_lines(cache, session_id, directory, cursor)
         except ApiError:
-            return  # removed or unreadable now: the client reconnects and is told why, in one line
+            if not directory.is_dir():
+                yield _gone(session_id, cursor)
+            return  # unreadable now: the client reconnects and is told why, in one line
         for event in events:
             yield event
         sent = bool(events)
         if sent or now - status_at >= STATUS_EVERY_S:
             status_at = now
-            status = await run_in_threadpool(_status, directory)
+            status = await run_in_threadpool(_status, cache, session_id, directory)
+            if status is None:
+                yield _gone(session_id, cursor)
+                return
             if status != last_status:
                 more = not status["live"]
                 while more:  # to the files' ends (a read takes at most READ_LIMIT of each)
                     try:
                         last_lines, cursor, more = await _new_lines(cache, session_id, directory, cursor)
                     except ApiError:
+                        if not directory.is_dir():
+                            yield _gone(session_id, cursor)
                         return
                     for event in last_lines:
                         yield event

@@ -21,7 +21,7 @@ from otel_agents.persistence.events_file import EVENTS_FILE
 from otel_agents.persistence.journal import JOURNAL_FILE
 from otel_agents.persistence.listed import as_listed, listed_meta, must_read, opening_now
 from otel_agents.persistence.saved import SessionUnreadable, load_saved
-from otel_agents.persistence.store import SessionListing
+from otel_agents.persistence.store import SessionListing, SessionStore, StoreError
 from otel_agents.persistence.tree_file import TREE_FILE
 from otel_agents.ui.node_index import NodeIndex, build_index
 from otel_agents.ui.security import ApiError, check_session_id
@@ -105,6 +105,15 @@ class _Listed:
     took: float  # seconds the read took
 
 
+def _meta_problem(directory: Path) -> str:
+    """Why meta.json could not be read, as ``sessions list`` says it."""
+    try:
+        SessionStore(directory).read_meta()
+    except StoreError as exc:
+        return str(exc)
+    return f"{directory / 'meta.json'} could not be read"  # it changed since: the next load reads it
+
+
 class SessionCache:
     def __init__(self, sessions_dir: Path, clock: Any = time.monotonic):
         self.clock = clock
@@ -158,6 +167,9 @@ class SessionCache:
                 tree, meta = None, None  # a new session, its lock alone saved: running, nothing in it yet
             index = build_index(tree or {})
         live = key[-1]
+        if meta is None and not opening_now(None, directory):
+            notes.append(_meta_problem(directory) + ("; its status and summary are what its streams hold"
+                                                     if tree is not None else ""))
         # meta.json lags a killed writer's, a running and a new session: listed as `sessions list` lists them.
         return UiSession(session_id, directory, key, tree, as_listed(meta, tree, directory), live, index, notes)
 
@@ -165,8 +177,8 @@ class SessionCache:
         """``listing.meta`` as the session's detail has it (``listed.listed_meta``). A session whose meta.json
         lags (killed, running, new) is read once per change of its files (the list is asked for every 2 s), or
         taken from its load here; while it is being written, no sooner than ``REREAD_AFTER_READS`` times
-        its last read took."""
-        if not must_read(listing.meta, listing.directory):
+        its last read took. One without a readable meta.json is read too: its streams say what it is."""
+        if not must_read(listing.meta, listing.directory) and listing.meta is not None:
             return listing.meta
         key = stamp(listing.directory)
         with self._lock:
@@ -177,7 +189,7 @@ class SessionCache:
             if known is not None and (known.key == key or self._too_soon(known, key)):
                 return known.meta
         started = self.clock()
-        meta = listed_meta(listing)
+        meta = listed_meta(listing, from_streams=True)
         ended = self.clock()
         with self._lock:
             self._listed[listing.session_id] = _Listed(key, meta, ended, ended - started)  # small: one per session

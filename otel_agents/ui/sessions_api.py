@@ -26,9 +26,10 @@ def ui_status(meta: Mapping[str, Any] | None, directory: Path) -> str:
     return _UI_STATUS.get(effective_status(meta, directory), "failed")
 
 
-def _tokens(totals: Any) -> int:
+def _tokens(totals: Any) -> int | None:
+    """None when unknown (no readable meta.json or tree): sorted last, not as the fewest."""
     if not isinstance(totals, Mapping):
-        return 0
+        return None
     return sum(v for k in ("input_tokens", "output_tokens") if isinstance(v := totals.get(k), int))
 
 
@@ -37,8 +38,8 @@ def _cost(totals: Any) -> float | None:
     return cost if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None
 
 
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def summary(session_id: str, directory: Path, meta: Mapping[str, Any] | None, problem: str | None) -> dict[str, Any]:

@@ -62,3 +62,27 @@ def test_a_session_whose_writer_died_before_its_first_meta_is_not_listed_running
         (listing,) = list_sessions(opened.home / "sessions")
         assert listing.meta is None and "meta.json does not exist" in listing.problem
         assert listed_meta(listing) is None
+
+
+def test_a_damaged_meta_json_is_listed_from_the_streams_only_when_asked(tmp_path):
+    """``sessions list`` lists a session whose meta.json is damaged as unreadable, with why; the web UI asks
+    (``from_streams``) for what its streams hold, as ``sessions show`` shows it. Read, nothing written."""
+    import os
+    from functools import partial
+
+    from otel_agents.persistence.listed import listed_sessions
+
+    with held_run(tmp_path) as (home, directory):
+        pass
+    title = list_sessions(home / "sessions")[0].meta["title"]
+    os.truncate(directory / "meta.json", 100)
+    (listing,) = list_sessions(home / "sessions")
+    assert listing.meta is None and "not valid JSON" in listing.problem
+    before = snapshot(home)
+    assert listed_meta(listing) is None and listed_sessions(home / "sessions") == [listing]
+    meta = listed_meta(listing, from_streams=True)
+    assert (meta["status"], meta["runs"], meta["title"]) == ("ok", 1, title) and meta["totals"]["llm_calls"] == 2
+    assert meta["created"] <= meta["updated"]
+    (ui_listing,) = listed_sessions(home / "sessions", partial(listed_meta, from_streams=True))
+    assert ui_listing.meta == meta and ui_listing.problem == listing.problem  # still says what is wrong
+    assert snapshot(home) == before

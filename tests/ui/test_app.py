@@ -155,3 +155,15 @@ def test_only_get_and_head(ui_home, client, method, url):
 
 def test_head_is_allowed(client):
     assert client.head("/api/sessions").status_code == 200
+
+
+@pytest.mark.parametrize("suffix, status", [
+    ("/", 404), ("/nodes/", 404), ("/live/", 404), ("/costs/", 404),
+    ("/perspective/?agent=x", 400), ("/perspective/main/", 400),  # {agent:path} takes them: no such agent name
+])
+def test_a_trailing_slash_is_an_unknown_endpoint_not_a_redirect(ui_home, client, suffix, status):
+    for url, expected in ((f"/api/sessions/{ui_home.demo}{suffix}", status), ("/api/sessions/", 404),
+                          (f"/s/{ui_home.demo}/", 404)):
+        response = client.get(url, follow_redirects=False)
+        assert response.status_code == expected, (url, response.status_code, response.headers.get("location"))
+        assert list(response.json()) == ["error"]

@@ -201,12 +201,12 @@ def test_the_writer_gone_status_comes_after_every_line_it_wrote(staged, monkeypa
     finishing = threading.Event()
     last_lines: list[bytes] = []
 
-    def status_as_the_writer_finishes(directory):
+    def status_as_the_writer_finishes(*args):
         if finishing.is_set():  # the race, made certain: the last lines and the exit during this poll
             finishing.clear()
             last_lines.extend(staged.append(1.0))
             fcntl.flock(lock, fcntl.LOCK_UN)
-        return real_status(directory)
+        return real_status(*args)
 
     monkeypatch.setattr(live, "_status", status_as_the_writer_finishes)
     reader = EventReader(staged.url)
@@ -340,3 +340,21 @@ def test_a_real_run_and_its_resume_are_followed_live(ui_home, tmp_path):
     finally:
         if writer.poll() is None:
             writer.kill()
+
+
+def test_a_session_removed_while_followed_is_said_gone_and_the_stream_ends(own_home):
+    """``sessions rm`` under a follower: the stream said ok, then interrupted, and went on to a session that
+    every other endpoint calls a 404. It says ``gone`` once and ends (the page then stops following)."""
+    with RunningServer(create_app(own_home.sessions, [own_home.billing])) as server:
+        reader = EventReader(f"{server.url}/api/sessions/{own_home.demo}/live")
+        try:
+            reader.until(lambda seen: any(e[1] == "status" for e in seen), SETTLE_S)
+            removed = own_home.cli("sessions", "rm", own_home.demo)
+            assert removed.returncode == 0, removed.stderr
+            got = reader.until(lambda seen: any(e[1] == "gone" for e in seen), SETTLE_S)
+            reader.thread.join(SETTLE_S)  # the server ended the response: the reading thread is done
+            assert not reader.thread.is_alive()
+        finally:
+            reader.close()
+    assert [e[1] for e in got][-1] == "gone" and "removed" in got[-1][3]["error"]
+    assert reader.events.empty()  # nothing after it

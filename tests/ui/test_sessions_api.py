@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from datetime import datetime, timedelta
 
 import pytest
@@ -11,7 +12,7 @@ from starlette.testclient import TestClient
 from otel_agents.persistence import ownership
 from otel_agents.ui.app import create_app
 from support.held_sessions import held_run, opened_session
-from support.ui_sessions import DEMO_PROMPT, LOCAL, clean_env, digest_tree, killed_sessions
+from support.ui_sessions import DEMO_PROMPT, LOCAL, RunningServer, clean_env, digest_tree, killed_sessions
 
 SUMMARY_KEYS = {"id", "title", "status", "live", "created", "updated", "runs", "agents", "tokens", "cost_usd", "problem"}
 
@@ -25,8 +26,9 @@ def test_listing_matches_sessions_list(ui_home, client):
     for row in answer["sessions"]:
         assert set(row) == SUMMARY_KEYS
         meta = expected[row["id"]]
-        if "problem" in meta:  # no meta.json: listed, with why
+        if "problem" in meta:  # no meta.json, nor a tree to say more: listed, with why
             assert row["problem"] == meta["problem"] and row["status"] == "failed"
+            assert (row["runs"], row["agents"], row["tokens"], row["cost_usd"]) == (None, None, None, None)
             continue
         assert (row["title"], row["status"], row["created"], row["updated"], row["runs"], row["agents"]) == (
             meta["title"], meta["status"], meta["created"], meta["updated"], meta["runs"], meta["agents"])
@@ -44,7 +46,8 @@ def test_filter_sort_and_page(ui_home, client):
     by_tokens = client.get("/api/sessions", params={"sort": "tokens", "order": "desc"}).json()["sessions"]
     assert by_tokens[0]["id"] == ui_home.demo
     ascending = client.get("/api/sessions", params={"sort": "tokens", "order": "asc"}).json()["sessions"]
-    assert ascending[-1]["id"] == ui_home.demo
+    assert ascending[0]["id"] == ui_home.demo  # the seeds' tokens are unknown (no meta.json nor tree): last
+    assert [s["tokens"] for s in ascending[1:]] == [None] * len(ui_home.seeds)
     by_cost = client.get("/api/sessions", params={"sort": "cost"}).json()["sessions"]
     assert by_cost[0]["id"] == ui_home.demo  # the sessions without a cost come last, either order
     ids = [s["id"] for s in client.get("/api/sessions", params={"sort": "title"}).json()["sessions"]]
@@ -178,3 +181,72 @@ def test_a_session_opened_before_its_first_meta_is_a_running_row(tmp_path):
         assert row["agents"] == 1 and row["problem"] is None
         (cli_row,) = _cli_rows(opened.home / "sessions", tmp_path / "unused")
         assert (cli_row["status"], cli_row["agents"], cli_row["created"]) == ("running", 1, row["created"])
+
+
+def _first_live_status(url: str) -> dict:
+    """The ``status`` event a ``/live`` stream opens with."""
+    import httpx
+
+    with httpx.stream("GET", url, timeout=30) as response:
+        event = None
+        for line in response.iter_lines():
+            if line.startswith("event: "):
+                event = line[len("event: "):]
+            elif line.startswith("data: ") and event == "status":
+                return json.loads(line[len("data: "):])
+    raise AssertionError("the stream ended without a status")
+
+
+def _everywhere(sessions, session_id) -> tuple[dict, dict, dict]:
+    """The session's list row, its detail and its first /live status, over a real server."""
+    import httpx
+
+    with RunningServer(create_app(sessions, [])) as server:
+        (row,) = httpx.get(f"{server.url}/api/sessions", params={"q": session_id}).json()["sessions"]
+        detail = httpx.get(f"{server.url}/api/sessions/{session_id}").json()
+        status = _first_live_status(f"{server.url}/api/sessions/{session_id}/live")
+    return row, detail, status
+
+
+@pytest.mark.parametrize("damage", ["truncated", "missing"])
+def test_a_session_without_a_readable_meta_json_has_its_streams_status_everywhere(own_home, damage):
+    """The list and the detail said failed (nothing said why) and /live interrupted, while ``sessions show``
+    rebuilds it from the journal: ok. All say what the streams hold, with why meta.json was not used."""
+    directory = own_home.sessions / own_home.demo
+    meta = json.loads((directory / "meta.json").read_text())
+    if damage == "truncated":
+        os.truncate(directory / "meta.json", 300)
+    else:
+        (directory / "meta.json").unlink()
+    before = digest_tree(own_home.sessions)
+    shown = own_home.cli("sessions", "show", own_home.demo)
+    assert shown.returncode == 0 and shown.stdout.decode().split()[:3] == ["session", own_home.demo, "ok"]
+    row, detail, status = _everywhere(own_home.sessions, own_home.demo)
+    assert row["status"] == detail["status"] == status["status"] == "ok" and status["live"] is False
+    assert "meta.json" in row["problem"]
+    assert any("meta.json" in note and "streams" in note for note in detail["notes"]), detail["notes"]
+    assert (row["title"], row["runs"], row["agents"], row["cost_usd"]) == (
+        meta["title"], meta["runs"], meta["agents"], meta["totals"]["cost_usd"])
+    assert row["tokens"] == detail["totals"]["tokens"] == meta["totals"]["input_tokens"] + meta["totals"]["output_tokens"]
+    assert row["created"] is not None and row["updated"] is not None
+    assert digest_tree(own_home.sessions) == before  # read, nothing written
+
+
+def test_a_killed_session_without_a_readable_meta_json_is_interrupted_everywhere(tmp_path):
+    sessions = killed_sessions(tmp_path)
+    (directory,) = sessions.iterdir()
+    os.truncate(directory / "meta.json", 300)
+    before = digest_tree(sessions)
+    row, detail, status = _everywhere(sessions, directory.name)
+    assert row["status"] == detail["status"] == status["status"] == "interrupted" and row["cost_usd"] > 0
+    assert digest_tree(sessions) == before
+
+
+def test_unknown_values_sort_last_in_either_order(own_home):
+    """A row without a readable meta.json nor a tree has no runs, agents or tokens: null, not 0 (which sorted
+    it first of all ascending)."""
+    client = TestClient(create_app(own_home.sessions, [own_home.billing]), base_url=LOCAL)
+    for order in ("asc", "desc"):
+        rows = client.get("/api/sessions", params={"sort": "tokens", "order": order}).json()["sessions"]
+        assert [r["id"] for r in rows] == [own_home.demo, *sorted(own_home.seeds)]
+        assert [(r["runs"], r["agents"], r["tokens"]) for r in rows[1:]] == [(None, None, None)] * len(own_home.seeds)

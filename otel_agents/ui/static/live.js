@@ -43,7 +43,15 @@ export class LiveFeed {
       const data = parse(event.data);
       if (data) this.handlers.status(data);
     });
+    // The session was removed: its stream ends for good (a reconnection would only meet a 404).
+    source.addEventListener("gone", (event) => {
+      const data = parse(event.data);
+      this.close();
+      this.handlers.state("");
+      if (this.handlers.gone) this.handlers.gone((data && data.error) || "this session was removed");
+    });
     source.addEventListener("error", () => {
+      if (this.closed) return;
       this.handlers.state("reconnecting…");
       // The browser retries by itself unless the answer was an error status: then a new source.
       if (source.readyState === EventSource.CLOSED) {

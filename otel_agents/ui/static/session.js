@@ -45,7 +45,7 @@ export function showSession(main, sessionId) {
     header.append(el("h1", {}, session.title || session.id), el("div", { class: "facts" },
       status, session.live ? el("span", { class: "live-badge", id: "session-live" }, "live") : null,
       ` created ${fmt.when(session.created)} · updated ${fmt.when(session.updated)} · `,
-      `${session.agents.length} agents · ${fmt.tokens(session.totals.tokens)} tokens · ${fmt.cost(session.totals.cost_usd)} · ${session.node_count} nodes`));
+      `${session.agents.length} agents · ${session.totals.tokens === null ? "?" : fmt.tokens(session.totals.tokens)} tokens · ${fmt.cost(session.totals.cost_usd)} · ${session.node_count} nodes`));
     const runs = el("ol", { class: "runs", id: "runs" });
     for (const run of session.runs) {
       runs.append(el("li", { dataset: { trace: run.trace_id || "" } },
@@ -128,6 +128,13 @@ export function showSession(main, sessionId) {
         refreshTimer = setTimeout(() => { if (!gone) open(shownView); }, 1000);
       },
       reconnected: () => { reloadSession(); if (tree) tree.refresh(); },
+      gone: (message) => {
+        const status = document.getElementById("session-status");
+        if (status) { status.className = "status gone"; status.textContent = "removed"; }
+        const badge = document.getElementById("session-live");
+        if (badge) badge.remove();
+        header.prepend(el("p", { class: "error", id: "session-gone", role: "alert" }, message));
+      },
       state: (text) => { liveState.hidden = !text; liveState.textContent = text; },
     }, earliest(session.cursor, pageCursor));
   })();

@@ -72,8 +72,8 @@ export function showSessions(main, navigate) {
       statusCell,
       el("td", {}, fmt.when(session.created)),
       el("td", {}, fmt.when(session.updated)),
-      el("td", { class: "num" }, String(session.runs)),
-      el("td", { class: "num" }, String(session.agents)),
+      el("td", { class: "num" }, session.runs ?? "?"),
+      el("td", { class: "num" }, session.agents ?? "?"),
       el("td", { class: "num" }, fmt.tokens(session.tokens)),
       el("td", { class: "num" }, fmt.cost(session.cost_usd)));
   }
