@@ -124,3 +124,23 @@ def test_a_node_that_ends_between_the_first_page_and_the_session_detail_is_not_l
         page.unroute(f"**{base}/nodes?*")
         page.unroute(f"**{base}")
         servers.stop(server)
+
+
+def test_a_session_removed_while_its_page_is_open_says_so_and_stops_following(page, servers, saved_home, tmp_path):
+    home = tmp_path / "home"
+    shutil.copytree(saved_home.sessions / saved_home.demo, home / "sessions" / saved_home.demo)
+    server = servers.start(home / "sessions", [home / "billing.jsonl"])
+    try:
+        page.goto(f"{server.url}/s/{saved_home.demo}")
+        page.wait_for_selector(".tree .row[data-id]")
+        page.wait_for_function("() => document.getElementById('session-status').textContent === 'ok'")
+        shutil.rmtree(home / "sessions" / saved_home.demo)  # as `sessions rm` leaves it
+        page.wait_for_selector("#session-gone", timeout=15_000)
+        assert "removed" in page.inner_text("#session-gone")
+        assert page.inner_text("#session-status") == "removed"
+        assert page.locator("#session-live").count() == 0
+        time.sleep(2.5)  # past the feed's retry interval: a closed feed does not come back reconnecting
+        assert page.locator("#session-gone").count() == 1
+        assert page.evaluate("() => document.getElementById('live-state').hidden")  # not 'reconnecting…'
+    finally:
+        servers.stop(server)
