@@ -97,6 +97,7 @@ async def run_tool_call(agent: "Agent", call: dict[str, Any], call_message_id: s
                     except Exception as exc:  # a failing tool is a result, not a crash
                         status = "failed"
                         result = f"Error: tool '{name}' failed: {type(exc).__name__}: {exc}"
+        ctx.ended = True  # the tool returned or raised: a reply it kept the context for is refused
         if status != "ok" and not isinstance(stop, INTERRUPTIONS):  # an interruption is no error
             if stop is None:
                 span.set_status(Status(StatusCode.ERROR, result))

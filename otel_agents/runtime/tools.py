@@ -50,9 +50,19 @@ class ToolContext:
     name: str = ""
     replies: list[str] = field(default_factory=list)
     last_reply_id: str = field(default="", init=False)  # the message id remind hooks are told of
+    ended: bool = field(default=False, init=False)  # the call has its result: nothing more may answer it
 
     def reply(self, content: str) -> str:
-        """Append a tool result to the caller's transcript now (seed 001 discuss does this per utterance)."""
+        """Append a tool result to the caller's transcript now (seed 001 discuss does this per utterance).
+
+        Raises TypeError for anything but text (a record's content is text: a number saved as such
+        made the session unreadable) and RuntimeError once the call has ended (a result after it
+        would sit in the transcript answering no call, which providers refuse)."""
+        if not isinstance(content, str):
+            raise TypeError(f"ToolContext.reply takes text (str), not {type(content).__name__}")
+        if self.ended:
+            raise RuntimeError(f"ToolContext.reply: the call {self.tool_call_id} of tool {self.name!r} has ended; "
+                               "reply while the tool runs, or return the result")
         self.replies.append(content)
         self.last_reply_id = self.agent.harken_tool_result(self.tool_call_id, self.name, content)
         return self.last_reply_id
