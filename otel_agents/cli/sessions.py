@@ -132,6 +132,9 @@ def verify(session_id: str, paths) -> None:
     from otel_agents.persistence.session_check import verify_directory
 
     directory = session_dir_or_exit(paths, session_id)
+    if not paths.billing_file.exists():  # read as empty: say so, or a ledger kept elsewhere reads as records lost
+        click.echo(f"warning: no ledger at {paths.billing_file}: checked as empty (another home's? pass --billing-file)",
+                   err=True)
     check = verify_directory(directory, paths.billing_file, lambda m: click.echo(f"warning: {m}", err=True))
     if check.problems:
         click.echo(f"session {session_id}: {len(check.problems)} disagreement(s)")

@@ -221,6 +221,18 @@ def test_verify_refuses_a_billing_file_that_is_not_a_ledger(env, tmp_path):
     assert result.stderr == f"Error: {other} is not a billing ledger (its first line is not a ledger record)\n"
 
 
+def test_verify_against_a_ledger_that_is_not_there_says_so(env, tmp_path):
+    # Sessions copied to another place, their ledger left in the home: the missing records must not read as lost.
+    session_id = run_demo()
+    missing = tmp_path / "elsewhere" / "billing.jsonl"
+    result = invoke("sessions", "verify", session_id, "--billing-file", str(missing))
+    assert result.exit_code == 1 and "ledger lacks" in result.stdout
+    assert f"warning: no ledger at {missing}: checked as empty" in result.stderr
+    assert not missing.exists()  # read-only
+    kept = invoke("sessions", "verify", session_id)
+    assert kept.exit_code == 0 and "no ledger" not in kept.stderr
+
+
 def test_corrupt_tree_is_shown_from_the_journal_and_reported_by_verify(env):
     session_id = run_demo()
     tree = env / "sessions" / session_id / "tree.json.gz"
