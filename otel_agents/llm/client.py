@@ -135,12 +135,19 @@ class LLMClient:
         self.scripts.append(script)
         return script.model
 
-    def prepare(self) -> None:
+    async def prepare(self) -> None:
         """Load litellm now (seconds, once per process), before a run's spans start: inside the
-        first attempt it would be timed as that turn's, in the tree, the views and Jaeger."""
+        first attempt it would be timed as that turn's, in the tree, the views and Jaeger. The
+        first import runs on a worker thread, so the event loop (an application's other sessions
+        and tasks) goes on meanwhile instead of stalling for those seconds."""
+        import sys
+
         from otel_agents.llm.litellm_loader import load_litellm
 
-        load_litellm()
+        if "litellm" in sys.modules:
+            load_litellm()  # loaded: only its settings, which are cheap to check
+        else:
+            await asyncio.to_thread(load_litellm)
 
     async def complete(
         self, request: ChatRequest, on_message: Callable[[dict[str, Any]], str],

@@ -342,7 +342,7 @@ class Session:
 
     async def _run(self, prompt: str | None, agent: "Agent | None", context: RunContext) -> LoggedString:
         if prompt is not None:
-            self.llm.prepare()  # a fork with no prompt calls no model, and loads nothing
+            await self.llm.prepare()  # a fork with no prompt calls no model, and loads nothing
         self.runs += 1
         links = [Link(self.previous_run)] if self.previous_run is not None else []
         target_name = agent.name if agent else (self.root.name if self.root else self.root_spec.name if self.root_spec else "agent")

@@ -57,3 +57,37 @@ def test_a_provider_call_dropped_unawaited_is_not_warned_about_and_other_corouti
         forgotten = Provider().my_own_work()
         del forgotten
     assert [str(w.message) for w in caught] == ["coroutine 'Provider.my_own_work' was never awaited"]
+
+
+def test_a_process_s_first_run_imports_litellm_off_the_event_loop(tmp_path):
+    # An application's other tasks go on while litellm's seconds-long first import runs (Python API, async).
+    import subprocess
+    import sys
+
+    program = '''
+import asyncio, sys, threading
+importers = []
+sys.addaudithook(lambda event, args: event == "import" and args[0] == "litellm"
+                 and importers.append(threading.current_thread() is threading.main_thread()))
+from otel_agents import Agent, Session
+beats = []
+async def beat():
+    while True:
+        await asyncio.sleep(0.01)
+        module = sys.modules.get("litellm")  # in sys.modules from the import's start; set up by load_litellm at its end
+        beats.append(module is not None and getattr(module, "suppress_debug_info", None) is not True)
+async def main():
+    ticking = asyncio.create_task(beat())
+    await asyncio.sleep(0.05)
+    answer = await Session(Agent("main", "Answer."), script="jack-and-jill").run("hi")
+    ticking.cancel()
+    return answer
+assert "litellm" not in sys.modules
+assert asyncio.run(main())
+print(importers, beats.count(True) > 5)
+'''
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120,
+                          env={**__import__("os").environ, "OTEL_SDK_DISABLED": "true", "OTEL_AGENTS_HOME": str(tmp_path)})
+    assert done.returncode == 0, done.stderr
+    # Imported once, on a worker thread; the loop's other task ticked while the import went on.
+    assert done.stdout.strip() == "[False] True", done.stdout
