@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 import warnings
 import weakref
 from dataclasses import dataclass
@@ -237,6 +238,8 @@ class Session:
                                    extra=extra)
         self._runner: asyncio.Runner | None = None
         self._closed = False
+        # Runs in progress (or waiting their turn), each with what it sets once ended: close ends them first.
+        self._runs: dict[asyncio.Task[Any], threading.Event] = {}
         self._recording_owner = rec
         self._recording = rec._start(self, ownership, resume=source == "resume") if rec else None
         if rec is not None:  # saved from here on: idle agents may be evicted (by runtime.eviction's policy)
@@ -276,7 +279,15 @@ class Session:
         Runs of one session take turns: one started while another is in progress waits for it."""
         self._open()
         check_required_text("Session.run", "prompt", prompt)
-        return await self.runtime.run(prompt, agent=self._target(agent, "Session.run"), context=self._context)
+        target = self._target(agent, "Session.run")
+        task = asyncio.current_task()
+        ended = self._runs.setdefault(task, threading.Event()) if task is not None else None
+        try:
+            return await self.runtime.run(prompt, agent=target, context=self._context)
+        finally:
+            if ended is not None:
+                self._runs.pop(task, None)  # type: ignore[arg-type]
+                ended.set()
 
     def run_sync(self, prompt: str, *, agent: str | None = None) -> str:
         """``run`` on this session's own event loop (one loop for all its prompts); not inside a running loop."""
@@ -294,7 +305,12 @@ class Session:
             # A session never closed still closes its loop, at the latest when the interpreter exits:
             # otherwise litellm's logging task is destroyed pending, and Python says so on stderr.
             self._runner_closer = weakref.finalize(self, self._runner.close)
-        return self._runner.run(self.run(prompt, agent=agent))
+        try:
+            return self._runner.run(self.run(prompt, agent=agent))
+        finally:
+            if self._closed and self._runner is not None:  # closed from another thread while this ran
+                self._runner_closer()
+                self._runner = None
 
     def external(self, text: str, *, agent: str | None = None) -> str | None:
         """An outside event the agent (default the root) hears without answering yet; returns its message id,
@@ -306,9 +322,14 @@ class Session:
 
     def close(self) -> bool:
         """Write everything and release the session's lock; False when something could not be saved.
-        A closed session refuses to run (``RuntimeError``); ``otel_agents.resume`` carries it on."""
-        self._closed = True
-        if self._runner is not None:
+        A run in progress on another thread's loop is cancelled (as cancelling its task is) and waited for
+        first; one on this thread's running loop cannot be waited for here: ``RuntimeError`` (``await
+        session.aclose()`` there). A closed session refuses to run (``RuntimeError``); ``otel_agents.resume`` carries it on."""
+        if self._runs:
+            self._end_runs_from_thread()
+        else:
+            self._closed = True
+        if self._runner is not None and not self._runner.get_loop().is_running():  # else run_sync closes it
             self._runner_closer()  # closes the runner, once
             self._runner = None
         handle, self._recording = self._recording, None
@@ -319,7 +340,38 @@ class Session:
         return saved
 
     async def aclose(self) -> bool:
-        return await asyncio.to_thread(self.close)
+        """``close``; a run of this session still in progress is cancelled and its end awaited first, so what
+        it spent is saved and billed (its open tool calls answered as a cancelled run's are)."""
+        if asyncio.current_task() in self._runs:
+            raise RuntimeError(f"session {self.id}: aclose() inside one of its own runs would wait for itself; "
+                               "close it once the run has returned")
+        self._closed = True  # no run starts from here on
+        mine = [task for task in self._runs if task.get_loop() is asyncio.get_running_loop()]
+        for task in mine:
+            task.cancel()
+        if mine:
+            await asyncio.wait(mine)
+        return await asyncio.to_thread(self.close)  # which ends any run on another thread's loop
+
+    def _end_runs_from_thread(self) -> None:
+        """Cancels each run in progress and waits for its end, from a thread that is not running its loop."""
+        try:
+            here: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            here = None
+        runs = dict(self._runs)
+        loops = {task.get_loop() for task in runs}
+        if here in loops or any(not loop.is_running() for loop in loops):
+            raise RuntimeError(f"session {self.id} has a run in progress that close() cannot wait for from here: "
+                               "await session.aclose() (it cancels the run and saves what it did), "
+                               "or close the session once the run has returned")
+        self._closed = True  # no run starts from here on
+        for task, ended in runs.items():
+            task.get_loop().call_soon_threadsafe(task.cancel)
+        for task, ended in runs.items():
+            while not ended.wait(0.1):
+                if not task.get_loop().is_running():  # stopped with the run unfinished: it will not end now
+                    raise RuntimeError(f"session {self.id}: the loop of its run in progress stopped before the run ended")
 
     def __enter__(self) -> "Session":
         return self
