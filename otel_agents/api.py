@@ -240,6 +240,8 @@ class Session:
         self._closed = False
         # Runs in progress (or waiting their turn), each with what it sets once ended: close ends them first.
         self._runs: dict[asyncio.Task[Any], threading.Event] = {}
+        # A fork's inherited state is saved by its first run: one closed before any is saved by a run of no prompt.
+        self._state_unsaved = source == "fork"
         self._recording_owner = rec
         self._recording = rec._start(self, ownership, resume=source == "resume") if rec else None
         if rec is not None:  # saved from here on: idle agents may be evicted (by runtime.eviction's policy)
@@ -282,6 +284,7 @@ class Session:
         target = self._target(agent, "Session.run")
         task = asyncio.current_task()
         ended = self._runs.setdefault(task, threading.Event()) if task is not None else None
+        self._state_unsaved = False
         try:
             return await self.runtime.run(prompt, agent=target, context=self._context)
         finally:
@@ -329,6 +332,8 @@ class Session:
             self._end_runs_from_thread()
         else:
             self._closed = True
+        if self._state_unsaved and self._recording is not None:
+            self._save_state()
         if self._runner is not None and not self._runner.get_loop().is_running():  # else run_sync closes it
             self._runner_closer()  # closes the runner, once
             self._runner = None
@@ -351,7 +356,37 @@ class Session:
             task.cancel()
         if mine:
             await asyncio.wait(mine)
+        if self._state_unsaved and self._recording is not None:
+            self._state_unsaved = False
+            await self.runtime.run(None, context=self._context)
         return await asyncio.to_thread(self.close)  # which ends any run on another thread's loop
+
+    def _save_state(self) -> None:
+        """The run of no prompt ``otel-agents fork`` makes without one: it records the inherited state, so the
+        fork closed before any run is saved whole and resumable (no model is called)."""
+        self._state_unsaved = False
+        record = lambda: self.runtime.run(None, context=self._context)  # noqa: E731
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            if self._runner is not None:
+                self._runner.run(record())
+            else:
+                asyncio.run(record())
+            return
+        failed: list[BaseException] = []  # a running loop here cannot run it: a thread of its own does
+
+        def in_thread() -> None:
+            try:
+                asyncio.run(record())
+            except BaseException as exc:
+                failed.append(exc)
+
+        worker = threading.Thread(target=in_thread)
+        worker.start()
+        worker.join()
+        if failed:
+            raise failed[0]
 
     def _end_runs_from_thread(self) -> None:
         """Cancels each run in progress and waits for its end, from a thread that is not running its loop."""
