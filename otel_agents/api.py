@@ -16,7 +16,7 @@ import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
-from otel_agents.api_checks import check_run_options, hooks_of, tools_of
+from otel_agents.api_checks import check_run_options, check_scripted_model, hooks_of, tools_of
 from otel_agents.arguments import check_agent_name, check_count, check_optional, check_required_text, check_text
 from otel_agents.api_recording import active_recording, recording
 from otel_agents.llm.budget import Budget, BudgetMeter
@@ -191,6 +191,7 @@ class Session:
                           allow_unpriced=allow_unpriced, eviction=eviction)
         hooks = hooks_of("Session", hooks)
         loaded = _load_script(script)
+        check_scripted_model("Session", model, loaded)
         chosen = model or agent.model or (loaded.model if loaded else None)
         if chosen is None:
             raise ValueError(f"agent {agent.name!r} has no model: give it one, or give the session a model or a script")
