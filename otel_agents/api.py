@@ -16,6 +16,7 @@ import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
+from otel_agents.api_closing import end_runs_from_thread, save_fork_state
 from otel_agents.api_checks import check_run_options, check_scripted_model, hooks_of, tools_of
 from otel_agents.arguments import check_agent_name, check_count, check_optional, check_required_text, check_text
 from otel_agents.api_recording import active_recording, recording
@@ -330,11 +331,11 @@ class Session:
         first; one on this thread's running loop cannot be waited for here: ``RuntimeError`` (``await
         session.aclose()`` there). A closed session refuses to run (``RuntimeError``); ``otel_agents.resume`` carries it on."""
         if self._runs:
-            self._end_runs_from_thread()
+            end_runs_from_thread(self)
         else:
             self._closed = True
         if self._state_unsaved and self._recording is not None:
-            self._save_state()
+            save_fork_state(self)
         if self._runner is not None and not self._runner.get_loop().is_running():  # else run_sync closes it
             self._runner_closer()  # closes the runner, once
             self._runner = None
@@ -361,53 +362,6 @@ class Session:
             self._state_unsaved = False
             await self.runtime.run(None, context=self._context)
         return await asyncio.to_thread(self.close)  # which ends any run on another thread's loop
-
-    def _save_state(self) -> None:
-        """The run of no prompt ``otel-agents fork`` makes without one: it records the inherited state, so the
-        fork closed before any run is saved whole and resumable (no model is called)."""
-        self._state_unsaved = False
-        record = lambda: self.runtime.run(None, context=self._context)  # noqa: E731
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            if self._runner is not None:
-                self._runner.run(record())
-            else:
-                asyncio.run(record())
-            return
-        failed: list[BaseException] = []  # a running loop here cannot run it: a thread of its own does
-
-        def in_thread() -> None:
-            try:
-                asyncio.run(record())
-            except BaseException as exc:
-                failed.append(exc)
-
-        worker = threading.Thread(target=in_thread)
-        worker.start()
-        worker.join()
-        if failed:
-            raise failed[0]
-
-    def _end_runs_from_thread(self) -> None:
-        """Cancels each run in progress and waits for its end, from a thread that is not running its loop."""
-        try:
-            here: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
-        except RuntimeError:
-            here = None
-        runs = dict(self._runs)
-        loops = {task.get_loop() for task in runs}
-        if here in loops or any(not loop.is_running() for loop in loops):
-            raise RuntimeError(f"session {self.id} has a run in progress that close() cannot wait for from here: "
-                               "await session.aclose() (it cancels the run and saves what it did), "
-                               "or close the session once the run has returned")
-        self._closed = True  # no run starts from here on
-        for task, ended in runs.items():
-            task.get_loop().call_soon_threadsafe(task.cancel)
-        for task, ended in runs.items():
-            while not ended.wait(0.1):
-                if not task.get_loop().is_running():  # stopped with the run unfinished: it will not end now
-                    raise RuntimeError(f"session {self.id}: the loop of its run in progress stopped before the run ended")
 
     def __enter__(self) -> "Session":
         return self
