@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 import warnings
 import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
-from otel_agents.api_checks import check_run_options, hooks_of, tools_of
+from otel_agents.api_closing import end_runs_from_thread, save_fork_state
+from otel_agents.api_checks import check_run_options, check_scripted_model, hooks_of, tools_of
 from otel_agents.arguments import check_agent_name, check_count, check_optional, check_required_text, check_text
 from otel_agents.api_recording import active_recording, recording
 from otel_agents.llm.budget import Budget, BudgetMeter
@@ -190,6 +192,7 @@ class Session:
                           allow_unpriced=allow_unpriced, eviction=eviction)
         hooks = hooks_of("Session", hooks)
         loaded = _load_script(script)
+        check_scripted_model("Session", model, loaded)
         chosen = model or agent.model or (loaded.model if loaded else None)
         if chosen is None:
             raise ValueError(f"agent {agent.name!r} has no model: give it one, or give the session a model or a script")
@@ -237,6 +240,10 @@ class Session:
                                    extra=extra)
         self._runner: asyncio.Runner | None = None
         self._closed = False
+        # Runs in progress (or waiting their turn), each with what it sets once ended: close ends them first.
+        self._runs: dict[asyncio.Task[Any], threading.Event] = {}
+        # A fork's inherited state is saved by its first run: one closed before any is saved by a run of no prompt.
+        self._state_unsaved = source == "fork"
         self._recording_owner = rec
         self._recording = rec._start(self, ownership, resume=source == "resume") if rec else None
         if rec is not None:  # saved from here on: idle agents may be evicted (by runtime.eviction's policy)
@@ -276,7 +283,16 @@ class Session:
         Runs of one session take turns: one started while another is in progress waits for it."""
         self._open()
         check_required_text("Session.run", "prompt", prompt)
-        return await self.runtime.run(prompt, agent=self._target(agent, "Session.run"), context=self._context)
+        target = self._target(agent, "Session.run")
+        task = asyncio.current_task()
+        ended = self._runs.setdefault(task, threading.Event()) if task is not None else None
+        self._state_unsaved = False
+        try:
+            return await self.runtime.run(prompt, agent=target, context=self._context)
+        finally:
+            if ended is not None:
+                self._runs.pop(task, None)  # type: ignore[arg-type]
+                ended.set()
 
     def run_sync(self, prompt: str, *, agent: str | None = None) -> str:
         """``run`` on this session's own event loop (one loop for all its prompts); not inside a running loop."""
@@ -294,7 +310,12 @@ class Session:
             # A session never closed still closes its loop, at the latest when the interpreter exits:
             # otherwise litellm's logging task is destroyed pending, and Python says so on stderr.
             self._runner_closer = weakref.finalize(self, self._runner.close)
-        return self._runner.run(self.run(prompt, agent=agent))
+        try:
+            return self._runner.run(self.run(prompt, agent=agent))
+        finally:
+            if self._closed and self._runner is not None:  # closed from another thread while this ran
+                self._runner_closer()
+                self._runner = None
 
     def external(self, text: str, *, agent: str | None = None) -> str | None:
         """An outside event the agent (default the root) hears without answering yet; returns its message id,
@@ -306,9 +327,16 @@ class Session:
 
     def close(self) -> bool:
         """Write everything and release the session's lock; False when something could not be saved.
-        A closed session refuses to run (``RuntimeError``); ``otel_agents.resume`` carries it on."""
-        self._closed = True
-        if self._runner is not None:
+        A run in progress on another thread's loop is cancelled (as cancelling its task is) and waited for
+        first; one on this thread's running loop cannot be waited for here: ``RuntimeError`` (``await
+        session.aclose()`` there). A closed session refuses to run (``RuntimeError``); ``otel_agents.resume`` carries it on."""
+        if self._runs:
+            end_runs_from_thread(self)
+        else:
+            self._closed = True
+        if self._state_unsaved and self._recording is not None:
+            save_fork_state(self)
+        if self._runner is not None and not self._runner.get_loop().is_running():  # else run_sync closes it
             self._runner_closer()  # closes the runner, once
             self._runner = None
         handle, self._recording = self._recording, None
@@ -319,7 +347,21 @@ class Session:
         return saved
 
     async def aclose(self) -> bool:
-        return await asyncio.to_thread(self.close)
+        """``close``; a run of this session still in progress is cancelled and its end awaited first, so what
+        it spent is saved and billed (its open tool calls answered as a cancelled run's are)."""
+        if asyncio.current_task() in self._runs:
+            raise RuntimeError(f"session {self.id}: aclose() inside one of its own runs would wait for itself; "
+                               "close it once the run has returned")
+        self._closed = True  # no run starts from here on
+        mine = [task for task in self._runs if task.get_loop() is asyncio.get_running_loop()]
+        for task in mine:
+            task.cancel()
+        if mine:
+            await asyncio.wait(mine)
+        if self._state_unsaved and self._recording is not None:
+            self._state_unsaved = False
+            await self.runtime.run(None, context=self._context)
+        return await asyncio.to_thread(self.close)  # which ends any run on another thread's loop
 
     def __enter__(self) -> "Session":
         return self

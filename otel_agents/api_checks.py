@@ -103,3 +103,13 @@ def check_run_options(
     check_flag(owner, "allow_unpriced", allow_unpriced)
     check_optional(owner, "eviction", eviction, EvictionPolicy, "an EvictionPolicy")
 
+
+
+def check_scripted_model(owner: str, model: str | None, script: Any) -> None:
+    """``model="scripted/NAME"`` is only the loaded script's own model: a scripted model answers from its script
+    alone, so another's failed at the first LLM call (``LLM Provider NOT provided``), an attempt recorded."""
+    if model and model.startswith("scripted/") and (script is None or model != script.model):
+        name = model.removeprefix("scripted/")
+        having = f"the script's model is {script.model}" if script is not None else "no script is given"
+        raise ValueError(f"{owner}: model= {model!r} answers only from its own script, and {having}: "
+                         f"give script={name!r} (or that script's file)")

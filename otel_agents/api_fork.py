@@ -8,7 +8,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from otel_agents.api import DEFAULT_MAX_TURNS, Hook, Session, _load_script, _make_llm, _saved_root, active_recording
 from otel_agents.api_recording import session_dir_of
-from otel_agents.api_checks import check_run_options, hooks_of, tools_of
+from otel_agents.api_checks import check_run_options, check_scripted_model, hooks_of, tools_of
 from otel_agents.arguments import check_required_text
 from otel_agents.runtime.eviction import EvictionPolicy, eviction_policy
 from otel_agents.llm.model_settings import ModelSettings, ModelSettingsError, settings_from_json
@@ -73,6 +73,7 @@ def fork(
         hooks = app.hooks if hooks is None else hooks
     saved_script = attributes.get(sc.RUN_SCRIPT) if isinstance(attributes.get(sc.RUN_SCRIPT), str) else None
     loaded = _load_script(script if script is not None else saved_script)
+    check_scripted_model("fork", model, loaded)
     root_agent = app.agent if app is not None else _saved_root(root_name(SavedSession(session_id, source.records)))
     settings = recorded.merged(model_settings) if recorded is not None else model_settings
     runtime = fork_session(

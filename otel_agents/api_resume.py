@@ -6,7 +6,7 @@ import os
 from typing import Any, Callable, Iterable, Sequence
 
 from otel_agents.api import DEFAULT_MAX_TURNS, Hook, Session, _load_script, _make_llm, _saved_root
-from otel_agents.api_checks import check_run_options, hooks_of, tools_of
+from otel_agents.api_checks import check_run_options, check_scripted_model, hooks_of, tools_of
 from otel_agents.api_recording import active_recording, session_dir_of
 from otel_agents.arguments import check_required_text
 from otel_agents.llm.budget import Budget, BudgetMeter, totals_before
@@ -72,6 +72,7 @@ def resume(
             tools = app.agent.tools if tools is None else tools
             hooks = app.hooks if hooks is None else hooks
         loaded = _load_script(script if script is not None else (last.script if last else None))
+        check_scripted_model("resume", model, loaded)
         root_agent = app.agent if app is not None else _saved_root(root_name(saved))
         runtime = restore_session(
             saved,

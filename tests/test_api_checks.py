@@ -209,3 +209,34 @@ def test_a_session_id_that_is_no_session_id_is_the_documented_error(tmp_path, ca
             call()
     assert any(kind.__name__ == error for kind in type(raised.value).__mro__), type(raised.value)
     assert not (tmp_path / "elsewhere").exists()
+
+
+def test_a_scripted_model_of_another_script_is_refused_where_it_is_given(tmp_path, monkeypatch):
+    """As the CLI's ``--model scripted/NAME``: it failed only at the first LLM call, an attempt recorded."""
+    import otel_agents
+    from otel_agents.llm.scripts import load_script
+
+    own = load_script("jack-and-jill").model
+    with pytest.raises(ValueError, match=r"^Session: model= 'scripted/other' answers only from its own script, "
+                                         r"and no script is given: give script='other'"):
+        Session(Agent("main", "x"), model="scripted/other")
+    with pytest.raises(ValueError, match=rf"^Session: model= 'scripted/other' .* the script's model is {own}"):
+        Session(Agent("main", "x"), script="jack-and-jill", model="scripted/other")
+    with Session(Agent("main", "x"), script="jack-and-jill", model=own):
+        pass
+    monkeypatch.setenv("OTEL_AGENTS_RECORDER", "inline")
+    home = tmp_path / "home"
+    with otel_agents.recording(home=home):
+        with Session(Agent("main", "x"), script="jack-and-jill") as saved:
+            saved.run_sync("hi")
+    before = sorted(path.name for path in (home / "sessions").iterdir())
+    events = (home / "sessions" / saved.id / "events.jsonl").read_bytes()
+    with otel_agents.recording(home=home):
+        with pytest.raises(ValueError, match=r"^resume: model= 'scripted/other' answers only from its own script"):
+            resume(saved.id, model="scripted/other")
+        with pytest.raises(ValueError, match=r"^fork: model= 'scripted/other' answers only from its own script"):
+            fork(saved.id, at="msg_000001", model="scripted/other")
+        with resume(saved.id, model=own):  # the lock the refused resume took is released
+            pass
+    assert sorted(path.name for path in (home / "sessions").iterdir()) == before
+    assert (home / "sessions" / saved.id / "events.jsonl").read_bytes() == events

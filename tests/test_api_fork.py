@@ -103,3 +103,34 @@ def test_fork_keeps_the_scripts_agent_budgets_and_its_eviction(tmp_path, monkeyp
     assert results[-1] == "Error: budget exhausted for Worker: 35 of 20 tokens spent"
     runs = load_saved(home / "sessions" / forked.id).tree["runs"]
     assert runs[-1]["attributes"].get(sc.RUN_AGENTS_EVICTED, 0) > 0  # the policy given was in force
+
+
+def test_a_fork_closed_before_any_run_is_saved_whole_and_resumes(source, monkeypatch):
+    """As ``otel-agents fork`` with no prompt: a run of no prompt records the inherited state (nothing was saved,
+    ``close()`` said True, and the fork could be neither viewed nor resumed)."""
+    import asyncio
+
+    import otel_agents
+
+    home, sid = source
+    monkeypatch.setenv("OTEL_AGENTS_RECORDER", "inline")
+    lines = events(home, sid)
+    runs = list(dict.fromkeys(line["trace_id"] for line in lines))
+    last_of_run_1 = [line for line in lines if line["trace_id"] == runs[0]][-1]["message_id"]
+    strip = lambda rows: [{k: v for k, v in row.items() if k not in VOLATILE} for row in rows]  # noqa: E731
+
+    async def closed_by_aclose() -> str:
+        async with otel_agents.recording(home=home):
+            async with otel_agents.fork(sid, at=last_of_run_1) as forked:
+                return forked.id
+
+    with otel_agents.recording(home=home) as rec:
+        closed = otel_agents.fork(sid, at=last_of_run_1)
+        assert closed.close()
+    assert rec.saved_everything
+    for forked_id in (closed.id, asyncio.run(closed_by_aclose())):
+        assert strip(events(home, forked_id)) == strip([line for line in lines if line["trace_id"] == runs[0]])
+        with otel_agents.recording(home=home):
+            with otel_agents.resume(forked_id) as resumed:
+                resumed.run_sync(PROMPTS[1])
+        assert strip(events(home, forked_id)) == strip([line for line in lines if line["trace_id"] in runs[:2]])
