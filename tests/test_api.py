@@ -434,3 +434,55 @@ def test_a_tool_text_with_a_lone_surrogate_is_saved_as_u_fffd_and_the_session_ve
             again.run_sync("And now?")
     assert again_rec.saved_everything
     assert python("-m", "otel_agents", "sessions", "verify", session.id, home=tmp_path).returncode == 0
+
+
+@pytest.mark.parametrize("mode", ["deny", "reject", "raise", "capture"])
+def test_a_hook_or_model_text_with_a_lone_surrogate_leaves_the_session_whole(mode, tmp_path, script, monkeypatch):
+    """A hook's reason, a failing hook's exception (its traceback on the run's span) and captured
+    content (a model's tool arguments) holding a lone surrogate stopped the session being saved."""
+    import otel_agents
+    from otel_agents import Agent, Decision, Session, approval, review, tool
+    from otel_agents.runtime.hooks import HookFailed
+
+    @tool
+    def population(city: str) -> str:
+        """Population of a city."""
+        return "2.1 million"
+
+    @tool
+    def delete_notes() -> str:
+        """Delete the notes."""
+        return "done"
+
+    @approval
+    def guard(request):
+        return Decision(False, "not \ud800 now") if mode == "deny" else True
+
+    @review
+    def judge(agent, utterance):
+        if mode == "raise":
+            raise ValueError("kaput \udcff")
+        return Decision(False, "again \udfff") if mode == "reject" and utterance == "Paris is large." else True
+
+    if mode == "capture":
+        monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true")
+        data = json.loads(script.read_text())
+        data["agents"]["researcher"][0]["tool_calls"][0]["arguments"]["city"] = "Par\ud800is"
+        script.write_text(json.dumps(data))
+    if mode == "reject":
+        data = json.loads(script.read_text())
+        data["agents"]["researcher"].append("Paris is very large.")
+        script.write_text(json.dumps(data))
+    monkeypatch.setenv("OTEL_AGENTS_RECORDER", "inline")
+    with otel_agents.recording(home=tmp_path) as rec:
+        with Session(Agent("researcher", tools=[population, delete_notes]), script=script,
+                     hooks=[guard, judge]) as session:
+            if mode == "raise":
+                with pytest.raises(HookFailed, match="kaput \ufffd"):
+                    session.run_sync("How big is Paris?")
+            else:
+                session.run_sync("How big is Paris?")
+    assert rec.saved_everything
+    saved = json.dumps(events(tmp_path, session.id), ensure_ascii=False)
+    assert "\ufffd" in saved or mode == "capture"
+    assert python("-m", "otel_agents", "sessions", "verify", session.id, home=tmp_path).returncode == 0
