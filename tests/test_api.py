@@ -474,7 +474,7 @@ def test_a_hook_or_model_text_with_a_lone_surrogate_leaves_the_session_whole(mod
         data["agents"]["researcher"].append("Paris is very large.")
         script.write_text(json.dumps(data))
     monkeypatch.setenv("OTEL_AGENTS_RECORDER", "inline")
-    with otel_agents.recording(home=tmp_path) as rec:
+    with otel_agents.recording(home=tmp_path, otlp_file=tmp_path / "spans.jsonl") as rec:
         with Session(Agent("researcher", tools=[population, delete_notes]), script=script,
                      hooks=[guard, judge]) as session:
             if mode == "raise":
@@ -485,4 +485,6 @@ def test_a_hook_or_model_text_with_a_lone_surrogate_leaves_the_session_whole(mod
     assert rec.saved_everything
     saved = json.dumps(events(tmp_path, session.id), ensure_ascii=False)
     assert "\ufffd" in saved or mode == "capture"
+    spans = (tmp_path / "spans.jsonl").read_bytes()  # --otlp-file's copy too, the failing hook's traceback in it
+    assert [orjson.loads(line) for line in spans.splitlines()] and (mode != "raise" or "kaput \ufffd".encode() in spans)
     assert python("-m", "otel_agents", "sessions", "verify", session.id, home=tmp_path).returncode == 0
