@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from opentelemetry.sdk.trace import TracerProvider
 
+from otel_agents.arguments import check_flag, check_optional
 from otel_agents.persistence.paths import Paths
 from otel_agents.session_recording import Recording, application_provider, configure, start_recording
 
@@ -38,6 +39,12 @@ class recording:
         redacted_save: bool = False,
         tracer_provider: TracerProvider | None = None,
     ) -> None:
+        for argument, value in (("home", home), ("sessions_dir", sessions_dir), ("billing_file", billing_file),
+                                ("otlp_file", otlp_file)):
+            check_optional("recording", argument, value, (str, os.PathLike), "a path")
+        check_flag("recording", "redacted_save", redacted_save)
+        check_optional("recording", "tracer_provider", tracer_provider, TracerProvider,
+                       "an opentelemetry.sdk.trace.TracerProvider")
         home_path = Path(home).expanduser() if home is not None else None
         self.paths = Paths.resolve(
             Path(sessions_dir) if sessions_dir else (home_path / "sessions" if home_path else None),
@@ -50,8 +57,12 @@ class recording:
         self.sessions: list[Session] = []
         self.saved_everything = True  # False once a session could not be saved whole
         self._token: Token | None = None
+        self._ended = False  # one block per object: its tracing is shut down at the block's end
 
     def __enter__(self) -> "recording":
+        if self._ended:
+            raise RuntimeError("this recording has ended: a recording() object records one block; "
+                               "make a new one (otel_agents.recording(...)) for another")
         if self.tracing is not None:
             raise RuntimeError("this recording is already active")
         self.tracing = configure(self.otlp_file, adopt=self.tracer_provider or application_provider())
@@ -66,6 +77,7 @@ class recording:
             if self._token is not None:
                 _active.reset(self._token)
                 self._token = None
+            self._ended = True
             self.tracing.shutdown()
 
     async def __aenter__(self) -> "recording":

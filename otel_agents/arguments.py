@@ -22,6 +22,16 @@ def check_required_text(owner: str, argument: str, value: Any) -> None:
         raise TypeError(f"{owner}: {argument} must be a non-empty string, not {kind_of(value)}")
     if not value.strip():
         raise ValueError(f"{owner}: {argument} must be a non-empty string, not {value!r}")
+    check_storable(owner, argument, value)
+
+
+def check_storable(owner: str, argument: str, value: str) -> None:
+    """Text UTF-8 can hold: a lone surrogate (``"\\ud83d"``, half of an emoji's pair; an undecodable
+    byte read with ``surrogateescape``) could be neither saved nor sent, so it is refused where given."""
+    index = next((i for i, c in enumerate(value) if "\ud800" <= c <= "\udfff"), None) if not value.isascii() else None
+    if index is not None:
+        raise ValueError(f"{owner}: {argument} holds a lone surrogate {value[index]!r} at character {index}, "
+                         "which is not text UTF-8 can hold (half of a character's pair, or an undecodable byte)")
 
 
 def agent_name_problem(name: str) -> str | None:

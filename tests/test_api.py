@@ -374,3 +374,117 @@ def test_a_saved_session_whose_root_has_a_name_agent_now_refuses_still_resumes_a
         with otel_agents.fork(session.id, at=first_answer, script=script) as forked:
             forked.run_sync("Else?")
             assert forked.runtime.root.name == "team/lead"
+
+
+def test_a_prompt_with_a_lone_surrogate_is_refused_where_given_and_the_session_stays_whole(tmp_path, script,
+                                                                                          monkeypatch):
+    """A lone surrogate in a prompt reached the model and then stopped the session being saved."""
+    import asyncio
+
+    import otel_agents
+    from otel_agents import Agent, Session
+
+    monkeypatch.setenv("OTEL_AGENTS_RECORDER", "inline")
+    with otel_agents.recording(home=tmp_path) as rec:
+        with Session(Agent("researcher"), script=script) as session:
+            with pytest.raises(ValueError, match=r"Session.run_sync: prompt holds a lone surrogate '\\ud83d'"):
+                session.run_sync("go \ud83d")
+            with pytest.raises(ValueError, match="Session.run: prompt holds a lone surrogate"):
+                asyncio.run(session.run("\udcff"))
+            with pytest.raises(ValueError, match="Session.external: text holds a lone surrogate"):
+                session.external("x\udfff")
+            assert session.run_sync("go \U0001f600") == "Paris is large."
+    assert rec.saved_everything
+    assert [e["content"] for e in events(tmp_path, session.id) if e.get("role") == "user"] == ["go \U0001f600"]
+
+
+def test_a_tool_text_with_a_lone_surrogate_is_saved_as_u_fffd_and_the_session_verifies_and_resumes(tmp_path,
+                                                                                                  monkeypatch):
+    """A tool's result or exception text holding a lone surrogate left the rest of the run unsaved
+    (``str is not valid UTF-8``) while it still called, and billed, the model."""
+    import otel_agents
+    from otel_agents import Agent, Session, tool
+
+    @tool
+    def population(city: str) -> str:
+        """Population of a city."""
+        return f"{city}: 2.1 million \ud800 (half \ud83d\ude00 pair)"
+
+    @tool
+    def delete_notes() -> str:
+        """Delete the notes."""
+        raise OSError("cannot delete \udcff")
+
+    script = tmp_path / "cities.json"
+    script.write_text(json.dumps(SCRIPT))
+    monkeypatch.setenv("OTEL_AGENTS_RECORDER", "inline")
+    agent = Agent("researcher", tools=[population, delete_notes])
+    with otel_agents.recording(home=tmp_path) as rec:
+        with Session(agent, script=script) as session:
+            assert session.run_sync("How big is Paris?") == "Paris is large."
+            held = [m["content"] for m in session.agent("researcher").transcript if m["role"] == "tool"]
+    assert rec.saved_everything
+    assert held == ["Paris: 2.1 million \ufffd (half \U0001f600 pair)",
+                    "Error: tool 'delete_notes' failed: OSError: cannot delete \ufffd"]
+    assert [e["content"] for e in events(tmp_path, session.id) if e.get("role") == "tool"] == held
+    assert python("-m", "otel_agents", "sessions", "verify", session.id, home=tmp_path).returncode == 0
+    with otel_agents.recording(home=tmp_path) as again_rec:
+        with otel_agents.resume(session.id, script=script, tools=[population, delete_notes]) as again:
+            assert [m["content"] for m in again.agent("researcher").transcript if m["role"] == "tool"] == held
+            again.run_sync("And now?")
+    assert again_rec.saved_everything
+    assert python("-m", "otel_agents", "sessions", "verify", session.id, home=tmp_path).returncode == 0
+
+
+@pytest.mark.parametrize("mode", ["deny", "reject", "raise", "capture"])
+def test_a_hook_or_model_text_with_a_lone_surrogate_leaves_the_session_whole(mode, tmp_path, script, monkeypatch):
+    """A hook's reason, a failing hook's exception (its traceback on the run's span) and captured
+    content (a model's tool arguments) holding a lone surrogate stopped the session being saved."""
+    import otel_agents
+    from otel_agents import Agent, Decision, Session, approval, review, tool
+    from otel_agents.runtime.hooks import HookFailed
+
+    @tool
+    def population(city: str) -> str:
+        """Population of a city."""
+        return "2.1 million"
+
+    @tool
+    def delete_notes() -> str:
+        """Delete the notes."""
+        return "done"
+
+    @approval
+    def guard(request):
+        return Decision(False, "not \ud800 now") if mode == "deny" else True
+
+    @review
+    def judge(agent, utterance):
+        if mode == "raise":
+            raise ValueError("kaput \udcff")
+        return Decision(False, "again \udfff") if mode == "reject" and utterance == "Paris is large." else True
+
+    if mode == "capture":
+        monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true")
+        data = json.loads(script.read_text())
+        data["agents"]["researcher"][0]["tool_calls"][0]["arguments"]["city"] = "Par\ud800is"
+        script.write_text(json.dumps(data))
+    if mode == "reject":
+        data = json.loads(script.read_text())
+        data["agents"]["researcher"].append("Paris is very large.")
+        script.write_text(json.dumps(data))
+    monkeypatch.setenv("OTEL_AGENTS_RECORDER", "inline")
+    with otel_agents.recording(home=tmp_path, otlp_file=tmp_path / "spans.jsonl") as rec:
+        with Session(Agent("researcher", tools=[population, delete_notes]), script=script,
+                     hooks=[guard, judge]) as session:
+            if mode == "raise":
+                with pytest.raises(HookFailed, match="kaput \ufffd"):
+                    session.run_sync("How big is Paris?")
+            else:
+                session.run_sync("How big is Paris?")
+    assert rec.saved_everything
+    saved = json.dumps(events(tmp_path, session.id), ensure_ascii=False)
+    assert "\ufffd" in saved or mode == "capture"
+    spans = (tmp_path / "spans.jsonl").read_bytes()  # --otlp-file's copy too, the failing hook's traceback in it
+    assert [orjson.loads(line) for line in spans.splitlines()] and (mode != "raise" or "kaput \ufffd".encode() in spans)
+    assert python("-m", "otel_agents", "sessions", "verify", session.id, home=tmp_path).returncode == 0

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 import click
 
 from otel_agents.cli.console import ConsoleOptions, ConsoleRenderer
-from otel_agents.cli.options import SafePath, utf8_text
+from otel_agents.cli.options import NewFilePath, utf8_text
 from otel_agents.persistence.paths import Paths
 
 if TYPE_CHECKING:
@@ -69,8 +69,8 @@ def output_options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--trace-llm", is_flag=True, help="TRC lines with full LLM requests and responses (capped)."),
         click.option("-v", "--verbose", is_flag=True,
                      help="One stderr line per LLM and tool request/response, reasoning (THK) and run summaries."),
-        click.option("--otlp-file", type=SafePath(dir_okay=False, path_type=Path),
-                     help="Also write spans as OTLP/JSON lines (the Collector file exporter's shape), and the GenAI metrics beside it (PATH with .metrics before its suffix)."),
+        click.option("--otlp-file", type=NewFilePath(),
+                     help="Also write spans as OTLP/JSON lines (the Collector file exporter's shape), and the GenAI metrics beside it (PATH with .metrics before its suffix); its directory must exist and be writable."),
     ]
     for option in options:
         func = option(func)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 from pathlib import Path
 
 import click
@@ -22,6 +23,23 @@ class SafePath(click.Path):
         if isinstance(value, str) and value == "" and not self.dir_okay:
             self.fail("'' is not a file name", param, ctx)  # Path('') is '.', a directory
         return super().convert(value, param, ctx)
+
+
+class NewFilePath(SafePath):
+    """A file the command writes (``--otlp-file``): its directory must exist and be writable, checked
+    before anything runs, as ``--watch``'s is; else the run went ahead and only warned it wrote nothing."""
+
+    def __init__(self) -> None:
+        super().__init__(dir_okay=False, path_type=Path)
+
+    def convert(self, value, param, ctx):
+        path = super().convert(value, param, ctx)
+        directory = path.parent
+        if not directory.is_dir():
+            self.fail(f"cannot write {str(path)!r}: directory {str(directory)!r} does not exist", param, ctx)
+        if not os.access(directory, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
+            self.fail(f"cannot write {str(path)!r}: permission denied", param, ctx)
+        return path
 
 
 def storage_options(func):

@@ -36,7 +36,7 @@ import orjson
 from otel_agents.persistence.line_appender import LineAppender
 from otel_agents.persistence.notices import Warn, stderr_warning
 from otel_agents.tracing import semconv as sc
-from otel_agents.tracing.records import from_span_event
+from otel_agents.tracing.records import from_span_event, storable
 from otel_agents.tracing.spandata import EventData, LinkData, SpanData
 
 JOURNAL_FILE = "spans.jsonl"
@@ -151,8 +151,9 @@ def encode(line: Mapping[str, Any]) -> bytes:
     try:
         return orjson.dumps(line, default=str) + b"\n"
     except orjson.JSONEncodeError:
-        # Integers beyond 64 bits (only in traces from elsewhere) are kept as text.
-        return orjson.dumps(_big_ints_as_text(line), default=str) + b"\n"
+        # Integers beyond 64 bits (only in traces from elsewhere) are kept as text; a lone surrogate
+        # (an exception's text on a span) as U+FFFD: UTF-8 cannot hold it.
+        return orjson.dumps(storable(_big_ints_as_text(line)), default=str) + b"\n"
 
 
 def _big_ints_as_text(value: Any) -> Any:

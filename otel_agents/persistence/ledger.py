@@ -24,6 +24,7 @@ from otel_agents.persistence.ledger_read import (
 )
 from otel_agents.persistence.private import FILE_MODE, make_private_dir, private_fd
 from otel_agents.persistence.tree_shape import TOKEN_KEYS
+from otel_agents.tracing.records import storable
 from otel_agents.tracing.redaction import MARKER, is_secret_key, redact, redact_text_once
 
 
@@ -35,7 +36,11 @@ def _line(record: Mapping, seen: dict[str, str] | None = None) -> bytes:
         raise LedgerError(f"ledger record without a record_id: {dict(record)!r:.200}")
     # record_id first, so that reading the ids back never needs a full parse.
     ordered = {"record_id": record_id, **{k: v for k, v in record.items() if k != "record_id"}}
-    return orjson.dumps(_redacted(ordered, {} if seen is None else seen)) + b"\n"
+    redacted = _redacted(ordered, {} if seen is None else seen)
+    try:
+        return orjson.dumps(redacted) + b"\n"
+    except orjson.JSONEncodeError:  # a lone surrogate (an error's text): U+FFFD, which UTF-8 holds
+        return orjson.dumps(storable(redacted)) + b"\n"
 
 
 # The ledger's own field names, none of them a secret's: not asked about again for every record.

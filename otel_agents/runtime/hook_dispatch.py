@@ -11,6 +11,7 @@ from otel_agents.runtime.hooks import (
     ApprovalHook, Decision, HookFailed, RemindHook, ReviewHook, ToolRequest, TransformHook, hook_event,
 )
 from otel_agents.tracing import semconv as sc
+from otel_agents.tracing.records import storable_text
 
 if TYPE_CHECKING:
     from otel_agents.runtime.agent import Agent
@@ -115,7 +116,7 @@ class SessionHooks:
 def _failed(span: trace.Span, kind: str, name: str, exc: Exception, cause: str | None = None) -> HookFailed:
     """The HookFailed to raise, its ``error`` decision recorded on the span the hook was asked on
     (naming ``cause``, the utterance a review hook failed to judge)."""
-    reason = f"{type(exc).__name__}: {exc}"
+    reason = storable_text(f"{type(exc).__name__}: {exc}")  # its text may reach spans and records
     attrs = hook_event(kind, name, "error", reason)
     if cause:
         attrs[sc.HOOK_CAUSE] = cause

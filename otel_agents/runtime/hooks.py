@@ -33,6 +33,7 @@ from otel_agents.arguments import (
 )
 from otel_agents.runtime.turn_taking import hold
 from otel_agents.tracing import semconv as sc
+from otel_agents.tracing.records import storable_text
 
 if TYPE_CHECKING:
     from otel_agents.runtime.agent import Agent
@@ -324,7 +325,8 @@ HOOK_TYPES: tuple[type, ...] = get_args(Hook)
 
 
 def hook_event(kind: str, name: str, decision: str, reason: str = "") -> dict[str, Any]:
-    return {sc.HOOK_KIND: kind, sc.HOOK_NAME: name, sc.HOOK_DECISION: decision, sc.HOOK_REASON: reason}
+    # A hook's reason is the application's text: a lone surrogate in it would stop the span being saved.
+    return {sc.HOOK_KIND: kind, sc.HOOK_NAME: name, sc.HOOK_DECISION: decision, sc.HOOK_REASON: storable_text(reason)}
 
 
 def approval(func: Callable[[ToolRequest], MaybeAwaitable] | None = None, *, name: str | None = None,

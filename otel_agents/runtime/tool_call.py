@@ -14,6 +14,7 @@ from otel_agents.llm.budget import BudgetExhausted, in_force
 from otel_agents.runtime.hooks import ToolRequest
 from otel_agents.runtime.tools import InvalidToolArguments, ToolContext
 from otel_agents.tracing import content_capture, semconv as sc
+from otel_agents.tracing.records import storable_text
 from otel_agents.tracing.telemetry import marks_cancellation
 
 if TYPE_CHECKING:
@@ -98,6 +99,8 @@ async def run_tool_call(agent: "Agent", call: dict[str, Any], call_message_id: s
                         status = "failed"
                         result = f"Error: tool '{name}' failed: {type(exc).__name__}: {exc}"
         ctx.ended = True  # the tool returned or raised: a reply it kept the context for is refused
+        if isinstance(result, str):  # a tool's or a hook's text, as UTF-8 can hold it: the span is saved too
+            result = storable_text(result)
         if status != "ok" and not isinstance(stop, INTERRUPTIONS):  # an interruption is no error
             if stop is None:
                 span.set_status(Status(StatusCode.ERROR, result))
@@ -108,7 +111,8 @@ async def run_tool_call(agent: "Agent", call: dict[str, Any], call_message_id: s
             out_chars = sum(len(r) for r in ctx.replies)
             agent.session.hooks.tool_used(agent, name, ctx.last_reply_id)  # it ran: remind hooks hear of it
         else:
-            content = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False, default=str)
+            content = result if isinstance(result, str) else storable_text(
+                json.dumps(result, ensure_ascii=False, default=str))
             if result is None:
                 content = ""
             out_chars = len(content)

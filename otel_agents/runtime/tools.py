@@ -142,14 +142,26 @@ def _is_context(hint: Any) -> bool:
         a is ToolContext or a is type(None) for a in args)
 
 
+def _check_texts(name: Any, description: Any) -> None:
+    for argument, value in (("name", name), ("description", description)):
+        if value is not None and not isinstance(value, str):
+            raise TypeError(f"tool: {argument}= takes a string, not {type(value).__name__}")
+
+
 def make_tool(
     func: Callable[..., Any], name: str | None = None, description: str | None = None, provider: str | None = None
 ) -> Tool:
+    if not callable(func):
+        raise TypeError(f"tool: takes a function, not {type(func).__name__}")
+    _check_texts(name, description)
+    try:
+        signature = inspect.signature(func)
+    except (TypeError, ValueError):  # a built-in (int, len) may have none: its parameters cannot be told
+        raise TypeError(f"tool: {getattr(func, '__name__', func)!r} has no signature to describe to a model; "
+                        "wrap it in a function of your own with typed parameters") from None
     summary, param_docs = _docstring_parts(func.__doc__ or "")
     hints = typing.get_type_hints(func, include_extras=True)  # extras: Annotated[..., Field(...)] constraints
-    context_param = next(
-        (p for p in inspect.signature(func).parameters if _is_context(hints.get(p)) or p == "ctx"), None
-    )
+    context_param = next((p for p in signature.parameters if _is_context(hints.get(p)) or p == "ctx"), None)
     try:
         model = arguments_model(func, hints, param_docs, skip=context_param)
         return Tool(name or func.__name__, description or summary or func.__name__, model, func, context_param,
@@ -170,6 +182,7 @@ def tool(
     """
     if provider is not None and (not isinstance(provider, str) or not provider.strip()):
         raise TypeError("tool provider must be a non-empty string")
+    _check_texts(name, description)  # now, not when the decorator is applied
     if func is None:
         return lambda f: make_tool(f, name, description, provider)
     return make_tool(func, name, description, provider)

@@ -14,6 +14,8 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable, Mapping
 
+from otel_agents.tracing.records import storable_text
+
 CAPTURE_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 CAPTURE_ENV_ALIAS = "OTEL_AGENTS_CAPTURE_INPUT_MESSAGES"
 # The contrib instrumentations' values too: SPAN_ONLY / SPAN_AND_EVENT put content on spans; we emit
@@ -44,8 +46,9 @@ def capture_content(environ: Mapping[str, str]) -> bool:
 
 
 def as_json(value: Any) -> str:
-    """Span attributes hold no nested structures: the registry allows JSON text on spans."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    """Span attributes hold no nested structures: the registry allows JSON text on spans. A lone
+    surrogate (a model's tool arguments) becomes U+FFFD: the span is saved, and UTF-8 cannot hold one."""
+    return storable_text(json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str))
 
 
 def _json_or_text(text: str | None) -> Any:

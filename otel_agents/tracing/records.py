@@ -45,6 +45,32 @@ _FIELD_KEYS: dict[str, tuple[tuple[str, str], ...]] = {
 }
 
 
+# A lone surrogate: a str can hold one (a tool's text cut mid-pair, bytes decoded with surrogateescape),
+# but UTF-8 cannot, so no file or exporter could store the record.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def storable_text(text: str) -> str:
+    """``text`` as UTF-8 can hold it: a surrogate pair joined into its character, a lone surrogate
+    replaced by U+FFFD. Text the application does not control (a tool's result, a hook's text, a
+    model's reply) is made storable where it enters a record, so the session is never lost to it."""
+    if _SURROGATE.search(text) is None:
+        return text
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+def storable(value: Any) -> Any:
+    """``value`` (a record, or any of its fields) with every string made :func:`storable_text`."""
+    if isinstance(value, str):
+        return storable_text(value)
+    if isinstance(value, dict):
+        return {key: storable(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        items = [storable(item) for item in value]
+        return tuple(items) if isinstance(value, tuple) else items
+    return value
+
+
 class RecordError(ValueError):
     """A record that breaks the seed-001 rules."""
 

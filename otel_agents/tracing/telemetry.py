@@ -21,7 +21,7 @@ from typing import Any, Iterator, Mapping, Protocol, runtime_checkable
 from opentelemetry import trace
 
 from otel_agents.tracing import semconv as sc
-from otel_agents.tracing.records import to_span_attributes
+from otel_agents.tracing.records import storable, storable_text, to_span_attributes
 from otel_agents.tracing.redaction import scrub, scrub_attributes
 
 
@@ -49,7 +49,7 @@ class Telemetry:
 
     def record(self, record: Mapping[str, Any]) -> dict[str, Any]:
         """Add a seed-001 record to the current span and to every listener; returns it as they got it."""
-        safe = scrub(dict(record))
+        safe = storable(scrub(dict(record)))  # what a file can hold: held, sent and saved alike
         span = trace.get_current_span()
         ts = time.time_ns()
         span.add_event(sc.record_event_name(safe["event_type"]), to_span_attributes(safe), timestamp=ts)
@@ -60,7 +60,7 @@ class Telemetry:
     def log(self, level: str, message: str, span: trace.Span | None = None, **attributes: Any) -> None:
         """A seed-002 log line (VRB/WRN/ERR/TRC/THK/FIN) on the operation it concerns."""
         span = span or trace.get_current_span()
-        message = scrub(message)
+        message = storable_text(scrub(message))
         ts = time.time_ns()
         attrs = {sc.LOG_LEVEL: level, sc.LOG_MESSAGE: message}
         attrs.update(scrub(attributes))

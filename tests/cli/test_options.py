@@ -26,3 +26,29 @@ def test_a_session_that_is_not_there_is_one_line_and_exit_2(args, session_id, ho
     assert result.stdout == ""
     assert len(result.stderr.splitlines()) == 1 and result.stderr.startswith("Error: "), result.stderr
     assert not home.exists() or not any((home / "sessions").glob("*"))  # nothing written
+
+
+@pytest.mark.parametrize("args", [
+    ["run", "hello"],
+    ["resume", "{sid}", "go on"],
+    ["send", "{sid}", "--to", "main", "hello"],
+    ["fork", "{sid}", "--at", "msg_000001", "go on"],
+])
+@pytest.mark.parametrize("where", ["missing/spans.jsonl", "a_file/spans.jsonl"])
+def test_an_otlp_file_whose_directory_is_not_there_is_refused_before_anything_runs(args, where, home, tmp_path):
+    """It ran, warned twice that it could write neither spans nor metrics, and exited 0."""
+    runner = CliRunner()
+    first = runner.invoke(cli, ["run", "--script", "jack-and-jill", "hi"])
+    assert first.exit_code == 0, first.output
+    session_id = first.stderr.strip().splitlines()[-1].split()[-1]
+    (tmp_path / "a_file").write_text("")
+    saved = sorted(p.name for p in (home / "sessions").iterdir())
+    ledger = (home / "billing.jsonl").read_bytes()
+    result = runner.invoke(cli, [a.format(sid=session_id) for a in args] + ["--otlp-file", str(tmp_path / where)])
+    assert result.exit_code == 2, result.output
+    assert result.stdout == ""
+    assert "--otlp-file" in result.stderr and "does not exist" in result.stderr, result.stderr
+    assert "warning" not in result.stderr
+    assert sorted(p.name for p in (home / "sessions").iterdir()) == saved  # no session made, none forked
+    assert (home / "billing.jsonl").read_bytes() == ledger
+    assert not (tmp_path / "missing").exists()

@@ -173,3 +173,12 @@ def test_a_list_of_causes_survives_a_backend_that_stores_arrays_as_json_text():
     # Jaeger has no arrays: its tag is the list as JSON text, and the record reads the same.
     as_text = {**attributes, sc.EVENT_FIELD_PREFIX + "cause": json.dumps(["msg_000008", "msg_000006"])}
     assert from_span_event("otel_agents.host_notice", as_text) == notice
+
+
+def test_storable_text_joins_surrogate_pairs_and_replaces_lone_surrogates():
+    from otel_agents.tracing.records import storable, storable_text
+
+    assert storable_text("plain é \U0001f600") == "plain é \U0001f600"
+    assert storable_text("a\ud83d\ude00b\ud800c\udcff") == "a\U0001f600b\ufffdc\ufffd"
+    record = {"content": "x\ud800", "tool_calls": [{"function": {"arguments": "\udfff"}}], "keep": 1}
+    assert storable(record) == {"content": "x\ufffd", "tool_calls": [{"function": {"arguments": "\ufffd"}}], "keep": 1}
