@@ -193,6 +193,8 @@ class Session:
         hooks = hooks_of("Session", hooks)
         loaded = _load_script(script)
         check_scripted_model("Session", model, loaded)
+        if model is None:  # else the session's model is every agent's
+            check_scripted_model(f"Session: Agent({agent.name!r})", agent.model, loaded)
         chosen = model or agent.model or (loaded.model if loaded else None)
         if chosen is None:
             raise ValueError(f"agent {agent.name!r} has no model: give it one, or give the session a model or a script")

@@ -51,6 +51,10 @@ class recording:
             Path(billing_file) if billing_file else (home_path / "billing.jsonl" if home_path else None),
         )
         self.otlp_file = Path(otlp_file) if otlp_file is not None else None
+        if self.otlp_file is not None and not self.otlp_file.parent.is_dir():
+            # As the CLI's --otlp-file: said now, not as a warning after every session has run unexported.
+            raise ValueError(f"recording: otlp_file= {str(self.otlp_file)!r}: directory "
+                             f"{str(self.otlp_file.parent)!r} does not exist")
         self.redacted_save = redacted_save
         self.tracer_provider = tracer_provider
         self.tracing: Any = None

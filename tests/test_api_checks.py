@@ -224,6 +224,10 @@ def test_a_scripted_model_of_another_script_is_refused_where_it_is_given(tmp_pat
         Session(Agent("main", "x"), script="jack-and-jill", model="scripted/other")
     with Session(Agent("main", "x"), script="jack-and-jill", model=own):
         pass
+    with pytest.raises(ValueError, match=r"^Session: Agent\('main'\): model= 'scripted/other' answers only"):
+        Session(Agent("main", "x", model="scripted/other"), script="jack-and-jill")  # the agent's own, unchecked before
+    with Session(Agent("main", "x", model="scripted/other"), script="jack-and-jill", model=own):
+        pass  # the session's model is every agent's: the agent's is not used
     monkeypatch.setenv("OTEL_AGENTS_RECORDER", "inline")
     home = tmp_path / "home"
     with otel_agents.recording(home=home):

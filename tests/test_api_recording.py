@@ -35,3 +35,13 @@ def test_a_recording_object_used_again_after_its_block_says_it_has_ended(tmp_pat
             pass
     with otel_agents.recording(home=tmp_path) as again:
         assert again.saved_everything
+
+
+def test_an_otlp_file_in_a_directory_that_is_not_there_is_refused_where_given(tmp_path):
+    """As the CLI's --otlp-file: the block ran every session and only warned it exported nothing."""
+    missing = tmp_path / "nodir" / "spans.jsonl"
+    with pytest.raises(ValueError, match=r"^recording: otlp_file= .*nodir/spans\.jsonl'.* does not exist$"):
+        otel_agents.recording(home=tmp_path / "home", otlp_file=missing)
+    assert not (tmp_path / "home").exists() and not missing.parent.exists()
+    with otel_agents.recording(home=tmp_path / "home", otlp_file=tmp_path / "spans.jsonl") as rec:
+        assert rec.saved_everything

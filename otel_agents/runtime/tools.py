@@ -159,6 +159,10 @@ def make_tool(
     except (TypeError, ValueError):  # a built-in (int, len) may have none: its parameters cannot be told
         raise TypeError(f"tool: {getattr(func, '__name__', func)!r} has no signature to describe to a model; "
                         "wrap it in a function of your own with typed parameters") from None
+    positional = [p.name for p in signature.parameters.values() if p.kind is inspect.Parameter.POSITIONAL_ONLY]
+    if positional:  # a call passes the model's arguments by name: such a tool failed at every call
+        raise TypeError(f"tool: {getattr(func, '__name__', func)!r} takes {', '.join(positional)} by position only; "
+                        "a tool is called with its arguments by name: wrap it in a function of your own")
     summary, param_docs = _docstring_parts(func.__doc__ or "")
     hints = typing.get_type_hints(func, include_extras=True)  # extras: Annotated[..., Field(...)] constraints
     context_param = next((p for p in signature.parameters if _is_context(hints.get(p)) or p == "ctx"), None)

@@ -20,6 +20,8 @@ def lookup(city: str) -> str:
         (lambda: tool(name=5), "tool: name= takes a string, not int"),
         (lambda: tool(5), "tool: takes a function, not int"),
         (lambda: tool(int), "tool: 'int' has no signature to describe to a model"),
+        (lambda: tool(len), "tool: 'len' takes obj by position only"),  # accepted, then failed at every call
+        (lambda: tool(lambda city, /: city, name="where"), "takes city by position only"),
     ],
 )
 def test_a_wrong_argument_is_a_type_error_naming_tool(make, message):
