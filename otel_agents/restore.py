@@ -24,13 +24,13 @@ from typing import Any, Iterable, Mapping
 
 import orjson
 
-from opentelemetry import trace
 from opentelemetry.trace import SpanContext, TraceFlags
 
 from otel_agents.llm.budget import Budget, BudgetError, budget_from_json
 from otel_agents.llm.model_settings import ModelSettings, ModelSettingsError, settings_from_json
 from otel_agents.persistence.events_file import EVENTS_FILE, split_line
 from otel_agents.persistence.gc_pause import collector_paused
+from otel_agents.restored_models import continued_model, record_model_changes
 from otel_agents.runtime.agent import Agent
 from otel_agents.runtime.tool_call import INTERRUPTED_RESULT
 from otel_agents.runtime.eviction import keep_saved_records
@@ -247,39 +247,6 @@ def root_name(saved: SavedSession) -> str:
     return ""
 
 
-# Models that answer only inside the process that loaded them: a script's (``scripted/<name>``) and
-# a replay's (``replay/<source>``, `otel-agents replay`). A resumed agent cannot stay on one.
-PROCESS_MODELS = ("scripted/", "replay/")
-
-
-def continued_model(saved_model: str, model_override: str | None, script_model: str | None) -> str:
-    """The model an agent saved with ``saved_model`` continues with."""
-    if model_override:
-        return model_override
-    if script_model and saved_model.startswith(PROCESS_MODELS):
-        return script_model  # the old script's (or the replay's) model is not loaded: it would fail every call
-    return saved_model
-
-
-def carried_model(recorded: str | None) -> str | None:
-    """The last run's ``--model`` that a resume or fork keeps using, or None: a replay's is never carried
-    (its answers were the source's recorded ones, and outside the replay nothing answers it)."""
-    return None if recorded is None or recorded.startswith("replay/") else recorded
-
-
-def _record_model_changes(session: Session, changes: Counter) -> None:
-    """Say each change on the resumed run's root span, once, inside that run."""
-    described = [f"{old} -> {new} for {count} agent{'s' if count != 1 else ''}"
-                 for (old, new), count in changes.items()]
-
-    def record() -> None:
-        session.telemetry.set_attributes(trace.get_current_span(), {sc.RUN_MODEL_CHANGES: described})
-        for text in described:
-            session.telemetry.log("VRB", f"model changed: {text}")
-
-    session.before_next_run.append(record)
-
-
 def _restore(saved: SavedSession, tool_list: tuple[Tool, ...], model_override: str | None,
              script_model: str | None, session_kwargs: dict[str, Any],
              pending_result: str = INTERRUPTED_RESULT) -> Session:
@@ -340,7 +307,7 @@ def _restore(saved: SavedSession, tool_list: tuple[Tool, ...], model_override: s
             agents[record["agent_id"]].replay(record)  # as an evicted agent is revived (runtime/eviction.py)
 
     if changes:
-        _record_model_changes(session, changes)
+        record_model_changes(session, changes)
     repairs = [(agent, call_id, name) for agent in agents.values() for call_id, name in interrupted_tool_calls(agent)]
     if repairs:
         def repair() -> None:

@@ -32,7 +32,7 @@ def fork_session_command(source_id, at, prompts, script_name, model_opts, otlp_f
     from otel_agents.forking import ForkError, fork_session, load_source, resolve_at
     from otel_agents.llm.model_settings import ModelSettingsError, settings_from_json
     from otel_agents.llm.scripts import ScriptError, load_script
-    from otel_agents.restore import carried_model
+    from otel_agents.restored_models import carried_model
     from otel_agents.tracing.session_ids import new_session_id
 
     source_dir = session_dir_or_exit(paths, source_id)

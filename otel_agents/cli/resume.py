@@ -81,8 +81,9 @@ def _resume_owned(session_dir, session_id, prompts, script_name, model_opts, otl
     from otel_agents.llm.scripts import ScriptError, load_script
     from otel_agents.llm.budget import BudgetMeter
     from otel_agents.restore import (
-        ResumeError, carried_budget, carried_model, restore_session, saved_budget, saved_params,
+        ResumeError, carried_budget, restore_session, saved_budget, saved_params,
     )
+    from otel_agents.restored_models import carried_model
     from otel_agents.saved_session import agents_spent, load_for_resume
 
     try:  # everything is read and checked before any model is called or anything billed
