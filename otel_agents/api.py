@@ -314,10 +314,26 @@ class Session:
             self._runner_closer = weakref.finalize(self, self._runner.close)
         try:
             return self._runner.run(self.run(prompt, agent=agent))
+        except (KeyboardInterrupt, SystemExit):
+            self._end_runs_left_behind()
+            raise
         finally:
             if self._closed and self._runner is not None:  # closed from another thread while this ran
                 self._runner_closer()
                 self._runner = None
+
+    def _end_runs_left_behind(self) -> None:
+        """A KeyboardInterrupt or SystemExit raised in a tool call's own task (calls run concurrently)
+        leaves the event loop at once, with the run still waiting on that call: the run is cancelled and
+        ended here, as a Ctrl-C ends it, or it would go on under the next run (its spans, its spending)."""
+        if self._runner is None:
+            return
+        loop = self._runner.get_loop()
+        left = [task for task in self._runs if task.get_loop() is loop and not task.done()]
+        for task in left:
+            task.cancel()
+        if left:
+            loop.run_until_complete(asyncio.wait(left))
 
     def external(self, text: str, *, agent: str | None = None) -> str | None:
         """An outside event the agent (default the root) hears without answering yet; returns its message id,

@@ -102,3 +102,26 @@ def test_close_on_the_loop_of_a_run_in_progress_refuses_and_leaves_the_session_o
 
     session = asyncio.run(main())
     assert_saved_whole(tmp_path, session.id)
+
+
+@pytest.mark.parametrize("escape", [KeyboardInterrupt, SystemExit])
+def test_a_tool_raising_keyboard_interrupt_ends_its_run_and_the_session_goes_on(tmp_path, monkeypatch, escape):
+    """Raised in the tool call's own task, it left the loop with the run still waiting on the call: the next
+    run_sync ran under it (its spending counted into the first run's span) and close failed."""
+    monkeypatch.setenv("OTEL_AGENTS_RECORDER", "inline")
+    path = tmp_path / "boom.json"
+    path.write_text(json.dumps({"name": "boom", "agents": {"main": [
+        {"tool_calls": [{"name": "boom", "arguments": {}}]}, "after boom"]}}))
+
+    @tool
+    def boom() -> str:
+        """Explode."""
+        raise escape()
+
+    with otel_agents.recording(home=tmp_path) as rec:
+        with Session(Agent("main", "x", tools=[boom]), script=path) as session:
+            with pytest.raises(escape):
+                session.run_sync("go")
+            assert session.run_sync("again") == "after boom"
+    assert rec.saved_everything
+    assert_saved_whole(tmp_path, session.id)
