@@ -247,8 +247,9 @@ def parse_script(data: Any, source: str) -> Script:
             raise _fail(source, f"'root.{key}' must be a string")
     if root.get("name") is not None and not root["name"].strip():  # "" was taken as "main"
         raise _fail(source, "'root.name' must be a non-empty string (or left out: the root is then 'main')")
-    if root.get("name") is not None and agent_name_problem(root["name"]) is not None:
-        raise _fail(source, f"'root.name' {agent_name_problem(root['name'])}")
+    problem = agent_name_problem(root["name"]) if root.get("name") is not None else None
+    if problem is not None:
+        raise _fail(source, f"'root.name' {problem}")
     fallback = data.get("fallback", FALLBACK_UTTERANCE)
     if not isinstance(fallback, str):
         raise _fail(source, "'fallback' must be a string")

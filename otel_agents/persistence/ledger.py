@@ -17,14 +17,12 @@ import os
 from pathlib import Path
 from typing import Callable, Iterable, Mapping
 
-import orjson
-
 from otel_agents.persistence.ledger_read import (
     CSV_COLUMNS, LedgerError, Warn, iter_records, not_a_ledger, record_id_of, unopenable,
 )
 from otel_agents.persistence.private import FILE_MODE, make_private_dir, private_fd
 from otel_agents.persistence.tree_shape import TOKEN_KEYS
-from otel_agents.tracing.records import storable
+from otel_agents.tracing.records import storable_json
 from otel_agents.tracing.redaction import MARKER, is_secret_key, redact, redact_text_once
 
 
@@ -36,11 +34,7 @@ def _line(record: Mapping, seen: dict[str, str] | None = None) -> bytes:
         raise LedgerError(f"ledger record without a record_id: {dict(record)!r:.200}")
     # record_id first, so that reading the ids back never needs a full parse.
     ordered = {"record_id": record_id, **{k: v for k, v in record.items() if k != "record_id"}}
-    redacted = _redacted(ordered, {} if seen is None else seen)
-    try:
-        return orjson.dumps(redacted) + b"\n"
-    except orjson.JSONEncodeError:  # a lone surrogate (an error's text): U+FFFD, which UTF-8 holds
-        return orjson.dumps(storable(redacted)) + b"\n"
+    return storable_json(_redacted(ordered, {} if seen is None else seen)) + b"\n"
 
 
 # The ledger's own field names, none of them a secret's: not asked about again for every record.

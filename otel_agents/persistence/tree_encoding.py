@@ -31,7 +31,7 @@ from typing import Any, Iterable, Iterator, Mapping
 import orjson
 from zlib_ng import gzip_ng, zlib_ng
 
-from otel_agents.tracing.records import storable
+from otel_agents.tracing.records import storable_json
 
 # Fast and still small: the tree is rewritten at checkpoints, speed matters more than the last percent.
 # The 500-call benchmark session's final tree (3.9 MB of JSON): level 6 took 25.7 ms for 237 KB,
@@ -59,7 +59,7 @@ def payload_pieces(payload: Mapping[str, Any]) -> tuple[bytes, list[bytes], byte
         text += b"," if i else b""
         text += orjson.dumps(key) + b":"
         if key != "session":
-            text += _dumps(value)
+            text += storable_json(value)
             continue
         text += b"{"
         for j, (session_key, session_value) in enumerate(session.items()):
@@ -68,17 +68,10 @@ def payload_pieces(payload: Mapping[str, Any]) -> tuple[bytes, list[bytes], byte
             if session_key == "runs":
                 head, text = bytes(text + b"["), bytearray(b"]")
             else:
-                text += _dumps(session_value)
+                text += storable_json(session_value)
         text += b"}"
     text += b"}"
-    return head, [_dumps(run) for run in session["runs"]], bytes(text)
-
-
-def _dumps(value: Any) -> bytes:
-    try:
-        return orjson.dumps(value)
-    except orjson.JSONEncodeError:  # a lone surrogate (an exception's text on a span): U+FFFD, which UTF-8 holds
-        return orjson.dumps(storable(value))
+    return head, [storable_json(run) for run in session["runs"]], bytes(text)
 
 
 def run_groups(runs: Iterable[bytes]) -> Iterator[bytes]:
@@ -99,7 +92,7 @@ def member_texts(payload: Mapping[str, Any]) -> list[bytes]:
     """The JSON each member of the payload's file holds, in order."""
     pieces = payload_pieces(payload)
     if pieces is None:
-        return _parts(_dumps(payload))
+        return _parts(storable_json(payload))
     head, runs, tail = pieces
     return [*_parts(head), *(part for group in run_groups(runs) for part in _parts(group)), *_parts(tail)]
 

@@ -20,7 +20,7 @@ import orjson
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
-from otel_agents.tracing.records import storable
+from otel_agents.tracing.records import storable_json
 from otel_agents.tracing.spandata import SpanData, from_readable
 from otel_agents.tracing.whole_lines import WholeLinesFile
 
@@ -111,11 +111,7 @@ class OtlpJsonFileExporter(SpanExporter):
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         if not spans:
             return SpanExportResult.SUCCESS
-        encoded = encode_resource_spans(from_readable(s) for s in spans)
-        try:
-            line = orjson.dumps(encoded) + b"\n"
-        except orjson.JSONEncodeError:  # a lone surrogate (an exception's text on a span): U+FFFD, as saved
-            line = orjson.dumps(storable(encoded)) + b"\n"
+        line = storable_json(encode_resource_spans(from_readable(s) for s in spans)) + b"\n"
         return SpanExportResult.SUCCESS if self.file.append(line, len(spans)) else SpanExportResult.FAILURE
 
     def shutdown(self) -> None:

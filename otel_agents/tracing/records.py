@@ -12,6 +12,8 @@ import json
 import re
 from typing import Any, Callable, Mapping
 
+import orjson
+
 from otel_agents.tracing import semconv as sc
 
 # Field order is the order written to events.jsonl.
@@ -69,6 +71,16 @@ def storable(value: Any) -> Any:
         items = [storable(item) for item in value]
         return tuple(items) if isinstance(value, tuple) else items
     return value
+
+
+def storable_json(value: Any, **options: Any) -> bytes:
+    """``orjson.dumps(value)``; a value it refuses for a lone surrogate (an exception's text on a span) is
+    encoded again made :func:`storable`, so the writers of session files and exports store U+FFFD, not fail.
+    The common case pays for one encoding only."""
+    try:
+        return orjson.dumps(value, **options)
+    except orjson.JSONEncodeError:
+        return orjson.dumps(storable(value), **options)
 
 
 class RecordError(ValueError):
