@@ -121,9 +121,10 @@ class OpenSessions:
             return False
         sink = session.sink
         fresh = [s for s in stored if not sink.has_ended(s.span_id)]
-        fresh = self._refuse_diverged(session_id, session, fresh, result)
+        records = {span.span_id: record_lines(span) for span in fresh}  # read once: checked, then written
+        fresh = self._refuse_diverged(session_id, session, fresh, records, result)
         # Records first, in message order, each once (a crash may have left a span's records without its end).
-        lines = [line for span in fresh for line in record_lines(span)
+        lines = [line for span in fresh for line in records[span.span_id]
                  if line.record.get("message_id") not in {m for m, _ in sink.recorded(span.span_id)}]
         for line in in_message_order(lines):
             sink.record(line.record, parse_iso_ts(line.ts) if line.ts else 0, line.trace_id, line.span_id)
@@ -144,7 +145,7 @@ class OpenSessions:
         return True
 
     def _refuse_diverged(self, session_id: str, session: _Open, spans: list[SpanData],
-                         result: IntakeResult) -> list[SpanData]:
+                         records: dict[str, list[Any]], result: IntakeResult) -> list[SpanData]:
         """The spans whose trace holds no record the session has stored on another span; the others rejected.
 
         A message id names one record of a session. Found on a new span, it is another copy of the
@@ -155,7 +156,7 @@ class OpenSessions:
         for span in spans:
             if span.trace_id in session.diverged:
                 continue
-            for line in record_lines(span):
+            for line in records[span.span_id]:
                 owner = known.get(line.record.get("message_id"))
                 if owner is not None and owner != span.span_id:
                     reason = (f"session {session_id}: trace {span.trace_id} diverges from the saved session: "
