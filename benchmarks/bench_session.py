@@ -11,7 +11,7 @@ tracing set-up of ``cli.execution.command_tracing`` (``session_recording.configu
 ``start_recording`` and ``attach_console``, then each prompt run on one event loop
 (``asyncio.Runner``, as ``cli.execution.execute`` does), the recorder closed and
 tracing shut down. ``traced=False`` is the floor: the
-same session with ``OTEL_SDK_DISABLED=true`` and no recorder.
+same session with a no-op tracer (no spans at all) and no recorder.
 """
 
 from __future__ import annotations
@@ -156,10 +156,10 @@ def run_session(
     script = load_script(str(script_path))
     paths = Paths(Path(home) / "sessions", Path(home) / "billing.jsonl")
     previous = os.environ.get("OTEL_SDK_DISABLED")
-    os.environ["OTEL_SDK_DISABLED"] = "false" if traced else "true"
+    os.environ["OTEL_SDK_DISABLED"] = "false"  # an inherited "true" would send nothing
     try:
         started, cpu_started, children_started = time.perf_counter(), time.process_time(), _children_cpu()
-        tracing = configure(None)
+        tracing = configure(None) if traced else _untraced()
         llm = make_llm(tracing, ModelOptions(None, None, MAX_TURNS, 4, 120.0))
         session = build_session(script, telemetry=tracing.telemetry, llm=llm, max_turns=MAX_TURNS)
         recorder = start_recording(tracing, paths, session.id) if traced and recorded else None
@@ -186,6 +186,16 @@ def run_session(
     calls = sum(1 for agent in session.agents.values() for m in agent.transcript if m["role"] == "assistant")
     directory = paths.sessions_dir / session.id if recorder is not None else None
     return SessionRun(seconds, cpu_seconds, child_cpu_seconds, session.id, calls, directory)
+
+
+def _untraced() -> Any:
+    """The floor's tracing: no provider, a no-op tracer (OTEL_SDK_DISABLED still records spans)."""
+    from opentelemetry import trace
+
+    from otel_agents.tracing.setup import Tracing, TracingOptions
+    from otel_agents.tracing.telemetry import Telemetry
+
+    return Tracing(None, Telemetry(trace.NoOpTracer()), TracingOptions())
 
 
 def _children_cpu() -> float:

@@ -208,8 +208,6 @@ def start_recording(tracing: Tracing, paths: Paths, session_id: str, ownership=N
     except BaseException:
         ownership.release()
         raise
-    if not tracing.enabled:
-        warn("warning: OTEL_SDK_DISABLED is set: only events.jsonl is saved (no tree, no billing)")
     ownership.announce()
     if mode == "process":
         recorder = fork_recorder(recorder)  # the recorder's work moves to the other core; it holds the lock too

@@ -1,6 +1,7 @@
 """TracerProvider set-up from the standard OTEL_* variables.
 
-Honoured: OTEL_SDK_DISABLED, OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES,
+Honoured: OTEL_SDK_DISABLED (nothing is sent; the session is still recorded and billed),
+OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES,
 OTEL_TRACES_EXPORTER (otlp | console | none), OTEL_EXPORTER_OTLP_ENDPOINT,
 OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, OTEL_EXPORTER_OTLP_PROTOCOL /
 OTEL_EXPORTER_OTLP_TRACES_PROTOCOL (grpc | http/protobuf), OTEL_EXPORTER_OTLP_HEADERS,
@@ -37,7 +38,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from opentelemetry import trace
 from opentelemetry.sdk.resources import OTELResourceDetector, Resource
 from opentelemetry.sdk.trace import SpanLimits, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter
@@ -193,29 +193,14 @@ def otlp_exporter(protocol: str, timeout_s: float, **kwargs: Any) -> SpanExporte
 def configure_tracing(options: TracingOptions | None = None) -> Tracing:
     options = options or TracingOptions()
     if env_flag("OTEL_SDK_DISABLED", False):
-        return Tracing(None, Telemetry(trace.NoOpTracer()), options)
+        return _recording_only(options)
 
     try:
         sampler = sampler_from_env()
     except SamplerConfigError as exc:
         raise ConfigError(str(exc)) from None
     timeout_s = export_timeout_s()
-    provider = TracerProvider(
-        # Every span is recorded whatever OTEL_TRACES_SAMPLER says (the SDK's default would
-        # read it): the sampler only chooses what is sent, in NetworkExportProcessor.
-        sampler=ALWAYS_ON,
-        resource=make_resource(),
-        # Nothing may be dropped locally: events carry the conversation. The
-        # network copies are bounded by NetworkExportFilter instead.
-        span_limits=SpanLimits(
-            max_events=SpanLimits.UNSET,
-            max_event_attributes=SpanLimits.UNSET,
-            max_attribute_length=SpanLimits.UNSET,
-            max_span_attribute_length=SpanLimits.UNSET,
-            max_attributes=SpanLimits.UNSET,
-            max_span_attributes=SpanLimits.UNSET,  # max_attributes alone leaves spans at 128
-        ),
-    )
+    provider = _recording_provider()
     tracing = Tracing(provider, Telemetry(provider.get_tracer(TRACER_NAME, __version__)), options,
                       export_timeout_s=timeout_s)
 
@@ -265,6 +250,41 @@ def configure_tracing(options: TracingOptions | None = None) -> Tracing:
     metrics = configure_metrics(options.otlp_file)
     if metrics is not None:
         provider.add_span_processor(metrics)
+    return tracing
+
+
+def _recording_provider() -> TracerProvider:
+    """The provider every span of a session is recorded with, whatever is sent."""
+    return TracerProvider(
+        # Every span is recorded whatever OTEL_TRACES_SAMPLER says (the SDK's default would
+        # read it): the sampler only chooses what is sent, in NetworkExportProcessor.
+        sampler=ALWAYS_ON,
+        resource=make_resource(),
+        # Nothing may be dropped locally: events carry the conversation. The
+        # network copies are bounded by NetworkExportFilter instead.
+        span_limits=SpanLimits(
+            max_events=SpanLimits.UNSET,
+            max_event_attributes=SpanLimits.UNSET,
+            max_attribute_length=SpanLimits.UNSET,
+            max_span_attribute_length=SpanLimits.UNSET,
+            max_attributes=SpanLimits.UNSET,
+            max_span_attributes=SpanLimits.UNSET,  # max_attributes alone leaves spans at 128
+        ),
+    )
+
+
+def _recording_only(options: TracingOptions) -> Tracing:
+    """OTEL_SDK_DISABLED: nothing is sent (no exporter, no metrics), but the session is still recorded.
+
+    The session directory and the ledger are derived from the spans, so a provider that made no
+    spans would leave the run unbilled and its budget uncounted at resume. The SDK's provider reads
+    the variable itself and would hand out no-op tracers; ours is told it is not disabled. A
+    ``--otlp-file`` asked for explicitly is still written: it is a local file, not a sending."""
+    provider = _recording_provider()
+    provider._disabled = False  # noqa: SLF001 - see above; tests/tracing/test_setup.py catches an SDK change
+    tracing = Tracing(provider, Telemetry(provider.get_tracer(TRACER_NAME, __version__)), options)
+    if options.otlp_file is not None:
+        provider.add_span_processor(SimpleSpanProcessor(OtlpJsonFileExporter(options.otlp_file)))
     return tracing
 
 

@@ -93,6 +93,23 @@ def test_a_sub_agent_budget_from_a_script_is_its_callers_error_result(cli_env, t
     assert [r["agent_name"] for r in llm_records(cli_env, sid)] == ["main", "Worker", "main"]
 
 
+def test_with_otel_sdk_disabled_the_run_is_still_billed_and_resume_counts_it(cli_env):
+    # OTEL_SDK_DISABLED turned the spans off, and with them the ledger and the tree: the money was
+    # spent, never billed, and a resume under the same limit ran on.
+    first = run_in_process("run", "--max-cost-usd", "0.0006", home=cli_env,
+                           env={"OTEL_SDK_DISABLED": "true", "OTEL_TRACES_EXPORTER": "none"}, cwd=cli_env.parent)
+    assert first.returncode == 1, first.stderr
+    sid = session_of(first.stderr)
+    spent = sum(r["cost_usd"] or 0.0 for r in llm_records(cli_env, sid))
+    assert spent >= 0.0006
+    assert invoke("sessions", "verify", sid).exit_code == 0
+    again = run_in_process("resume", sid, "more", "--max-cost-usd", "0.0006", home=cli_env,
+                           env={"OTEL_SDK_DISABLED": "true"}, cwd=cli_env.parent)
+    assert again.returncode == 1
+    assert "budget exhausted for session" in again.stderr
+    assert sum(r["cost_usd"] or 0.0 for r in llm_records(cli_env, sid)) == spent  # nothing more was spent
+
+
 def test_resume_counts_what_the_session_spent_and_a_higher_limit_carries_on(cli_env):
     first = otel(cli_env, "run", "--max-llm-calls", "5")
     assert first.exit_code == 1

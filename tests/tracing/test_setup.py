@@ -148,14 +148,25 @@ def test_service_name_precedence(configured, monkeypatch, variables, service):
         assert resource["team"] == "x"
 
 
-def test_sdk_disabled_gives_a_working_no_op(configured, monkeypatch):
-    monkeypatch.setenv("OTEL_SDK_DISABLED", "true")
-    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318")
-    tracing = configured()
-    assert not tracing.enabled
-    with tracing.telemetry.tracer.start_as_current_span("x") as span:
-        assert not span.is_recording()
-    assert tracing.shutdown() is True
+def test_sdk_disabled_sends_nothing_but_still_records_the_spans_the_session_is_saved_from(configured, monkeypatch,
+                                                                                        tmp_path):
+    # The session directory and the ledger are derived from spans: a disabled SDK handing out no-op
+    # tracers left the run unbilled. The variable now means what is sent.
+    with HttpTraceReceiver() as receiver:
+        monkeypatch.setenv("OTEL_SDK_DISABLED", "true")
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint)
+        monkeypatch.setenv("OTEL_METRICS_EXPORTER", "otlp")
+        tracing = configured(TracingOptions(batch=False, otlp_file=tmp_path / "asked.jsonl"))
+        local = InMemorySpanExporter()
+        tracing.add_processor(SimpleSpanProcessor(local))
+        assert tracing.network_exporters == []
+        with tracing.telemetry.tracer.start_as_current_span("x") as span:
+            assert span.is_recording()
+        assert tracing.shutdown() is True
+        assert [s.name for s in local.get_finished_spans()] == ["x"]
+        assert (tmp_path / "asked.jsonl").read_text().count('"name":"x"') == 1  # asked for: a local file
+        time.sleep(0.3)
+        assert receiver.calls == []
 
 
 def test_console_and_none_exporters(configured, monkeypatch):
