@@ -104,7 +104,8 @@ def run(prompts, script_name, app_reference, resume_id, watch_paths, watch_agent
         demo = app is None and (script_name or DEFAULT_SCRIPT) == DEFAULT_SCRIPT
         if demo and model_opts.model is None:  # on a real model neither failure is scripted
             click.echo(DEMO_NOTICE, err=True)
-        steps = next_steps(paths, session.id, "dialog Jack Jill" if demo else "agents")
+        # On a real model the demo's prompt need not make a Jack and a Jill: the agents view always works.
+        steps = next_steps(paths, session.id, "dialog Jack Jill" if demo and model_opts.model is None else "agents")
         code = execute(session, prompt_list, context, tracing, recording, steps, watch=watch)
     finish(code)
 

@@ -64,6 +64,24 @@ def test_another_script_gets_no_notice_and_the_storage_options_in_its_commands(t
     assert tried.returncode == 0 and session_id in tried.stdout
 
 
+def test_the_demo_prompt_on_a_real_model_suggests_the_agents_view(tmp_path):
+    # A real model names its agents as it likes: "dialog Jack Jill" would be a view of nobody.
+    from support.openai_server import OpenAIServer, Reply
+
+    with OpenAIServer() as server:
+        server.plan(Reply(content="Nobody here is called Jack."))
+        done = subprocess.run(
+            [sys.executable, "-m", "otel_agents", "run", "--model", "openai/local-model", "--api-base",
+             server.api_base, DEMO_PROMPT], capture_output=True, text=True, timeout=120, cwd=tmp_path,
+            env={**{k: v for k, v in os.environ.items() if not k.startswith(("OTEL_EXPORTER_OTLP", "OTEL_AGENTS_"))},
+                 "OTEL_AGENTS_HOME": str(tmp_path / "home"), "OTEL_TRACES_EXPORTER": "none",
+                 "OPENAI_API_KEY": "sk-test"})
+    assert done.returncode == 0, done.stderr
+    *_, view, last = done.stderr.splitlines()
+    assert view == f"next: otel-agents view {last.removeprefix('session: ')} agents"
+    assert not any(line.startswith("demo: ") for line in done.stderr.splitlines())
+
+
 def test_sessions_show_ids_reaches_view_context(demo):
     home, done = demo
     session_id = done.stderr.splitlines()[-1].removeprefix("session: ")
