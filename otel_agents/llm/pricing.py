@@ -201,7 +201,7 @@ class PriceTable:
         Raises :class:`PriceConfigError` with a one-line message for any bad file.
         """
         try:
-            data = json.loads(Path(path).read_text())
+            data = json.loads(Path(path).read_text(encoding="utf-8-sig"))  # as scripts: UTF-8, a BOM allowed
         except (OSError, UnicodeDecodeError) as exc:
             raise PriceConfigError(f"{path}: cannot read prices: {exc}") from None
         except json.JSONDecodeError as exc:

@@ -351,7 +351,7 @@ def load_script(name_or_path: str) -> Script:
             known = ", ".join(BUILTIN_SCRIPTS)
             raise ScriptError(f"no script {name_or_path!r}: not a file and not a built-in script ({known})")
         try:
-            text = path.read_text()
+            text = path.read_text(encoding="utf-8-sig")  # JSON is UTF-8; some editors start it with a BOM
         except (OSError, UnicodeDecodeError) as exc:
             raise ScriptError(f"{path}: cannot read: {exc}") from None
         source = str(path.resolve())

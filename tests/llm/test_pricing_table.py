@@ -58,6 +58,12 @@ def test_bad_price_file_is_one_clear_line(tmp_path, text, message):
     assert str(caught.value).startswith(str(path)) and "\n" not in str(caught.value)
 
 
+def test_a_price_file_with_a_bom_is_read(tmp_path):
+    path = tmp_path / "prices.json"
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps({"m": {"input_cost_per_token": 1e-6, "output_cost_per_token": 2e-6}}).encode())
+    assert set(PriceTable.from_file(path).overrides) == {"m"}
+
+
 def test_missing_price_file(tmp_path, monkeypatch):
     monkeypatch.setenv("OTEL_AGENTS_PRICES", str(tmp_path / "nope.json"))
     with pytest.raises(PriceConfigError, match="cannot read prices"):

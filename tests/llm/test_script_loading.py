@@ -85,6 +85,14 @@ def test_missing_file_and_bad_json(tmp_path):
         load_script(str(bad))
 
 
+def test_a_script_saved_as_utf8_with_a_bom_and_non_ascii_text_loads(tmp_path):
+    # Windows editors write the BOM; reading with the locale's encoding also broke non-ASCII text.
+    path = tmp_path / "bom.json"
+    path.write_bytes(b"\xef\xbb\xbf" + '{"name": "caf\u00e9", "agents": {"main": ["Bonjour, caf\u00e9 cr\u00e8me."]}}'.encode())
+    script = load_script(str(path))
+    assert script.name == "caf\u00e9"
+
+
 def test_nesting_past_the_limit_names_the_line_and_runs_nothing(tmp_path, home):
     """Deep nesting ended in a RecursionError traceback; now it is one line and exit 2."""
     from click.testing import CliRunner
