@@ -156,8 +156,7 @@ def fork_session(source: ForkSource, point: ForkPoint, new_session_id: str, pend
     ``pending_result``: for tool calls open at the point (replay, cutting between runs, gives resume's).
     """
     if source.redacted:
-        raise ForkError(f"session {source.session_id} was saved with --redacted-save: message contents were not "
-                        "kept, so its agents cannot be rebuilt")
+        raise ForkError(source.without_contents())
     prefix = records_until(source.records, point.message_id)
     saved = SavedSession(new_session_id, prefix)
     try:

@@ -64,7 +64,13 @@ class SavedSession:
     records: list[dict[str, Any]]
     runs: int = 0  # runs so far: the next one is runs + 1
     last_run: SavedRun | None = None  # the run the next one links to
-    redacted: bool = False
+    redacted: bool = False  # saved without message contents: see without_contents
+
+    def without_contents(self) -> str:
+        """Why its agents cannot be rebuilt when ``redacted`` (resume and fork say the same)."""
+        return (f"session {self.session_id} was saved without message contents (run with --redacted-save, or "
+                "received from a run exporting with OTEL_AGENTS_EXPORT_CONTENT=false), so its agents cannot be "
+                "rebuilt")
 
 
 def saved_runs(tree: Mapping[str, Any] | None) -> tuple[int, SavedRun | None]:
@@ -251,10 +257,7 @@ def _restore(saved: SavedSession, tool_list: tuple[Tool, ...], model_override: s
              script_model: str | None, session_kwargs: dict[str, Any],
              pending_result: str = INTERRUPTED_RESULT) -> Session:
     if saved.redacted:
-        raise ResumeError(
-            f"session {saved.session_id} was saved with --redacted-save: message contents were not kept, "
-            "so its agents cannot be rebuilt"
-        )
+        raise ResumeError(saved.without_contents())
     records = saved.records
     check_records(records)
     if not any(r["event_type"] == sc.EVENT_AGENT_CREATED for r in records):

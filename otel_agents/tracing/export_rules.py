@@ -7,7 +7,8 @@ make a receiver reject a whole batch:
 
 1. Content switch: with ``export_content=False`` message contents, tool
    arguments and results (``semconv.CONTENT_ATTRIBUTES`` on spans,
-   ``CONTENT_EVENT_FIELDS`` on events, a failed tool's status message) are left out.
+   ``CONTENT_EVENT_FIELDS`` on events, a failed tool's status message) are left out,
+   and each run's root says so (``otel_agents.run.redacted_save``).
 2. Value cap: no string value (and no string array, counted as a whole) is
    longer than ``value_cap`` UTF-8 bytes, the truncation marker included. The
    marker says how many bytes were dropped and that the full value is local.
@@ -206,6 +207,11 @@ def network_copy(
     attributes, dropped, attributes_changed, size = export_attributes(
         span.attributes, limits, export_content, sc.CONTENT_ATTRIBUTES, span.dropped_attributes, seen
     )
+    if not export_content and sc.RUN_SOURCE in attributes:
+        # What collect or import builds from this copy has no contents: marked as --redacted-save
+        # runs are, it is never resumed by sending the model empty messages.
+        attributes[sc.RUN_REDACTED_SAVE] = True
+        attributes_changed = True
     status = span.status
     if status.description and not export_content and span.attributes.get(sc.GEN_AI_OPERATION_NAME) == sc.OP_EXECUTE_TOOL:
         # A failed tool's status is its result as the model read it (a hook's reason, the tool's error): content.

@@ -143,3 +143,24 @@ def test_the_protocol_variable_picks_grpc(saved, env):
     assert result.exit_code == 0, result.stderr
     assert orjson.loads(result.stdout)["endpoint"] == receiver.endpoint  # gRPC takes host:port, no path
     assert received == ended
+
+
+def test_a_copy_sent_without_contents_imports_as_a_session_that_refuses_to_resume(saved, env, tmp_path):
+    # Its records have no contents: resumed, the model would have been sent empty messages.
+    from google.protobuf.json_format import MessageToJson
+
+    home, session_id = saved
+    env.setenv("OTEL_AGENTS_EXPORT_CONTENT", "false")
+    with HttpTraceReceiver() as receiver:
+        assert invoke(session_id, "--endpoint", receiver.endpoint).exit_code == 0
+        requests = receiver.requests
+    copy = tmp_path / "copy.jsonl"
+    copy.write_text("".join(MessageToJson(r, indent=None) + "\n" for r in requests))
+    env.delenv("OTEL_AGENTS_EXPORT_CONTENT")
+    env.setenv("OTEL_AGENTS_HOME", str(tmp_path / "central"))
+    imported = CliRunner().invoke(cli, ["import", str(copy)], catch_exceptions=False)
+    assert imported.exit_code == 0, imported.output
+    resumed = CliRunner().invoke(cli, ["resume", session_id, "again"], catch_exceptions=False)
+    assert resumed.exit_code == 2
+    assert "was saved without message contents" in resumed.output
+    assert "OTEL_AGENTS_EXPORT_CONTENT=false" in resumed.output

@@ -38,6 +38,20 @@ def test_attribute_count_is_bounded_first_set_first_and_the_rest_counted():
     assert len(span.attributes) == 301  # the local span is untouched
 
 
+def test_without_content_a_runs_root_says_its_copy_holds_no_contents():
+    # collect and import build a session from this copy: marked, it is not resumed with empty messages.
+    def build(tracer):
+        with tracer.start_as_current_span("invoke_agent main", attributes={sc.RUN_SOURCE: "cli"}):
+            with tracer.start_as_current_span("chat m"):
+                pass
+
+    chat, root = _finished(build)
+    assert filter_span(root, export_content=False).attributes[sc.RUN_REDACTED_SAVE] is True
+    assert sc.RUN_REDACTED_SAVE not in filter_span(chat, export_content=False).attributes
+    assert filter_span(root) is root  # with contents the copy is the span itself
+    assert sc.RUN_REDACTED_SAVE not in root.attributes
+
+
 def test_event_attributes_and_status_are_capped_and_content_can_stay_local():
     content_key = sc.EVENT_FIELD_PREFIX + "content"
 
