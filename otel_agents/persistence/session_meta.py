@@ -215,5 +215,11 @@ def writer_died(meta: Mapping[str, Any] | None, directory: Path) -> bool:
 
 
 def effective_status(meta: Mapping[str, Any], directory: Path) -> str:
-    """``running`` only while a process holds the session; else a run left open is ``interrupted``."""
-    return "interrupted" if writer_died(meta, directory) else str(meta.get("status") or "?")
+    """``running`` only while a process holds the session; else a run left open is ``interrupted``, and a
+    session import or collect saved before a trace of it was whole is ``incomplete`` (its tree's status
+    is that of the spans that came, which need not include the failure the rest would show)."""
+    if writer_died(meta, directory):
+        return "interrupted"
+    if meta.get(AWAITING_TRACE):
+        return "incomplete"
+    return str(meta.get("status") or "?")

@@ -16,7 +16,7 @@ STATUSES = ("running", "ok", "failed", "interrupted")
 SORTS = ("updated", "created", "cost", "tokens", "title")
 # The store's statuses (session_meta.effective_status, tree_kinds) as the UI's four.
 _UI_STATUS = {"ok": "ok", "running": "running", "in_progress": "running", "error": "failed",
-              "interrupted": "interrupted", "cancelled": "interrupted"}
+              "interrupted": "interrupted", "cancelled": "interrupted", "incomplete": "interrupted"}
 
 
 def ui_status(meta: Mapping[str, Any] | None, directory: Path) -> str:

@@ -245,9 +245,14 @@ def test_a_trace_imported_in_parts_is_billed_once_it_is_whole(live, env, tmp_pat
     assert partial.exit_code == 0, partial.stderr
     assert "not billed yet: a trace is not whole" in partial.stdout
     assert not (env / "billing.jsonl").exists()
+    # Listed as what it is: the spans that came need not show how the run ended.
+    listed = invoke("sessions", "list", "--json", *storage(env))
+    assert [s["status"] for s in json.loads(listed.stdout)] == ["incomplete"]
     whole = invoke("import", second, "--json", *storage(env))
     assert whole.exit_code == 0, whole.stderr
     assert [s["billed"] for s in json.loads(whole.stdout)] == [True]
+    listed = invoke("sessions", "list", "--json", *storage(env))
+    assert [s["status"] for s in json.loads(listed.stdout)] == ["ok"]
     store = SessionStore(env / "sessions" / live_store.session_id)
     assert read_records(env / "billing.jsonl") == read_records(live_home / "billing.jsonl")
     assert store.events_path.read_bytes() == live_store.events_path.read_bytes()  # in message order again
