@@ -379,12 +379,20 @@ def populated(env, tmp_path):
      "spans[2].attributes[3]: otel_agents.tool.call_message_id: expected a message id msg_<digits>"),
     (_with_attribute(0, "otel_agents.agent.tools", "intValue", "3"),
      "spans[0].attributes[4]: otel_agents.agent.tools: expected a list of strings, got 3"),
+    # Another convention's token count is the count billed (tracing/foreign.py maps it): the same rule.
+    (_with_attribute(2, "llm.token_count.prompt", "intValue", "-5"),
+     "spans[2].attributes[3]: llm.token_count.prompt: expected a non-negative integer below 2**63, got -5"),
+    (_with_attribute(2, "llm.token_count.completion", "intValue", "99999999999999999999999"),
+     "spans[2].attributes[3]: llm.token_count.completion: expected a non-negative integer below 2**63, got 9999"),
+    (_with_attribute(2, "gen_ai.usage.prompt_tokens", "intValue", "-5"),
+     "spans[2].attributes[3]: gen_ai.usage.prompt_tokens: expected a non-negative integer below 2**63, got -5"),
     (_otlp(GENAI_SPANS).replace('"msg_000001"', '"first"'),
      "spans[0].events[0]: record: message_id 'first' is not of the form msg_<digits>"),
     (_otlp(GENAI_SPANS).replace('"spanId": "' + "c" * 16, '"spanId": "' + "c" * 15),
      "spans[2].spanId: invalid id"),
     ('{"resourceSpans": ' + "[" * 200 + "]" * 200 + "}", "nesting deeper than 64"),
-], ids=["negative-tokens", "fractional-tokens", "infinite-cost", "message-id", "list-attribute", "record",
+], ids=["negative-tokens", "fractional-tokens", "infinite-cost", "message-id", "list-attribute",
+        "openinference-negative-tokens", "openinference-huge-tokens", "openllmetry-negative-tokens", "record",
         "span-id", "nesting"])
 def test_invalid_values_are_refused_and_nothing_is_written(populated, tmp_path, content, where):
     before = snapshot(populated)
