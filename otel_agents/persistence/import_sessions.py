@@ -5,9 +5,10 @@ Two steps, so that nothing is written unless everything is valid:
 - :func:`plan_import` (reads, never writes) groups the spans by session, merges
   them with what each session directory already holds and checks that nothing
   contradicts it: the same span again changes nothing, a span that only started
-  there and ended here completes it, new runs are added, and a record (message
+  there and ended here completes it, new runs are added, a redacted copy of a saved
+  span or record (an ``--otlp-file`` of the session) is the same one, and a record (message
   id) that differs from the saved one, or sits on another span, is an
-  :class:`ImportConflict`;
+  :class:`ImportConflict` (naming the fields that differ, never their values);
 - :func:`apply_import` feeds the new records and spans to the session's
   :class:`~otel_agents.persistence.session_sink.SessionSink`, the writer a live run
   uses (events.jsonl, spans.jsonl, then ``tree.json.gz`` and ``meta.json`` once), and
@@ -35,6 +36,7 @@ from otel_agents.persistence.events_file import EventLine, EventsFileError, read
 from otel_agents.persistence.intake_order import ready_to_bill, sort_events_file
 from otel_agents.persistence.journal import JournalError, is_record_event, read_journal, spans_from_journal
 from otel_agents.persistence.ledger_records import ledger_records
+from otel_agents.persistence.redacted_copy import is_redacted_copy
 from otel_agents.persistence.notices import stderr_warning
 from otel_agents.persistence.private import open_private_append
 from otel_agents.persistence.paths import Paths
@@ -137,8 +139,10 @@ def _span_diff(a: SpanData, b: SpanData) -> str:
 
 
 def _diff(a: Mapping[str, Any], b: Mapping[str, Any]) -> str:
+    """The fields that differ, by name only: a saved value may hold a secret the file had redacted, and an
+    error message is shown and logged where the session directory's contents are not."""
     keys = [k for k in list(a) + [k for k in b if k not in a] if a.get(k) != b.get(k)]
-    return ", ".join(f"{k}: {a.get(k)!r:.40} vs {b.get(k)!r:.40}" for k in keys[:3])
+    return ", ".join(keys[:3]) + (f" and {len(keys) - 3} more" if len(keys) > 3 else "")
 
 
 # --------------------------------------------------------------------------- planning
@@ -159,7 +163,7 @@ class _Session:
         if known is None:
             self._accept(span, source)
             return
-        if _facts(known) == _facts(span):
+        if _facts(known) == _facts(span) or is_redacted_copy(_facts(known), _facts(span)):
             self._check_records(span, source)
             return
         if _start_facts(known) == _start_facts(span):
@@ -222,8 +226,11 @@ class _Session:
             if known is None:
                 continue
             where = f"{source}: session {self.plan.session_id}: record {mid}"
-            if known.record != line.record:
-                raise ImportConflict(f"{where} contradicts the one already saved ({_diff(known.record, line.record)})")
+            # A redacted copy (an --otlp-file of this session) holds nothing the saved record lacks.
+            if known.record != line.record and not is_redacted_copy(known.record, line.record):
+                raise ImportConflict(
+                    f"{where} contradicts the one already saved (it differs in {_diff(known.record, line.record)})"
+                )
             if (known.trace_id, known.span_id) != (line.trace_id, line.span_id):
                 raise ImportConflict(
                     f"{where} is on span {line.span_id} but already saved on span {known.span_id}"

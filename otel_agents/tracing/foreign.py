@@ -65,7 +65,7 @@ _ALIASES: dict[str, tuple[str, ...]] = {
     sc.GEN_AI_TOOL_NAME: ("tool.name",),
     sc.GEN_AI_AGENT_NAME: ("agent.name",),
 }
-_USAGE_KEYS = (
+USAGE_KEYS = (
     sc.GEN_AI_USAGE_INPUT_TOKENS, sc.GEN_AI_USAGE_OUTPUT_TOKENS, sc.GEN_AI_USAGE_CACHE_READ,
     sc.GEN_AI_USAGE_CACHE_WRITE, sc.GEN_AI_USAGE_REASONING,
 )
@@ -91,8 +91,16 @@ def mapped_attributes(span: SpanData) -> dict[str, Any]:
     for key, aliases in _ALIASES.items():
         if key in attrs:
             continue
+        if key in USAGE_KEYS:
+            # The first alias present is the count, checked like the key itself (import_checks.py refuses a bad
+            # one): skipping it for the next alias, or for none, would bill fewer tokens than the trace says.
+            # Mapped only if valid, for a caller that skipped the checks.
+            alias = usage_alias(attrs, key)
+            if alias is not None and _is_token_count(attrs[alias]):
+                added[key] = attrs[alias]
+            continue
         for alias in aliases:
-            if alias in attrs and _fits(key, attrs[alias]):
+            if alias in attrs and _is_name(attrs[alias]):
                 added[key] = attrs[alias]
                 break
     if sc.GEN_AI_OPERATION_NAME not in attrs:
@@ -110,11 +118,21 @@ def mapped_attributes(span: SpanData) -> dict[str, Any]:
     return {**attrs, **added} if added else attrs
 
 
-def _fits(key: str, value: Any) -> bool:
-    """Only what the key's checks would accept (import_checks.py runs before this, on the original keys):
-    token counts are non-negative integers, every other mapped key a non-empty string."""
-    if key in _USAGE_KEYS:
-        return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**63
+def usage_alias(attributes: Mapping[str, Any], key: str) -> str | None:
+    """The other-convention key whose value becomes the token count ``key``: the first one present, when
+    ``key`` itself is absent (import_checks.py holds it to ``key``'s rule), else None."""
+    if key in attributes:
+        return None
+    return next((alias for alias in _ALIASES[key] if alias in attributes), None)
+
+
+def _is_token_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**63
+
+
+def _is_name(value: Any) -> bool:
+    """A name or id another convention gives is mapped only when it is a non-empty string (one that is not
+    stays where it was, under its own key: no count is read from it)."""
     return isinstance(value, str) and value != ""
 
 
@@ -253,7 +271,7 @@ def _usage_children(spans: list[SpanData], positions: list[int], index: dict[str
         if _ours(span):  # our agents' usage is their chat spans' sum: those are in a part not read yet
             continue
         model = span.attributes.get(sc.GEN_AI_REQUEST_MODEL)
-        carried = (*_USAGE_KEYS, sc.GEN_AI_REQUEST_MODEL, sc.GEN_AI_RESPONSE_MODEL, sc.GEN_AI_PROVIDER_NAME,
+        carried = (*USAGE_KEYS, sc.GEN_AI_REQUEST_MODEL, sc.GEN_AI_RESPONSE_MODEL, sc.GEN_AI_PROVIDER_NAME,
                    sc.GEN_AI_RESPONSE_FINISH_REASONS, sc.GEN_AI_USAGE_COST, sc.LLM_PRICE_SOURCE)
         attributes = {k: span.attributes[k] for k in carried if k in span.attributes}
         attributes.update({sc.GEN_AI_OPERATION_NAME: sc.OP_CHAT, SYNTHETIC: True})

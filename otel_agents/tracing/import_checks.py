@@ -2,7 +2,7 @@
 
 The decoders (otlp_decode.py, jaeger_decode.py) prove a file is well-formed OTLP/JSON or Jaeger JSON;
 these checks prove its spans say nothing our own spans could not: token counts
-are non-negative integers below 2**63, costs and latencies finite non-negative numbers below 1e15,
+(and another convention's token count that foreign.py would map) are non-negative integers below 2**63, costs and latencies finite non-negative numbers below 1e15,
 message ids ``msg_<digits>``, records well-formed seed-001 records, times in
 order (how deep spans nest is not limited: trees are built without recursion). The attribute
 rules are one declarative pydantic schema keyed by attribute name; a key absent
@@ -19,6 +19,7 @@ from pydantic import ConfigDict, Field, StrictBool, StrictStr, TypeAdapter, Vali
 from typing_extensions import TypedDict
 
 from otel_agents.tracing import semconv as sc
+from otel_agents.tracing.foreign import USAGE_KEYS, usage_alias
 from otel_agents.tracing.records import RecordError, from_span_event, validate_record
 from otel_agents.tracing.spandata import SpanData
 
@@ -75,6 +76,7 @@ _SCHEMA: dict[str, Any] = {
 _SpanAttributes = TypedDict("_SpanAttributes", _SCHEMA, total=False)  # type: ignore[misc]
 _SpanAttributes.__pydantic_config__ = ConfigDict(extra="ignore")  # type: ignore[attr-defined]
 _ATTRIBUTES = TypeAdapter(_SpanAttributes)
+_COUNT = TypeAdapter(Count)
 _CHECKED = frozenset(_SCHEMA)
 _EXPECTED = {
     key: next((m.description for m in getattr(kind, "__metadata__", ()) if getattr(m, "description", None)), None)
@@ -108,6 +110,9 @@ def span_problem(span: SpanData) -> Problem | None:
             key = error["loc"][0]
             value = attributes.get(key)
             return Problem("attributes", f"{key}: expected {_EXPECTED[key]}, got {_shown(value)}", key=key)
+    problem = _alias_problem(attributes)
+    if problem is not None:
+        return problem
     for index, event in enumerate(span.events):
         if event.name not in sc.SESSION_EVENT_NAMES:
             continue
@@ -117,6 +122,20 @@ def span_problem(span: SpanData) -> Problem | None:
             return Problem("event", f"record: {exc}", event=index)
         except (ValueError, TypeError) as exc:  # e.g. a keep that is not a number
             return Problem("event", f"record: {type(exc).__name__}: {exc}", event=index)
+    return None
+
+
+def _alias_problem(attributes: dict[str, Any]) -> Problem | None:
+    """A token count under another convention's key (foreign.py maps it) held to the same rule as ours."""
+    for key in USAGE_KEYS:
+        alias = usage_alias(attributes, key)
+        if alias is None:
+            continue
+        try:
+            _COUNT.validate_python(attributes[alias])
+        except ValidationError:
+            message = f"{alias}: expected {_EXPECTED[key]}, got {_shown(attributes[alias])}"
+            return Problem("attributes", message, key=alias)
     return None
 
 

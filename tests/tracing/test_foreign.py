@@ -150,3 +150,10 @@ def test_a_deep_chain_is_shaped_in_linear_time():
     assert time.perf_counter() - started < 5  # quadratic would be 200 million steps
     lifted = [s for s in spans if s.attributes.get(ORIGINAL_PARENT_SPAN_ID)]
     assert [s.span_id for s in lifted] == [f"{2:016x}"]  # only the outermost chat: the rest sit under it
+
+
+def test_a_bad_token_count_is_not_passed_over_for_a_later_alias():
+    """The first alias present is the count (import_checks.py refuses a bad one): taking the next would bill
+    a number the trace did not mean."""
+    s = span("00000000000000a1", None, "x", **{"gen_ai.usage.prompt_tokens": -1, "llm.token_count.prompt": 300})
+    assert sc.GEN_AI_USAGE_INPUT_TOKENS not in mapped_attributes(s)

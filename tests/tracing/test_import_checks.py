@@ -72,6 +72,22 @@ def test_each_attribute_rule_names_the_key_and_the_value(key, value, expected):
     assert problem.message.startswith(f"{key}: {expected}")
 
 
+@pytest.mark.parametrize("alias, value", [
+    ("llm.token_count.prompt", -5), ("llm.token_count.completion", 10**23), ("gen_ai.usage.prompt_tokens", -5),
+    ("llm.token_count.prompt_details.cache_read", 12.5), ("gen_ai.usage.completion_tokens", "7"),
+])
+def test_another_convention_s_token_count_obeys_the_same_rule(alias, value):
+    """foreign.py bills it as the current key: a bad one refused, not skipped (which billed nothing)."""
+    span = dataclasses.replace(chat(), attributes={sc.GEN_AI_OPERATION_NAME: "chat", alias: value})
+    problem = span_problem(span)
+    assert problem is not None and problem.part == "attributes" and problem.key == alias
+    assert problem.message.startswith(f"{alias}: expected a non-negative integer below 2**63, got ")
+
+
+def test_an_alias_the_current_key_overrides_is_not_read():
+    assert span_problem(chat(**{"llm.token_count.prompt": -5})) is None  # input_tokens is there: nothing maps it
+
+
 def test_records_must_be_well_formed():
     good = make_record("transcript_entry", "msg_000003", agent_id="agent_001", role="user", content="hi")
     event = EventData("transcript_entry", 7, to_span_attributes(good))
