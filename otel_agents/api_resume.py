@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import Any, Callable, Iterable, Sequence
 
@@ -48,7 +49,7 @@ def resume(
     from otel_agents.apps import reimport_app
     from otel_agents.persistence.store import StoreError
     from otel_agents.restore import carried_budget, restore_session, root_name, saved_budget, saved_params
-    from otel_agents.saved_session import agents_spent, bill_before_resume, load_for_resume
+    from otel_agents.saved_session import agents_spent, bill_before_resume, hooks_left_behind, load_for_resume
     from otel_agents.session_recording import NoSuchSession, StorageUnwritable, own_session
 
     check_required_text("resume", "session_id", session_id)
@@ -100,6 +101,10 @@ def resume(
         session = Session.__new__(Session)
         session._setup(runtime, loaded, model, hooks or (), rec, source="resume", ownership=ownership,
                        app=last.app if last else None, on_text=on_text)
+        for name in hooks_left_behind(session_dir, tree, runtime.hooks.names()):
+            logging.getLogger("otel_agents.resume").warning(
+                "hook %r watched session %s and is not installed now (pass it in hooks=, or start sessions "
+                "with app= so that resume re-imports them)", name, session_id)
         return session
     except BaseException:
         ownership.release()  # idempotent: a started recording owns it from here

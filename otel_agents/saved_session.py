@@ -8,7 +8,8 @@ what a dead writer left open as interrupted. Loading writes nothing: the careful
 file that exists but cannot be read whole, or records that contradict the checkpoint,
 are a :class:`~otel_agents.restore.ResumeError`: no model is called and nothing billed.
 The CLI and the Python API both resume through :func:`load_for_resume` and
-:func:`bill_before_resume` (and :func:`agents_spent`, what agents with a budget spent before).
+:func:`bill_before_resume` (and :func:`agents_spent`, what agents with a budget spent before;
+:func:`hooks_left_behind`, the hooks that watched it and are not back).
 """
 
 from __future__ import annotations
@@ -133,3 +134,15 @@ def _load_current(session_dir: Path, session_id: str):
     except (StoreError, ResumeError, OSError):
         return None
     return SavedSession(session_id, records, runs, last, redacted=bool(meta.get("redacted"))), tree, current.meta
+
+
+def hooks_left_behind(session_dir: Path, tree: Mapping[str, Any] | None, installed: set[str]) -> list[str]:
+    """The hooks whose decisions the session recorded and that a resume installing ``installed`` lacks, sorted.
+
+    Hooks are code, not saved data: a session a program started without ``app=`` comes back from the
+    CLI unwatched by them, and a hook that denied actions would silently stop denying them.
+    """
+    from otel_agents.persistence.tree_file import TREE_FILE
+    from otel_agents.views.hook_marks import hook_names
+
+    return sorted(hook_names(tree, Path(session_dir) / TREE_FILE) - installed)

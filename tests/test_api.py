@@ -89,6 +89,9 @@ def test_the_cli_resumes_a_session_the_api_recorded(tmp_path, script):
     before = len(ledger(home, session_id))
     done = python("-m", "otel_agents", "resume", session_id, "And Rome?", home=home)
     assert done.stdout.strip() == "I have nothing further to add."  # the script's turns are used up
+    # The hook that denied delete_notes is code the CLI does not have: said, not silently dropped.
+    (warning,) = [line for line in done.stderr.splitlines() if line.startswith("warning: hook")]
+    assert warning.startswith("warning: hook 'keep_notes' watched this session and is not installed now")
     assert len(ledger(home, session_id)) == before + 1
     assert python("-m", "otel_agents", "sessions", "verify", session_id, home=home, check=False).returncode == 0
 
@@ -115,9 +118,34 @@ def test_python_resume_continues_with_the_custom_tools(tmp_path, script):
     )
     done = python(str(program), str(home), session_id, str(script), home=home)
     assert done.stdout.strip() == "Rome is smaller."
+    assert "hook 'keep_notes' watched session" in done.stderr  # logged: resumed without the hook
     contents = [e.get("content") for e in events(home, session_id)]
     assert "Rome: resumed tool" in contents and "How big is Paris?" in contents
     assert python("-m", "otel_agents", "sessions", "verify", session_id, home=home, check=False).returncode == 0
+
+
+def test_python_resume_with_the_sessions_hooks_warns_of_none(tmp_path, script):
+    home = tmp_path / "home"
+    _, session_id = run_researcher(home, script)
+    program = tmp_path / "resume_it.py"
+    program.write_text(
+        "import sys, otel_agents\n"
+        "from otel_agents import Decision, approval, tool\n"
+        "@tool\n"
+        "def delete_notes() -> str:\n"
+        "    \"Delete the notes.\"\n"
+        "    return 'deleted'\n"
+        "@approval(tools=['delete_notes'])\n"
+        "def keep_notes(request):\n"
+        "    return Decision(False, 'notes are kept')\n"
+        "with otel_agents.recording(home=sys.argv[1]):\n"
+        "    with otel_agents.resume(sys.argv[2], tools=[delete_notes], hooks=[keep_notes],\n"
+        "                            script=sys.argv[3]) as session:\n"
+        "        print(session.run_sync('And Rome?'))\n"
+    )
+    done = python(str(program), str(home), session_id, str(script), home=home)
+    assert done.stdout.strip() == "I have nothing further to add."
+    assert "watched session" not in done.stderr
 
 
 def test_the_applications_own_provider_keeps_its_spans_and_the_session_is_saved(tmp_path, script):

@@ -84,7 +84,7 @@ def _resume_owned(session_dir, session_id, prompts, script_name, model_opts, otl
         ResumeError, carried_budget, restore_session, saved_budget, saved_params,
     )
     from otel_agents.restored_models import carried_model
-    from otel_agents.saved_session import agents_spent, load_for_resume
+    from otel_agents.saved_session import agents_spent, hooks_left_behind, load_for_resume
 
     try:  # everything is read and checked before any model is called or anything billed
         saved, tree, meta, repair = load_for_resume(session_dir, session_id)
@@ -143,6 +143,10 @@ def _resume_owned(session_dir, session_id, prompts, script_name, model_opts, otl
             raise click.UsageError(str(exc)) from None
         target = _target_or_exit(session, delivery)
         install_session_hooks(session, script, app)
+        for name in hooks_left_behind(session_dir, tree, session.hooks.names()):
+            click.echo(f"warning: hook {name!r} watched this session and is not installed now (hooks are code, "
+                       "not saved: run the session from an app, `run --app MODULE:FACTORY`, to have them back)",
+                       err=True)
 
         try:  # said before anything is billed or any LLM is called; a crashed run is billed once, before new runs
             bill_before_resume(session_dir, tree, meta, paths.billing_file, repair)

@@ -27,6 +27,11 @@ class SessionHooks:
         self.transformers: list[TransformHook] = []
         self.reminders: list[RemindHook] = []
 
+    def names(self) -> set[str]:
+        """Every installed hook's name, as its decisions are recorded."""
+        return {hook.name for hooks in (self.approvers, self.reviewers, self.transformers, self.reminders)
+                for hook in hooks}
+
     async def approve(self, request: ToolRequest) -> tuple[str, Decision] | None:
         """The first denial among the applicable approval hooks, else None."""
         span = trace.get_current_span()

@@ -28,23 +28,33 @@ class _HookEvent:
 
 
 def hook_events(tree: Mapping[str, Any] | None, tree_path: Path | None) -> list[_HookEvent]:
-    """The review rejections and transform rewrites recorded on the session's spans.
+    """The review rejections and transform rewrites recorded on the session's spans."""
+    return [e for e in _recorded(tree, tree_path) if _wanted(e)]
+
+
+def hook_names(tree: Mapping[str, Any] | None, tree_path: Path | None) -> set[str]:
+    """The name of every hook whose decision the session's spans recorded (a hook that never acted is not known)."""
+    return {e.name for e in _recorded(tree, tree_path)}
+
+
+def _recorded(tree: Mapping[str, Any] | None, tree_path: Path | None) -> Iterable[_HookEvent]:
+    """Every hook decision recorded on the session's spans.
 
     A tree in memory answers; else the span journal, whose bytes are searched for the event's
-    name so that only the lines holding one are parsed; else tree.json.gz. None of it: no marks.
+    name so that only the lines holding one are parsed; else tree.json.gz. None of it: none.
     """
     if tree is None and tree_path is not None:
         journal = tree_path.with_name(JOURNAL_FILE)
         if journal.is_file():
             try:
-                return [e for e in _journal_events(journal) if _wanted(e)]
+                return list(_journal_events(journal))
             except JournalError:
                 pass  # unreadable: the tree answers, as for chat contexts
         if tree_path.is_file():
             tree = read_tree(tree_path)
     if tree is None:
         return []
-    return [e for e in _tree_events(tree) if _wanted(e)]
+    return list(_tree_events(tree))
 
 
 def _wanted(event: _HookEvent) -> bool:
