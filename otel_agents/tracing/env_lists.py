@@ -61,14 +61,14 @@ def _bad_resource_entry(text: str) -> int | None:
     return None
 
 
-def check_env_lists(environ: Mapping[str, str] | None = None) -> None:
-    """Every header variable and OTEL_RESOURCE_ATTRIBUTES that is set, checked (ListFormatError)."""
+def check_env_lists(environ: Mapping[str, str] | None = None, *, resource: bool = True) -> None:
+    """Every header variable that is set, and OTEL_RESOURCE_ATTRIBUTES with ``resource``, checked (ListFormatError)."""
     environ = os.environ if environ is None else environ
     for name in HEADER_VARIABLES:
         value = environ.get(name)
         if value:  # the SDK warns about a blank entry too (" ")
             parse_headers(value, name)
-    value = environ.get(RESOURCE_VARIABLE)
+    value = environ.get(RESOURCE_VARIABLE) if resource else None
     if value:
         position = _bad_resource_entry(value)
         if position is not None:

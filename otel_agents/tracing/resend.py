@@ -75,8 +75,9 @@ def resolve_target(endpoint: str | None = None, headers: str | None = None) -> R
     else:
         raise ConfigError("no OTLP endpoint: give --endpoint URL or set OTEL_EXPORTER_OTLP_ENDPOINT")
     check_endpoint(url, protocol)
-    # The HTTP exporter parses the header variables even when --headers is given.
-    check_env_list_variables()
+    # The HTTP exporter parses the header variables even when --headers is given (saved spans keep
+    # their resource: OTEL_RESOURCE_ATTRIBUTES is not read).
+    check_env_list_variables(resource=False)
     parsed: dict[str, str] | None = None
     if headers is not None:
         try:

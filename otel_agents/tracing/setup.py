@@ -108,10 +108,10 @@ def shutdown_bound_s() -> float:
     return export_timeout_s() + SHUTDOWN_GRACE_S
 
 
-def check_env_list_variables() -> None:
-    """The OTLP header variables and OTEL_RESOURCE_ATTRIBUTES, checked before the SDK logs a bad one verbatim."""
+def check_env_list_variables(*, resource: bool = True) -> None:
+    """The OTLP header variables (and OTEL_RESOURCE_ATTRIBUTES), checked before the SDK logs a bad one verbatim."""
     try:
-        check_env_lists()
+        check_env_lists(resource=resource)
     except ListFormatError as exc:
         raise ConfigError(str(exc)) from None
 

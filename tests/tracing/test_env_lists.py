@@ -52,3 +52,4 @@ def test_every_header_variable_is_checked_and_named_with_the_bad_entry():
         with pytest.raises(ListFormatError, match=rf"^{name} must be .*; entry 2 is not \(its value is not shown\)$"):
             check_env_lists({name: f"a=b,Authorization: Bearer {SECRET}"})
     check_env_lists({"OTEL_EXPORTER_OTLP_LOGS_HEADERS": "never read"})  # no logs exporter of ours reads it
+    check_env_lists({"OTEL_RESOURCE_ATTRIBUTES": "bad entry"}, resource=False)  # export: saved spans keep theirs
