@@ -104,7 +104,7 @@ def application_provider() -> TracerProvider | None:
 def configure(otlp_file: Path | None = None, *, adopt: TracerProvider | None = None, batch: bool = True) -> Tracing:
     """Tracing from OTEL_*; with ``adopt``, our processors join that provider instead (its exporters
     already carry our spans, so no OTLP exporter is added twice)."""
-    from otel_agents.tracing.setup import ConfigError, configure_tracing, env_flag
+    from otel_agents.tracing.setup import ConfigError, check_env_list_variables, configure_tracing, env_flag
     from otel_agents.tracing.telemetry import Telemetry
 
     from otel_agents.tracing.metrics_setup import configure_metrics
@@ -113,6 +113,7 @@ def configure(otlp_file: Path | None = None, *, adopt: TracerProvider | None = N
         options = TracingOptions(otlp_file=otlp_file, batch=batch)
         if adopt is None or env_flag("OTEL_SDK_DISABLED", False):
             return configure_tracing(options)
+        check_env_list_variables()  # our meter provider reads them as the tracer provider would
         metrics = configure_metrics(otlp_file)  # ours, from OTEL_*: the application's provider has no meters of ours
     except ConfigError as exc:
         raise RecordingConfigError(str(exc)) from None

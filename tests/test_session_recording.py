@@ -123,6 +123,14 @@ def test_a_bad_metrics_setting_refuses_an_adopted_provider_in_one_line(monkeypat
         configure(adopt=app_provider()[0])
 
 
+def test_a_malformed_header_list_refuses_an_adopted_provider_without_echoing_it(monkeypatch):
+    """Our meter provider would have the SDK parse (and log) the list, as a built tracer provider would."""
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_METRICS_HEADERS", "Authorization: Bearer sk-live-SECRET123")
+    with pytest.raises(RecordingConfigError, match="^OTEL_EXPORTER_OTLP_METRICS_HEADERS must be") as caught:
+        configure(adopt=app_provider()[0])
+    assert "SECRET" not in str(caught.value)
+
+
 def test_a_run_whose_recorder_process_dies_makes_no_further_model_call(tmp_path):
     """The ledger is the recorder process's to write: a run that went on after it died spent money
     no ledger would ever hold. At most the call under way when it died goes unbilled."""

@@ -19,14 +19,15 @@ from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExportResult
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
-from opentelemetry.util.re import parse_env_headers
 
+from otel_agents.tracing.env_lists import ListFormatError, parse_headers
 from otel_agents.tracing.export_filter import NetworkExportFilter
 from otel_agents.tracing.export_rules import ExportLimits
 from otel_agents.tracing.setup import (
     ConfigError,
     TracingOptions,
     check_endpoint,
+    check_env_list_variables,
     export_timeout_s,
     otlp_exporter,
     otlp_protocol,
@@ -74,11 +75,15 @@ def resolve_target(endpoint: str | None = None, headers: str | None = None) -> R
     else:
         raise ConfigError("no OTLP endpoint: give --endpoint URL or set OTEL_EXPORTER_OTLP_ENDPOINT")
     check_endpoint(url, protocol)
+    # The HTTP exporter parses the header variables even when --headers is given (saved spans keep
+    # their resource: OTEL_RESOURCE_ATTRIBUTES is not read).
+    check_env_list_variables(resource=False)
     parsed: dict[str, str] | None = None
     if headers is not None:
-        parsed = parse_env_headers(headers, liberal=True)
-        if headers.strip() and not parsed:
-            raise ConfigError(f"--headers must be key=value pairs separated by commas, not {headers!r}")
+        try:
+            parsed = parse_headers(headers, "--headers")
+        except ListFormatError as exc:
+            raise ConfigError(str(exc)) from None
     return ResendTarget(url, protocol, parsed, export_timeout_s())
 
 

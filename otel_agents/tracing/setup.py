@@ -45,6 +45,7 @@ from opentelemetry.sdk.trace.sampling import ALWAYS_ON
 
 from otel_agents.version import __version__
 from otel_agents.tracing.content_capture import CaptureSettingError, capture_content
+from otel_agents.tracing.env_lists import ListFormatError, check_env_lists
 from otel_agents.tracing.export_filter import NetworkExportFilter
 from otel_agents.tracing.export_rules import DEFAULT_VALUE_CAP, MIN_VALUE_CAP, ExportLimits
 from otel_agents.tracing.network_export import NetworkExportProcessor
@@ -105,6 +106,14 @@ def export_timeout_s() -> float:
 def shutdown_bound_s() -> float:
     """The longest ``Tracing.shutdown`` waits for the network: the export timeout plus the grace."""
     return export_timeout_s() + SHUTDOWN_GRACE_S
+
+
+def check_env_list_variables(*, resource: bool = True) -> None:
+    """The OTLP header variables (and OTEL_RESOURCE_ATTRIBUTES), checked before the SDK logs a bad one verbatim."""
+    try:
+        check_env_lists(resource=resource)
+    except ListFormatError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def env_capture_content() -> bool:
@@ -192,6 +201,7 @@ def otlp_exporter(protocol: str, timeout_s: float, **kwargs: Any) -> SpanExporte
 
 def configure_tracing(options: TracingOptions | None = None) -> Tracing:
     options = options or TracingOptions()
+    check_env_list_variables()  # also when disabled: the recording's resource reads OTEL_RESOURCE_ATTRIBUTES
     if env_flag("OTEL_SDK_DISABLED", False):
         return _recording_only(options)
 

@@ -60,7 +60,7 @@ def _files(directory: Path) -> dict[str, tuple[bytes, int]]:
         (("--endpoint", "localhost:4318"), {}, "Error: invalid OTLP endpoint 'localhost:4318' for http/protobuf"),
         (("--endpoint", "http://[::1"), {}, "Error: invalid OTLP endpoint 'http://[::1' for http/protobuf"),
         (("--endpoint", "http://127.0.0.1:4318", "--headers", "garbage"), {},
-         "Error: --headers must be key=value pairs separated by commas, not 'garbage'"),
+         "Error: --headers must be key=value pairs separated by commas, values URL-encoded"),
         (("--endpoint", "http://127.0.0.1:4318"), {"OTEL_EXPORTER_OTLP_TIMEOUT": "soon"},
          "Error: OTEL_EXPORTER_OTLP_TIMEOUT must be a positive number of seconds, not 'soon'"),
         (("--endpoint", "http://127.0.0.1:4318"), {"OTEL_EXPORTER_OTLP_PROTOCOL": "thrift"},
@@ -85,6 +85,35 @@ def test_unknown_sessions_and_sessions_without_a_journal_are_refused(saved, env,
     result = invoke(saved[1], "--endpoint", "http://127.0.0.1:4318", "--sessions-dir", str(sessions))
     assert result.exit_code == 2
     assert result.stderr.strip() == f"Error: session {saved[1]} has no span journal ({sessions / saved[1] / 'spans.jsonl'})"
+
+
+SECRET = "sk-live-SECRET1234567890"
+
+
+@pytest.mark.parametrize(
+    "args, variables, named, entry",
+    [
+        (("--headers", f"Authorization: Bearer {SECRET}"), {}, "--headers", 1),
+        ((), {"OTEL_EXPORTER_OTLP_HEADERS": f"Authorization: Bearer {SECRET}"}, "OTEL_EXPORTER_OTLP_HEADERS", 1),
+        # The HTTP exporter parses the variable even when --headers is given.
+        (("--headers", "x-a=b"), {"OTEL_EXPORTER_OTLP_TRACES_HEADERS": f"x-a=b,Authorization: Bearer {SECRET}"},
+         "OTEL_EXPORTER_OTLP_TRACES_HEADERS", 2),
+    ],
+)
+def test_a_malformed_header_list_is_exit_2_and_never_echoed(saved, tmp_path, args, variables, named, entry):
+    """The SDK's parse_env_headers printed the list verbatim (twice), secret included, and the export went on."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    env.update(variables, OTEL_AGENTS_HOME=str(saved[0]))
+    with HttpTraceReceiver() as receiver:
+        proc = subprocess.run([sys.executable, "-m", "otel_agents", "export", saved[1], "--endpoint", receiver.endpoint,
+                               *args], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60)
+        assert receiver.spans() == []
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.strip().splitlines() == [
+        f"Error: {named} must be key=value pairs separated by commas, values URL-encoded "
+        f"(e.g. authorization=Bearer%20TOKEN); entry {entry} is not (its value is not shown)"
+    ], proc.stderr
+    assert SECRET not in proc.stderr
 
 
 def test_an_endpoint_that_refuses_is_exit_1_with_the_count(saved, env):

@@ -327,3 +327,46 @@ def test_a_malformed_otlp_endpoint_is_exit_2_without_a_traceback_and_nothing_is_
         "Error: invalid OTLP endpoint 'http://[::1' for http/protobuf (expected e.g. http://host:4318)"], proc.stderr
     assert not (cli_env / "sessions").exists() or not any((cli_env / "sessions").iterdir())
     assert not (cli_env / "billing.jsonl").exists()
+
+
+SECRET = "sk-live-SECRET1234567890"
+
+
+@pytest.mark.parametrize(
+    "variables, named, entry",
+    [
+        ({"OTEL_EXPORTER_OTLP_HEADERS": f"Authorization: Bearer {SECRET}"}, "OTEL_EXPORTER_OTLP_HEADERS", 1),
+        ({"OTEL_EXPORTER_OTLP_TRACES_HEADERS": f"x-a=b, Authorization: Bearer {SECRET}"},
+         "OTEL_EXPORTER_OTLP_TRACES_HEADERS", 2),
+        ({"OTEL_EXPORTER_OTLP_METRICS_HEADERS": f"Authorization: Bearer {SECRET}"},
+         "OTEL_EXPORTER_OTLP_METRICS_HEADERS", 1),
+        ({"OTEL_RESOURCE_ATTRIBUTES": f"service.name=x,token {SECRET}"}, "OTEL_RESOURCE_ATTRIBUTES", 2),
+    ],
+)
+def test_a_malformed_otel_list_is_exit_2_never_echoed_and_nothing_runs(cli_env, tmp_path, variables, named, entry):
+    """The SDK printed a bad header list or resource attribute verbatim (up to three times) and the run went on."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_") or k == "OTEL_AGENTS_HOME"}
+    env.update(variables, OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:9", OTEL_AGENTS_HOME=str(cli_env))
+    proc = subprocess.run([sys.executable, "-m", "otel_agents", "run", "hi"], capture_output=True, text=True, env=env,
+                          cwd=tmp_path, timeout=120)
+    assert proc.returncode == 2 and proc.stdout == "", proc.stderr
+    assert SECRET not in proc.stderr
+    form = "authorization=Bearer%20TOKEN" if "HEADERS" in named else "deployment.environment.name=lab"
+    assert [line for line in proc.stderr.splitlines() if line.strip() and not line.startswith(("Usage:", "Try "))] == [
+        f"Error: {named} must be key=value pairs separated by commas, values URL-encoded (e.g. {form}); "
+        f"entry {entry} is not (its value is not shown)"], proc.stderr
+    assert not (cli_env / "sessions").exists() or not any((cli_env / "sessions").iterdir())
+
+
+def test_valid_otel_lists_keep_working_with_encoded_and_spaced_values(cli_env, tmp_path):
+    """Percent-encoded values, '=' inside a value and unencoded spaces (which the SDK takes) are not refused."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    env.update(OTEL_AGENTS_HOME=str(cli_env), OTEL_TRACES_EXPORTER="none",
+               OTEL_EXPORTER_OTLP_HEADERS="authorization=Bearer%20tok, x-a = b c ,",
+               OTEL_RESOURCE_ATTRIBUTES="service.name=a%2Cb, deployment.environment.name = lab=1")
+    proc = subprocess.run([sys.executable, "-m", "otel_agents", "run", "hi"], capture_output=True, text=True, env=env,
+                          cwd=tmp_path, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "Invalid" not in proc.stderr and "invalid" not in proc.stderr
+    journal = next((cli_env / "sessions").iterdir()) / "spans.jsonl"
+    assert '"service.name":"a,b"' in journal.read_text()

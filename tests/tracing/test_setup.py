@@ -103,6 +103,15 @@ def test_bad_configuration_is_a_clear_error(monkeypatch, variable, value, messag
         configure_tracing()
 
 
+@pytest.mark.parametrize("variable", ["OTEL_EXPORTER_OTLP_HEADERS", "OTEL_RESOURCE_ATTRIBUTES"])
+def test_a_malformed_list_is_a_clear_error_without_its_value(monkeypatch, variable):
+    """The SDK logged a bad list verbatim and went on without the entry."""
+    monkeypatch.setenv(variable, "a=b,Authorization: Bearer sk-live-SECRET123")
+    with pytest.raises(ConfigError, match=f"^{variable} must be key=value pairs.*entry 2 is not") as caught:
+        configure_tracing()
+    assert "SECRET" not in str(caught.value)
+
+
 def test_grpc_accepts_an_endpoint_without_scheme(configured, monkeypatch):
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "localhost:4317")
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
