@@ -23,6 +23,7 @@ class StreamProgress:
     first_chunk_s: float | None = None  # seconds from the request to the first chunk
     chunks: list[Any] = field(default_factory=list)
     text: list[str] = field(default_factory=list)
+    usage_estimated: bool = False  # the provider sent no usage: the counts are litellm's estimate
 
     @property
     def partial_text(self) -> str:
