@@ -27,7 +27,7 @@ from otel_agents.llm.accounting import charge_llm
 from otel_agents.llm.budget import check as check_budgets, counted_cost
 from otel_agents.llm.budget import tell_warnings as tell_budget_warnings
 from otel_agents.llm.model_settings import ModelSettings
-from otel_agents.llm.streaming import STREAM_OPTIONS, StreamCutShort, StreamProgress, assemble, read_stream
+from otel_agents.llm.streaming import STREAM_OPTIONS, StreamCutShort, StreamProgress, assemble, read_stream, usage_sent
 from otel_agents.tracing import content_capture, semconv as sc
 from otel_agents.tracing.credentials import add_credential
 from otel_agents.tracing.redaction import redact_text
@@ -362,12 +362,8 @@ class LLMClient:
             return response
         stream = await litellm.acompletion(**kwargs)
         await read_stream(stream, progress, hand_on)
-        response = assemble(litellm, progress.chunks, kwargs["messages"])
-        # litellm's wrapper keeps the provider's own chunks; the usage chunk it yields may be its estimate.
-        received = getattr(stream, "chunks", progress.chunks)
-        if not counts_own and not any(getattr(chunk, "usage", None) is not None for chunk in received):
-            progress.usage_estimated = True
-        return response
+        progress.usage_estimated = not counts_own and not usage_sent(stream, progress)
+        return assemble(litellm, progress.chunks, kwargs["messages"])
 
     def _text_listener(self, request: ChatRequest) -> Callable[[str], None] | None:
         """``on_text`` for one attempt. It is the caller's display, not the model: an error in it is a

@@ -76,6 +76,12 @@ async def read_stream(
     return progress.chunks
 
 
+def usage_sent(stream: Any, progress: StreamProgress) -> bool:
+    """Whether the provider sent usage: litellm's wrapper keeps the provider's own chunks, while the
+    usage chunk it yields at the end may be its own estimate."""
+    return any(getattr(chunk, "usage", None) is not None for chunk in getattr(stream, "chunks", progress.chunks))
+
+
 def assemble(litellm: Any, chunks: list[Any], messages: list[dict[str, Any]]) -> Any:
     """The chunks as one response (``ModelResponse``), usage included."""
     response = litellm.stream_chunk_builder(chunks, messages=messages)
