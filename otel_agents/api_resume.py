@@ -10,7 +10,7 @@ from otel_agents.api import DEFAULT_MAX_TURNS, Hook, Session, _load_script, _mak
 from otel_agents.api_checks import check_run_options, check_scripted_model, hooks_of, tools_of
 from otel_agents.api_recording import active_recording, session_dir_of
 from otel_agents.arguments import check_required_text
-from otel_agents.llm.budget import Budget, BudgetMeter, totals_before
+from otel_agents.llm.budget import Budget, BudgetMeter
 from otel_agents.llm.model_settings import ModelSettings
 from otel_agents.runtime.eviction import EvictionPolicy, eviction_policy
 from otel_agents.runtime.tools import Tool
@@ -49,7 +49,9 @@ def resume(
     from otel_agents.apps import reimport_app
     from otel_agents.persistence.store import StoreError
     from otel_agents.restore import carried_budget, restore_session, root_name, saved_budget, saved_params
-    from otel_agents.saved_session import agents_spent, bill_before_resume, hooks_left_behind, load_for_resume
+    from otel_agents.saved_session import (
+        agents_spent, bill_before_resume, hooks_left_behind, load_for_resume, spent_before,
+    )
     from otel_agents.session_recording import NoSuchSession, StorageUnwritable, own_session
 
     check_required_text("resume", "session_id", session_id)
@@ -92,7 +94,7 @@ def resume(
         if not allow_unpriced:
             runtime.refuse_unpriced()
         if budget_scope == "session":
-            runtime.carry_spent(totals_before(tree, meta), lambda: agents_spent(session_dir, tree))
+            runtime.carry_spent(spent_before(tree, meta), lambda: agents_spent(session_dir, tree))
         runtime.carried_budget = carried_budget(saved, budget_scope)
         try:  # a crashed run is billed once, before new runs
             bill_before_resume(session_dir, tree, meta, rec.paths.billing_file, repair)

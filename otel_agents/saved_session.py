@@ -8,8 +8,8 @@ what a dead writer left open as interrupted. Loading writes nothing: the careful
 file that exists but cannot be read whole, or records that contradict the checkpoint,
 are a :class:`~otel_agents.restore.ResumeError`: no model is called and nothing billed.
 The CLI and the Python API both resume through :func:`load_for_resume` and
-:func:`bill_before_resume` (and :func:`agents_spent`, what agents with a budget spent before;
-:func:`hooks_left_behind`, the hooks that watched it and are not back).
+:func:`bill_before_resume` (and :func:`spent_before` and :func:`agents_spent`, what the session and
+agents with a budget spent before; :func:`hooks_left_behind`, the hooks that watched it and are not back).
 """
 
 from __future__ import annotations
@@ -64,6 +64,23 @@ def bill_before_resume(session_dir: Path, tree: Mapping[str, Any] | None, meta: 
     if tree is not None:
         flush_unbilled(tree, billing_file)
         mark_billed(Path(session_dir), meta)
+
+
+def spent_before(tree: Mapping[str, Any] | None, meta: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """What the session's and the root's limits count at resume: the saved totals (``totals_before``)
+    plus every LLM attempt that never completed (cancelled, interrupted), as the ledger bills them
+    at zero tokens and unknown cost; from ``tree`` when loaded, else meta.json's count of them."""
+    from otel_agents.llm.budget import totals_before
+    from otel_agents.persistence.session_meta import UNFINISHED_LLM_CALLS
+    from otel_agents.persistence.tree_totals import unfinished_llm_calls
+
+    totals = totals_before(tree, meta)
+    unfinished = unfinished_llm_calls(tree) if tree is not None else int((meta or {}).get(UNFINISHED_LLM_CALLS) or 0)
+    if not unfinished:
+        return totals
+    totals = dict(totals or {})
+    totals["llm_calls"] = int(totals.get("llm_calls") or 0) + unfinished
+    return totals
 
 
 def agents_spent(session_dir: Path, tree: Mapping[str, Any] | None) -> dict[str, Mapping[str, Any]]:

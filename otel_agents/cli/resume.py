@@ -77,14 +77,13 @@ def _target_or_exit(session, delivery: Delivery | None):
 def _resume_owned(session_dir, session_id, prompts, script_name, model_opts, otlp_file, verbose, trace_llm,
                   trace_tools, paths, ownership, budget_opts, delivery: Delivery | None = None,
                   eviction_opts: EvictionOptions = EvictionOptions()) -> int:
-    from otel_agents.llm.budget import totals_before
     from otel_agents.llm.scripts import ScriptError, load_script
     from otel_agents.llm.budget import BudgetMeter
     from otel_agents.restore import (
         ResumeError, carried_budget, restore_session, saved_budget, saved_params,
     )
     from otel_agents.restored_models import carried_model
-    from otel_agents.saved_session import agents_spent, hooks_left_behind, load_for_resume
+    from otel_agents.saved_session import agents_spent, hooks_left_behind, load_for_resume, spent_before
 
     try:  # everything is read and checked before any model is called or anything billed
         saved, tree, meta, repair = load_for_resume(session_dir, session_id)
@@ -136,7 +135,7 @@ def _resume_owned(session_dir, session_id, prompts, script_name, model_opts, otl
                 budget=BudgetMeter.for_session(limits),
                 eviction=eviction_opts.policy(script),
             )
-            check_session_budgets(session, budget_opts, totals_before(tree, meta),
+            check_session_budgets(session, budget_opts, spent_before(tree, meta),
                                   lambda: agents_spent(session_dir, tree))
             session.carried_budget = carried_budget(saved, budget_opts.scope)
         except ResumeError as exc:

@@ -20,14 +20,14 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from otel_agents.llm.price_snapshot import PriceEntries
 from otel_agents.llm.pricing import PriceTable, Usage
-from otel_agents.llm.responses import assistant_message, usage_of
+from otel_agents.llm.responses import IN_PROCESS_PREFIXES, assistant_message, estimate_usage, usage_missing, usage_of
 from otel_agents.llm.retry import RetryPolicy, error_type, is_transient
 from otel_agents.llm.served import served_attributes
 from otel_agents.llm.accounting import charge_llm
 from otel_agents.llm.budget import check as check_budgets, counted_cost
 from otel_agents.llm.budget import tell_warnings as tell_budget_warnings
 from otel_agents.llm.model_settings import ModelSettings
-from otel_agents.llm.streaming import STREAM_OPTIONS, StreamCutShort, StreamProgress, assemble, read_stream
+from otel_agents.llm.streaming import STREAM_OPTIONS, StreamCutShort, StreamProgress, assemble, read_stream, usage_sent
 from otel_agents.tracing import content_capture, semconv as sc
 from otel_agents.tracing.credentials import add_credential
 from otel_agents.tracing.redaction import redact_text
@@ -326,6 +326,7 @@ class LLMClient:
                     sc.RESPONSE_CHARS: len(message.get("content") or "")
                     + sum(len(c["function"]["arguments"]) for c in message.get("tool_calls", [])),
                     **served_attributes(response),
+                    sc.LLM_USAGE_ESTIMATED: True if progress.usage_estimated else None,
                     **self._price_entries.attributes(self.prices, request.model, span.get_span_context().trace_id),
                 },
             )
@@ -347,14 +348,21 @@ class LLMClient:
         """One ``acompletion``; a streamed one read whole (text handed on as it arrives) and assembled,
         another's text handed on whole."""
         hand_on = self._text_listener(request)
+        # A reply without usage is estimated, never billed as zero tokens at $0 (the in-process
+        # providers always count theirs); a stream's estimate is litellm's own, made the same way.
+        counts_own = request.model.startswith(IN_PROCESS_PREFIXES)
         if not self.stream:
             response = await litellm.acompletion(**kwargs)
+            if not counts_own and usage_missing(response):
+                estimate_usage(litellm, response, kwargs["model"], kwargs["messages"])
+                progress.usage_estimated = True
             text = getattr(response.choices[0].message, "content", None) if hand_on and response.choices else None
             if text:
                 hand_on(text)
             return response
         stream = await litellm.acompletion(**kwargs)
         await read_stream(stream, progress, hand_on)
+        progress.usage_estimated = not counts_own and not usage_sent(stream, progress)
         return assemble(litellm, progress.chunks, kwargs["messages"])
 
     def _text_listener(self, request: ChatRequest) -> Callable[[str], None] | None:

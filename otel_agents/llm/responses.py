@@ -6,6 +6,9 @@ from typing import Any
 
 from otel_agents.llm.pricing import Usage
 
+# Providers answering in this process (scripts, replays) always count their usage: never estimated.
+IN_PROCESS_PREFIXES = ("scripted/", "replay/")
+
 
 def assistant_message(raw: Any) -> dict[str, Any]:
     """Keep everything needed to send the turn back: content, tool calls, reasoning."""
@@ -54,3 +57,20 @@ def usage_of(response: Any) -> Usage:
         cache_write_tokens=int(cache_write or 0),
         reasoning_tokens=int((_field(completion_details, "reasoning_tokens") if completion_details else 0) or 0),
     )
+
+
+def usage_missing(response: Any) -> bool:
+    """A reply that said nothing of what it used: litellm gives it all-zero counts (no request is zero tokens)."""
+    usage = getattr(response, "usage", None)
+    return usage is None or not any(_field(usage, key) for key in ("prompt_tokens", "completion_tokens", "total_tokens"))
+
+
+def estimate_usage(litellm: Any, response: Any, model: str, messages: list[dict[str, Any]]) -> None:
+    """Give a reply without usage litellm's estimate, counted as litellm counts a stream that sent none
+    (``stream_chunk_builder``): the request's messages and the reply's text and tool calls."""
+    from litellm.litellm_core_utils.prompt_templates.common_utils import get_content_from_model_response
+
+    prompt = int(litellm.token_counter(model=model, messages=messages))
+    completion = int(litellm.token_counter(model=model, text=get_content_from_model_response(response),
+                                           count_response_tokens=True))
+    response.usage = litellm.Usage(prompt_tokens=prompt, completion_tokens=completion, total_tokens=prompt + completion)

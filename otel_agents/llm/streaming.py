@@ -23,6 +23,7 @@ class StreamProgress:
     first_chunk_s: float | None = None  # seconds from the request to the first chunk
     chunks: list[Any] = field(default_factory=list)
     text: list[str] = field(default_factory=list)
+    usage_estimated: bool = False  # the provider sent no usage: the counts are litellm's estimate
 
     @property
     def partial_text(self) -> str:
@@ -73,6 +74,12 @@ async def read_stream(
             raise original from None
         raise
     return progress.chunks
+
+
+def usage_sent(stream: Any, progress: StreamProgress) -> bool:
+    """Whether the provider sent usage: litellm's wrapper keeps the provider's own chunks, while the
+    usage chunk it yields at the end may be its own estimate."""
+    return any(getattr(chunk, "usage", None) is not None for chunk in getattr(stream, "chunks", progress.chunks))
 
 
 def assemble(litellm: Any, chunks: list[Any], messages: list[dict[str, Any]]) -> Any:

@@ -28,6 +28,7 @@ CSV_COLUMNS = (
     "cost_usd", "price_source", "tool", "chars_in", "chars_out",
     # Optional fields, at the end so existing columns keep their places.
     "served_provider", "upstream_cost_usd", "upstream_inference_cost_usd", "price_id", "tool_provider",
+    "usage_estimated",
 )
 
 Warn = Callable[[str], None]

@@ -67,6 +67,7 @@ def make_meta(
         "writer": this_writer() if running else None,
         "last_run": run_summary(runs[-1], len(runs)) if runs else None,
     }
+    _note_unfinished(meta, tree, 0)
     if any((run.get("attributes") or {}).get(sc.RUN_REDACTED_SAVE) for run in runs):
         meta["redacted"] = True
     first = (runs[0].get("attributes") or {}) if runs else {}
@@ -116,9 +117,26 @@ def meta_after_run(settled: Mapping[str, Any], run_tree: Mapping[str, Any]) -> d
         "writer": None,
         "last_run": run_summary(run, before + 1),
     })
+    _note_unfinished(meta, run_tree, settled.get(UNFINISHED_LLM_CALLS) or 0)
     if (run.get("attributes") or {}).get(sc.RUN_REDACTED_SAVE):
         meta["redacted"] = True
     return meta
+
+
+# LLM attempts that never completed (cut off by a signal or a kill): not in ``totals``, which count only
+# completed operations, yet billed by the ledger and counted by a resume's ``--max-llm-calls``.
+UNFINISHED_LLM_CALLS = "unfinished_llm_calls"
+
+
+def _note_unfinished(meta: dict[str, Any], tree: Mapping[str, Any], before: int) -> None:
+    """``meta``'s count of unfinished LLM attempts: ``before`` plus ``tree``'s; only present when some."""
+    from otel_agents.persistence.tree_totals import unfinished_llm_calls
+
+    count = before + unfinished_llm_calls(tree)
+    if count:  # only sessions with one carry it: other meta.json is unchanged
+        meta[UNFINISHED_LLM_CALLS] = count
+    else:
+        meta.pop(UNFINISHED_LLM_CALLS, None)
 
 
 def this_writer() -> dict[str, Any]:

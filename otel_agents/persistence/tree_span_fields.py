@@ -157,7 +157,8 @@ def accounting_entries(kind: str, span: SpanData, status: str, error: str | None
 # and so a ledger line, carries each only when present, so lines of older sessions stay as they were.
 _REPORTED = {
     KIND_LLM: (("served_provider", sc.LLM_SERVED_PROVIDER, str), ("upstream_cost_usd", sc.LLM_UPSTREAM_COST, float),
-               ("upstream_inference_cost_usd", sc.LLM_UPSTREAM_INFERENCE_COST, float), ("price_id", sc.LLM_PRICE_ID, str)),
+               ("upstream_inference_cost_usd", sc.LLM_UPSTREAM_INFERENCE_COST, float), ("price_id", sc.LLM_PRICE_ID, str),
+               ("usage_estimated", sc.LLM_USAGE_ESTIMATED, bool)),
     KIND_TOOL: (("tool_provider", sc.TOOL_PROVIDER, str),),
 }
 REPORTED_KEYS = tuple(key for fields in _REPORTED.values() for key, _, _ in fields)
@@ -171,6 +172,8 @@ def reported_billing(kind: str, attrs: Mapping[str, Any]) -> dict[str, Any]:
             out[key] = float(value)
         elif kind_of is str and isinstance(value, str) and value:
             out[key] = value
+        elif kind_of is bool and value is True:  # a mark: absent unless set
+            out[key] = True
     return out
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from operator import itemgetter
 from typing import Any, Iterable, Mapping
 
-from otel_agents.persistence.tree_kinds import KIND_TOOL
-from otel_agents.persistence.tree_walk import child_sessions, ops_of_session
+from otel_agents.persistence.tree_kinds import KIND_LLM, KIND_TOOL
+from otel_agents.persistence.tree_walk import child_sessions, iter_ops, ops_of_session
 from otel_agents.tracing import semconv as sc
 
 COST_DECIMALS = 12  # as the runtime's accounting rounds (llm/pricing.py)
@@ -48,6 +48,13 @@ def fold_totals(
             cost = round(cost + entry["cost_usd"], COST_DECIMALS)
     totals["cost_usd"] = cost
     return totals
+
+
+def unfinished_llm_calls(tree: Mapping[str, Any]) -> int:
+    """LLM attempts of the tree's runs that never completed (cancelled, interrupted): no accounting
+    entry, so not in the totals, yet each was requested and the ledger bills it (ledger_records.py)."""
+    return sum(1 for ref in iter_ops(tree)
+               if ref.run is not None and ref.op["kind"] == KIND_LLM and not ref.op.get("accounting"))
 
 
 _TOKEN_TOTALS = (

@@ -132,6 +132,9 @@ LLM_UPSTREAM_INFERENCE_COST = "otel_agents.llm.upstream_inference_cost_usd"
 # The price used: an id of the (table, entry) pair on every priced chat span, and the entry itself
 # (JSON: model, price_source, table, date, rates) once per trace and id; the session keeps the
 # entries in pricing.json, so a ledger line is re-derived from the session alone.
+# The provider sent no usage with the reply: its token counts (and so its cost) are litellm's estimate,
+# streamed or not (llm/responses.py). Only on such attempts.
+LLM_USAGE_ESTIMATED = "otel_agents.llm.usage_estimated"
 LLM_PRICE_ID = "otel_agents.llm.price_id"
 LLM_PRICE_ENTRY = "otel_agents.llm.price_entry"
 # A streamed attempt cut short: what had arrived before the stream ended (text and its length).

@@ -318,3 +318,40 @@ def test_a_cli_run_shows_a_budget_warning_as_one_console_line(tmp_path):
     told = [line for line in done.stderr.splitlines() if "budget warning" in line]
     assert len(told) == 1 and told[0].endswith(": WRN budget warning for session: 4 of 5 LLM calls made "
                                                "(80% of the limit)"), done.stderr
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_reply_without_usage_is_estimated_so_limits_still_stop(cli_env, monkeypatch, stream):
+    """A server that sends no ``usage`` was billed 0 tokens at $0.00, and no limit ever stopped; it is now
+    litellm's estimate, streamed or not, marked ``usage_estimated`` on the ledger line."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    with OpenAIServer(default_reply=Reply(content="an answer of several words", send_usage=False)) as server:
+        result = otel(cli_env, "run", *(["--stream"] if stream else []), "--max-tokens", "5",
+                      "--model", "openai/gpt-4o-mini", "--api-base", server.api_base,
+                      "a long prompt of many words", "p2", "p3", "p4")
+        assert result.exit_code == 1, result.stderr
+        assert error_lines(result.stderr)[0].startswith("error: budget exhausted for session: ")
+        assert len(server.requests) == 1
+    (record,) = llm_records(cli_env, session_of(result.stderr))
+    assert record["tokens"]["input"] > 0 and record["tokens"]["output"] > 0
+    assert record["cost_usd"] > 0 and record["price_source"] == "litellm"
+    assert record["usage_estimated"] is True
+
+
+def test_a_cost_limit_stops_a_reply_without_usage(cli_env, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    with OpenAIServer(default_reply=Reply(content="an answer", send_usage=False)) as server:
+        result = otel(cli_env, "run", "--max-cost-usd", "0.000001", "--model", "openai/gpt-4o-mini",
+                      "--api-base", server.api_base, "a long prompt", "p2", "p3", "p4")
+        assert result.exit_code == 1, result.stderr
+        assert len(server.requests) == 1
+
+
+def test_a_reply_with_usage_is_not_marked_estimated(cli_env, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    with OpenAIServer() as server:
+        server.plan(Reply(content="counted", prompt_tokens=10, completion_tokens=2))
+        result = otel(cli_env, "run", "--model", "openai/gpt-4o-mini", "--api-base", server.api_base, "hi")
+        assert result.exit_code == 0, result.stderr
+    (record,) = llm_records(cli_env, session_of(result.stderr))
+    assert record["tokens"]["input"] == 10 and "usage_estimated" not in record

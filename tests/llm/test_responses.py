@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import litellm
 import pytest
 
 from otel_agents.llm.pricing import Usage
-from otel_agents.llm.responses import assistant_message, usage_of
+from otel_agents.llm.responses import assistant_message, usage_missing, usage_of
 
 
 def test_the_assistant_message_keeps_tool_calls_reasoning_and_thinking_and_nothing_else():
@@ -46,3 +48,10 @@ def test_usage_reads_cache_writes_under_each_providers_name(usage, cache_write):
 
 def test_a_response_without_usage_counts_nothing():
     assert usage_of(litellm.ModelResponse()) == usage_of(object()) == Usage()
+
+
+def test_a_reply_without_usage_is_missing_it_and_a_counted_one_is_not():
+    assert usage_missing(SimpleNamespace(usage=None)) and usage_missing(SimpleNamespace())
+    # litellm gives a reply that sent no usage all-zero counts
+    assert usage_missing(SimpleNamespace(usage={"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}))
+    assert not usage_missing(SimpleNamespace(usage={"prompt_tokens": 3, "completion_tokens": 0, "total_tokens": 3}))

@@ -34,3 +34,29 @@ def test_a_summary_plus_one_run_is_the_summary_of_both(record):
     assert meta_after_run(dict(settled, runs=3), assemble_session(tree["id"], [second], [])) is None  # index
     partial = dict(settled, totals={k: v for k, v in settled["totals"].items() if k != "cost_usd"})
     assert meta_after_run(partial, assemble_session(tree["id"], [second], [])) is None
+
+
+def test_llm_attempts_that_never_completed_are_counted_apart_from_the_totals(record):
+    """A cancelled or interrupted attempt has no accounting, so the totals leave it out; meta.json counts
+    it as ``unfinished_llm_calls`` for a resume's call limit, and only when there is one."""
+    import copy
+
+    from otel_agents.persistence.tree_totals import unfinished_llm_calls
+    from otel_agents.persistence.tree_walk import iter_ops
+
+    recorded = record(prompts=["Create Jack and Jill for a cafe discussion", "And then?"])
+    tree = recorded.store.load_tree()
+    first, second = tree["runs"]
+    assert "unfinished_llm_calls" not in make_meta(tree, created_ns=1, updated_ns=2)
+    second = copy.deepcopy(second)
+    cut = next(ref.op for ref in iter_ops({"runs": [second]}) if ref.op["kind"] == "llm")
+    cut.update(accounting=[], status="cancelled")
+
+    def summary(runs):
+        return make_meta(assemble_session(tree["id"], runs, []), created_ns=1, updated_ns=2)
+
+    whole = summary([first, second])
+    assert whole["unfinished_llm_calls"] == 1 == unfinished_llm_calls({"runs": [first, second]})
+    assert meta_after_run(summary([first]), assemble_session(tree["id"], [second], [])) == whole
+    assert whole["totals"]["llm_calls"] == summary([first])["totals"]["llm_calls"] + sum(
+        1 for ref in iter_ops({"runs": [second]}) if ref.op["kind"] == "llm") - 1

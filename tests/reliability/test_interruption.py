@@ -29,6 +29,7 @@ from reliability_helpers import (
     verify,
     walk_ops,
 )
+from support.openai_server import Reply
 
 INTERRUPTED = "interrupted: open spans were ended as cancelled and the session was saved"
 # Long enough that the signal always lands while the model is still "thinking".
@@ -300,3 +301,43 @@ def test_a_refused_resume_of_a_crashed_session_changes_nothing(refused, rel_home
     assert files()["spans.jsonl"].startswith(before["spans.jsonl"]) and files() != before
     assert verify(session_id).exit_code == 0
 
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGKILL], ids=["sigterm", "kill-9"])
+def test_a_resume_counts_the_attempt_a_signal_cut_off_against_max_llm_calls(signum, rel_home, model_server):
+    """The ledger bills the attempt cut off by the signal; the resumed limit counted only completed ones,
+    so `--max-llm-calls 2` allowed a third attempt after the resume."""
+    from otel_agents.persistence.ownership import owner_of
+
+    model_server.default_reply = Reply.slow(3.0, then=Reply(content="slow answer", prompt_tokens=10,
+                                                           completion_tokens=2))
+    model = ("--model", "openai/gpt-4o-mini", "--api-base", model_server.api_base)
+    proc = subprocess.Popen([*cli_command(), "run", "--max-llm-calls", "2", *model, "p1", "p2"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=subprocess_env(rel_home), cwd=rel_home.parent)
+
+    def second_attempt_open() -> bool:
+        sessions = list((rel_home / "sessions").glob("*")) if (rel_home / "sessions").exists() else []
+        return bool(sessions) and sum(str(line.get("name", "")).startswith("chat ") and "end" not in line
+                                      for line in journal_starts(sessions[0])) >= 2
+    try:
+        wait_for(second_attempt_open, proc)
+        time.sleep(0.3)
+        proc.send_signal(signum)
+        proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    (directory,) = (rel_home / "sessions").iterdir()
+    deadline = time.monotonic() + 30
+    while owner_of(directory) is not None:  # after kill -9 the recorder process lets go once it has written
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert len(model_server.requests) == 2
+
+    resumed = invoke(["resume", *model, directory.name, "p3"])
+    assert resumed.exit_code == 1, resumed.stderr
+    assert "error: budget exhausted for session: 2 of 2 LLM calls made" in resumed.stderr
+    assert len(model_server.requests) == 2  # no third attempt
+    assert len([r for r in ledger(rel_home / "billing.jsonl", directory.name) if r["type"] == "llm"]) == 2

@@ -98,6 +98,7 @@ class Reply:
     provider: str | None = None
     cost: float | None = None
     upstream_cost: float | None = None
+    send_usage: bool = True  # False: no ``usage`` at all, as some OpenAI-compatible servers answer
 
     # Fault injection (use the constructors below).
     kind: str = "ok"  # ok | error | slow | reset | malformed | cut_stream
@@ -348,7 +349,7 @@ class _Handler(BaseHTTPRequestHandler):
             "model": reply.model or body.get("model", "test-model"),
             "system_fingerprint": "fp_test",
             "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish}],
-            "usage": self._usage(reply, body, content, tool_calls),
+            **({"usage": self._usage(reply, body, content, tool_calls)} if reply.send_usage else {}),
             **({"provider": reply.provider} if reply.provider is not None else {}),
         }
 
@@ -422,7 +423,7 @@ class _Handler(BaseHTTPRequestHandler):
 
         finish = reply.finish_reason or ("tool_calls" if tool_calls else "stop")
         events.append(chunk({}, finish))
-        if include_usage:
+        if include_usage and reply.send_usage:
             usage_chunk = dict(base, choices=[], usage=self._usage(reply, body, content, tool_calls))
             events.append(usage_chunk)
         for ev in events:

@@ -306,6 +306,9 @@ def run_every_scenario(directory: Path) -> list[ScenarioRun]:
                 "jack-and-jill", ["hello"], model="openai/test-model", api_base=server.api_base, capture_input_messages=True
             )[0]
         )
+    with OpenAIServer() as server:  # a reply without usage: litellm's estimate, marked otel_agents.llm.usage_estimated
+        server.plan(Reply(content="no usage said", send_usage=False))
+        runs.append(run_session("jack-and-jill", ["count"], model="openai/test-model", api_base=server.api_base)[0])
     with OpenAIServer() as server:
         server.plan(Reply.cut_stream(), Reply(content="streamed", prompt_tokens=10, completion_tokens=2))
         runs.append(run_session(write_script(directory, "streamed", STREAMED_SCRIPT), ["stream"],
