@@ -263,7 +263,8 @@ class Session:
         return self._recording is not None
 
     def agent(self, name_or_id: str) -> Any:
-        """A live agent by id, else the latest of that name (runtime ``Agent``), or None."""
+        """A live agent by id, else the latest of that name, else by its path of names from the root
+        (``main/Jill/Inner``) (runtime ``Agent``), or None."""
         return self.runtime.find_agent(name_or_id)
 
     def _target(self, agent: str | None, owner: str) -> Any:

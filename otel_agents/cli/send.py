@@ -26,7 +26,8 @@ def _checked_source(ctx, param, value: str | None) -> str | None:
 @click.argument("session_id")
 @click.argument("text")
 @click.option("--to", "agent", required=True, metavar="AGENT",
-              help="Name (the most recent agent of that name) or id (agent_002) of the agent that receives it.")
+              help="Name (the most recent agent of that name), path of names from the root (main/Jill/Inner) "
+                   "or id (agent_002) of the agent that receives it.")
 @click.option("--source", "sender", callback=_checked_source, metavar="NAME",
               help="Who sent it (e.g. cron, ci); the record's source becomes external:NAME.")
 @click.option("--script", "script_name", help="Script to continue with (default: the one the session ran with).")

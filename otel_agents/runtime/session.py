@@ -235,13 +235,18 @@ class Session:
         return frozenset(names)
 
     def find_agent(self, name_or_id: str) -> "Agent | None":
-        """By id, else the most recently created agent of that name."""
+        """By id, else the most recently created agent of that name, else by the path of names from the
+        root (``main/Jill/Inner``, as the views take it; each step the most recent child of that name)."""
         if name_or_id in self.agents:
             return self.agents[name_or_id]
-        for agent in reversed(list(self.agents.values())):
-            if agent.name == name_or_id:
-                return agent
-        return None
+        newest_first, found = list(reversed(self.agents.values())), None
+        if "/" not in name_or_id:  # agent names hold no "/": a path is unambiguous
+            return next((a for a in newest_first if a.name == name_or_id), None)
+        for step in name_or_id.split("/"):
+            found = next((a for a in newest_first if a.name == step and a.parent is found), None)
+            if found is None:
+                return None
+        return found
 
     def create_agent(
         self,

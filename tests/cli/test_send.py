@@ -103,6 +103,19 @@ def test_send_without_a_source_is_plain_external_and_an_agent_id_works(home):
     assert [(r["agent_id"], r["source"]) for r in event] == [("agent_003", "external")]
 
 
+def test_send_reaches_an_agent_by_its_path_of_names_as_the_views_take_it(home):
+    sid = demo_session(home)
+    created = [r for r in records(home, sid) if r["event_type"] == "agent_created"]
+    root = next(r for r in created if not r.get("parent"))
+    jill = next(r for r in created if r["name"] == "Jill")
+    done = cli(home, "send", sid, "--to", f"{root['name']}/Jill", "ping")
+    assert done.returncode == 0, done.stderr
+    event = [r for r in records(home, sid) if r.get("source", "").startswith("external")]
+    assert [r["agent_id"] for r in event] == [jill["agent_id"]]
+    wrong = cli(home, "send", sid, "--to", "Jill/" + root["name"], "ping")  # not a path from the root
+    assert wrong.returncode == 2 and "has no agent" in wrong.stderr
+
+
 def test_send_to_a_session_whose_owner_is_alive_is_refused_and_writes_nothing(home, tmp_path):
     sid = demo_session(home)
     directory = home / "sessions" / sid
