@@ -256,7 +256,8 @@ def rebuild(dry_run: bool, reprice: bool, prices_file: Path | None, paths) -> No
     if reprice:
         _report_prices(plan)
     if not plan.differs:
-        click.echo("the ledger already matches the saved sessions" + (" and the current prices" if reprice else ""))
+        click.echo("the ledger already matches the saved sessions" + (" and the current prices" if reprice else "")
+                   + (f" ({plan.held} records of sessions not whole kept as they are)" if plan.held else ""))
     elif dry_run:
         click.echo("dry run: the ledger is unchanged")
     else:
