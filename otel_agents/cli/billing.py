@@ -220,7 +220,9 @@ def rebuild(dry_run: bool, reprice: bool, prices_file: Path | None, paths) -> No
     """Regenerate the ledger from the saved sessions and report what differed.
 
     Records of sessions with no readable saved tree (deleted, or damaged) are kept:
-    money spent stays on the books. Costs are the ones computed at call time
+    money spent stays on the books. So are those of a session whose saved state is
+    not whole (a journal cut short of its checkpoint, torn or damaged lines): only the
+    records it implies that the ledger lacks are added, and stderr names the session. Costs are the ones computed at call time
     (recorded on each attempt's span); --reprice replaces them with today's prices.
     """
     from otel_agents.persistence.ledger_rebuild import rebuild_ledger
@@ -243,7 +245,8 @@ def rebuild(dry_run: bool, reprice: bool, prices_file: Path | None, paths) -> No
     for rid in plan.removed:
         click.echo(f"- {rid}")
     # Their records are kept as they are: a live writer bills its own, a damaged tree implies none.
-    not_rebuilt = [f"{n} {why}" for n, why in ((done.live, "being written"), (unreadable, "unreadable")) if n]
+    not_rebuilt = [f"{n} {why}" for n, why in ((done.live, "being written"), (unreadable, "unreadable"),
+                                               (done.incomplete, "not whole")) if n]
     click.echo(
         f"rebuild: {done.sessions} sessions, {plan.derived} records derived; "
         f"{len(plan.added)} added, {len(plan.changed)} changed, {len(plan.removed)} removed, "
@@ -253,7 +256,8 @@ def rebuild(dry_run: bool, reprice: bool, prices_file: Path | None, paths) -> No
     if reprice:
         _report_prices(plan)
     if not plan.differs:
-        click.echo("the ledger already matches the saved sessions" + (" and the current prices" if reprice else ""))
+        click.echo("the ledger already matches the saved sessions" + (" and the current prices" if reprice else "")
+                   + (f" ({plan.held} records of sessions not whole kept as they are)" if plan.held else ""))
     elif dry_run:
         click.echo("dry run: the ledger is unchanged")
     else:

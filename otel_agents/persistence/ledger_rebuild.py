@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Collection
 
 import orjson
 
@@ -15,6 +15,7 @@ from otel_agents.persistence.paths import InvalidSessionId, Paths
 from otel_agents.persistence.ownership import owner_of
 from otel_agents.persistence.store import SessionStore
 from otel_agents.persistence.session_meta import checkpoint_mark
+from otel_agents.persistence.tree_kinds import STATUS_INTERRUPTED
 from otel_agents.tracing.redaction import redact
 
 
@@ -26,6 +27,7 @@ class Derived:
     stamps: dict[str, tuple[Path, Any]] = field(default_factory=dict)  # session id -> (directory, files' stamps)
     unreadable: int = 0
     live: int = 0  # sessions a process was writing: their records are left to it
+    incomplete: dict[str, str] = field(default_factory=dict)  # session id -> why its saved state is not whole
 
     def still_current(self, warn: Warn) -> dict[str, list[dict[str, Any]]]:
         """``by_session`` without the sessions written to since they were read (a run started or went on
@@ -66,8 +68,9 @@ def derived_records(sessions_dir: Path, warn: Warn) -> Derived:
             derived.live += 1
             continue
         stamp = checkpoint_mark(store)["files"]
+        heard: list[str] = []  # anything the loader had to say means it read less than the session holds
         try:
-            loaded = load_saved(entry, lambda _: None, records=False)
+            loaded = load_saved(entry, heard.append, records=False)
         except (SessionUnreadable, OSError) as exc:
             warn(f"{exc}; its ledger records are kept as they are")
             derived.unreadable += 1
@@ -80,7 +83,32 @@ def derived_records(sessions_dir: Path, warn: Warn) -> Derived:
         session_id = loaded.tree.get("id") or entry.name
         derived.by_session[session_id] = ledger_records(loaded.tree)
         derived.stamps[session_id] = (entry, stamp)
+        why = heard[0] if heard else _contradicted(loaded)
+        if why is not None:
+            derived.incomplete[session_id] = why
+            warn(f"session {session_id}: {why}; its saved state is not whole, so its ledger records are kept as "
+                 f"they are (only those missing are added): `otel-agents sessions verify {session_id}` says what "
+                 f"is wrong, before any `otel-agents sessions repair`")
     return derived
+
+
+def _contradicted(loaded: Any) -> str | None:
+    """Why the tree rebuilt from the journal is not the whole session (None: it is): a checkpoint
+    holding what the journal lacks (a journal cut short) makes it a part, which proves no record wrong."""
+    from otel_agents.persistence.saved import SOURCE_CHECKPOINT, checkpoint_contradiction
+    from otel_agents.persistence.store import StoreError
+    from otel_agents.persistence.tree_flat import trees_equal
+
+    store = loaded.store
+    if loaded.source == SOURCE_CHECKPOINT or not store.tree_path.exists():
+        return None
+    try:
+        saved = store.load_tree()
+    except StoreError as exc:
+        return str(exc)
+    if trees_equal(saved, loaded.tree):
+        return None
+    return checkpoint_contradiction(saved, loaded.tree, loaded.event_lines or [])
 
 
 @dataclass
@@ -93,6 +121,7 @@ class RebuildPlan:
     changed: list[tuple[str, list[str]]] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     kept: int = 0
+    held: int = 0  # of ``kept``: records of sessions whose saved state is not whole, left as they are
     duplicates: int = 0
     repriced: int = 0  # LLM records priced again (--reprice)
     price_changes: list = field(default_factory=list)  # repricing.PriceChange, those priced differently
@@ -102,10 +131,16 @@ class RebuildPlan:
         return bool(self.added or self.changed or self.removed or self.duplicates or self.price_changes)
 
 
-def plan_rebuild(old: list[dict], by_session: dict[str, list[dict[str, Any]]]) -> RebuildPlan:
+def plan_rebuild(
+    old: list[dict], by_session: dict[str, list[dict[str, Any]]], incomplete: Collection[str] = ()
+) -> RebuildPlan:
     """Pure: the ledger the saved sessions imply, compared with the one on disk.
 
-    Records of sessions with no readable saved tree are kept as they are.
+    Money recorded is never lost unless a whole saved session proves the record wrong:
+    records of sessions with no readable saved tree are kept as they are, and so are
+    those of the ``incomplete`` sessions (saved state damaged or cut short), which only
+    add the records the ledger lacks; nor does a span shown interrupted (its end never
+    saved) replace a record of how it ended.
     """
     plan = RebuildPlan()
     old_by_id: dict[str, dict] = {}
@@ -114,10 +149,15 @@ def plan_rebuild(old: list[dict], by_session: dict[str, list[dict[str, Any]]]) -
             plan.duplicates += 1
         old_by_id.setdefault(record["record_id"], record)
     new_records = []
+    standing: set[str] = set()  # derived, but the ledger's record stands
     for records in by_session.values():
         for record in records:
             record = orjson.loads(orjson.dumps(redact(record)))  # exactly what a ledger line holds
             previous = old_by_id.get(record["record_id"])
+            if previous is not None and (record.get("session_id") in incomplete or (
+                    record.get("status") == STATUS_INTERRUPTED and previous.get("status") != STATUS_INTERRUPTED)):
+                standing.add(record["record_id"])
+                continue
             record = carry_repricing(previous, record)  # a re-price stays until the span's cost changes
             new_records.append(record)
             if previous is None:
@@ -125,16 +165,18 @@ def plan_rebuild(old: list[dict], by_session: dict[str, list[dict[str, Any]]]) -
             elif previous != record:
                 fields = sorted(k for k in set(previous) | set(record) if previous.get(k) != record.get(k))
                 plan.changed.append((record["record_id"], fields))
-    plan.derived = len(new_records)
+    plan.derived = len(new_records) + len(standing)
     new_ids = {r["record_id"] for r in new_records}
     kept = []
     for rid, record in old_by_id.items():
         if rid in new_ids:
             continue
-        if record.get("session_id") in by_session:
+        session_id = record.get("session_id")
+        if session_id in by_session and session_id not in incomplete and rid not in standing:
             plan.removed.append(rid)
         else:
             kept.append(record)
+            plan.held += session_id in incomplete
     plan.kept = len(kept)
     plan.records = sorted(kept + new_records, key=lambda r: (str(r.get("ts") or ""), r["record_id"]))
     return plan
@@ -149,6 +191,7 @@ class Rebuild:
     sessions: int  # saved sessions whose records were derived
     unreadable: int  # saved trees that could not be read (their records kept)
     live: int = 0  # sessions a process was writing (their records kept: theirs to bill)
+    incomplete: int = 0  # sessions whose saved state is not whole (their records kept, missing ones added)
 
 
 def rebuild_ledger(
@@ -168,7 +211,7 @@ def rebuild_ledger(
     plans: list[RebuildPlan] = []
 
     def rewrite(old: list[dict]) -> list[dict] | None:
-        plan = plan_rebuild(old, derived.still_current(warn))
+        plan = plan_rebuild(old, derived.still_current(warn), derived.incomplete)
         if adjust is not None:
             adjust(plan)
         plans.append(plan)
@@ -179,4 +222,5 @@ def rebuild_ledger(
         written = rewrite([])
     else:
         written = rewrite_records(billing_file, rewrite, warn)
-    return Rebuild(plans[0], written, len(derived.by_session), derived.unreadable, derived.live)
+    return Rebuild(plans[0], written, len(derived.by_session), derived.unreadable, derived.live,
+                   len(derived.incomplete))

@@ -349,6 +349,20 @@ def test_rebuild_keeps_records_of_a_damaged_tree(home):
     assert "(1 unreadable)" in result.stdout and ledger.exists()
 
 
+def test_rebuild_keeps_records_of_a_journal_cut_short_of_its_checkpoint(home):
+    """The half journal was trusted: "0 added, 2 changed, 9 removed", with no warning."""
+    home, priced, unpriced = home
+    journal = home / "sessions" / priced / "spans.jsonl"
+    lines = journal.read_bytes().splitlines(keepends=True)
+    journal.write_bytes(b"".join(lines[: len(lines) // 2]))
+    before = (home / "billing.jsonl").read_bytes()
+    result = invoke(home, "rebuild")
+    assert result.exit_code == 0, result.output
+    assert "0 added, 0 changed, 0 removed" in result.stdout and "(1 not whole)" in result.stdout
+    assert f"session {priced}: " in result.stderr and f"otel-agents sessions verify {priced}" in result.stderr
+    assert (home / "billing.jsonl").read_bytes() == before
+
+
 # --- rebuild --reprice --------------------------------------------------------------------
 
 # Today's prices for the scripted model: a tier above 200 input tokens, as litellm spells them.

@@ -110,3 +110,25 @@ def test_bad_ledger_sources_are_one_line_exit_2_and_change_nothing(fleet, tmp_pa
     assert "warning" not in proc.stderr  # not a warning per line of a file that is no ledger
     assert proc.stdout == ""
     assert {p.name: p.read_bytes() for p in shards.iterdir()} == before
+
+
+def test_a_repriced_ledger_and_its_older_copy_total_the_same_in_either_order(fleet, tmp_path):
+    """The first ledger named won: the total depended on the order of --billing-file."""
+    home, shards = fleet
+    old, new = tmp_path / "old.jsonl", tmp_path / "new.jsonl"
+    shutil.copy(shards / "a.jsonl", old)
+    shutil.copy(shards / "a.jsonl", new)
+    prices = tmp_path / "p.json"
+    prices.write_text(json.dumps({"scripted/jack-and-jill": {"input_cost_per_token": 3e-7,
+                                                             "output_cost_per_token": 1e-6}}))
+    repriced = _cli(home, "billing", "rebuild", "--reprice", "--prices", str(prices),
+                    "--sessions-dir", str(shards.parent / "sessions-a"), "--billing-file", str(new))
+    assert repriced.returncode == 0, repriced.stderr
+    totals, said = [], []
+    for order in ((new, old), (old, new)):
+        proc = _cli(home, "billing", "summary", "--json", *[arg for p in order for arg in ("--billing-file", str(p))])
+        assert proc.returncode == 0, proc.stderr
+        totals.append(json.loads(proc.stdout)["total"])
+        said.append([line for line in proc.stderr.splitlines() if "different contents" in line])
+    assert totals[0] == totals[1] and totals[0] == _summary(home, "--billing-file", str(new))["total"]
+    assert said[0] == said[1] and len(said[0]) == 1 and "a re-priced copy and an older one" in said[0][0]

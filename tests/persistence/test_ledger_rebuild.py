@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from otel_agents.persistence.ledger import append_records
 from otel_agents.persistence.ledger_read import read_records
 from otel_agents.persistence.ledger_rebuild import derived_records, plan_rebuild, rebuild_ledger
@@ -85,6 +87,74 @@ def test_an_unreadable_tree_keeps_its_records_and_the_adjustment_sees_the_plan(r
     assert done.unreadable == 1 and done.sessions == 0 and len(warnings) == 1
     assert seen == [done.plan] and done.plan.kept == len(read_records(recorded.billing_file))
     assert done.written is None and recorded.billing_file.read_bytes() == before
+
+
+def test_an_incomplete_session_keeps_its_records_and_only_adds_missing_ones():
+    """Its partial tree proves no record wrong: none is changed or removed, whatever it implies."""
+    old = [rec(1), rec(2), rec(3), rec(4, session="s2")]
+    derived = {"s1": [rec(1, status="interrupted", cost_usd=None), rec(5)], "s2": [rec(6, session="s2")]}
+    plan = plan_rebuild(old, derived, incomplete={"s1"})
+    assert plan.added == [rec(5)["record_id"], rec(6)["record_id"]]
+    assert plan.changed == [] and plan.removed == [rec(4)["record_id"]]  # s2 is whole: it proves rec 4 wrong
+    assert (plan.kept, plan.held, plan.derived) == (3, 3, 3)
+    assert [r for r in plan.records if r["session_id"] == "s1"] == [rec(1), rec(2), rec(3), rec(5)]
+
+
+def test_a_span_shown_interrupted_does_not_replace_how_it_ended():
+    """An interrupted span's end was never saved: the ledger's record of that end stands."""
+    old = [rec(1, status="ok"), rec(2, status="interrupted", cost_usd=None)]
+    derived = {"s1": [rec(1, status="interrupted", cost_usd=None), rec(2, status="ok")]}
+    plan = plan_rebuild(old, derived)
+    assert plan.changed == [(rec(2)["record_id"], ["cost_usd", "status"])] and not plan.removed
+    assert plan.records == [rec(1, status="ok"), rec(2, status="ok")]
+
+
+def _half_journal(store) -> None:
+    lines = store.journal_path.read_bytes().splitlines(keepends=True)
+    store.journal_path.write_bytes(b"".join(lines[: len(lines) // 2]))
+
+
+def _torn_journal(store) -> None:
+    store.journal_path.write_bytes(store.journal_path.read_bytes()[:-40])
+
+
+def _half_journal_damaged_tree(store) -> None:
+    _half_journal(store)
+    store.tree_path.write_bytes(b"not gzip")
+
+
+def _both_streams_short(store) -> None:
+    """No event names a missing span: only the checkpoint shows the journal is cut short."""
+    _half_journal(store)
+    lines = store.events_path.read_bytes().splitlines(keepends=True)
+    store.events_path.write_bytes(b"".join(lines[: len(lines) // 3]))
+
+
+@pytest.mark.parametrize("damage", [_half_journal, _torn_journal, _half_journal_damaged_tree, _both_streams_short])
+def test_a_session_whose_saved_state_is_not_whole_keeps_its_billed_records(record, damage):
+    """A journal shorter than its checkpoint was trusted: successful priced calls were rewritten
+    as interrupted with no cost, and the records of the spans it lacked were removed."""
+    recorded = record("jack-and-jill", ["a", "b"])
+    before = recorded.billing_file.read_bytes()
+    damage(recorded.store)
+    warnings: list[str] = []
+    done = rebuild_ledger(recorded.billing_file, recorded.store.directory.parent, warnings.append)
+    assert (done.plan.added, done.plan.changed, done.plan.removed) == ([], [], [])
+    assert done.incomplete == 1 and done.plan.held == len(read_records(recorded.billing_file))
+    assert done.written is None and recorded.billing_file.read_bytes() == before
+    (said,) = [w for w in warnings if "not whole" in w]
+    assert said.startswith(f"session {recorded.session.id}: ") and "sessions verify" in said
+
+
+def test_a_whole_session_recovered_from_its_journal_is_still_rebuilt(record):
+    """A checkpoint merely behind its journal (a writer killed after it) is no reason to hold back."""
+    stores, stale = [], []
+    recorded = record("jack-and-jill", ["a", "b"], prepare=stores.append,
+                      between=lambda _: stale.append(stores[0].tree_path.read_bytes()))
+    recorded.store.tree_path.write_bytes(stale[0])  # the checkpoint of the first run only
+    warnings: list[str] = []
+    done = rebuild_ledger(recorded.billing_file, recorded.store.directory.parent, warnings.append, dry_run=True)
+    assert done.incomplete == 0 and not done.plan.differs, warnings
 
 
 def _live_resume(home, tmp_path, prompts: int):

@@ -89,3 +89,35 @@ def test_a_record_repeated_inside_one_ledger_is_read_once_with_a_warning(tmp_pat
     reader = LedgerShards([ledger, other], warnings.append)
     assert len(list(reader)) == 4 and (reader.duplicates, reader.across_ledgers) == (3, 2)
     assert len(warnings) == 1 and warnings[0].startswith(f"{ledger}: 1 record ")
+
+
+def _repriced(record: dict, cost: float) -> dict:
+    return {**record, "cost_usd": cost, "price_source": "price file p.json",
+            "repriced": {"cost_usd": record["cost_usd"], "price_source": record["price_source"]}}
+
+
+@pytest.mark.parametrize("held", [False, True], ids=["files", "pipes"])
+def test_copies_that_disagree_count_the_same_whatever_the_order(tmp_path, monkeypatch, held):
+    """The first ledger named won: a re-priced ledger and its older copy summed differently by order."""
+    import otel_agents.persistence.ledger_shards as shards_module
+
+    if held:  # a pipe cannot be read twice: its records are held from the first reading
+        monkeypatch.setattr(shards_module, "_rereadable", lambda path: False)
+    old = [llm(1, cost=0.5), llm(2, cost=0.25), llm(3, status="interrupted", cost=None), llm(4, cost=0.75), tool(5)]
+    new = [_repriced(old[0], 0.125), old[1], llm(3, cost=0.5), llm(4, cost=0.0625), llm(6)]
+    a, b = tmp_path / "old.jsonl", tmp_path / "new.jsonl"
+    append_records(a, old)
+    append_records(b, new)
+    results = []
+    for order in ([a, b], [b, a]):
+        warnings: list[str] = []
+        reader = LedgerShards(order, warnings.append)
+        records = sorted(reader, key=lambda r: r["record_id"])
+        results.append((records, [r.as_dict() for r in summarize(records, "session")], warnings))
+        assert (reader.duplicates, reader.across_ledgers, reader.disagreeing) == (4, 4, 3)
+    assert results[0] == results[1]
+    records, _, warnings = results[0]
+    assert [r.get("cost_usd") for r in records] == [0.125, 0.25, 0.5, 0.75, None, 0.001]  # re-priced; finished
+    assert warnings == ["3 records were found in more than one ledger with different contents, 1 of them a "
+                        "re-priced copy and an older one; each counted once as its preferred copy "
+                        "(re-priced, else finished, else priced)"]
