@@ -124,6 +124,17 @@ def _money(cost: Any) -> str:
     return "unpriced" if cost is None else f"${cost:.6f}"
 
 
+def total_cost(cost: Any, unpriced_calls: Any, llm_calls: Any) -> str:
+    """A total's cost as text: never a plain zero for calls whose cost is unknown. ``unpriced`` when every
+    call was; a trailing ``+`` (at least this much) when some were."""
+    if isinstance(cost, bool) or not isinstance(cost, (int, float)):
+        return "?"  # a hand-edited meta.json: the listing still lists
+    unpriced = unpriced_calls if isinstance(unpriced_calls, int) and not isinstance(unpriced_calls, bool) else 0
+    if unpriced > 0 and isinstance(llm_calls, int) and unpriced >= llm_calls:
+        return "unpriced"
+    return f"${cost:.6f}" + ("+" if unpriced > 0 else "")
+
+
 @dataclass
 class ConsoleRenderer(SpanProcessor):
     """Renders console lines; ``label_of(span_id_hex)`` gives the tree position's label."""
@@ -224,5 +235,7 @@ class ConsoleRenderer(SpanProcessor):
                 f"{attributes.get(sc.total_attr('inclusive', 'tool_calls'), 0)} tool calls, "
                 f"{attributes.get(sc.total_attr('inclusive', 'input_tokens'), 0)} in / "
                 f"{attributes.get(sc.total_attr('inclusive', 'output_tokens'), 0)} out tokens, "
-                f"${attributes.get(sc.total_attr('inclusive', 'cost_usd'), 0):.6f}"
+                + total_cost(attributes.get(sc.total_attr('inclusive', 'cost_usd'), 0),
+                             attributes.get(sc.total_attr('inclusive', 'unpriced_calls'), 0),
+                             attributes.get(sc.total_attr('inclusive', 'llm_calls'), 0))
             ))

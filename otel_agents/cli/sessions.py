@@ -37,6 +37,7 @@ def _json(value: Any) -> None:
 @storage_options
 def list_command(as_json: bool, paths) -> None:
     """List saved sessions, newest first (by creation; unreadable ones last)."""
+    from otel_agents.cli.console import total_cost
     from otel_agents.persistence.listed import listed_sessions
     from otel_agents.persistence.session_meta import effective_status
 
@@ -61,11 +62,11 @@ def list_command(as_json: bool, paths) -> None:
         if meta is None:
             click.echo(f"{item.session_id:<24} {'?':<19} {'?':>4} {'unreadable':<11} {'?':>11}  {item.problem}")
             continue
-        totals = meta.get("totals")
-        cost = totals.get("cost_usd") if isinstance(totals, dict) else "?"
+        totals = meta.get("totals") if isinstance(meta.get("totals"), dict) else {}
+        cost = total_cost(totals.get("cost_usd", "?"), totals.get("unpriced_calls"), totals.get("llm_calls"))
         click.echo(
             f"{item.session_id:<24} {str(meta.get('created') or '?')[:19]:<19} {_count(meta.get('runs')):>4} "
-            f"{effective_status(meta, item.directory):<11} {_money(cost):>11}  {_printable(meta.get('title') or '')}"
+            f"{effective_status(meta, item.directory):<11} {cost:>11}  {_printable(meta.get('title') or '')}"
             + _lineage(meta)
         )
 
@@ -200,6 +201,12 @@ def _money(cost: float | None) -> str:
     if isinstance(cost, bool) or not isinstance(cost, (int, float)):
         return "?"  # a hand-edited meta.json: the listing still lists
     return f"${cost:.6f}"
+
+
+def _total_cost(totals: Mapping[str, Any]) -> str:
+    from otel_agents.cli.console import total_cost
+
+    return total_cost(totals.get("cost_usd"), totals.get("unpriced_calls"), totals.get("llm_calls"))
 
 
 def _count(value: Any) -> str:
@@ -369,6 +376,6 @@ def render_session(tree: Mapping[str, Any], meta: Mapping[str, Any] | None, ids:
             own, inclusive = totals["self"], totals["inclusive"]
             lines.append(
                 f"{agent_id:<11} {str(info.get('name') or '?'):<18} {str(info.get('call_path') or '?'):<28} "
-                f"{own['llm_calls']:>4} {own['tool_calls']:>5} {_money(own['cost_usd']):>11} {_money(inclusive['cost_usd']):>11}"
+                f"{own['llm_calls']:>4} {own['tool_calls']:>5} {_total_cost(own):>11} {_total_cost(inclusive):>11}"
             )
     return lines

@@ -359,3 +359,28 @@ def test_readme_help_and_listing_agree_on_the_order(env):
     assert "newest first" in line
     assert "newest first" in invoke("sessions", "list", "--help").stdout
     assert "newest first" in invoke("sessions", "--help").stdout
+
+
+def test_a_session_of_an_unpriced_model_is_never_listed_or_finished_at_zero(env, monkeypatch):
+    # Its calls' cost is unknown: "$0.000000" read as free.
+    from support.openai_server import OpenAIServer, Reply
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    with OpenAIServer() as server:
+        server.plan(Reply(content="no price for me"))
+        result = invoke("run", "-v", "--model", "openai/unpriced-local-model", "--api-base", server.api_base, "hi")
+    assert result.exit_code == 0, result.stderr
+    (fin,) = [line for line in result.stderr.splitlines() if " FIN " in line]
+    assert fin.endswith("out tokens, unpriced"), fin
+    (row,) = invoke("sessions", "list").stdout.splitlines()[1:]
+    assert " unpriced " in row and "$" not in row
+
+
+@pytest.mark.parametrize("cost, unpriced, calls, text", [
+    (0.0012, 0, 3, "$0.001200"), (0.0012, 1, 3, "$0.001200+"), (0.0, 3, 3, "unpriced"), ("x", 0, 1, "?"),
+    (0.0, None, 0, "$0.000000"),
+])
+def test_a_total_cost_says_when_some_or_all_calls_were_unpriced(cost, unpriced, calls, text):
+    from otel_agents.cli.console import total_cost
+
+    assert total_cost(cost, unpriced, calls) == text
