@@ -285,6 +285,23 @@ def test_a_key_the_server_echoes_json_escaped_is_written_and_shown_nowhere(tmp_p
     assert not [data for data in shown if distinctive in data]
 
 
+def test_credentials_in_the_api_base_url_are_saved_and_shown_nowhere(tmp_path):
+    from support.openai_server import OpenAIServer, Reply
+
+    home = tmp_path / "home"
+    env = _clean_env(home) | {"HOSTED_VLLM_API_KEY": "sk-test"}
+    with OpenAIServer() as server:
+        api_base = server.api_base.replace("://", "://bob:TopSecretPw99@")
+        run = _cli(["run", "--model", "hosted_vllm/x", "--api-base", api_base, "--max-attempts", "1",
+                    "--otlp-file", str(tmp_path / "out.jsonl"), "Hi"], env, tmp_path)
+    assert run.returncode in (0, 1) and b"session: " in run.stderr, run.stderr.decode()
+    session = [line for line in run.stderr.decode().splitlines() if line.startswith("session: ")][0].split()[1]
+    show = _cli(["sessions", "show", session], env, tmp_path)
+    assert show.returncode == 0 and b"--api-base" in show.stdout, show.stderr
+    shown = [run.stdout, run.stderr, (tmp_path / "out.jsonl").read_bytes(), show.stdout, *all_bytes_under(home).values()]
+    assert not [data for data in shown if b"TopSecretPw99" in data]
+
+
 # --- seed 002's redaction list ---
 
 from otel_agents.tracing.redaction import SEED_002_HEADERS  # noqa: E402
