@@ -32,8 +32,9 @@ _SCHEMES = ("bearer ", "basic ", "token ", "digest ")
 # Characters no encoding below changes: a run of them is in every form but base64 (the anchor).
 _PLAIN = re.compile(r"[A-Za-z0-9_.~-]+")
 _PERCENT = re.compile(r"%[0-9A-F]{2}")
-# Base64 forms are looked for only after a Basic scheme word, where Basic auth puts them.
-_BASIC_WORDS = ("asic ", "ASIC ")
+# Base64 forms are looked for only after a Basic scheme word (``Basic``/``basic``), where
+# Basic auth puts them: one substring test for most texts, not three per credential.
+_BASIC_WORD = "asic "
 
 
 class _Credential(NamedTuple):
@@ -178,7 +179,7 @@ def scrub_text(text: str) -> str:
             for form in forms:
                 if form in text:
                     text = text.replace(form, MARKER)
-    if _basic_forms and (_BASIC_WORDS[0] in text or _BASIC_WORDS[1] in text):
+    if _basic_forms and _BASIC_WORD in text:
         for form in _basic_forms:
             if form in text:
                 text = text.replace(form, MARKER)
