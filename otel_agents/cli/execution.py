@@ -19,6 +19,7 @@ import click
 from otel_agents.cli.console import ConsoleOptions, ConsoleRenderer
 from otel_agents.cli.options import NewFilePath, utf8_text
 from otel_agents.persistence.paths import Paths
+from otel_agents.tracing.credentials import StreamScrubber
 
 if TYPE_CHECKING:
     from otel_agents.cli.model_options import ModelOptions
@@ -207,31 +208,50 @@ def _as_ctrl_c(signum, frame):
     signal.raise_signal(signal.SIGINT)
 
 
-def _stream_root_text(session) -> list[str]:
+class _Streamed(list):
+    """The root agent's text as it arrived (``[]``: nothing streamed), and its writing to stdout,
+    scrubbed of credentials as the printed utterance is (a tail held back until :meth:`end`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.scrubber = StreamScrubber()
+        self.gone = False  # stdout could not be written (`| head` went away): the run goes on unseen
+
+    def write(self, text: str) -> None:
+        if not self.gone:
+            try:
+                sys.stdout.write(text)
+                sys.stdout.flush()
+            except (OSError, ValueError):  # raised into the model call, it would fail a call that succeeded
+                self.gone = True
+
+    def end(self) -> None:
+        """Write what was held back: the turn or the run ended."""
+        self.write(self.scrubber.flush())
+
+
+def _stream_root_text(session) -> _Streamed:
     """With streaming on, the root agent's text goes to stdout as it arrives; returns what was written."""
-    written: list[str] = []
+    written = _Streamed()
     if not session.llm.stream:
         return written
     turn: Any = None  # the LLM call (one per turn) whose text was written last
-    gone = False  # stdout could not be written (`| head` went away): the run goes on unseen
 
     def on_text(request, text: str) -> None:
-        nonlocal turn, gone
+        nonlocal turn
         root = session.root
-        if root is None or request.agent_id != root.agent_id or gone:
+        if root is None or request.agent_id != root.agent_id or written.gone:
             return
-        try:
-            # A later turn of the same run (after its tool calls) starts a line of its own, as it
-            # would be a separate utterance; the run's last line is ended once, by execute.
-            if written and request is not turn and not written[-1].endswith("\n"):
+        # A later turn of the same run (after its tool calls) starts a line of its own, as it
+        # would be a separate utterance; the run's last line is ended once, by execute.
+        if written and request is not turn:
+            written.end()
+            if not written[-1].endswith("\n"):
                 written.append("\n")
-                sys.stdout.write("\n")
-            turn = request
-            written.append(text)
-            sys.stdout.write(text)
-            sys.stdout.flush()
-        except (OSError, ValueError):  # raised into the model call, it would fail a call that succeeded
-            gone = True
+                written.write("\n")
+        turn = request
+        written.append(text)
+        written.write(written.scrubber.feed(text))
 
     session.llm.on_text = on_text
     return written
@@ -295,6 +315,7 @@ def execute(session, prompts: list[str], context, tracing, recording, steps: Nex
                     before_run(index)
                 streamed.clear()
                 utterance = runner.run(session.run(prompt, agent=agent, context=context))
+                streamed.end()
                 if prompt is None:
                     continue  # a fork with no prompt records its state: no one answered, stdout stays empty
                 # Streamed text is on stdout already: the line is ended, not printed twice.
@@ -315,6 +336,7 @@ def execute(session, prompts: list[str], context, tracing, recording, steps: Nex
         click.echo(f"stopped: sys.exit({exc.code!r}) was called during the run; the session was saved", err=True)
         raise
     finally:
+        streamed.end()  # a run that stopped mid-reply: the text it had streamed, to its end
         signal.signal(signal.SIGTERM, previous)
         signal.signal(signal.SIGINT, previous_int)
         try:
@@ -338,6 +360,7 @@ async def _serve(watch, session, context, streamed: list[str]) -> None:
     click.echo(f"watching {paths} {until} (Ctrl-C stops)", err=True)
 
     def answered(text: str) -> None:
+        streamed.end()
         click.echo("" if streamed else text)
         streamed.clear()
 

@@ -13,7 +13,7 @@ import json
 import time
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
-from urllib.parse import urlparse
+from urllib.parse import unquote, urlparse
 
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
@@ -129,6 +129,8 @@ class LLMClient:
 
     def __post_init__(self) -> None:
         add_credential(self.api_key)  # it travels in a header only: never in a span, file or line
+        if self.api_base:  # the password of the URL's user-info is one too (``http://bob:pw@host``)
+            add_credential(unquote(urlparse(self.api_base).password or ""))
 
     def use_script(self, script: Any) -> str:
         """Answer ``scripted/<name>`` calls from ``script`` (an ``llm.scripts.Script``); returns that model."""

@@ -16,7 +16,8 @@ arguments quote headers and keyword arguments verbatim.
 
 The headers seed 002 names (``SEED_002_HEADERS``: ``authorization``, ``x-api-key``,
 ``x-openai-api-key``, ``x-slack-signature``, ...) are among the secret keys, and IP addresses
-are masked too (``ip_masking.py``; ``OTEL_AGENTS_KEEP_IPS=true`` keeps them).
+are masked too (``ip_masking.py``; ``OTEL_AGENTS_KEEP_IPS=true`` keeps them), and so is the
+user-info of a URL (``http://user:password@host``).
 
 Redaction is idempotent: redacting redacted data changes nothing, so a trace
 can pass through it any number of times (live, on export, on import).
@@ -118,6 +119,8 @@ _KEYED_VALUE = re.compile(
     r"|\\?[\"'](?:" + "|".join(_WEAK_TEXT_KEYS) + r")\\?[\"']\s*:\s*\\?[\"']"
     r")" + _VALUE
 )
+# The user-info of a URL (``http://bob:pw@host``): user and password, replaced as one.
+_URL_USERINFO = re.compile(r"(?<=://)[^\s/?#@\[\]\"'<>\\]+@")
 # A cookie header's value runs to the end of the line (``Cookie: a=1; b=2``).
 _COOKIE_HEADER = re.compile(r"(?i)(?<![A-Za-z0-9_\-])((?:set-)?cookie\s*:\s*)(?!\[REDACTED\])(?=[^\s=;]+=)[^\r\n\"\\]+")
 
@@ -179,6 +182,8 @@ def redact_text(text: str) -> str:
     lowered = text.lower()
     if "bearer" in lowered:
         text = _BEARER.sub(MARKER, text)
+    if "://" in text and "@" in text:
+        text = _URL_USERINFO.sub(MARKER + "@", text)
     if (
         "auth" in lowered or "key" in lowered or "token" in lowered
         or "secret" in lowered or "cookie" in lowered or "passw" in lowered or "signature" in lowered

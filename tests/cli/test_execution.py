@@ -142,3 +142,25 @@ def test_a_stream_whose_reader_went_away_fails_no_model_call(home, tmp_path):
     assert failed == []
     verified = CliRunner().invoke(cli, ["sessions", "verify", directory.name])
     assert verified.exit_code == 0, verified.output
+
+
+def test_a_streamed_reply_shows_no_credential_of_the_environment_even_split_across_chunks(cli_env, monkeypatch):
+    from otel_agents.tracing.credentials import reload_credentials
+    from support.openai_server import OpenAIServer, Reply
+
+    key = "sk-proj-AbCd/EfGh+IjKl/MnOp1234"
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    reload_credentials()
+    try:
+        with OpenAIServer() as server:
+            # The server sends the content in three chunks: the key straddles both boundaries.
+            content = f"Your key is {key}, as JSON {json.dumps(key)}; done."
+            server.plan(Reply(content=content), Reply(content=content))
+            streamed = invoke("run", "--model", "openai/x", "--api-base", server.api_base, "--stream", "Hi")
+            plain = invoke("run", "--model", "openai/x", "--api-base", server.api_base, "Hi")
+    finally:
+        monkeypatch.delenv("OPENAI_API_KEY")
+        reload_credentials()
+    assert streamed.exit_code == 0 and plain.exit_code == 0, streamed.stderr + plain.stderr
+    assert "MnOp1234" not in streamed.stdout
+    assert streamed.stdout == plain.stdout == 'Your key is [REDACTED], as JSON "[REDACTED]"; done.\n'

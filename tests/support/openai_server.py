@@ -111,6 +111,7 @@ class Reply:
     then: Reply | None = None
     cut_after: int = 2  # cut_stream: number of content chunks sent before the cut
     abrupt: bool = True  # cut_stream: drop the TCP connection (vs. clean end without [DONE])
+    escape_slashes: bool = False  # error: "/" written "\\/" in the body, as many servers' JSON does
 
     # ---------------------------------------------------------------- builders
     @classmethod
@@ -124,6 +125,7 @@ class Reply:
         param: str | None = None,
         retry_after: float | None = None,
         headers: dict[str, str] | None = None,
+        escape_slashes: bool = False,
     ) -> Reply:
         d_msg, d_type, d_code = _DEFAULT_ERRORS.get(status, (f"Test server error {status}.", "api_error", None))
         hdrs = dict(headers or {})
@@ -138,6 +140,7 @@ class Reply:
             error_code=code if code is not None else d_code,
             error_param=param,
             headers=hdrs,
+            escape_slashes=escape_slashes,
         )
 
     @classmethod
@@ -269,7 +272,10 @@ class _Handler(BaseHTTPRequestHandler):
                     "code": reply.error_code,
                 }
             }
-            self._send_json(reply.status, err, reply.headers)
+            payload = json.dumps(err)
+            if reply.escape_slashes:
+                payload = payload.replace("/", "\\/")
+            self._send_raw(reply.status, payload.encode(), "application/json", reply.headers)
         elif reply.kind == "reset":
             self._abort()
         elif reply.kind == "malformed":

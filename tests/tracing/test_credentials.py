@@ -62,18 +62,22 @@ def test_an_added_credential_counts_until_the_environment_is_read_again(environm
     assert scrub_text("an-api-key-given-as-an-option") == "an-api-key-given-as-an-option"
 
 
-_PIECES = st.sampled_from([KEY, TOKEN, KEY[:10], TOKEN[:-1], MARKER, " ", "=", "sk-", "token", "\n"])
+SLASHED = "sk-proj-AbCd/EfGh+IjKl/MnOp1234"
+_PIECES = st.sampled_from([KEY, TOKEN, KEY[:10], TOKEN[:-1], MARKER, " ", "=", "sk-", "token", "\n", "Basic ", "\\",
+                           SLASHED.replace("/", "\\/"), "c2stcHJvai1BYkNkL0VmR2grSWpLbC9Nbk9wMTIzN"])
 
 
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.one_of(_PIECES, st.text(max_size=6)), max_size=10).map("".join))
 def test_scrubbing_is_idempotent_and_leaves_no_credential(text):
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(credentials, "_values", (KEY, TOKEN))
+        patch.setattr(credentials, "_added", {KEY, TOKEN, SLASHED})
+        reload_credentials()
         once = scrub_text(text)
         assert scrub_text(once) == once
-        assert KEY not in once and TOKEN not in once
+        assert KEY not in once and TOKEN not in once and "MnOp1234" not in once
         assert redact_text(once) == redact_text(text)  # redaction of the source's copy equals redaction of the original
+    reload_credentials()
 
 
 # ---------------------------------------------------------------- credential_free: one search of a frame's bytes
@@ -128,3 +132,50 @@ def test_bytes_holding_a_credential_are_never_called_free_of_one(environment, me
 def test_texts_that_cannot_hold_a_credential_are_free_of_one(environment, texts):
     assert credentials.credential_free(marshal.dumps(tuple(texts)))
     assert not credentials.credential_free(marshal.dumps(tuple(texts) + (f"x{KEY}",)))
+
+
+# ---------------------------------------------------------------- the forms a credential takes in text
+
+import base64  # noqa: E402
+import json  # noqa: E402
+import re  # noqa: E402
+from urllib.parse import quote, quote_plus  # noqa: E402
+
+QUOTED = 'pw-with"quote\\and-backslash99'
+
+
+def _encodings(value):
+    escaped = json.dumps(value)[1:-1]
+    return [escaped, escaped.replace("/", "\\/"), json.dumps(escaped)[1:-1], quote(value, safe=""), quote(value),
+            quote_plus(value), re.sub("%[0-9A-F]{2}", lambda m: m.group().lower(), quote(value, safe=""))]
+
+
+@pytest.mark.parametrize("value", [SLASHED, QUOTED, "pass word with spaces", "clé-secrète-ünïcode"])
+def test_a_credential_is_replaced_in_the_forms_text_commonly_carries_it_in(monkeypatch, value):
+    monkeypatch.setenv("MY_SERVICE_TOKEN", value)
+    reload_credentials()
+    try:
+        for encoded in _encodings(value) + [json.dumps(value, ensure_ascii=False)[1:-1]]:
+            text = f'{{"error": "Incorrect API key provided: {encoded}."}}'
+            assert scrub_text(text) == f'{{"error": "Incorrect API key provided: {MARKER}."}}', encoded
+            assert not credentials.credential_free(text.encode())
+        for user in ("", "b", "bo", "bob"):  # each of base64's three alignments
+            basic = base64.b64encode(f"{user}:{value}".encode()).decode()
+            scrubbed = scrub_text(f"Authorization: Basic {basic}")
+            assert MARKER in scrubbed and len(scrubbed) <= len("Authorization: Basic ") + len(MARKER) + 9, scrubbed
+            assert not credentials.credential_free(basic.encode())
+    finally:
+        monkeypatch.delenv("MY_SERVICE_TOKEN")
+        reload_credentials()
+
+
+@settings(_ONE_ENVIRONMENT, max_examples=150)
+@given(st.sampled_from([f"say {KEY} and {json.dumps(SLASHED)} now", f"{TOKEN}{TOKEN}", "nothing here at all", KEY]),
+       st.lists(st.integers(0, 60), max_size=6))
+def test_a_stream_split_anywhere_shows_what_the_whole_text_scrubbed_shows(environment, monkeypatch, text, cuts):
+    monkeypatch.setattr(credentials, "_added", {SLASHED})
+    reload_credentials()
+    bounds = [0, *sorted(c for c in cuts if c < len(text)), len(text)]
+    scrubber = credentials.StreamScrubber()
+    shown = "".join(scrubber.feed(text[a:b]) for a, b in zip(bounds, bounds[1:])) + scrubber.flush()
+    assert shown == scrub_text(text)

@@ -101,3 +101,13 @@ def test_a_redacted_save_keeps_no_command_line_since_it_holds_the_prompts(home, 
     assert prompt.encode() not in saved
     meta = orjson.loads((directory / "meta.json").read_bytes())
     assert "argv" not in meta["last_run"]["ingress"] and meta["last_run"]["ingress"]["cwd"] == str(tmp_path)
+
+
+def test_the_user_info_of_a_url_is_redacted_in_the_command_line():
+    argv = ["otel-agents", "run", "--api-base", "https://bob:TopSecretPw99@llm.example.com/v1",
+            "--api-base=http://only-user@example.com:8080/v1", "see http://a:b@h/x and mail me@example.com"]
+    redacted = redacted_argv(argv)
+    assert redacted[3] == f"https://{MARKER}@llm.example.com/v1"
+    assert redacted[4] == f"--api-base=http://{MARKER}@example.com:8080/v1"
+    assert redacted[5] == f"see http://{MARKER}@h/x and mail me@example.com"  # an address is not a URL's user-info
+    assert redacted_argv(redacted) == redacted

@@ -251,6 +251,57 @@ def test_the_api_key_of_a_real_litellm_call_stays_out(tmp_path):
             assert_clean(str(path), content)
 
 
+def _cli(args, env, cwd):
+    return subprocess.run([sys.executable, "-m", "otel_agents", *args], capture_output=True, env=env, cwd=cwd, timeout=120)
+
+
+def _clean_env(home):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_") and not k.endswith("_API_KEY")}
+    env.update(OTEL_AGENTS_HOME=str(home), HOME=str(home), LITELLM_LOCAL_MODEL_COST_MAP="True")
+    return env
+
+
+@pytest.mark.parametrize("key, slashes", [
+    ("sk-proj-AbCd/EfGh+IjKl/MnOp1234", True),  # "/" written "\/" by the server's JSON
+    ("sk-proj-AbCd/EfGh+IjKl/MnOp1234", False),
+    ('pw-with"quote\\and-backslash99', False),  # '"' and '\' are always escaped in JSON
+])
+def test_a_key_the_server_echoes_json_escaped_is_written_and_shown_nowhere(tmp_path, key, slashes):
+    from support.openai_server import OpenAIServer, Reply
+
+    home = tmp_path / "home"
+    env = _clean_env(home) | {"HOSTED_VLLM_API_KEY": key}
+    with OpenAIServer() as server:
+        server.plan(Reply.error(401, f"Incorrect API key provided: {key}", escape_slashes=slashes))
+        run = _cli(["run", "--model", "hosted_vllm/x", "--api-base", server.api_base, "--max-attempts", "1",
+                    "--otlp-file", str(tmp_path / "out.jsonl"), "Hi"], env, tmp_path)
+    assert run.returncode == 1 and b"error:" in run.stderr, run.stderr.decode()
+    assert b"Incorrect API key provided: [REDACTED]" in (tmp_path / "out.jsonl").read_bytes()
+    session = [line for line in run.stderr.decode().splitlines() if line.startswith("session: ")][0].split()[1]
+    shown = [run.stdout, run.stderr, (tmp_path / "out.jsonl").read_bytes(),
+             _cli(["billing", "export"], env, tmp_path).stdout, _cli(["sessions", "show", session], env, tmp_path).stdout]
+    shown += all_bytes_under(home).values()
+    distinctive = b"MnOp1234" if "MnOp" in key else b"backslash99"
+    assert not [data for data in shown if distinctive in data]
+
+
+def test_credentials_in_the_api_base_url_are_saved_and_shown_nowhere(tmp_path):
+    from support.openai_server import OpenAIServer, Reply
+
+    home = tmp_path / "home"
+    env = _clean_env(home) | {"HOSTED_VLLM_API_KEY": "sk-test"}
+    with OpenAIServer() as server:
+        api_base = server.api_base.replace("://", "://bob:TopSecretPw99@")
+        run = _cli(["run", "--model", "hosted_vllm/x", "--api-base", api_base, "--max-attempts", "1",
+                    "--otlp-file", str(tmp_path / "out.jsonl"), "Hi"], env, tmp_path)
+    assert run.returncode in (0, 1) and b"session: " in run.stderr, run.stderr.decode()
+    session = [line for line in run.stderr.decode().splitlines() if line.startswith("session: ")][0].split()[1]
+    show = _cli(["sessions", "show", session], env, tmp_path)
+    assert show.returncode == 0 and b"--api-base" in show.stdout, show.stderr
+    shown = [run.stdout, run.stderr, (tmp_path / "out.jsonl").read_bytes(), show.stdout, *all_bytes_under(home).values()]
+    assert not [data for data in shown if b"TopSecretPw99" in data]
+
+
 # --- seed 002's redaction list ---
 
 from otel_agents.tracing.redaction import SEED_002_HEADERS  # noqa: E402
