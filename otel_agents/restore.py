@@ -3,9 +3,10 @@
 The saved seed-001 records are the state: replaying them in message-id order
 gives every agent (id, name, model, parent), every transcript (truncations
 applied) and both id counters, so no id is ever reused. A run that was killed
-may leave an assistant turn whose tool calls have no results; those calls get
-an error result saying the run was interrupted, logged at the start of the next
-run, so the next LLM request is valid.
+may leave an assistant turn whose tool calls have no results, or a call that
+replied as it went (discuss) whose span never ended; those calls get an error
+result saying the run was interrupted, logged at the start of the next run, so
+the next LLM request is valid and the model knows the call was cut off.
 
 An agent continues with its saved model unless the resume says otherwise: ``--model``
 moves every agent; a script other than the session's moves the agents on a scripted
@@ -65,6 +66,7 @@ class SavedSession:
     runs: int = 0  # runs so far: the next one is runs + 1
     last_run: SavedRun | None = None  # the run the next one links to
     redacted: bool = False  # saved without message contents: see without_contents
+    open_tool_calls: frozenset[str] = frozenset()  # ids of calls whose tool span never ended (a killed run)
 
     def without_contents(self) -> str:
         """Why its agents cannot be rebuilt when ``redacted`` (resume and fork say the same)."""
@@ -182,9 +184,13 @@ def _agent_number(agent_id: str) -> int:
         return 0
 
 
-def interrupted_tool_calls(agent: Agent) -> list[tuple[str, str]]:
-    """(tool_call_id, tool name) of calls in the transcript that never got a result."""
-    answered = {m.get("tool_call_id") for m in agent.transcript if m.get("role") == "tool"}
+def interrupted_tool_calls(agent: Agent, still_open: frozenset[str] = frozenset()) -> list[tuple[str, str]]:
+    """(tool_call_id, tool name) of calls in the transcript that never got a result, and of those in
+    ``still_open`` whose results so far were replies (discuss) and none says the call was interrupted."""
+    tool_results = [m for m in agent.transcript if m.get("role") == "tool"]
+    answered = {m.get("tool_call_id") for m in tool_results}
+    cut_off = {m.get("tool_call_id") for m in tool_results if m.get("content") == INTERRUPTED_RESULT}
+    answered -= still_open - cut_off
     missing = []
     for message in agent.transcript:
         for call in message.get("tool_calls") or []:
@@ -311,7 +317,8 @@ def _restore(saved: SavedSession, tool_list: tuple[Tool, ...], model_override: s
 
     if changes:
         record_model_changes(session, changes)
-    repairs = [(agent, call_id, name) for agent in agents.values() for call_id, name in interrupted_tool_calls(agent)]
+    repairs = [(agent, call_id, name) for agent in agents.values()
+               for call_id, name in interrupted_tool_calls(agent, saved.open_tool_calls)]
     if repairs:
         def repair() -> None:
             for agent, call_id, name in repairs:

@@ -23,7 +23,8 @@ from otel_agents.persistence.repair import flush_unbilled, mark_billed, write_ba
 from otel_agents.persistence.saved import LoadedSession, SessionUnreadable, load_checkpoint, load_saved
 from otel_agents.persistence.store import SessionStore, StoreError, check_ledger_writable
 from otel_agents.persistence.tree_file import UnknownTreeVersion
-from otel_agents.persistence.tree_walk import records_of
+from otel_agents.persistence.tree_kinds import KIND_TOOL, STATUS_IN_PROGRESS, STATUS_INTERRUPTED
+from otel_agents.persistence.tree_walk import iter_ops, records_of
 from otel_agents.restore import ResumeError, SavedSession, merge_records, runs_from_meta, saved_runs
 from otel_agents.tracing import semconv as sc
 
@@ -131,7 +132,8 @@ def _load(session_dir: Path, session_id: str):
     except ResumeError as exc:
         raise ResumeError(f"session {session_id}: {exc}") from None
     repair = loaded if loaded.event_lines is not None else None  # rebuilt from the journal
-    return SavedSession(session_id, records, runs, last, redacted=redacted), tree, loaded.meta, repair
+    saved = SavedSession(session_id, records, runs, last, redacted=redacted, open_tool_calls=open_tool_calls(tree))
+    return saved, tree, loaded.meta, repair
 
 
 def _load_current(session_dir: Path, session_id: str):
@@ -150,7 +152,20 @@ def _load_current(session_dir: Path, session_id: str):
         tree = None if current.billed else current.store.load_tree()
     except (StoreError, ResumeError, OSError):
         return None
-    return SavedSession(session_id, records, runs, last, redacted=bool(meta.get("redacted"))), tree, current.meta
+    saved = SavedSession(session_id, records, runs, last, redacted=bool(meta.get("redacted")),
+                         open_tool_calls=open_tool_calls(tree))
+    return saved, tree, current.meta
+
+
+def open_tool_calls(tree: Mapping[str, Any] | None) -> frozenset[str]:
+    """Ids of the tool calls whose span a dead writer left open: a call that replied as it went (discuss)
+    has results, yet did not finish, and resume must say so."""
+    unfinished = (STATUS_INTERRUPTED, STATUS_IN_PROGRESS)
+    return frozenset(
+        ref.op["request"]["tool_call_id"] for ref in iter_ops(tree or {})
+        if ref.op.get("kind") == KIND_TOOL and ref.op.get("status") in unfinished
+        and (ref.op.get("request") or {}).get("tool_call_id")
+    )
 
 
 def hooks_left_behind(session_dir: Path, tree: Mapping[str, Any] | None, installed: set[str]) -> list[str]:

@@ -101,6 +101,24 @@ def test_interrupted_tool_calls_get_an_error_result_inside_the_next_run(memory_t
     assert any(e.attributes.get("otel_agents.event.content") == INTERRUPTED_RESULT for e in root.events)
 
 
+def test_a_call_that_replied_but_never_ended_gets_the_interrupted_result_once(memory_tracing):
+    session = run_prompts(memory_tracing, ["first"])
+    records = merge_records(memory_tracing.recorder.records)
+    call = next(r for r in records if r.get("tool_calls"))["tool_calls"][0]["id"]
+    # Its result is in, but its span never ended (a discuss call killed between speakers).
+    saved = SavedSession(session.id, records, open_tool_calls=frozenset({call}))
+    restored = restore_session(saved, telemetry=memory_tracing.telemetry)
+    before = len(memory_tracing.recorder.records)
+    asyncio.run(restored.run("second"))
+    repair = memory_tracing.recorder.records[before]
+    assert (repair["tool_call_id"], repair["content"]) == (call, INTERRUPTED_RESULT)
+    # Resumed again from what that run saved, with the span still interrupted: answered already.
+    again = SavedSession(session.id, merge_records(memory_tracing.recorder.records), open_tool_calls=frozenset({call}))
+    contents = [m.get("content") for m in restore_session(again, telemetry=memory_tracing.telemetry).root.transcript]
+    assert contents.count(INTERRUPTED_RESULT) == 1
+    assert not restore_session(again, telemetry=memory_tracing.telemetry).before_next_run
+
+
 def test_contradicting_sources_are_refused():
     a = make_record("transcript_entry", "msg_000002", agent_id="agent_001", role="user", content="hi")
     b = dict(a, content="something else")

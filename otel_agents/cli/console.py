@@ -56,7 +56,8 @@ def _payload(value: Any) -> str:
     return _cap(json.dumps(redact(value), ensure_ascii=False))
 
 
-def _one_line(text: str) -> str:
+def one_line(text: object) -> str:
+    """The text with its line breaks (and runs of spaces) as single spaces: a stderr line is one line."""
     return " ".join(str(text).split())
 
 
@@ -172,10 +173,10 @@ class ConsoleRenderer(SpanProcessor):
             # has only its record. Only on the attempt that spent it: a fork replays the records it
             # inherits on its run's root span, and those were told in their own run.
             if record.get("notice") == "budget_warning" and _operation(span) == sc.OP_CHAT:
-                self._emit(span, "WRN", _one_line(record.get("content") or ""))
+                self._emit(span, "WRN", one_line(record.get("content") or ""))
             elif (record.get("notice") == "truncation" and self.options.verbose
                   and _operation(span) != sc.OP_INVOKE_AGENT):  # made in a turn or a tool call, not replayed
-                self._emit(span, "VRB", _one_line(record.get("content") or ""))
+                self._emit(span, "VRB", one_line(record.get("content") or ""))
             return
         if not (self.options.trace_llm or self.options.trace_tools):
             return
@@ -195,7 +196,7 @@ class ConsoleRenderer(SpanProcessor):
         if level in ("WRN", "ERR") or (level in ("THK", "VRB", "FIN") and self.options.verbose) or (
             level == "TRC" and (self.options.trace_llm or self.options.trace_tools)
         ):
-            self._emit(span, level, _one_line(message) if level != "THK" else message.replace("\n", " ⏎ "))
+            self._emit(span, level, one_line(message) if level != "THK" else message.replace("\n", " ⏎ "))
 
     # --- span start/end (SpanProcessor) ---
     def on_start(self, span: Span, parent_context=None) -> None:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import click
 
-from otel_agents.cli.console import ConsoleOptions, ConsoleRenderer
+from otel_agents.cli.console import ConsoleOptions, ConsoleRenderer, one_line
 from otel_agents.cli.options import NewFilePath, utf8_text
 from otel_agents.persistence.paths import Paths
 from otel_agents.tracing.credentials import StreamScrubber
@@ -324,7 +324,7 @@ def execute(session, prompts: list[str], context, tracing, recording, steps: Nex
                 watching = True
                 runner.run(_serve(watch, session, context, streamed))
     except (LLMCallFailed, MaxTurnsExceeded, BudgetExhausted, HookFailed, RecordingLost) as exc:  # a run that stopped: exit 1
-        click.echo(f"error: {exc}", err=True)
+        click.echo(f"error: {one_line(exc)}", err=True)  # a hook's or tool's multi-line text, as the WRN lines
         exit_code = EXIT_FAILED
     except KeyboardInterrupt:
         if watching and not watch.busy:  # the way to stop watching: nothing was cut short

@@ -106,8 +106,10 @@ async def run_tool_call(agent: "Agent", call: dict[str, Any], call_message_id: s
                 span.set_status(Status(StatusCode.ERROR, result))
                 span.set_attribute(sc.ERROR_TYPE, "tool_" + status)
             telemetry.log("WRN", str(result), span=span)
-        if ctx.replies and (result is None or stop is not None):
-            content = None  # the tool replied as it went (discuss): its call has its results
+        if ctx.replies and result is None and stop is None:
+            # The tool replied as it went (discuss) and finished: its call has its results. One stopped
+            # midway gets its stop's result after the replies, so the model knows the call was cut off.
+            content = None
             out_chars = sum(len(r) for r in ctx.replies)
             agent.session.hooks.tool_used(agent, name, ctx.last_reply_id)  # it ran: remind hooks hear of it
         else:

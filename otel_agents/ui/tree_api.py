@@ -80,9 +80,10 @@ def _tool(session: UiSession, node: Mapping[str, Any]) -> dict[str, Any]:
     for tool_call in (call or {}).get("tool_calls") or ():
         if isinstance(tool_call, Mapping) and tool_call.get("id") == request.get("tool_call_id"):
             arguments = (tool_call.get("function") or {}).get("arguments")
-    result = (_record(session, response.get("message_id")) or {}).get("content")
+    # Its tool entries on the span: a discuss cut off has its replies and then the stop's result.
+    result = _replies(node, request.get("tool_call_id"))
     if result is None:
-        result = _replies(node, request.get("tool_call_id"))
+        result = (_record(session, response.get("message_id")) or {}).get("content")
     name = (node.get("attributes") or {}).get("gen_ai.tool.name") or node.get("name")
     return {"name": name, "call_id": request.get("tool_call_id"), "arguments": arguments,
             "result": result, "status": response.get("status")}
@@ -90,7 +91,7 @@ def _tool(session: UiSession, node: Mapping[str, Any]) -> dict[str, Any]:
 
 def _replies(node: Mapping[str, Any], call_id: Any) -> str | None:
     """A tool that replied as it went (discuss: one tool entry per speaker) has no single result entry:
-    its tool entries for this call, in order, joined by a blank line. Only the span's own records are
+    its tool entries for this call, in order, joined by a blank line (one entry: a single result). Only the span's own records are
     searched: a scripted model's call ids repeat from run to run."""
     if not isinstance(call_id, str):
         return None

@@ -145,6 +145,18 @@ def test_a_failing_review_hook_ends_the_run_in_one_line_with_exit_1_and_the_sess
         "researcher: Paris is large.  [not delivered: review hook 'offline_reviewer' failed]"]
 
 
+@pytest.mark.parametrize("factory, says", [
+    ("with_multiline_review", "error: review hook 'brittle' failed: ValueError: review broke second line"),
+    ("with_multiline_approval", "1-3 tool/function:delete_notes: WRN Error: Action blocked by hook 'brittle_approval': "
+                                "hook failed: ValueError: approval broke second line"),
+])
+def test_a_hook_failing_with_a_multi_line_message_says_so_in_one_stderr_line(tmp_path, script, factory, says):
+    done = cli("run", "--app", f"city_app:{factory}", "--script", str(script), "Paris?", home=tmp_path / "home",
+               check=False)
+    assert any(line.endswith(says) for line in done.stderr.splitlines()), done.stderr
+    assert "second line" not in done.stderr.replace(says, "")  # no line of its own, nowhere else
+
+
 CRASH_SCRIPT = {
     "name": "census",
     "agents": {

@@ -72,3 +72,29 @@ async def test_a_budget_in_force_answers_every_call_and_stops_its_siblings(scrip
     (task_span,) = span_tree().named("execute_tool task")
     assert task_span.attributes[sc.ERROR_TYPE] == "budget_exhausted"
     assert task_span.attributes[sc.TOOL_STATUS] == "failed"
+
+
+async def test_a_discussion_cancelled_after_one_speaker_gets_the_interrupted_result_after_the_reply(scripted):
+    session = scripted({"agents": {
+        "main": [{"tool_calls": [{"name": "task", "arguments": {"name": "Jack"}},
+                                 {"name": "task", "arguments": {"name": "Jill"}}]},
+                 {"tool_calls": [{"name": "discuss", "arguments": {"speakers": ["Jack", "Jill"]}}]},
+                 "after"],
+        "Jack": ["Hi, I'm Jack."],
+        "Jill": [{"text": "Hi, I'm Jill.", "latency_ms": 30_000}],
+    }})
+    run = asyncio.ensure_future(session.run("go"))
+    for _ in range(6000):  # until Jack has spoken and Jill is thinking (the first run loads litellm: slow)
+        if session.root is not None and "Hi, I'm Jack." in tool_results(session.root):
+            break
+        await asyncio.sleep(0.01)
+    run.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await run
+    (discuss_call,) = [c["id"] for m in session.root.transcript for c in m.get("tool_calls") or []
+                       if c["function"]["name"] == "discuss"]
+    assert [m["content"] for m in session.root.transcript if m.get("tool_call_id") == discuss_call] == [
+        "Hi, I'm Jack.", INTERRUPTED_RESULT]
+    assert session.root.transcript[-1]["content"] == INTERRUPTED_RESULT  # after the reply: the model sees the cut
+    assert await session.run("again") == "after"
+    assert_provider_valid(session.root.transcript)

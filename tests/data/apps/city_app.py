@@ -1,5 +1,6 @@
 """A Python app for `otel-agents run --app city_app:make`: a custom tool, an approval hook, a tool that can crash;
-a review hook that fails (`with_broken_review`) and tools that interrupt or leave the program (`with_quitting_tools`)."""
+a review hook that fails (`with_broken_review`), hooks failing with two lines (`with_multiline_review`,
+`with_multiline_approval`) and tools that interrupt or leave the program (`with_quitting_tools`)."""
 
 import os
 import signal
@@ -69,3 +70,23 @@ def with_quitting_tools():
 
 def broken():
     raise RuntimeError("no configuration")
+
+
+@review
+def brittle(agent, utterance):
+    raise ValueError("review broke\nsecond line")
+
+
+def with_multiline_review():
+    agent, hooks = make()
+    return agent, [*hooks, brittle]
+
+
+@approval(tools=["delete_notes"])
+def brittle_approval(request: ToolRequest) -> Decision:
+    raise ValueError("approval broke\nsecond line")
+
+
+def with_multiline_approval():
+    agent, _ = make()
+    return agent, [brittle_approval]
