@@ -149,7 +149,10 @@ def _load_current(session_dir: Path, session_id: str):
     try:
         records = merge_records(current.records)
         runs, last = runs_from_meta(meta)
-        tree = None if current.billed else current.store.load_tree()
+        # A last run a dead writer left (repaired, billed) may hold a call that replied and never ended:
+        # only the tree tells, so it is read then too.
+        interrupted = meta.get("status") == STATUS_INTERRUPTED
+        tree = None if current.billed and not interrupted else current.store.load_tree()
     except (StoreError, ResumeError, OSError):
         return None
     saved = SavedSession(session_id, records, runs, last, redacted=bool(meta.get("redacted")),

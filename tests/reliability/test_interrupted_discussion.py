@@ -6,6 +6,8 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
 from reliability_helpers import ScriptBuilder, cli_command, event_records, invoke, subprocess_env, verify
 from test_interruption import journal_starts, wait_for
 
@@ -23,7 +25,9 @@ def jill_thinking(home: Path):
     return check
 
 
-def test_a_discussion_killed_after_one_speaker_resumes_with_the_call_answered_as_interrupted(rel_home, tmp_path):
+@pytest.mark.parametrize("repaired_first", [False, True], ids=["resumed", "repaired then resumed"])
+def test_a_discussion_killed_after_one_speaker_resumes_with_the_call_answered_as_interrupted(rel_home, tmp_path,
+                                                                                           repaired_first):
     from otel_agents.persistence.ownership import owner_of
 
     script = ScriptBuilder("talk", {
@@ -49,6 +53,9 @@ def test_a_discussion_killed_after_one_speaker_resumes_with_the_call_answered_as
         assert time.monotonic() < deadline
         time.sleep(0.05)
 
+    if repaired_first:  # billed and closed cleanly: resume then takes its quick path
+        repaired = invoke(["sessions", "repair", directory.name])
+        assert repaired.exit_code == 0, repaired.output
     resumed = invoke(["resume", directory.name, "--script", str(quick), "Carry on"])
     assert resumed.exit_code == 0, resumed.output
     assert resumed.stdout == "carried on\n"
