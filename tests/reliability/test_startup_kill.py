@@ -3,7 +3,8 @@
 The process is made to kill itself right after taking the lock (nothing else of the session
 written yet), so the window is hit every time: the session left must read as a new one with no
 runs, which every command accepts and ``resume`` starts afresh; and litellm must be loaded by then,
-so that in a real run that window is milliseconds, not the seconds of its import.
+so that in a real run that window is milliseconds, not the seconds of its import. A SIGTERM during
+that import, before the lock, ends the command with nothing saved.
 """
 
 from __future__ import annotations
@@ -76,3 +77,27 @@ def test_run_loads_litellm_before_it_takes_the_lock(rel_home, tmp_path):
     which a kill left a session without its prompt. Before the lock, a kill then leaves no session at all."""
     _, _, note = killed_at_lock(rel_home, tmp_path)
     assert note == "loaded"
+
+
+# The CLI with litellm's import preceded by a SIGTERM to itself: the signal lands during the import.
+TERMINATED_IN_IMPORT = """
+import os, signal, sys
+import otel_agents.llm.litellm_loader as loader
+load = loader.load_litellm
+def terminated_first():
+    os.kill(os.getpid(), signal.SIGTERM)
+    return load()
+loader.load_litellm = terminated_first
+from otel_agents.cli import cli
+cli(sys.argv[1:], prog_name="otel-agents")
+"""
+
+
+def test_sigterm_during_the_import_before_the_lock_exits_130_saving_nothing(rel_home, tmp_path):
+    script = ScriptBuilder("greet", {"main": ["hello"]}).write(tmp_path / "greet.json")
+    proc = subprocess.run([sys.executable, "-c", TERMINATED_IN_IMPORT, "run", "--script", str(script), "hi"],
+                          capture_output=True, text=True, env=subprocess_env(rel_home), cwd=rel_home.parent, timeout=120)
+    assert proc.returncode == 130, proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == "interrupted before the session started: nothing was saved"
+    assert "Traceback" not in proc.stderr and proc.stdout == ""
+    assert not list((rel_home / "sessions").glob("*"))
