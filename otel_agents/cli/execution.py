@@ -163,6 +163,27 @@ def start_recording(tracing, paths: Paths, session_id: str, ownership=None, **re
         raise _as_click(exc) from None
 
 
+def load_model_library() -> None:
+    """Import litellm (seconds; far more on a loaded machine) before a new session's lock is taken, not
+    between the lock and its first run's span: a process killed (kill -9) in that gap left a session with
+    no prompt recorded. Ctrl-C or SIGTERM during the import ends the command (exit 130), nothing saved."""
+    from otel_agents.llm.litellm_loader import load_litellm
+
+    if "litellm" in sys.modules:
+        return
+    # As in execute: a background job starts with SIGINT ignored, and SIGTERM must end it cleanly too.
+    previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)
+    previous = signal.signal(signal.SIGTERM, _as_ctrl_c)
+    try:
+        load_litellm()
+    except KeyboardInterrupt:
+        click.echo("interrupted before the session started: nothing was saved", err=True)
+        finish(EXIT_INTERRUPTED)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGINT, previous_int)
+
+
 def use_saved_script(llm, script, model: str | None) -> str | None:
     """Point the LLM client at the session's script (its scripted model, its stream switch) and
     return the model override for restored agents: None when no model is named (each agent keeps

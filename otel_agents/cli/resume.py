@@ -118,30 +118,35 @@ def _resume_owned(session_dir, session_id, prompts, script_name, model_opts, otl
     with command_tracing(otlp_file) as tracing:  # shut down however the command ends
         llm = make_llm(tracing, model_opts)
         agent_settings, agent_budgets = agents_by_name(app, script)
-        override = use_saved_script(llm, script, model)
+        fresh = not saved.runs and not any(r.get("event_type") == sc.EVENT_AGENT_CREATED for r in saved.records)
+        override = use_saved_script(llm, script, model) if not fresh else None
         try:
-            session = restore_session(
-                saved,
-                tools=app.agent.tool_list() if app else (),
-                model_override=override,
-                # agents on another script's scripted model move to this one's
-                script_model=script.model if script else None,
-                telemetry=tracing.telemetry,
-                llm=llm,
-                max_turns=model_opts.max_turns,
-                agent_settings=agent_settings,
-                settings_override=params,
-                agent_budgets=agent_budgets,
-                budget=BudgetMeter.for_session(limits),
-                eviction=eviction_opts.policy(script),
-            )
+            if fresh:  # stopped before its first run: its root starts now, as `run` would have started it
+                session = _fresh_session(saved, app, script, model_opts, tracing, llm, params, limits, eviction_opts)
+            else:
+                session = restore_session(
+                    saved,
+                    tools=app.agent.tool_list() if app else (),
+                    model_override=override,
+                    # agents on another script's scripted model move to this one's
+                    script_model=script.model if script else None,
+                    telemetry=tracing.telemetry,
+                    llm=llm,
+                    max_turns=model_opts.max_turns,
+                    agent_settings=agent_settings,
+                    settings_override=params,
+                    agent_budgets=agent_budgets,
+                    budget=BudgetMeter.for_session(limits),
+                    eviction=eviction_opts.policy(script),
+                )
             check_session_budgets(session, budget_opts, spent_before(tree, meta),
                                   lambda: agents_spent(session_dir, tree))
             session.carried_budget = carried_budget(saved, budget_opts.scope)
         except ResumeError as exc:
             raise click.UsageError(str(exc)) from None
         target = _target_or_exit(session, delivery)
-        install_session_hooks(session, script, app)
+        if not fresh:  # a new session has its hooks installed already
+            install_session_hooks(session, script, app)
         for name in hooks_left_behind(session_dir, tree, session.hooks.names()):
             click.echo(f"warning: hook {name!r} watched this session and is not installed now (hooks are code, "
                        "not saved: run the session from an app, `run --app MODULE:FACTORY`, to have them back)",
@@ -162,6 +167,21 @@ def _resume_owned(session_dir, session_id, prompts, script_name, model_opts, otl
                              model_override=model, extra=extra, sender=delivery.sender if delivery else None)
         label_runs(session, context, txn, sender=delivery.sender if delivery else None)
         return execute(session, prompt_list, context, tracing, recording, agent=target)
+
+
+def _fresh_session(saved, app, script, model_opts, tracing, llm, params, limits, eviction_opts):
+    """A session with no agents yet (its first run was stopped before it began, even by kill -9): a new
+    runtime session under the saved id, its root from the script or app given (``--script``, else the default)."""
+    from otel_agents.cli.app_session import new_session
+    from otel_agents.llm.budget import BudgetMeter
+    from otel_agents.restore import ResumeError
+
+    if saved.redacted:  # its contents must not be kept: resume has no --redacted-save to keep that promise
+        raise ResumeError(f"session {saved.session_id} was started with --redacted-save and has no run: "
+                          "start a new one with `otel-agents run --redacted-save`")
+    return new_session(app, script, model_opts.model, session_id=saved.session_id, telemetry=tracing.telemetry,
+                       llm=llm, max_turns=model_opts.max_turns, settings_override=params,
+                       budget=BudgetMeter.for_session(limits), eviction=eviction_opts.policy(script))
 
 
 @click.command()

@@ -12,6 +12,7 @@ from otel_agents.cli.execution import (
     execute,
     finish,
     label_runs,
+    load_model_library,
     make_llm,
     next_steps,
     output_options,
@@ -90,6 +91,7 @@ def run(prompts, script_name, app_reference, resume_id, watch_paths, watch_agent
                               max_turns=model_opts.max_turns, settings_override=model_opts.params,
                               budget=budget_opts.meter(), eviction=eviction)
         check_session_budgets(session, budget_opts)
+        load_model_library()  # before the lock: a kill then leaves no session, a kill after it one with its prompt
         recording = start_recording(tracing, paths, session.id, redact_contents=redacted_save)
         keep_revivable(session, paths.session_dir(session.id), redacted=redacted_save)  # only now may agents be evicted
         attach_console(tracing, verbose, trace_llm, trace_tools)

@@ -14,7 +14,7 @@ from typing import Any, Callable, Mapping
 
 from otel_agents.persistence.notices import Warn
 from otel_agents.persistence.ownership import LOCK_FILE, owner_of
-from otel_agents.persistence.saved import SessionUnreadable, load_saved, reader_meta
+from otel_agents.persistence.saved import SessionUnreadable, load_saved, no_run_recorded, reader_meta
 from otel_agents.persistence.session_meta import closed_meta, make_meta, writer_died
 from otel_agents.persistence.store import SessionListing, SessionStore, by_creation, list_sessions
 from otel_agents.persistence.tree import build_tree
@@ -34,7 +34,8 @@ def listed_sessions(
     for item in list_sessions(sessions_dir):
         meta = listed(item)
         if meta is not item.meta:
-            problem = None if item.meta is not None or opening_now(None, item.directory) else item.problem
+            new = opening_now(None, item.directory) or no_run_recorded(SessionStore(item.directory))
+            problem = None if item.meta is not None or new else item.problem
             item = dataclasses.replace(item, meta=meta, problem=problem)
         out.append(item)
     return sorted(out, key=by_creation)
@@ -52,8 +53,9 @@ def listed_meta(
     is read (its tree only) to say what it holds; anything else is meta.json as it is. ``from_streams``
     (the web UI): one without a readable meta.json is read too, and listed as its streams say
     (``streams_meta``); ``sessions list`` lists it as unreadable, with why."""
-    if not must_read(listing.meta, listing.directory) and not (from_streams and listing.meta is None):
-        return listing.meta
+    if not must_read(listing.meta, listing.directory) and not (from_streams and listing.meta is None) \
+            and not (listing.meta is None and no_run_recorded(SessionStore(listing.directory))):
+        return listing.meta  # a session stopped before its first span (its lock alone) is listed as new, not unreadable
     try:
         tree = load_saved(listing.directory, warn, tree_only=True).tree
     except (SessionUnreadable, OSError):
@@ -119,7 +121,8 @@ def streams_meta(tree: Mapping[str, Any], directory: Path) -> dict[str, Any]:
     if owner_of(directory) is not None:
         return first_meta(tree, directory)
     store = SessionStore(directory)
-    written = max([_mtime_ns(path) for path in (store.journal_path, store.events_path)])
+    # The lock's: a session stopped before its first span has no streams, and was created as it took it.
+    written = max([_mtime_ns(path) for path in (store.journal_path, store.events_path, directory / LOCK_FILE)])
     started = tree.get("started_ns")
     created = started if isinstance(started, int) and not isinstance(started, bool) else written
     return closed_meta(tree, created_ns=created, updated_ns=max(created, written))

@@ -24,7 +24,7 @@ from otel_agents.persistence.events_file import EventLine, EventsFileError, read
 from otel_agents.persistence.interrupted import close_interrupted
 from otel_agents.persistence.journal import JournalError, read_journal, rebuild
 from otel_agents.persistence.notices import Warn, stderr_warning
-from otel_agents.persistence.ownership import owner_of
+from otel_agents.persistence.ownership import LOCK_FILE, owner_of
 from otel_agents.persistence.store import SessionStore, StoreError
 from otel_agents.persistence.session_meta import checkpoint_is_current, closed_meta, writer_died
 from otel_agents.persistence.timestamps import iso_ts
@@ -38,6 +38,7 @@ SOURCE_CHECKPOINT = "checkpoint"  # tree.json.gz, known to cover spans.jsonl + e
 SOURCE_JOURNAL = "journal"  # spans.jsonl + events.jsonl
 SOURCE_TREE = "tree"  # tree.json.gz (records from events.jsonl when readable)
 SOURCE_EVENTS = "events"  # events.jsonl only: no tree
+NO_RUN_NOTE = "no run was recorded (stopped before its first run started)"
 
 
 class SessionUnreadable(ValueError):
@@ -119,6 +120,9 @@ def load_saved(
         saved_tree = _tree_as_saved(store, warn, live)
         if saved_tree is not None:
             return saved_tree
+    if no_run_recorded(store):
+        return LoadedSession(store.directory, build_tree([], store.session_id), [], _read_meta(store), [NO_RUN_NOTE],
+                             spans=[], source=SOURCE_JOURNAL, live=live)  # nothing to repair: no event_lines
     notes: list[str] = []
     damaged: list[str] = []
     lines: list[EventLine] | None = None
@@ -274,6 +278,19 @@ def _torn_record(store: SessionStore, fragment: bytes, lines: list[EventLine], w
         warn(f"{store.events_path}: the torn last line is record {line.record.get('message_id')}, "
              f"which {TREE_FILE} holds whole: read from there")
     return line
+
+
+def no_run_recorded(store: SessionStore) -> bool:
+    """A session stopped (or killed) before its first span: its start took the lock (and, stopped cleanly,
+    wrote meta.json), nothing else. It reads as a session with no runs, which resume carries on; a
+    directory with neither file is no session of ours and stays unreadable, and so does one whose meta.json
+    counts runs (their files are gone: damage, not a new session) or cannot be read."""
+    if any(path.exists() for path in (store.events_path, store.journal_path, store.tree_path)):
+        return False
+    if not store.meta_path.exists():
+        return (store.directory / LOCK_FILE).exists()
+    meta = _read_meta(store)
+    return meta is not None and not meta.get("runs")
 
 
 def _first(notes: list[str], about: str) -> str:

@@ -14,13 +14,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from otel_agents.persistence.saved import SOURCE_JOURNAL, SessionUnreadable, checkpoint_contradiction, load_saved
+from otel_agents.persistence.saved import (
+    NO_RUN_NOTE, SOURCE_JOURNAL, SessionUnreadable, checkpoint_contradiction, load_saved, no_run_recorded,
+)
 from otel_agents.persistence.ledger_read import read_records
 from otel_agents.persistence.events_file import EventLine, EventsFileError, read_event_lines
 from otel_agents.persistence.notices import Warn
 from otel_agents.persistence.ownership import describe_busy, owner_of
 from otel_agents.persistence.store import SessionStore, StoreError
 from otel_agents.persistence.session_meta import AWAITING_TRACE, checkpoint_is_current
+from otel_agents.persistence.tree import build_tree
 from otel_agents.persistence.tree_flat import trees_equal
 from otel_agents.persistence import verify
 
@@ -51,10 +54,14 @@ def check_session(directory: Path, ledger: list[dict[str, Any]] | None, warn: Wa
     store = SessionStore(Path(directory))
     out = SessionCheck()
     tree = None
+    empty = no_run_recorded(store)
     try:
         tree = store.load_tree()
     except StoreError as exc:
-        if store.tree_path.exists() or not store.journal_path.exists():
+        if empty:  # stopped before its first span: nothing to disagree, but the ledger must hold none of it
+            tree = build_tree([], store.session_id)
+            out.notes.append(NO_RUN_NOTE)
+        elif store.tree_path.exists() or not store.journal_path.exists():
             out.problems.append(str(exc))
     lines: list[EventLine] = []
     events_unreadable = False
@@ -68,7 +75,8 @@ def check_session(directory: Path, ledger: list[dict[str, Any]] | None, warn: Wa
         meta = store.read_meta()
     except StoreError as exc:
         meta = None
-        out.problems.append(str(exc))
+        if not (empty and not store.meta_path.exists()):  # a new session's start writes none
+            out.problems.append(str(exc))
     owner = owner_of(store.directory)
     recoverable = False
     if store.journal_path.exists() and not checkpoint_is_current(store, meta) and not out.problems:

@@ -86,3 +86,19 @@ def test_a_damaged_meta_json_is_listed_from_the_streams_only_when_asked(tmp_path
     (ui_listing,) = listed_sessions(home / "sessions", partial(listed_meta, from_streams=True))
     assert ui_listing.meta == meta and ui_listing.problem == listing.problem  # still says what is wrong
     assert snapshot(home) == before
+
+
+def test_a_session_killed_holding_only_its_lock_is_listed_new_not_unreadable(tmp_path):
+    """kill -9 between taking a new session's lock and its first span leaves the lock alone: a session
+    with no runs, listed ``new`` (created as the lock was taken), not unreadable. Read, nothing written."""
+    from otel_agents.persistence.listed import listed_sessions
+    from otel_agents.persistence.ownership import take
+
+    directory = tmp_path / "sessions" / "20261129-102604-83bae3"
+    take(directory, create=True).release()
+    before = snapshot(tmp_path)
+    (listing,) = listed_sessions(tmp_path / "sessions")
+    assert snapshot(tmp_path) == before
+    assert listing.problem is None
+    assert (listing.meta["status"], listing.meta["runs"], listing.meta["agents"]) == ("new", 0, 0)
+    assert parse_iso_ts(listing.meta["created"]) == (directory / "owner.lock").stat().st_mtime_ns

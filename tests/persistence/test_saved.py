@@ -202,3 +202,21 @@ def test_any_damage_to_tree_json_gz_leaves_the_journal_s_tree_and_writes_nothing
     assert snapshot(store.directory) == before
     assert loaded.tree == final and loaded.source in (SOURCE_JOURNAL, SOURCE_CHECKPOINT)
     store.tree_path.write_bytes(data)
+
+
+def test_a_session_stopped_before_its_first_span_reads_as_one_with_no_runs(tmp_path):
+    """Its start took the lock (and, stopped cleanly, wrote meta.json with no runs): nothing else."""
+    directory = tmp_path / "20261129-102604-83bae3"
+    take(directory, create=True).release()
+    loaded = load_saved(directory, pytest.fail, owned=True, repair=True)
+    assert loaded.tree["runs"] == [] and loaded.records == [] and loaded.event_lines is None
+    assert sorted(p.name for p in directory.iterdir()) == ["owner.lock"]  # a repair of it writes nothing
+
+
+def test_a_meta_json_counting_runs_without_its_streams_stays_unreadable(tmp_path):
+    """Damage, not a new session: the runs meta.json counts are gone, and resume must not start afresh."""
+    directory = tmp_path / "20261129-102604-83bae3"
+    take(directory, create=True).release()
+    (directory / "meta.json").write_text('{"id": "20261129-102604-83bae3", "runs": 2}')
+    with pytest.raises(SessionUnreadable, match="events.jsonl does not exist"):
+        load_saved(directory, lambda _: None)

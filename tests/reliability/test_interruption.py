@@ -136,8 +136,9 @@ def session_created(home: Path):
 
 
 def test_sigterm_while_litellm_is_imported_before_the_first_run_ends_it_cleanly(rel_home, tmp_path):
-    """The CLI imports litellm (seconds) after the session exists and before its first run's spans:
-    a signal then must still save the session and exit 130, not end in a traceback."""
+    """The CLI imports litellm before it takes the session's lock: a signal just after the lock lands as
+    the first run starts, and must still save the session and exit 130, not end in a traceback
+    (a signal during the import itself: test_startup_kill.py)."""
     proc, session_id = interrupt(slow_helper_script(tmp_path), rel_home, signal.SIGTERM, session_created)
     assert proc.returncode == 130 and "Traceback" not in proc.stderr, proc.stderr
     assert INTERRUPTED in proc.stderr and session_id, proc.stderr

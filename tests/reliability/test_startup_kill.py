@@ -1,0 +1,103 @@
+"""kill -9 of a real ``otel-agents run`` the moment it holds its new session's lock, before any span.
+
+The process is made to kill itself right after taking the lock (nothing else of the session
+written yet), so the window is hit every time: the session left must read as a new one with no
+runs, which every command accepts and ``resume`` starts afresh; and litellm must be loaded by then,
+so that in a real run that window is milliseconds, not the seconds of its import. A SIGTERM during
+that import, before the lock, ends the command with nothing saved.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from reliability_helpers import ScriptBuilder, invoke, load_tree, subprocess_env, verify
+
+# The CLI with session_recording.own_session wrapped: it notes whether litellm is loaded, then the
+# process SIGKILLs itself holding the new session's lock (argv: the note's path, then the CLI's).
+KILLED_AT_LOCK = """
+import os, signal, sys
+import otel_agents.session_recording as recording
+taken = recording.own_session
+def own_then_die(*args, **kwargs):
+    taken(*args, **kwargs)
+    with open(sys.argv[1], "w") as note:
+        note.write("loaded" if "litellm" in sys.modules else "not loaded")
+    os.kill(os.getpid(), signal.SIGKILL)
+recording.own_session = own_then_die
+from otel_agents.cli import cli
+cli(sys.argv[2:], prog_name="otel-agents")
+"""
+
+
+def killed_at_lock(home: Path, tmp_path: Path) -> tuple[Path, Path, str]:
+    """(the session directory, the script, what the note says) of a run killed holding its lock."""
+    script = ScriptBuilder("greet", {"main": ["hello", "hello again"]}).write(tmp_path / "greet.json")
+    note = tmp_path / "note.txt"
+    proc = subprocess.run([sys.executable, "-c", KILLED_AT_LOCK, str(note), "run", "--script", str(script), "hi"],
+                          capture_output=True, text=True, env=subprocess_env(home), cwd=home.parent, timeout=120)
+    assert proc.returncode == -9, proc.stderr
+    (directory,) = (home / "sessions").iterdir()
+    assert sorted(p.name for p in directory.iterdir()) == ["owner.lock"]  # the lock alone: no span, no meta.json
+    return directory, script, note.read_text()
+
+
+def test_a_session_killed_holding_only_its_lock_is_listed_read_and_resumed(rel_home, tmp_path):
+    directory, script, _ = killed_at_lock(rel_home, tmp_path)
+    session_id = directory.name
+
+    listed = invoke(["sessions", "list"])
+    assert listed.exit_code == 0 and "unreadable" not in listed.output, listed.output
+    (row,) = [line for line in listed.output.splitlines() if line.startswith(session_id)]
+    assert row.split()[2:4] == ["0", "new"], row
+    (entry,) = json.loads(invoke(["sessions", "list", "--json"]).output)
+    assert entry["status"] == "new" and entry["runs"] == 0 and "problem" not in entry
+    assert invoke(["sessions", "show", session_id]).exit_code == 0
+    checked = verify(session_id)
+    assert checked.exit_code == 0 and "no run was recorded" in checked.output, checked.output
+    repaired = invoke(["sessions", "repair", session_id])
+    assert repaired.exit_code == 0 and "nothing to repair" in repaired.output, repaired.output
+    assert sorted(p.name for p in directory.iterdir()) == ["owner.lock"]  # reading and repairing wrote nothing
+
+    resumed = invoke(["resume", session_id, "--script", str(script), "hi"])
+    assert resumed.exit_code == 0, resumed.output
+    assert resumed.stdout.strip() == "hello"  # its root started afresh, from the script given
+    (run,) = load_tree(rel_home, session_id)["runs"]
+    assert run["status"] == "ok"
+    assert verify(session_id).exit_code == 0
+    again = invoke(["resume", session_id, "--script", str(script), "more"])
+    assert again.exit_code == 0 and again.stdout.strip() == "hello again", again.output
+
+
+def test_run_loads_litellm_before_it_takes_the_lock(rel_home, tmp_path):
+    """The import takes seconds (about 15 on a loaded machine): made after the lock, it was the window in
+    which a kill left a session without its prompt. Before the lock, a kill then leaves no session at all."""
+    _, _, note = killed_at_lock(rel_home, tmp_path)
+    assert note == "loaded"
+
+
+# The CLI with litellm's import preceded by a SIGTERM to itself: the signal lands during the import.
+TERMINATED_IN_IMPORT = """
+import os, signal, sys
+import otel_agents.llm.litellm_loader as loader
+load = loader.load_litellm
+def terminated_first():
+    os.kill(os.getpid(), signal.SIGTERM)
+    return load()
+loader.load_litellm = terminated_first
+from otel_agents.cli import cli
+cli(sys.argv[1:], prog_name="otel-agents")
+"""
+
+
+def test_sigterm_during_the_import_before_the_lock_exits_130_saving_nothing(rel_home, tmp_path):
+    script = ScriptBuilder("greet", {"main": ["hello"]}).write(tmp_path / "greet.json")
+    proc = subprocess.run([sys.executable, "-c", TERMINATED_IN_IMPORT, "run", "--script", str(script), "hi"],
+                          capture_output=True, text=True, env=subprocess_env(rel_home), cwd=rel_home.parent, timeout=120)
+    assert proc.returncode == 130, proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == "interrupted before the session started: nothing was saved"
+    assert "Traceback" not in proc.stderr and proc.stdout == ""
+    assert not list((rel_home / "sessions").glob("*"))
