@@ -253,7 +253,8 @@ def rebuild(dry_run: bool, reprice: bool, prices_file: Path | None, paths) -> No
     if reprice:
         _report_prices(plan)
     if not plan.differs:
-        click.echo("the ledger already matches the saved sessions" + (" and the current prices" if reprice else ""))
+        priced_now = reprice and not plan.prices_kept
+        click.echo("the ledger already matches the saved sessions" + (" and the current prices" if priced_now else ""))
     elif dry_run:
         click.echo("dry run: the ledger is unchanged")
     else:
@@ -270,12 +271,13 @@ def _current_prices(prices_file: Path | None = None):
 
 
 def _report_prices(plan) -> None:
-    """One line per record priced differently, then the totals (exact decimals, USD)."""
-    from otel_agents.repricing import total, usd
+    """One line per record priced differently, then the totals (exact decimals, USD); on stderr, the
+    models whose records kept their price because the current prices have none for them."""
+    from otel_agents.repricing import signed_usd, total, usd
 
     for change in plan.price_changes:
         delta = (
-            f" ({total([change.new_cost]) - total([change.old_cost]):+f})"
+            f" ({signed_usd(total([change.new_cost]) - total([change.old_cost]))})"
             if change.old_cost is not None and change.new_cost is not None
             else ""
         )
@@ -286,12 +288,36 @@ def _report_prices(plan) -> None:
             f"$ {change.record_id} {change.model}: {usd(change.old_cost)} ({change.old_source}) -> "
             f"{usd(change.new_cost)} ({change.new_source}){delta}{snapshot}"
         )
+    _report_kept(plan.prices_kept)
     if not plan.price_changes:  # no "their cost 0.0 -> 0.0" of records that are not there
         click.echo(f"reprice: {plan.repriced} LLM records priced, none differently")
         return
-    old = total(c.old_cost for c in plan.price_changes)
-    new = total(c.new_cost for c in plan.price_changes)
+    old = [c.old_cost for c in plan.price_changes]
+    new = [c.new_cost for c in plan.price_changes]
+    # A sum with unpriced records in it is no total: it says so, and no difference is made of it.
+    delta = f" ({signed_usd(total(new) - total(old))})" if None not in old and None not in new else ""
     click.echo(
         f"reprice: {plan.repriced} LLM records priced, {len(plan.price_changes)} differently; "
-        f"their cost {usd(old)} -> {usd(new)} USD ({new - old:+f})"
+        f"their cost {_sum_text(old)} -> {_sum_text(new)} USD{delta}"
     )
+
+
+def _sum_text(costs: list) -> str:
+    from otel_agents.repricing import total, usd
+
+    unpriced = costs.count(None)
+    if unpriced == len(costs):
+        return "unpriced"
+    return usd(total(costs)) + (f" + {unpriced} unpriced" if unpriced else "")
+
+
+def _report_kept(kept: list) -> None:
+    by_model: dict = {}
+    for change in kept:
+        by_model[change.model] = by_model.get(change.model, 0) + 1
+    for model, count in by_model.items():
+        click.echo(
+            f"reprice: kept the recorded price of {count} {model} record{'s' if count > 1 else ''}: the current "
+            f"prices have none for {model} (give one with --prices FILE or OTEL_AGENTS_PRICES)",
+            err=True,
+        )
