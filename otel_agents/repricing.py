@@ -146,10 +146,9 @@ def reprice_plan(plan: Any, prices: Any, sessions_dir: Path | None = None) -> No
 
 def usd(cost: float | Decimal | None) -> str:
     """Exact decimal text of a cost (12 decimals at most, trailing zeros dropped); ``unpriced`` for None."""
-    if cost is None:
-        return "unpriced"
-    text = f"{Decimal(repr(cost)) if isinstance(cost, float) else cost:.12f}".rstrip("0")
-    return text + "0" if text.endswith(".") else text
+    from otel_agents.persistence.ledger_export import cost_text
+
+    return "unpriced" if cost is None else cost_text(cost)
 
 
 def signed_usd(amount: Decimal) -> str:

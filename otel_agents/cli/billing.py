@@ -160,7 +160,7 @@ def export(fmt: str, since: date | None, until: date | None, session_id: str | N
            ledgers: list[Path]) -> None:
     """The ledger's records (filtered) as CSV or JSON lines; several ledgers give each record once."""
     from otel_agents.persistence.ledger_shards import LedgerShards
-    from otel_agents.persistence.ledger_summary import export_csv, export_jsonl
+    from otel_agents.persistence.ledger_export import export_csv, export_jsonl
 
     filters = _filters(since, until, session_id)
     if output is not None and output.resolve() in {p.resolve() for p in ledgers}:

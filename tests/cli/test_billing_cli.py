@@ -16,6 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from otel_agents.cli import cli
+from otel_agents.repricing import signed_usd, usd
 
 PRICE_IN, PRICE_OUT = 1.1e-6, 3.3e-6
 
@@ -409,12 +410,14 @@ def test_rebuild_reprice_reports_each_difference_and_the_total(home):
         if old is None:
             assert ": unpriced (unpriced) ->" in lines[rid]
         else:
-            assert f"({new - Decimal(repr(old)):+f})" in lines[rid]
+            assert f"({signed_usd(new - Decimal(repr(old)))})" in lines[rid]
     old_total = sum(Decimal(repr(r["cost_usd"])) for r in llm_ok.values() if r["cost_usd"] is not None)
     new_total = sum(_new_cost(r["tokens"]) for r in llm_ok.values())
     summary = next(line for line in dry.stdout.splitlines() if line.startswith("reprice:"))
     assert summary.startswith(f"reprice: {len(llm_ok)} LLM records priced, {len(llm_ok)} differently;")
-    assert summary.endswith(f"({new_total - old_total:+f})")
+    # Some records were unpriced: the old side says how many, and no difference is made of a partial sum.
+    n_unpriced = sum(1 for r in llm_ok.values() if r["cost_usd"] is None)
+    assert summary.endswith(f"their cost {usd(old_total)} + {n_unpriced} unpriced -> {usd(new_total)} USD")
 
     result = invoke_priced(home, NEW_PRICES, "rebuild", "--reprice")
     assert result.exit_code == 0, result.output
