@@ -99,7 +99,10 @@ def _table_row(row) -> list[str]:
 @ledger_sources_options
 def summary(by: str, since: date | None, until: date | None, session_id: str | None, as_json: bool, paths,
             ledgers: list[Path]) -> None:
-    """Calls, tokens and cost from the ledger(s), grouped; a null cost counts as unpriced, never as 0."""
+    """Calls, tokens and cost from the ledger(s), grouped; a null cost counts as unpriced, never as 0.
+
+    With unpriced calls COST_USD is a partial sum: a note on stderr says so (--json: "complete": false).
+    """
     from otel_agents.persistence.ledger_shards import LedgerShards, ReadStats
     from otel_agents.persistence.ledger_summary import summarize, summarize_file, total
 
@@ -145,6 +148,12 @@ def summary(by: str, since: date | None, until: date | None, session_id: str | N
     if len(rows) > 1:
         body.append(["TOTAL", *_table_row(grand)[1:]])
     click.echo(format_table(header, body))
+    if grand.unpriced_calls:  # a sum without them is no total: say so (--json: "complete": false)
+        click.echo(
+            f"note: COST_USD leaves out the {grand.unpriced_calls} unpriced calls, so it is a partial sum; "
+            "give their models a price (OTEL_AGENTS_PRICES) and run `billing rebuild --reprice`",
+            err=True,
+        )
 
 
 # --- export ------------------------------------------------------------------------------

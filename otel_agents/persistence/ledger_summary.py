@@ -78,6 +78,8 @@ class SummaryRow:
             "sessions": len(self.sessions),
             "tokens": dict(self.tokens),
             "cost_usd": float(cost) if cost is not None else None,
+            # False: unpriced calls are missing from cost_usd, a partial sum (added after cost_usd, which is kept).
+            "complete": self.unpriced_calls == 0,
         }
 
 

@@ -137,6 +137,8 @@ def test_summary_totals_equal_the_session_trees(home):
     assert rows[unpriced]["cost_usd"] is None and rows[unpriced]["unpriced_calls"] > 0
     assert doc["total"]["cost_usd"] == rows[priced]["cost_usd"]
     assert doc["total"]["calls"] == len(ledger_lines(home))
+    # That total leaves the unpriced calls out: it says it is partial (a field added beside cost_usd).
+    assert doc["total"]["complete"] is False and rows[unpriced]["complete"] is False and rows[priced]["complete"]
     assert rows[priced]["failed_calls"] >= 1  # the scripted 429 attempt is billed as failed
 
 
@@ -156,6 +158,12 @@ def test_summary_table_is_aligned_with_a_total_row(home):
         assert cell == "-" or Decimal(cell) >= 0
     total_calls = int(lines[-1].split()[1])
     assert total_calls == len(ledger_lines(home))
+    unpriced_calls = int(lines[-1].split()[-1])
+    assert unpriced_calls > 0 and result.stderr == (
+        f"note: COST_USD leaves out the {unpriced_calls} unpriced calls, so it is a partial sum; give their "
+        "models a price (OTEL_AGENTS_PRICES) and run `billing rebuild --reprice`\n")
+    whole = invoke(home, "summary", "--session", priced)
+    assert whole.exit_code == 0 and whole.stderr == ""  # every call priced: nothing to say
 
 
 def test_summary_by_model_and_day_and_session_filter(home):
