@@ -217,7 +217,8 @@ def _open_output(output: Path, mode: str):
 @click.option("--reprice", is_flag=True,
               help="Price every successful LLM record again from its recorded tokens with the current prices "
                    "(litellm's map and OTEL_AGENTS_PRICES) and report the difference per record and in total, "
-                   "against the price entry of its session's pricing snapshot. "
+                   "against the price entry of its session's pricing snapshot. A record whose model has no "
+                   "current price keeps its recorded one (said on stderr). "
                    "Without it the costs recorded at call time are kept.")
 @click.option("--prices", "prices_file", type=click.Path(dir_okay=False, path_type=Path),
               help="With --reprice: price with this file (litellm-style entries by model string) instead of "
