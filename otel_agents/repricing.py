@@ -9,6 +9,10 @@ so ``sessions verify`` and later rebuilds still tie it to its span, and a later
 plain rebuild keeps the new price. (The record shape, ``repriced`` included, is
 ``persistence/ledger_records.py``'s; this is the use that asks the price table.)
 
+A known cost never becomes unknown: a priced record whose model the current table has no
+price for keeps its price (``PriceChange.kept``), and the command says so, naming the model.
+Making it null would drop money spent from every total (a null cost counts as unpriced, never as 0).
+
 A record's call-time price can also be re-derived from its session alone: its ``price_id``
 names the entry of the session's ``pricing.json`` it was priced with (``snapshot_cost``), and
 each price change is reported against that entry.
@@ -39,6 +43,8 @@ class PriceChange:
     snapshot: str | None = None
     snapshot_cost: float | None = None
     snapshot_disagrees: bool = False
+    # Not applied: the current table has no price for a record that has one (a known cost stays known).
+    kept: bool = False
 
 
 def _billed_at(record: Mapping[str, Any]) -> datetime | None:
@@ -72,7 +78,8 @@ def reprice(
 ) -> tuple[int, list[PriceChange]]:
     """Price every successful LLM record again, in place; (records priced, those whose price changed).
 
-    Failed and unfinished attempts keep their null cost: nothing was billed for them.
+    Failed and unfinished attempts keep their null cost: nothing was billed for them. A priced record
+    the current table cannot price keeps its cost, and is among the changes with ``kept`` set.
     ``snapshots`` (session id -> pricing.json entries) name, for each change, the entry the old
     price came from, and say so when the snapshot does not give the recorded cost.
     """
@@ -93,8 +100,11 @@ def reprice(
                 snapshot=f"{record['price_id']}: {entry['table']}, {entry['date']}" if entry else None,
                 snapshot_cost=from_snapshot[0] if from_snapshot else None,
                 snapshot_disagrees=bool(from_snapshot) and from_snapshot[0] != as_recorded(record).get("cost_usd"),
+                kept=cost is None and record.get("cost_usd") is not None,
             )
         )
+        if changes[-1].kept:
+            continue
         recorded = record.pop(REPRICED, None) or {k: record.get(k) for k in PRICED_FIELDS}
         record.update(cost_usd=cost, price_source=source)
         # A record priced back to its call-time price has nothing to remember.
@@ -129,15 +139,21 @@ def reprice_plan(plan: Any, prices: Any, sessions_dir: Path | None = None) -> No
         elif model.startswith(f"{replay_provider.PROVIDER}/"):
             replay_provider.register_replay_price(model)
     snapshots = session_snapshots(sessions_dir, (r.get("session_id") for r in plan.records)) if sessions_dir else None
-    plan.repriced, plan.price_changes = reprice(plan.records, prices, snapshots)
+    plan.repriced, changes = reprice(plan.records, prices, snapshots)
+    plan.price_changes = [c for c in changes if not c.kept]
+    plan.prices_kept = [c for c in changes if c.kept]
 
 
 def usd(cost: float | Decimal | None) -> str:
     """Exact decimal text of a cost (12 decimals at most, trailing zeros dropped); ``unpriced`` for None."""
-    if cost is None:
-        return "unpriced"
-    text = f"{Decimal(repr(cost)) if isinstance(cost, float) else cost:.12f}".rstrip("0")
-    return text + "0" if text.endswith(".") else text
+    from otel_agents.persistence.ledger_export import cost_text
+
+    return "unpriced" if cost is None else cost_text(cost)
+
+
+def signed_usd(amount: Decimal) -> str:
+    """A difference of costs as ``usd`` writes a cost, with its sign (``+0.0001``, ``-0.00304``)."""
+    return ("-" if amount < 0 else "+") + usd(abs(amount))
 
 
 def total(costs: Iterable[float | None]) -> Decimal:

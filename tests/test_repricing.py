@@ -10,7 +10,7 @@ import pytest
 
 from otel_agents.llm.pricing import Price, PriceTable
 from otel_agents.persistence.ledger_records import REPRICED, as_recorded, carry_repricing
-from otel_agents.repricing import reprice, total, usd
+from otel_agents.repricing import reprice, signed_usd, total, usd
 
 
 def llm(rid="t:1", cost=0.001, source="config", status="ok", tokens=(1000, 100, 0, 0, 0), ts="2025-03-02T10:00:00Z"):
@@ -50,11 +50,67 @@ def test_repricing_back_to_the_call_time_price_forgets_the_marker():
     assert REPRICED not in record
 
 
-def test_an_unknown_model_reprices_to_unpriced_not_zero():
+def test_a_known_cost_is_kept_when_the_current_prices_have_none_for_its_model():
+    record, unpriced = llm(cost=0.5), llm("t:2", cost=None, source="unpriced")
+    record["model"] = unpriced["model"] = "acme/gone"
+    before = dict(record)
+    priced, (change,) = reprice([record, unpriced], PriceTable())
+    assert priced == 2 and change.kept and (change.new_cost, change.new_source) == (None, "unpriced")
+    assert record == before  # neither nulled nor marked re-priced
+    assert unpriced["cost_usd"] is None and REPRICED not in unpriced
+
+
+def test_a_re_priced_record_the_current_prices_cannot_price_keeps_its_price():
     record = llm(cost=0.5)
-    record["model"] = "acme/gone"
-    _, (change,) = reprice([record], PriceTable())
-    assert (change.new_cost, change.new_source) == (None, "unpriced") and record["cost_usd"] is None
+    reprice([record], PriceTable({"acme/m": Price(1e-6, 2e-6)}))
+    before = dict(record)
+    record["model"] = before["model"] = "acme/gone"
+    (change,) = reprice([record], PriceTable())[1]
+    assert change.kept and record == before
+
+
+def _orphan_ledger(home, *records):
+    """A ledger of records whose session is not saved (kept by a rebuild, and re-priced)."""
+    lines = [dict(llm(rid, cost=cost, source=source), session_id="gone-session", model=model, price_id=None)
+             for rid, model, cost, source in records]
+    home.mkdir(exist_ok=True)
+    (home / "billing.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    return lines
+
+
+def test_reprice_without_a_price_for_a_model_keeps_its_records_and_says_so(home, monkeypatch):
+    from click.testing import CliRunner
+
+    from otel_agents.cli import cli
+
+    monkeypatch.delenv("OTEL_AGENTS_PRICES", raising=False)
+    ledger = _orphan_ledger(home, ("t:1", "acme/tiny", 3.4e-7, "config"), ("t:2", "acme/tiny", 1.2e-6, "config"))
+    result = CliRunner().invoke(cli, ["billing", "rebuild", "--reprice"])
+    assert result.exit_code == 0, result.stderr
+    assert "reprice: kept the recorded price of 2 acme/tiny records: the current prices have none for acme/tiny" \
+        in result.stderr and "--prices FILE or OTEL_AGENTS_PRICES" in result.stderr
+    assert "-> unpriced" not in result.stdout and "0.0 USD" not in result.stdout
+    assert "reprice: 2 LLM records priced, none differently" in result.stdout
+    assert "and the current prices" not in result.stdout
+    assert [json.loads(x) for x in (home / "billing.jsonl").read_text().splitlines()] == ledger
+    summary = CliRunner().invoke(cli, ["billing", "summary", "--json"])
+    assert json.loads(summary.stdout)["total"]["cost_usd"] == pytest.approx(1.54e-6)
+
+
+def test_the_reprice_total_says_unpriced_and_writes_differences_as_costs(home, monkeypatch, tmp_path):
+    from click.testing import CliRunner
+
+    from otel_agents.cli import cli
+
+    prices = tmp_path / "p.json"
+    prices.write_text(json.dumps({"acme/m": {"input_cost_per_token": 1e-6, "output_cost_per_token": 2e-6}}))
+    _orphan_ledger(home, ("t:1", "acme/m", 0.0048145, "config"))
+    result = CliRunner().invoke(cli, ["billing", "rebuild", "--reprice", "--prices", str(prices), "--dry-run"])
+    assert "0.0048145 (config) -> 0.0012 (config) (-0.0036145)" in result.stdout
+    assert "their cost 0.0048145 -> 0.0012 USD (-0.0036145)" in result.stdout
+    _orphan_ledger(home, ("t:1", "acme/m", None, "unpriced"), ("t:2", "acme/m", 0.001, "config"))
+    result = CliRunner().invoke(cli, ["billing", "rebuild", "--reprice", "--prices", str(prices), "--dry-run"])
+    assert "their cost 0.001 + 1 unpriced -> 0.0024 USD\n" in result.stdout
 
 
 def test_a_rebuild_keeps_a_reprice_only_of_the_same_recording():
@@ -79,6 +135,7 @@ def test_time_of_day_prices_use_the_records_own_time():
 def test_usd_and_total_are_exact():
     assert usd(None) == "unpriced" and usd(0.1) == "0.1" and usd(0.0) == "0.0" and usd(1.5e-11) == "0.000000000015"
     assert total([0.1, 0.2, None]) == Decimal("0.3")
+    assert signed_usd(Decimal("-0.00304450")) == "-0.0030445" and signed_usd(Decimal(0)) == "+0.0"
 
 
 # --- the session's pricing snapshot (issue 23) ------------------------------------------------
@@ -148,7 +205,7 @@ def test_reprice_with_another_table_shows_the_exact_difference_of_each_line_agai
     for r in priced:
         new = Decimal(2) * r["tokens"]["input"] / 10**6 + Decimal(5) * r["tokens"]["output"] / 10**6
         old = Decimal(repr(r["cost_usd"]))
-        assert f": {usd(r['cost_usd'])} (litellm) -> {usd(float(new))} (config) ({new - old:+f})" in shown[r["record_id"]]
+        assert f": {usd(r['cost_usd'])} (litellm) -> {usd(float(new))} (config) ({signed_usd(new - old)})" in shown[r["record_id"]]
         assert f"[snapshot {price_id}: litellm " in shown[r["record_id"]] and "the snapshot gives" not in shown[r["record_id"]]
     assert "dry run: the ledger is unchanged" in result.stdout
     assert [json.loads(x) for x in (home / "billing.jsonl").read_text().splitlines()] == ledger

@@ -99,7 +99,10 @@ def _table_row(row) -> list[str]:
 @ledger_sources_options
 def summary(by: str, since: date | None, until: date | None, session_id: str | None, as_json: bool, paths,
             ledgers: list[Path]) -> None:
-    """Calls, tokens and cost from the ledger(s), grouped; a null cost counts as unpriced, never as 0."""
+    """Calls, tokens and cost from the ledger(s), grouped; a null cost counts as unpriced, never as 0.
+
+    With unpriced calls COST_USD is a partial sum: a note on stderr says so (--json: "complete": false).
+    """
     from otel_agents.persistence.ledger_shards import LedgerShards, ReadStats
     from otel_agents.persistence.ledger_summary import summarize, summarize_file, total
 
@@ -145,6 +148,12 @@ def summary(by: str, since: date | None, until: date | None, session_id: str | N
     if len(rows) > 1:
         body.append(["TOTAL", *_table_row(grand)[1:]])
     click.echo(format_table(header, body))
+    if grand.unpriced_calls:  # a sum without them is no total: say so (--json: "complete": false)
+        click.echo(
+            f"note: COST_USD leaves out the {grand.unpriced_calls} unpriced calls, so it is a partial sum; "
+            "give their models a price (OTEL_AGENTS_PRICES) and run `billing rebuild --reprice`",
+            err=True,
+        )
 
 
 # --- export ------------------------------------------------------------------------------
@@ -160,7 +169,7 @@ def export(fmt: str, since: date | None, until: date | None, session_id: str | N
            ledgers: list[Path]) -> None:
     """The ledger's records (filtered) as CSV or JSON lines; several ledgers give each record once."""
     from otel_agents.persistence.ledger_shards import LedgerShards
-    from otel_agents.persistence.ledger_summary import export_csv, export_jsonl
+    from otel_agents.persistence.ledger_export import export_csv, export_jsonl
 
     filters = _filters(since, until, session_id)
     if output is not None and output.resolve() in {p.resolve() for p in ledgers}:
@@ -208,7 +217,8 @@ def _open_output(output: Path, mode: str):
 @click.option("--reprice", is_flag=True,
               help="Price every successful LLM record again from its recorded tokens with the current prices "
                    "(litellm's map and OTEL_AGENTS_PRICES) and report the difference per record and in total, "
-                   "against the price entry of its session's pricing snapshot. "
+                   "against the price entry of its session's pricing snapshot. A record whose model has no "
+                   "current price keeps its recorded one (said on stderr). "
                    "Without it the costs recorded at call time are kept.")
 @click.option("--prices", "prices_file", type=click.Path(dir_okay=False, path_type=Path),
               help="With --reprice: price with this file (litellm-style entries by model string) instead of "
@@ -256,7 +266,8 @@ def rebuild(dry_run: bool, reprice: bool, prices_file: Path | None, paths) -> No
     if reprice:
         _report_prices(plan)
     if not plan.differs:
-        click.echo("the ledger already matches the saved sessions" + (" and the current prices" if reprice else "")
+        priced_now = reprice and not plan.prices_kept
+        click.echo("the ledger already matches the saved sessions" + (" and the current prices" if priced_now else "")
                    + (f" ({plan.held} records of sessions not whole kept as they are)" if plan.held else ""))
     elif dry_run:
         click.echo("dry run: the ledger is unchanged")
@@ -274,12 +285,13 @@ def _current_prices(prices_file: Path | None = None):
 
 
 def _report_prices(plan) -> None:
-    """One line per record priced differently, then the totals (exact decimals, USD)."""
-    from otel_agents.repricing import total, usd
+    """One line per record priced differently, then the totals (exact decimals, USD); on stderr, the
+    models whose records kept their price because the current prices have none for them."""
+    from otel_agents.repricing import signed_usd, total, usd
 
     for change in plan.price_changes:
         delta = (
-            f" ({total([change.new_cost]) - total([change.old_cost]):+f})"
+            f" ({signed_usd(total([change.new_cost]) - total([change.old_cost]))})"
             if change.old_cost is not None and change.new_cost is not None
             else ""
         )
@@ -290,12 +302,36 @@ def _report_prices(plan) -> None:
             f"$ {change.record_id} {change.model}: {usd(change.old_cost)} ({change.old_source}) -> "
             f"{usd(change.new_cost)} ({change.new_source}){delta}{snapshot}"
         )
+    _report_kept(plan.prices_kept)
     if not plan.price_changes:  # no "their cost 0.0 -> 0.0" of records that are not there
         click.echo(f"reprice: {plan.repriced} LLM records priced, none differently")
         return
-    old = total(c.old_cost for c in plan.price_changes)
-    new = total(c.new_cost for c in plan.price_changes)
+    old = [c.old_cost for c in plan.price_changes]
+    new = [c.new_cost for c in plan.price_changes]
+    # A sum with unpriced records in it is no total: it says so, and no difference is made of it.
+    delta = f" ({signed_usd(total(new) - total(old))})" if None not in old and None not in new else ""
     click.echo(
         f"reprice: {plan.repriced} LLM records priced, {len(plan.price_changes)} differently; "
-        f"their cost {usd(old)} -> {usd(new)} USD ({new - old:+f})"
+        f"their cost {_sum_text(old)} -> {_sum_text(new)} USD{delta}"
     )
+
+
+def _sum_text(costs: list) -> str:
+    from otel_agents.repricing import total, usd
+
+    unpriced = costs.count(None)
+    if unpriced == len(costs):
+        return "unpriced"
+    return usd(total(costs)) + (f" + {unpriced} unpriced" if unpriced else "")
+
+
+def _report_kept(kept: list) -> None:
+    by_model: dict = {}
+    for change in kept:
+        by_model[change.model] = by_model.get(change.model, 0) + 1
+    for model, count in by_model.items():
+        click.echo(
+            f"reprice: kept the recorded price of {count} {model} record{'s' if count > 1 else ''}: the current "
+            f"prices have none for {model} (give one with --prices FILE or OTEL_AGENTS_PRICES)",
+            err=True,
+        )

@@ -19,7 +19,10 @@ import orjson
 
 from otel_agents.persistence.tree_shape import TOKEN_KEYS
 
-# The fields of a ledger record, in CSV export's column order (tokens flattened as tokens_<key>).
+# A ledger record's fields that hold an object, flattened in CSV as <field>_<key>.
+CSV_NESTED = ("tokens", "repriced")
+# The fields of a ledger record, in CSV export's column order. Every field the record writer
+# (ledger_records.py) can give has a column: tests/persistence/test_ledger_read.py checks it.
 CSV_COLUMNS = (
     "record_id", "ts", "session_id", "trace_id", "span_id", "run", "path", "agent_id", "agent_name",
     "call_path", "type", "status", "latency_ms", "error",
@@ -29,6 +32,7 @@ CSV_COLUMNS = (
     # Optional fields, at the end so existing columns keep their places.
     "served_provider", "upstream_cost_usd", "upstream_inference_cost_usd", "price_id", "tool_provider",
     "usage_estimated",
+    "repriced_cost_usd", "repriced_price_source",  # a re-priced record's call-time price
 )
 
 Warn = Callable[[str], None]

@@ -125,6 +125,7 @@ class RebuildPlan:
     duplicates: int = 0
     repriced: int = 0  # LLM records priced again (--reprice)
     price_changes: list = field(default_factory=list)  # repricing.PriceChange, those priced differently
+    prices_kept: list = field(default_factory=list)  # those the current prices cannot price: left as they were
 
     @property
     def differs(self) -> bool:

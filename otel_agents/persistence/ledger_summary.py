@@ -1,4 +1,4 @@
-"""Summaries of the billing ledger (grouped, exact, parallel over large files) and its exports.
+"""Summaries of the billing ledger (grouped, exact, parallel over large files).
 
 Each ``record_id`` counts once, as in ``billing export``: a line repeated in the ledger is
 one call billed once (ledger_shards.py). Costs are summed as integers of 1e-12 USD (the runtime rounds each cost to 12
@@ -8,7 +8,6 @@ unpriced call, never a zero.
 
 from __future__ import annotations
 
-import csv
 import multiprocessing
 import os
 import stat
@@ -18,12 +17,9 @@ from dataclasses import dataclass, field
 from datetime import date
 from decimal import Decimal
 from pathlib import Path
-from typing import IO, Callable, Iterable, Iterator
-
-import orjson
+from typing import Callable, Iterable, Iterator
 
 from otel_agents.persistence.ledger_read import (
-    CSV_COLUMNS,
     Warn,
     check_readable_ledger,
     default_warn,
@@ -82,6 +78,8 @@ class SummaryRow:
             "sessions": len(self.sessions),
             "tokens": dict(self.tokens),
             "cost_usd": float(cost) if cost is not None else None,
+            # False: unpriced calls are missing from cost_usd, a partial sum (added after cost_usd, which is kept).
+            "complete": self.unpriced_calls == 0,
         }
 
 
@@ -364,37 +362,3 @@ def total(rows: Iterable[SummaryRow]) -> SummaryRow:
     for row in rows:
         out.add(row)
     return out
-
-
-def export_jsonl(records: Iterable[dict], out: IO[bytes]) -> int:
-    count = 0
-    for record in records:
-        out.write(orjson.dumps(record) + b"\n")
-        count += 1
-    return count
-
-
-def _csv_cell(value: object) -> object:
-    if value is None:
-        return ""
-    if isinstance(value, (dict, list)):
-        return orjson.dumps(value).decode()
-    return value
-
-
-def export_csv(records: Iterable[dict], out: IO[str]) -> int:
-    """CSV with a fixed header (tokens flattened); empty cells for absent or null fields."""
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(CSV_COLUMNS)
-    count = 0
-    for record in records:
-        tokens = record.get("tokens") or {}
-        row = []
-        for column in CSV_COLUMNS:
-            if column.startswith("tokens_"):
-                row.append(_csv_cell(tokens.get(column[7:])) if record.get("type") != "tool" else "")
-            else:
-                row.append(_csv_cell(record.get(column)))
-        writer.writerow(row)
-        count += 1
-    return count

@@ -8,7 +8,8 @@ from typing import Any, Iterator, Mapping
 
 from otel_agents.persistence.ledger_read import LedgerError
 from otel_agents.persistence.ledger_shards import LedgerShards
-from otel_agents.persistence.ledger_summary import Filters, export_csv
+from otel_agents.persistence.ledger_export import export_csv
+from otel_agents.persistence.ledger_summary import Filters
 from otel_agents.ui.loaded import UiSession
 from otel_agents.ui.security import ApiError, paging
 

@@ -16,6 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from otel_agents.cli import cli
+from otel_agents.repricing import signed_usd, usd
 
 PRICE_IN, PRICE_OUT = 1.1e-6, 3.3e-6
 
@@ -136,6 +137,8 @@ def test_summary_totals_equal_the_session_trees(home):
     assert rows[unpriced]["cost_usd"] is None and rows[unpriced]["unpriced_calls"] > 0
     assert doc["total"]["cost_usd"] == rows[priced]["cost_usd"]
     assert doc["total"]["calls"] == len(ledger_lines(home))
+    # That total leaves the unpriced calls out: it says it is partial (a field added beside cost_usd).
+    assert doc["total"]["complete"] is False and rows[unpriced]["complete"] is False and rows[priced]["complete"]
     assert rows[priced]["failed_calls"] >= 1  # the scripted 429 attempt is billed as failed
 
 
@@ -155,6 +158,12 @@ def test_summary_table_is_aligned_with_a_total_row(home):
         assert cell == "-" or Decimal(cell) >= 0
     total_calls = int(lines[-1].split()[1])
     assert total_calls == len(ledger_lines(home))
+    unpriced_calls = int(lines[-1].split()[-1])
+    assert unpriced_calls > 0 and result.stderr == (
+        f"note: COST_USD leaves out the {unpriced_calls} unpriced calls, so it is a partial sum; give their "
+        "models a price (OTEL_AGENTS_PRICES) and run `billing rebuild --reprice`\n")
+    whole = invoke(home, "summary", "--session", priced)
+    assert whole.exit_code == 0 and whole.stderr == ""  # every call priced: nothing to say
 
 
 def test_summary_by_model_and_day_and_session_filter(home):
@@ -423,12 +432,14 @@ def test_rebuild_reprice_reports_each_difference_and_the_total(home):
         if old is None:
             assert ": unpriced (unpriced) ->" in lines[rid]
         else:
-            assert f"({new - Decimal(repr(old)):+f})" in lines[rid]
+            assert f"({signed_usd(new - Decimal(repr(old)))})" in lines[rid]
     old_total = sum(Decimal(repr(r["cost_usd"])) for r in llm_ok.values() if r["cost_usd"] is not None)
     new_total = sum(_new_cost(r["tokens"]) for r in llm_ok.values())
     summary = next(line for line in dry.stdout.splitlines() if line.startswith("reprice:"))
     assert summary.startswith(f"reprice: {len(llm_ok)} LLM records priced, {len(llm_ok)} differently;")
-    assert summary.endswith(f"({new_total - old_total:+f})")
+    # Some records were unpriced: the old side says how many, and no difference is made of a partial sum.
+    n_unpriced = sum(1 for r in llm_ok.values() if r["cost_usd"] is None)
+    assert summary.endswith(f"their cost {usd(old_total)} + {n_unpriced} unpriced -> {usd(new_total)} USD")
 
     result = invoke_priced(home, NEW_PRICES, "rebuild", "--reprice")
     assert result.exit_code == 0, result.output

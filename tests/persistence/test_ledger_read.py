@@ -7,7 +7,7 @@ from datetime import date
 import pytest
 from ledger_samples import llm, tool
 
-from otel_agents.persistence.ledger_read import filter_records, read_records, record_day
+from otel_agents.persistence.ledger_read import CSV_COLUMNS, CSV_NESTED, filter_records, read_records, record_day
 from otel_agents.persistence.ledger_summary import Filters, summarize_file
 
 
@@ -121,3 +121,41 @@ def test_a_pipe_is_read_as_a_ledger_and_its_first_line_checked_as_it_is_streamed
                 assert len(read_records(path)) == records
         finally:
             os.close(r)
+
+
+# --- CSV columns --------------------------------------------------------------------------
+
+
+def test_every_field_the_record_writer_gives_has_a_csv_column(record):
+    """The writer's records (a real run's), with every optional field it can add: each field, an
+    object's keys flattened, has its column and its value there, so a new field cannot be forgotten."""
+    import csv
+    import io
+
+    from otel_agents.llm.pricing import Price, PriceTable
+    from otel_agents.persistence.ledger_export import export_csv
+    from otel_agents.persistence.ledger_records import PRICED_FIELDS, REPRICED, ledger_records
+    from otel_agents.persistence.tree_span_fields import REPORTED_KEYS
+    from otel_agents.repricing import reprice
+
+    records = ledger_records(record().recorder.tree())
+    optional = {key: 1.5e-7 if key.endswith("cost_usd") else "x" for key in REPORTED_KEYS}
+    for r in records:
+        r.update(optional)
+    reprice(records, PriceTable({r["model"]: Price(9e-6, 9e-6) for r in records if r["type"] == "llm"}))
+    assert any(REPRICED in r for r in records)  # the re-price's own field, as it writes it
+    flat = {f"{REPRICED}_{k}" for k in PRICED_FIELDS} | set(optional)
+    for r in records:
+        flat |= {f"{k}_{sub}" if k in CSV_NESTED else k for k, v in r.items() for sub in (v if k in CSV_NESTED else [k])}
+    assert flat <= set(CSV_COLUMNS), sorted(flat - set(CSV_COLUMNS))
+    assert not {k for r in records for k, v in r.items() if isinstance(v, dict)} - set(CSV_NESTED)
+    text = io.StringIO()
+    export_csv(records, text)
+    rows = list(csv.DictReader(io.StringIO(text.getvalue())))
+    for r, row in zip(records, rows):
+        for key, value in r.items():
+            if value is None or isinstance(value, dict) or key == "error":
+                continue
+            assert row[key] != "", key
+        if REPRICED in r:
+            assert row["repriced_price_source"] == r[REPRICED]["price_source"]

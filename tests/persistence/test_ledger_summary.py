@@ -1,10 +1,7 @@
-"""Ledger summaries (exact sums, parallel slices equal to one pass) and JSONL/CSV export."""
+"""Ledger summaries (exact sums, parallel slices equal to one pass)."""
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 import time
 from datetime import date
 from decimal import Decimal
@@ -14,11 +11,9 @@ import pytest
 from ledger_samples import llm, sample, tool
 
 from otel_agents.persistence.ledger import append_records
-from otel_agents.persistence.ledger_read import CSV_COLUMNS, read_records
+from otel_agents.persistence.ledger_read import read_records
 from otel_agents.persistence.ledger_summary import (
     Filters,
-    export_csv,
-    export_jsonl,
     summarize,
     summarize_file,
     total,
@@ -168,21 +163,3 @@ def test_summary_of_a_large_ledger_is_one_fast_pass(tmp_path):
     start = time.perf_counter()
     assert append_records(ledger, [llm(100_001)]) == 1
     assert time.perf_counter() - start < 2.0  # ~0.2 s when idle: one scan of the ids
-
-
-# --- export -------------------------------------------------------------------------------
-
-
-def test_export_jsonl_and_csv():
-    records = sample()
-    out = io.BytesIO()
-    assert export_jsonl(records, out) == 6
-    assert [json.loads(line) for line in out.getvalue().splitlines()] == records
-    text = io.StringIO()
-    assert export_csv(records, text) == 6
-    rows = list(csv.DictReader(io.StringIO(text.getvalue())))
-    assert list(rows[0]) == list(CSV_COLUMNS)
-    assert rows[0]["tokens_input"] == "100" and rows[0]["cost_usd"] == "0.1" and rows[0]["tool"] == ""
-    assert rows[2]["cost_usd"] == ""  # unpriced: empty, not 0
-    assert rows[4]["tool"] == "task" and rows[4]["tokens_input"] == "" and rows[4]["status"] == "failed"
-    assert rows[3]["error"] == "RateLimitError: slow down"
