@@ -239,9 +239,10 @@ class Session:
         root (``main/Jill/Inner``, as the views take it; each step the most recent child of that name)."""
         if name_or_id in self.agents:
             return self.agents[name_or_id]
-        newest_first, found = list(reversed(self.agents.values())), None
-        if "/" not in name_or_id:  # agent names hold no "/": a path is unambiguous
-            return next((a for a in newest_first if a.name == name_or_id), None)
+        newest_first = list(reversed(self.agents.values()))
+        found = next((a for a in newest_first if a.name == name_or_id), None)  # a name saved with "/" too
+        if found is not None or "/" not in name_or_id:  # new names hold no "/": a path is unambiguous
+            return found
         for step in name_or_id.split("/"):
             found = next((a for a in newest_first if a.name == step and a.parent is found), None)
             if found is None:
