@@ -358,6 +358,10 @@ class Session:
             attrs[sc.RUN_SCRIPT] = context.script
         if context.model_override:
             attrs[sc.RUN_MODEL] = context.model_override
+        if getattr(self.llm, "api_base", None):  # where its calls go: a resume goes there too
+            from otel_agents.llm.api_base import recorded_api_base
+
+            attrs[sc.RUN_API_BASE] = recorded_api_base(self.llm.api_base)
         if self.budget is not None and self.budget.budget.limits_anything:  # a replay's meter may limit nothing
             attrs[sc.RUN_BUDGET] = self.budget.budget.to_json()
         if self.carried_budget is not None:
