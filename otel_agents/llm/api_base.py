@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import unquote_plus, urlsplit, urlunsplit
 
 from otel_agents.tracing.credentials import MARKER, scrub_text
 from otel_agents.tracing.redaction import is_secret_key
@@ -26,19 +26,19 @@ def recorded_api_base(api_base: str) -> str:
         if parts.password is not None:  # user:password@host -> user:[REDACTED]@host
             user_info, _, host = netloc.rpartition("@")
             netloc = f"{user_info.partition(':')[0]}:{MARKER}@{host}"
-        query = parts.query
-        if query:
-            pairs = parse_qsl(query, keep_blank_values=True)
-            query = urlencode([(k, MARKER if _secret_query_key(k) else v) for k, v in pairs], safe="[]")
+        query = "&".join(_recorded_query_item(item) for item in parts.query.split("&")) if parts.query else ""
         text = urlunsplit((parts.scheme, netloc, parts.path, query, ""))
     except ValueError:  # not a URL urllib can take apart: only what scrubbing finds is removed
         text = api_base
     return scrub_text(text)
 
 
-def _secret_query_key(key: str) -> bool:
-    lowered = key.lower()
-    return is_secret_key(key) or any(word in lowered for word in _SECRET_QUERY_WORDS)
+def _recorded_query_item(item: str) -> str:
+    """One ``key=value`` of a query, its value replaced when the key names a secret; others kept byte for byte."""
+    key, equals, _ = item.partition("=")
+    name = unquote_plus(key)
+    secret = is_secret_key(name) or any(word in name.lower() for word in _SECRET_QUERY_WORDS)
+    return f"{key}={MARKER}" if equals and secret else item
 
 
 def carried_api_base(given: str | None, recorded: str | None, session_id: str) -> str | None:
