@@ -5,6 +5,7 @@ from __future__ import annotations
 from urllib.parse import unquote_plus, urlsplit, urlunsplit
 
 from otel_agents.tracing.credentials import MARKER, scrub_text
+from otel_agents.tracing.ip_masking import IP_MARKER
 from otel_agents.tracing.redaction import is_secret_key
 
 # Query keys that carry credentials in practice (``?key=``, ``?sig=`` of a signed URL, ``?access_token=``),
@@ -52,4 +53,7 @@ def carried_api_base(given: str | None, recorded: str | None, session_id: str) -
             f"session {session_id} ran on api base {recorded}, recorded without its secret: "
             "pass --api-base (api_base=) again"
         )
+    if recorded and IP_MARKER in recorded:  # a trace that came back through an export, its address masked
+        raise ApiBaseError(f"session {session_id} ran on api base {recorded}, recorded without its address: "
+                           "pass --api-base (api_base=) again")
     return recorded or None

@@ -36,3 +36,8 @@ def test_a_recorded_base_missing_its_secret_is_refused_unless_one_is_given():
     with pytest.raises(ApiBaseError, match="session s ran on api base .*recorded without its secret: pass --api-base"):
         carried_api_base(None, recorded, "s")
     assert carried_api_base("https://bob:pw@proxy.example/v1", recorded, "s") == "https://bob:pw@proxy.example/v1"
+
+
+def test_a_base_whose_address_was_masked_on_export_is_refused_too():
+    with pytest.raises(ApiBaseError, match=r"ran on api base http://\[IP\]:8000/v1, recorded without its address"):
+        carried_api_base(None, "http://[IP]:8000/v1", "s")
