@@ -86,7 +86,10 @@ def check_run_options(
 
     if script is not None and not isinstance(script, (str, os.PathLike, Script)):
         raise TypeError(f"{owner}: script= takes a file path or a built-in script's name, not {kind_of(script)}")
-    for argument, value in (("model", model), ("session_id", session_id), ("api_base", api_base), ("app", app)):
+    # resume and fork take api_base="" for the provider's default endpoint instead of the session's
+    resets = owner in ("resume", "fork") and api_base == ""
+    for argument, value in (("model", model), ("session_id", session_id), ("api_base", None if resets else api_base),
+                            ("app", app)):
         check_text(owner, argument, value)
     if app is not None and not all(app.partition(":")):
         raise ValueError(f"{owner}: app= {app!r} is not of the form package.module:factory")

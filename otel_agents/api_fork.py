@@ -42,6 +42,7 @@ def fork(
     ``ForkError`` (one line) when the source cannot be forked there; nothing is run or billed then.
     """
     from otel_agents.apps import reimport_app
+    from otel_agents.llm.api_base import ApiBaseError, carried_api_base
     from otel_agents.forking import ForkError, fork_session, load_source, resolve_at
     from otel_agents.restore import ResumeError, SavedSession, root_name
     from otel_agents.tracing.session_ids import new_session_id
@@ -75,6 +76,11 @@ def fork(
     loaded = _load_script(script if script is not None else saved_script)
     check_scripted_model("fork", model, loaded)
     root_agent = app.agent if app is not None else _saved_root(root_name(SavedSession(session_id, source.records)))
+    saved_base = attributes.get(sc.RUN_API_BASE)
+    try:  # the source's run of that message went there; api_base="" is the provider's default endpoint
+        api_base = carried_api_base(api_base, saved_base if isinstance(saved_base, str) else None, session_id)
+    except ApiBaseError as exc:
+        raise ForkError(str(exc)) from None
     settings = recorded.merged(model_settings) if recorded is not None else model_settings
     runtime = fork_session(
         source, point, new_session_id(),

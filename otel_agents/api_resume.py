@@ -47,8 +47,9 @@ def resume(
     (one line) when the session cannot be resumed; nothing is run or billed then.
     """
     from otel_agents.apps import reimport_app
+    from otel_agents.llm.api_base import ApiBaseError, carried_api_base
     from otel_agents.persistence.store import StoreError
-    from otel_agents.restore import carried_budget, restore_session, root_name, saved_budget, saved_params
+    from otel_agents.restore import ResumeError, carried_budget, restore_session, root_name, saved_budget, saved_params
     from otel_agents.saved_session import (
         agents_spent, bill_before_resume, hooks_left_behind, load_for_resume, spent_before,
     )
@@ -77,6 +78,10 @@ def resume(
         loaded = _load_script(script if script is not None else (last.script if last else None))
         check_scripted_model("resume", model, loaded)
         root_agent = app.agent if app is not None else _saved_root(root_name(saved))
+        try:  # where the session's calls went; api_base="" is the provider's default endpoint
+            api_base = carried_api_base(api_base, last.api_base if last else None, session_id)
+        except ApiBaseError as exc:
+            raise ResumeError(str(exc)) from None
         runtime = restore_session(
             saved,
             tools=tuple(tools or ()),

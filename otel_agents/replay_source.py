@@ -45,6 +45,7 @@ class ReplaySource:
     # --budget-scope run has them, whose limits counted its own spending only
     carried: dict[int, str] = field(default_factory=dict)
     from_python: bool = False  # a run came through the Python API: its agents are the program's, not a script's
+    api_bases: dict[int, str] = field(default_factory=dict)  # run index -> its api base (otel_agents.run.api_base)
 
 
 def read_source(session_dir: Path, from_run: int = 1) -> ReplaySource:
@@ -97,7 +98,7 @@ def read_source(session_dir: Path, from_run: int = 1) -> ReplaySource:
     params, budgets, carried = (_per_run(runs, key) for key in (sc.RUN_PARAMS, sc.RUN_BUDGET, sc.RUN_BUDGET_CARRIED))
     from_python = any((run.get("attributes") or {}).get(sc.RUN_SOURCE) == "api" for run in runs)
     return ReplaySource(session_id, prompts, calls, last.get(sc.RUN_SCRIPT), last.get(sc.RUN_APP),
-                        stream, params, budgets, carried, from_python)
+                        stream, params, budgets, carried, from_python, _per_run(runs, sc.RUN_API_BASE))
 
 
 def _per_run(runs: list[dict[str, Any]], key: str) -> dict[int, Any]:

@@ -10,7 +10,8 @@ the next LLM request is valid and the model knows the call was cut off.
 
 An agent continues with its saved model unless the resume says otherwise: ``--model``
 moves every agent; a script other than the session's moves the agents on a scripted
-model (``scripted/<old name>``, no longer loaded) to the new script's. Each change is
+model (``scripted/<old name>``, no longer loaded) to the new script's. Each change from
+the model the agent ran on in the last run (restored_models.previous_model) is
 recorded on the first resumed run: ``otel_agents.run.model_changes`` on its root span
 and a VRB line ``model changed: <old> -> <new> for N agents``.
 """
@@ -31,7 +32,7 @@ from otel_agents.llm.budget import Budget, BudgetError, budget_from_json
 from otel_agents.llm.model_settings import ModelSettings, ModelSettingsError, settings_from_json
 from otel_agents.persistence.events_file import EVENTS_FILE, split_line
 from otel_agents.persistence.gc_pause import collector_paused
-from otel_agents.restored_models import continued_model, record_model_changes
+from otel_agents.restored_models import continued_model, previous_model, record_model_changes
 from otel_agents.runtime.agent import Agent
 from otel_agents.runtime.tool_call import INTERRUPTED_RESULT
 from otel_agents.runtime.eviction import keep_saved_records
@@ -57,6 +58,7 @@ class SavedRun:
     params: str | None = None  # JSON of the request parameters every agent was given (--param)
     budget: str | None = None  # JSON of the session's limits in force (--max-cost-usd ...), carried on by resume
     budget_carried: str | None = None  # JSON of the limits to carry on instead, when ``budget`` was the run's own
+    api_base: str | None = None  # --api-base its calls went to (secrets redacted), gone on with
 
 
 @dataclass
@@ -84,12 +86,13 @@ def saved_runs(tree: Mapping[str, Any] | None) -> tuple[int, SavedRun | None]:
     attributes = last.get("attributes") or {}
     run = _last_run(int(last.get("index") or len(runs)), last.get("trace_id"), last.get("span_id"),
                     attributes.get(sc.RUN_SCRIPT), attributes.get(sc.RUN_MODEL), attributes.get(sc.RUN_APP),
-                    attributes.get(sc.RUN_PARAMS), attributes.get(sc.RUN_BUDGET), attributes.get(sc.RUN_BUDGET_CARRIED))
+                    attributes.get(sc.RUN_PARAMS), attributes.get(sc.RUN_BUDGET), attributes.get(sc.RUN_BUDGET_CARRIED),
+                    attributes.get(sc.RUN_API_BASE))
     return max(len(runs), run.index), run
 
 
 def _last_run(index: int, trace_id: Any, span_id: Any, script: Any, model: Any, app: Any = None,
-              params: Any = None, budget: Any = None, budget_carried: Any = None) -> SavedRun:
+              params: Any = None, budget: Any = None, budget_carried: Any = None, api_base: Any = None) -> SavedRun:
     """The run the next one links to, checked: hex ids, and names that are names."""
     try:
         int(trace_id, 16), int(span_id, 16)
@@ -97,7 +100,7 @@ def _last_run(index: int, trace_id: Any, span_id: Any, script: Any, model: Any, 
         raise ResumeError("the last run's trace and span ids are not hex") from None
     return SavedRun(index, trace_id, span_id, _name_or_none(script, "script"), _name_or_none(model, "model"),
                     _name_or_none(app, "app"), _name_or_none(params, "params"), _name_or_none(budget, "budget"),
-                    _name_or_none(budget_carried, "budget"))
+                    _name_or_none(budget_carried, "budget"), _name_or_none(api_base, "api base"))
 
 
 def _name_or_none(value: Any, what: str) -> str | None:
@@ -118,7 +121,7 @@ def runs_from_meta(meta: Mapping[str, Any]) -> tuple[int, SavedRun | None]:
     try:
         run = _last_run(int(last["index"]), str(last["trace_id"]), str(last["span_id"]), last.get("script"),
                         last.get("model"), last.get("app"), last.get("params"), last.get("budget"),
-                        last.get("budget_carried"))
+                        last.get("budget_carried"), last.get("api_base"))
     except (KeyError, TypeError, ValueError, AttributeError, ResumeError):
         raise ResumeError("meta.json has a damaged last_run") from None
     return max(count, run.index), run
@@ -284,20 +287,22 @@ def _restore(saved: SavedSession, tool_list: tuple[Tool, ...], model_override: s
         **session_kwargs,
     )
     agents: dict[str, Agent] = {}
-    changes: Counter = Counter()  # (saved model, model continued with) -> agents
+    changes: Counter = Counter()  # (model of the last run, model continued with) -> agents
     for record in records:
         kind = record["event_type"]
         if kind == sc.EVENT_AGENT_CREATED:
             parent = agents.get(record.get("parent")) if record.get("parent") else None
             saved_model = record.get("language_model") or ""
             model = continued_model(saved_model, model_override, script_model)
+            # what it ran on last: a change is one from there (the model it was created with may be long gone)
+            before = saved_model if last is None else previous_model(saved_model, last.model_override, last.script)
             if model.startswith("replay/") and not model_override:  # not `replay --from-run`, which loads it
                 raise ResumeError(
                     f"agent {record.get('name') or record['agent_id']} of session {saved.session_id} ran on {model}, "
                     "which answers only inside `otel-agents replay`: pass --model (or --script)"
                 )
-            if model != saved_model:
-                changes[(saved_model, model)] += 1
+            if model != before:
+                changes[(before, model)] += 1
             name = record.get("name") or record["agent_id"]
             agent = Agent(
                 session,

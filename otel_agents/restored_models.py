@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from typing import Any
 
@@ -22,6 +23,25 @@ def continued_model(saved_model: str, model_override: str | None, script_model: 
     if script_model and saved_model.startswith(PROCESS_MODELS):
         return script_model  # the old script's (or the replay's) model is not loaded: it would fail every call
     return saved_model
+
+
+def previous_model(saved_model: str, last_model: str | None, last_script: str | None) -> str:
+    """The model an agent saved with ``saved_model`` ran on in the session's last run, whose ``--model``
+    (as recorded: a resume records the one it carried on) and script were ``last_model`` and ``last_script``.
+    A change is said against this, not against the model the agent was created with."""
+    return continued_model(saved_model, last_model, _script_model(last_script) if last_script else None)
+
+
+@functools.lru_cache(maxsize=8)
+def _script_model(source: str) -> str | None:
+    """The scripted model of a script by name or path; None when it no longer loads (its agents' model
+    is then said as saved)."""
+    from otel_agents.llm.scripts import ScriptError, load_script
+
+    try:
+        return load_script(source).model
+    except ScriptError:
+        return None
 
 
 def carried_model(recorded: str | None) -> str | None:

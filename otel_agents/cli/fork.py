@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import click
 
 from otel_agents.cli.execution import (
@@ -30,6 +32,7 @@ def fork_session_command(source_id, at, prompts, script_name, model_opts, otlp_f
                          trace_tools, paths, eviction_opts: EvictionOptions = EvictionOptions()) -> int:
     """Read the source (no lock, nothing written), check everything, then run the prompts in the new session."""
     from otel_agents.forking import ForkError, fork_session, load_source, resolve_at
+    from otel_agents.llm.api_base import ApiBaseError, carried_api_base
     from otel_agents.llm.model_settings import ModelSettingsError, settings_from_json
     from otel_agents.llm.scripts import ScriptError, load_script
     from otel_agents.restored_models import carried_model
@@ -63,6 +66,12 @@ def fork_session_command(source_id, at, prompts, script_name, model_opts, otlp_f
     except ModelSettingsError as exc:
         raise click.UsageError(str(exc)) from None
     params = recorded.merged(model_opts.params) if recorded is not None else model_opts.params
+    saved_base = attributes.get(sc.RUN_API_BASE)
+    try:  # the source's run of that message went there: the fork goes on there unless told
+        model_opts = replace(model_opts, api_base=carried_api_base(
+            model_opts.api_base, saved_base if isinstance(saved_base, str) else None, source_id))
+    except ApiBaseError as exc:
+        raise click.UsageError(str(exc)) from None
 
     from otel_agents.restore import keep_revivable
     from otel_agents.runtime.session import RunContext

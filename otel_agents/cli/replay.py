@@ -152,6 +152,10 @@ def replay_command(session_id: str, from_run: int, strict: bool, verbose: bool, 
                 context.extra[sc.RUN_PARAMS] = run_params[run].to_json()
             else:
                 context.extra.pop(sc.RUN_PARAMS, None)
+            if run in source.api_bases:  # not called (the recorded answers are): where a resume of the replay goes on
+                context.extra[sc.RUN_API_BASE] = source.api_bases[run]
+            else:
+                context.extra.pop(sc.RUN_API_BASE, None)
 
         code = execute(session, [prompt for _, prompt in replayed], context, tracing, recording, report,
                        before_run=limit_run)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import click
 
@@ -77,6 +77,7 @@ def _target_or_exit(session, delivery: Delivery | None):
 def _resume_owned(session_dir, session_id, prompts, script_name, model_opts, otlp_file, verbose, trace_llm,
                   trace_tools, paths, ownership, budget_opts, delivery: Delivery | None = None,
                   eviction_opts: EvictionOptions = EvictionOptions()) -> int:
+    from otel_agents.llm.api_base import ApiBaseError, carried_api_base
     from otel_agents.llm.scripts import ScriptError, load_script
     from otel_agents.llm.budget import BudgetMeter
     from otel_agents.restore import (
@@ -106,7 +107,10 @@ def _resume_owned(session_dir, session_id, prompts, script_name, model_opts, otl
     try:
         params = saved_params(saved, model_opts.params)  # the session's --param, these on top
         limits = saved_budget(saved, budget_opts.limits())  # the session's limits, these on top
-    except ResumeError as exc:
+        # where the session's calls went: the conversation and the key go nowhere else unless told
+        model_opts = replace(model_opts, api_base=carried_api_base(model_opts.api_base,
+                                                                   last.api_base if last else None, session_id))
+    except (ResumeError, ApiBaseError) as exc:
         raise click.UsageError(str(exc)) from None
 
     from otel_agents.cli.execution import StorageUnwritable

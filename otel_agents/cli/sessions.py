@@ -361,6 +361,9 @@ def render_session(tree: Mapping[str, Any], meta: Mapping[str, Any] | None, ids:
         if run.get("error"):
             lines.append(f"  error: {run['error']}")
         lines.extend(_ingress_lines(run.get("attributes") or {}))
+        api_base = (run.get("attributes") or {}).get(sc.RUN_API_BASE)
+        if api_base:  # where its LLM calls went, and where a resume sends the next ones
+            lines.append(f"  api base {api_base}")
         lines.extend(_session_lines(run, 1, ids))
     if tree.get("ops"):
         lines.append("")

@@ -145,7 +145,7 @@ def this_writer() -> dict[str, Any]:
 
 
 def run_summary(run: Mapping[str, Any], position: int) -> dict[str, Any]:
-    """A run's root span as resume needs it: ids to link to, index to count on, script, model, app, params, budget."""
+    """A run's root span as resume needs it: ids to link to, index to count on, script, model, app, api base, params, budget."""
     attributes = run.get("attributes") or {}
     summary = {
         "index": int(run.get("index") or position),
@@ -156,6 +156,8 @@ def run_summary(run: Mapping[str, Any], position: int) -> dict[str, Any]:
     }
     if attributes.get(sc.RUN_APP) is not None:  # only app runs carry it: other sessions' meta.json is unchanged
         summary["app"] = attributes[sc.RUN_APP]
+    if attributes.get(sc.RUN_API_BASE) is not None:  # likewise only runs given --api-base: resume goes on with it
+        summary["api_base"] = attributes[sc.RUN_API_BASE]
     if attributes.get(sc.RUN_PARAMS) is not None:  # likewise only runs given --param
         summary["params"] = attributes[sc.RUN_PARAMS]
     if attributes.get(sc.RUN_BUDGET) is not None:  # likewise only runs with limits: resume carries them on

@@ -13,6 +13,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Link, SpanContext, SpanKind
 
 from otel_agents.llm.accounting import scope
+from otel_agents.llm.api_base import recorded_api_base
 from otel_agents.llm.budget import Budget, BudgetMeter, carry_over, metering, refuse_unpriced
 from otel_agents.llm.model_settings import ModelSettings
 from otel_agents.runtime.eviction import EvictionPolicy, Evictor
@@ -364,6 +365,8 @@ class Session:
             attrs[sc.RUN_SCRIPT] = context.script
         if context.model_override:
             attrs[sc.RUN_MODEL] = context.model_override
+        if getattr(self.llm, "api_base", None):  # where its calls go: a resume goes there too
+            attrs[sc.RUN_API_BASE] = recorded_api_base(self.llm.api_base)
         if self.budget is not None and self.budget.budget.limits_anything:  # a replay's meter may limit nothing
             attrs[sc.RUN_BUDGET] = self.budget.budget.to_json()
         if self.carried_budget is not None:

@@ -89,6 +89,8 @@ RUN_SCRIPT = "otel_agents.run.script"  # scripted scenario name or path, for res
 RUN_MODEL = "otel_agents.run.model"  # model override given on the command line
 RUN_PARAMS = "otel_agents.run.params"  # JSON of the request parameters every agent was given (--param), for resume
 RUN_APP = "otel_agents.run.app"  # `run --app` reference (module:factory), re-imported by resume
+# --api-base the run's LLM calls went to (secrets redacted, llm/api_base.py): resume, send and fork go on with it
+RUN_API_BASE = "otel_agents.run.api_base"
 RUN_MODEL_CHANGES = "otel_agents.run.model_changes"  # resume: "<old> -> <new> for N agents", one per change
 RUN_AGENTS_EVICTED = "otel_agents.run.agents_evicted"  # agents evicted from memory since the last run ended
 RUN_AGENTS_REVIVED = "otel_agents.run.agents_revived"  # evicted agents rebuilt from the saved records, likewise

@@ -68,8 +68,13 @@ def test_resume_with_another_script_moves_its_scripted_agents_and_records_the_ch
     assert llm_models(home, sid) == [{"scripted/first-script"}, {"scripted/other-script"}]
     assert "ERR" not in result.stderr and "error" not in result.stderr.lower()
 
-    # The same script again: nothing changes, nothing is recorded.
-    again = invoke("resume", sid, "--script", script_file(tmp_path, FIRST), "Once more.")
+    # Back to the first script: a change from what the agents ran on last, not from what they were created with.
+    back = invoke("resume", sid, "--script", script_file(tmp_path, FIRST), "Once more.")
+    assert back.exit_code == 0, back.stderr
+    assert last_run(home, sid)["attributes"][sc.RUN_MODEL_CHANGES] == [
+        "scripted/other-script -> scripted/first-script for 2 agents"]
+    # The same script again (the session's, by default): nothing changes, nothing is recorded.
+    again = invoke("resume", sid, "Once more.")
     assert again.exit_code == 0, again.stderr
     assert sc.RUN_MODEL_CHANGES not in last_run(home, sid)["attributes"]
 
