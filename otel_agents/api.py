@@ -249,7 +249,7 @@ class Session:
         self._recording_owner = rec
         self._recording = rec._start(self, ownership, resume=source == "resume") if rec else None
         if rec is not None:  # saved from here on: idle agents may be evicted (by runtime.eviction's policy)
-            from otel_agents.restore import keep_revivable
+            from otel_agents.revivable import keep_revivable
 
             keep_revivable(runtime, rec.paths.session_dir(runtime.id), redacted=rec.redacted_save and source != "resume")
 

@@ -73,7 +73,7 @@ def fork_session_command(source_id, at, prompts, script_name, model_opts, otlp_f
     except ApiBaseError as exc:
         raise click.UsageError(str(exc)) from None
 
-    from otel_agents.restore import keep_revivable
+    from otel_agents.revivable import keep_revivable
     from otel_agents.runtime.session import RunContext
 
     with command_tracing(otlp_file) as tracing:  # shut down however the command ends

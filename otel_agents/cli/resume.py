@@ -115,7 +115,7 @@ def _resume_owned(session_dir, session_id, prompts, script_name, model_opts, otl
 
     from otel_agents.cli.execution import StorageUnwritable
     from otel_agents.persistence.store import StoreError
-    from otel_agents.restore import keep_revivable
+    from otel_agents.revivable import keep_revivable
     from otel_agents.runtime.session import RunContext
     from otel_agents.saved_session import bill_before_resume
 

@@ -81,7 +81,7 @@ def run(prompts, script_name, app_reference, resume_id, watch_paths, watch_agent
         raise click.UsageError("no prompt given (as arguments, on stdin, or in the script's 'prompts')")
     watch = _file_watch(watch_paths, watch_agent, watch_for, script)
     eviction = eviction_opts.policy(script)
-    from otel_agents.restore import keep_revivable
+    from otel_agents.revivable import keep_revivable
     from otel_agents.runtime.session import RunContext
     from otel_agents.tracing import semconv as sc
 

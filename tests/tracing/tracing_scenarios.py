@@ -135,7 +135,7 @@ def _record_evicting(session: Any, tracing: Tracing, home: Path) -> Any:
     import os
 
     from otel_agents.persistence.paths import Paths
-    from otel_agents.restore import keep_revivable
+    from otel_agents.revivable import keep_revivable
     from otel_agents.session_recording import start_recording
 
     paths = Paths.resolve(home / "sessions", home / "billing.jsonl")
