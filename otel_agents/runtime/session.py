@@ -13,12 +13,12 @@ from opentelemetry import trace
 from opentelemetry.trace import Link, SpanContext, SpanKind
 
 from otel_agents.llm.accounting import scope
-from otel_agents.llm.api_base import recorded_api_base
 from otel_agents.llm.budget import Budget, BudgetMeter, carry_over, metering, refuse_unpriced
 from otel_agents.llm.model_settings import ModelSettings
 from otel_agents.runtime.eviction import EvictionPolicy, Evictor
 from otel_agents.runtime.hook_dispatch import SessionHooks
 from otel_agents.runtime.logged_string import LoggedString
+from otel_agents.runtime.run_span import run_attributes
 from otel_agents.runtime.turn_taking import Turn, hold
 from otel_agents.tracing import semconv as sc
 from otel_agents.tracing.records import make_record
@@ -353,35 +353,10 @@ class Session:
         self.runs += 1
         links = [Link(self.previous_run)] if self.previous_run is not None else []
         target_name = agent.name if agent else (self.root.name if self.root else self.root_spec.name if self.root_spec else "agent")
-        attrs: dict[str, Any] = {
-            sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT,
-            sc.GEN_AI_AGENT_NAME: target_name,
-            sc.GEN_AI_CONVERSATION_ID: self.id,
-            sc.SESSION_ID: self.id,
-            sc.RUN_INDEX: self.runs,
-            sc.RUN_SOURCE: context.source,
-        }
-        if context.script:
-            attrs[sc.RUN_SCRIPT] = context.script
-        if context.model_override:
-            attrs[sc.RUN_MODEL] = context.model_override
-        if getattr(self.llm, "api_base", None):  # where its calls go: a resume goes there too
-            attrs[sc.RUN_API_BASE] = recorded_api_base(self.llm.api_base)
-        if self.budget is not None and self.budget.budget.limits_anything:  # a replay's meter may limit nothing
-            attrs[sc.RUN_BUDGET] = self.budget.budget.to_json()
-        if self.carried_budget is not None:
-            attrs[sc.RUN_BUDGET_CARRIED] = self.carried_budget.to_json()
-        if self.previous_run is not None:
-            attrs[sc.RESUMED_FROM] = f"{self.previous_run.trace_id:032x}:{self.previous_run.span_id:016x}"
         # The answering agent's id from the span's start: a run killed before its end leaves only the
         # start in the journal, and a run known by name alone would show a second agent.
         root_id = self.allocate_agent_id() if agent is None and self.root is None and self.root_spec else None
-        known = agent or self.root
-        if known is not None or root_id is not None:
-            attrs[sc.AGENT_ID] = attrs[sc.GEN_AI_AGENT_ID] = known.agent_id if known is not None else root_id
-            # Its call path too: the run's ledger records name the agent by it (a new root's is its name).
-            attrs[sc.CALL_PATH] = known.call_path if known is not None else target_name
-        attrs.update(context.extra)
+        attrs = run_attributes(self, agent or self.root, target_name, root_id, context)
         tracer = self.telemetry.tracer
         # A new trace per run, even if the caller is inside another span.
         with tracer.start_as_current_span(
