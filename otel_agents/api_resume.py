@@ -48,6 +48,7 @@ def resume(
     """
     from otel_agents.apps import reimport_app
     from otel_agents.llm.api_base import ApiBaseError, carried_api_base
+    from otel_agents.restored_models import carried_model
     from otel_agents.persistence.store import StoreError
     from otel_agents.restore import ResumeError, carried_budget, restore_session, root_name, saved_budget, saved_params
     from otel_agents.saved_session import (
@@ -77,6 +78,7 @@ def resume(
             hooks = app.hooks if hooks is None else hooks
         loaded = _load_script(script if script is not None else (last.script if last else None))
         check_scripted_model("resume", model, loaded)
+        model = model or carried_model(last.model_override if last else None)  # as `otel-agents resume` does
         root_agent = app.agent if app is not None else _saved_root(root_name(saved))
         try:  # where the session's calls went; api_base="" is the provider's default endpoint
             api_base = carried_api_base(api_base, last.api_base if last else None, session_id)

@@ -130,3 +130,23 @@ def test_model_changes_are_said_from_the_model_each_agent_ran_on_last(home, monk
                     ["model changed: openai/m2 -> openai/m1 for 1 agent"]]
     assert [run["attributes"].get(sc.RUN_MODEL_CHANGES) for run in runs(home, sid)] == [
         None, ["openai/m1 -> openai/m2 for 1 agent"], None, ["openai/m2 -> openai/m1 for 1 agent"]]
+
+
+def test_python_resume_goes_on_with_the_model_the_last_run_was_given(home, monkeypatch):
+    # As `otel-agents resume` carries a --model on: the agents went back to their creation model.
+    import otel_agents
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("OTEL_AGENTS_RECORDER", "inline")
+    with OpenAIServer() as server:
+        with otel_agents.recording(home=home):
+            with otel_agents.Session(otel_agents.Agent("main", model="openai/m1"), api_base=server.api_base,
+                                     max_attempts=1) as session:
+                session.run_sync("one")
+            with otel_agents.resume(session.id, model="openai/m2", max_attempts=1) as resumed:
+                resumed.run_sync("two")
+            with otel_agents.resume(session.id, max_attempts=1) as resumed:
+                resumed.run_sync("three")
+            with otel_agents.resume(session.id, model="openai/m1", max_attempts=1) as resumed:
+                resumed.run_sync("four")
+        assert [body["model"] for body in server.bodies] == ["m1", "m2", "m2", "m1"]
