@@ -171,6 +171,13 @@ known_safe_key = KNOWN_SAFE_KEYS.__contains__
 
 
 def redact_text(text: str) -> str:
+    """``text`` as every copy that leaves the session carries it: secrets redacted, IP addresses masked."""
+    return mask_ips(redact_secrets(text))
+
+
+def redact_secrets(text: str) -> str:
+    """``text`` with credentials and secret-shaped values redacted, addresses kept (a user's own settings
+    quoted back in an error: where it points is the help, a password in it never is)."""
     text = scrub_text(text)
     # Every secret shape needs 15 characters, or a ':' or '=' (a keyed value, a cookie
     # header), and an IP address a '.' or ':': most attribute values (ids, names) are done here.
@@ -191,7 +198,7 @@ def redact_text(text: str) -> str:
         if "cookie" in lowered:
             text = _COOKIE_HEADER.sub(lambda m: m.group(1) + MARKER, text)
         text = _KEYED_VALUE.sub(lambda m: m.group(1) + MARKER, text)
-    return mask_ips(text)
+    return text
 
 
 def redact_text_once(text: str, seen: dict[str, str]) -> str:

@@ -332,7 +332,9 @@ def check_endpoint(endpoint: str, protocol: str) -> None:
         scheme_ok = port_ok = host_ok = False
     if not (scheme_ok and host_ok and port_ok):
         hint = "http://host:4317" if protocol == "grpc" else "http://host:4318"
-        raise ConfigError(f"invalid OTLP endpoint {endpoint!r} for {protocol} (expected e.g. {hint})")
+        from otel_agents.tracing.redaction import redact_secrets
+
+        raise ConfigError(f"invalid OTLP endpoint {redact_secrets(endpoint)!r} for {protocol} (expected e.g. {hint})")
 
 
 def quiet_exporter_loggers() -> None:

@@ -93,6 +93,9 @@ def test_traces_endpoint_alone_enables_export(configured, monkeypatch):
         # urlparse raises on an unclosed IPv6 bracket: it was a bare ValueError, with a traceback.
         ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://[::1", "invalid OTLP endpoint 'http://\\[::1' for http/protobuf"),
         ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://::1]:4318/v1/traces", "invalid OTLP endpoint"),
+        # A password in the URL is never quoted back; where it points is.
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://bob:TopSecretPw99@10.0.0.7:99999",
+         "invalid OTLP endpoint 'http://\\[REDACTED\\]@10.0.0.7:99999' for http/protobuf"),
     ],
 )
 def test_bad_configuration_is_a_clear_error(monkeypatch, variable, value, message):
