@@ -50,9 +50,16 @@ def error_type(exc: BaseException) -> str:
     return type(exc).__name__
 
 
+# Raised by the provider's client before any request is sent (no key to send), yet wrapped by litellm as
+# an InternalServerError: trying again cannot find a key, and each try was billed as a failed call.
+_NO_CREDENTIALS = ("Missing credentials", "api_key client option must be set")
+
+
 def is_transient(exc: BaseException) -> bool:
     names = {cls.__name__ for cls in type(exc).__mro__}
     if names & _PERMANENT_NAMES:
+        return False
+    if any(text in str(exc) for text in _NO_CREDENTIALS):
         return False
     if names & _TRANSIENT_NAMES:
         return True

@@ -370,3 +370,18 @@ def test_valid_otel_lists_keep_working_with_encoded_and_spaced_values(cli_env, t
     assert "Invalid" not in proc.stderr and "invalid" not in proc.stderr
     journal = next((cli_env / "sessions").iterdir()) / "spans.jsonl"
     assert '"service.name":"a,b"' in journal.read_text()
+
+
+def test_a_model_without_credentials_fails_once_not_after_four_billed_attempts(home, tmp_path):
+    # The provider's client refuses before sending anything; litellm calls it an InternalServerError.
+    from support.in_process import run_in_process
+
+    with OpenAIServer() as server:
+        done = run_in_process("run", "--model", "openai/gpt-4o-mini", "--api-base", server.api_base, "hi",
+                              home=home, env={"OPENAI_API_KEY": None, "OTEL_TRACES_EXPORTER": "none"},
+                              cwd=tmp_path)
+        assert server.requests == []
+    assert done.returncode == 1
+    assert "retrying" not in done.stderr and "Missing credentials" in done.stderr
+    rows = [json.loads(line) for line in (home / "billing.jsonl").read_text().splitlines()]
+    assert [row["type"] for row in rows] == ["llm"]
