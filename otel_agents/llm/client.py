@@ -19,6 +19,7 @@ from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from otel_agents.llm.price_snapshot import PriceEntries
+from otel_agents.llm.providers import provider_of, request_model_of
 from otel_agents.llm.pricing import PriceTable, Usage
 from otel_agents.llm.responses import IN_PROCESS_PREFIXES, assistant_message, estimate_usage, usage_missing, usage_of
 from otel_agents.llm.retry import RetryPolicy, error_type, is_transient
@@ -27,7 +28,8 @@ from otel_agents.llm.accounting import charge_llm
 from otel_agents.llm.budget import check as check_budgets, counted_cost
 from otel_agents.llm.budget import tell_warnings as tell_budget_warnings
 from otel_agents.llm.model_settings import ModelSettings
-from otel_agents.llm.streaming import STREAM_OPTIONS, StreamCutShort, StreamProgress, assemble, read_stream, usage_sent
+from otel_agents.llm.streaming import (STREAM_OPTIONS, StreamCutShort, StreamProgress, assemble, read_stream, text_listener,
+                                       usage_sent)
 from otel_agents.tracing import content_capture, semconv as sc
 from otel_agents.tracing.credentials import add_credential
 from otel_agents.tracing.redaction import redact_text
@@ -39,27 +41,6 @@ _TRACES_REMEMBERED = 16
 META_AGENT_NAME = "otel_agents_agent_name"
 META_ATTEMPT = "otel_agents_attempt"
 DEFAULT_TIMEOUT_S = 120.0
-
-# litellm provider names -> gen_ai.provider.name well-known values.
-_PROVIDER_NAMES = {
-    "openai": "openai", "text-completion-openai": "openai", "azure": "azure.ai.openai", "anthropic": "anthropic",
-    "bedrock": "aws.bedrock", "vertex_ai": "gcp.vertex_ai", "gemini": "gcp.gemini", "cohere": "cohere",
-    "mistral": "mistral_ai", "groq": "groq", "deepseek": "deepseek", "xai": "x_ai", "perplexity": "perplexity",
-    "watsonx": "ibm.watsonx.ai",
-}
-
-
-def provider_of(model: str) -> str:
-    """Provider from the litellm model string, without importing litellm."""
-    prefix = model.split("/", 1)[0] if "/" in model else "openai"
-    return _PROVIDER_NAMES.get(prefix, prefix)
-
-
-def request_model_of(model: str) -> str:
-    """``gen_ai.request.model``: the model as the provider knows it, litellm's routing prefix removed
-    (``openai/gpt-4o-mini`` -> ``gpt-4o-mini``; ``openrouter/anthropic/claude-3`` -> ``anthropic/claude-3``)."""
-    return model.split("/", 1)[1] if "/" in model else model
-
 
 class LLMCallFailed(RuntimeError):
     """All attempts failed; says model, attempts and last cause."""
@@ -347,7 +328,7 @@ class LLMClient:
                     progress: StreamProgress) -> Any:
         """One ``acompletion``; a streamed one read whole (text handed on as it arrives) and assembled,
         another's text handed on whole."""
-        hand_on = self._text_listener(request)
+        hand_on = text_listener(self.on_text, request, self.telemetry.log)
         # A reply without usage is estimated, never billed as zero tokens at $0 (the in-process
         # providers always count theirs); a stream's estimate is litellm's own, made the same way.
         counts_own = request.model.startswith(IN_PROCESS_PREFIXES)
@@ -365,26 +346,6 @@ class LLMClient:
         progress.usage_estimated = not counts_own and not usage_sent(stream, progress)
         return assemble(litellm, progress.chunks, kwargs["messages"])
 
-    def _text_listener(self, request: ChatRequest) -> Callable[[str], None] | None:
-        """``on_text`` for one attempt. It is the caller's display, not the model: an error in it is a
-        WRN line on the attempt (once), and the answer goes on without it rather than being retried."""
-        on_text = self.on_text
-        if on_text is None:
-            return None
-        failed = False
-
-        def hand_on(text: str) -> None:
-            nonlocal failed
-            if failed:
-                return
-            try:
-                on_text(request, text)
-            except Exception as exc:
-                failed = True
-                self.telemetry.log("WRN", on_text_failure(exc))
-
-        return hand_on
-
     def _record_stream(self, span: Any, progress: StreamProgress) -> None:
         if not self.stream:
             return
@@ -397,8 +358,3 @@ class _AttemptFailed(Exception):
     def __init__(self, cause: BaseException):
         super().__init__(str(cause))
         self.cause = cause
-
-
-def on_text_failure(exc: Exception) -> str:
-    """What is said when ``on_text`` raised: the client stops handing that answer to it."""
-    return f"on_text raised {type(exc).__name__}: {exc}; the rest of this answer was not handed to it"

@@ -90,5 +90,31 @@ def assemble(litellm: Any, chunks: list[Any], messages: list[dict[str, Any]]) ->
     return response
 
 
+def text_listener(on_text: Callable[[Any, str], None] | None, request: Any,
+                  log: Callable[[str, str], None]) -> Callable[[str], None] | None:
+    """``on_text`` for one attempt. It is the caller's display, not the model: an error in it is a
+    WRN line on the attempt (once), and the answer goes on without it rather than being retried."""
+    if on_text is None:
+        return None
+    failed = False
+
+    def hand_on(text: str) -> None:
+        nonlocal failed
+        if failed:
+            return
+        try:
+            on_text(request, text)
+        except Exception as exc:
+            failed = True
+            log("WRN", on_text_failure(exc))
+
+    return hand_on
+
+
+def on_text_failure(exc: Exception) -> str:
+    """What is said when ``on_text`` raised: the client stops handing that answer to it."""
+    return f"on_text raised {type(exc).__name__}: {exc}; the rest of this answer was not handed to it"
+
+
 class EmptyStream(ConnectionError):
     """A stream that ended before any chunk: retried like a dropped connection."""
