@@ -76,10 +76,12 @@ async def read_stream(
     return progress.chunks
 
 
-def usage_sent(stream: Any, progress: StreamProgress) -> bool:
-    """Whether the provider sent usage: litellm's wrapper keeps the provider's own chunks, while the
-    usage chunk it yields at the end may be its own estimate."""
-    return any(getattr(chunk, "usage", None) is not None for chunk in getattr(stream, "chunks", progress.chunks))
+def usage_sent(stream: Any, progress: StreamProgress) -> Any:
+    """The provider's own chunk that carried usage, or None: litellm's wrapper keeps the provider's
+    chunks, while the usage chunk it yields at the end may be its own estimate (and it quietly
+    re-estimates counts that are not positive, so invalid ones are seen only here)."""
+    sent = [chunk for chunk in getattr(stream, "chunks", progress.chunks) if getattr(chunk, "usage", None) is not None]
+    return sent[-1] if sent else None
 
 
 def assemble(litellm: Any, chunks: list[Any], messages: list[dict[str, Any]]) -> Any:
