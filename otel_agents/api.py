@@ -125,7 +125,7 @@ def _warning_on_failure(on_text: Callable[[str, str], None]) -> Callable[[Any, s
         try:
             on_text(request.agent_name, text)
         except Exception as exc:
-            from otel_agents.llm.client import on_text_failure
+            from otel_agents.llm.streaming import on_text_failure
 
             warnings.warn(on_text_failure(exc), RuntimeWarning, stacklevel=2)
             raise

@@ -19,15 +19,18 @@ from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from otel_agents.llm.price_snapshot import PriceEntries
+from otel_agents.llm.providers import provider_of, request_model_of
 from otel_agents.llm.pricing import PriceTable, Usage
-from otel_agents.llm.responses import IN_PROCESS_PREFIXES, assistant_message, estimate_usage, usage_missing, usage_of
+from otel_agents.llm.responses import (IN_PROCESS_PREFIXES, MalformedReply, assistant_message, estimate_usage,
+                                       usage_invalid, usage_missing, usage_of)
 from otel_agents.llm.retry import RetryPolicy, error_type, is_transient
 from otel_agents.llm.served import served_attributes
 from otel_agents.llm.accounting import charge_llm
 from otel_agents.llm.budget import check as check_budgets, counted_cost
 from otel_agents.llm.budget import tell_warnings as tell_budget_warnings
 from otel_agents.llm.model_settings import ModelSettings
-from otel_agents.llm.streaming import STREAM_OPTIONS, StreamCutShort, StreamProgress, assemble, read_stream, usage_sent
+from otel_agents.llm.streaming import (STREAM_OPTIONS, StreamCutShort, StreamProgress, assemble, read_stream, text_listener,
+                                       usage_sent)
 from otel_agents.tracing import content_capture, semconv as sc
 from otel_agents.tracing.credentials import add_credential
 from otel_agents.tracing.redaction import redact_text
@@ -39,27 +42,6 @@ _TRACES_REMEMBERED = 16
 META_AGENT_NAME = "otel_agents_agent_name"
 META_ATTEMPT = "otel_agents_attempt"
 DEFAULT_TIMEOUT_S = 120.0
-
-# litellm provider names -> gen_ai.provider.name well-known values.
-_PROVIDER_NAMES = {
-    "openai": "openai", "text-completion-openai": "openai", "azure": "azure.ai.openai", "anthropic": "anthropic",
-    "bedrock": "aws.bedrock", "vertex_ai": "gcp.vertex_ai", "gemini": "gcp.gemini", "cohere": "cohere",
-    "mistral": "mistral_ai", "groq": "groq", "deepseek": "deepseek", "xai": "x_ai", "perplexity": "perplexity",
-    "watsonx": "ibm.watsonx.ai",
-}
-
-
-def provider_of(model: str) -> str:
-    """Provider from the litellm model string, without importing litellm."""
-    prefix = model.split("/", 1)[0] if "/" in model else "openai"
-    return _PROVIDER_NAMES.get(prefix, prefix)
-
-
-def request_model_of(model: str) -> str:
-    """``gen_ai.request.model``: the model as the provider knows it, litellm's routing prefix removed
-    (``openai/gpt-4o-mini`` -> ``gpt-4o-mini``; ``openrouter/anthropic/claude-3`` -> ``anthropic/claude-3``)."""
-    return model.split("/", 1)[1] if "/" in model else model
-
 
 class LLMCallFailed(RuntimeError):
     """All attempts failed; says model, attempts and last cause."""
@@ -283,53 +265,41 @@ class LLMClient:
                 response = await self._call(litellm, kwargs, request, progress)
             except Exception as exc:  # every failure is recorded on its attempt span
                 latency_ms = (time.perf_counter() - started) * 1000
-                self._record_stream(span, progress)
+                self._record_stream(span, progress, failed=True)
                 if isinstance(exc, StreamCutShort):
-                    # What arrived before the cut is kept on the failed attempt; the retry starts over.
-                    span.set_attributes({sc.LLM_PARTIAL_OUTPUT: exc.progress.partial_text,
-                                         sc.LLM_PARTIAL_CHARS: len(exc.progress.partial_text)})
-                    exc = exc.cause
+                    exc = exc.cause  # what arrived before the cut is kept on the failed attempt; the retry starts over
                 transient = is_transient(exc)
                 span.set_attributes(
                     {sc.ERROR_TYPE: error_type(exc), sc.LLM_LATENCY_MS: round(latency_ms, 3), sc.LLM_RETRYABLE: transient}
                 )
-                _, price_source = self.prices.lookup(request.model)
-                span.set_attribute(sc.LLM_PRICE_SOURCE, price_source)
+                usage, cost = Usage(), None
+                if isinstance(exc, MalformedReply):  # the provider counted what it used: recorded and billed
+                    usage, cost = self._record_usage(span, request, exc.response, progress)
+                else:
+                    span.set_attribute(sc.LLM_PRICE_SOURCE, self.prices.lookup(request.model)[1])
                 span.set_status(Status(StatusCode.ERROR, _short(f"{error_type(exc)}: {exc}")))
                 self.telemetry.log("WRN" if transient else "ERR", _short(f"{error_type(exc)}: {exc}"), span=span)
                 if on_notice is not None and transient and attempt < self.retry.max_attempts:
                     on_notice("retry", f"attempt {attempt} of {request.model} failed ({error_type(exc)}); retrying")
-                charge_llm(Usage(), None, failed=True)
+                charge_llm(usage, cost, failed=True)
                 tell_budget_warnings(on_notice, self.log_budget_warnings)
                 raise _AttemptFailed(exc) from exc
+            except BaseException:  # cancelled: what streamed until then stays on the attempt
+                self._record_stream(span, progress, failed=True)
+                raise
             latency_ms = (time.perf_counter() - started) * 1000
             self._record_stream(span, progress)
             choice = response.choices[0]
             message = assistant_message(choice.message)
-            usage = usage_of(response)
-            # Priced over litellm's whole usage object: audio and image tokens have no attribute of
-            # their own on the span, but are billed at their rates.
-            cost, price_source = self.prices.cost(request.model, usage, provider_usage=getattr(response, "usage", None))
+            usage, cost = self._record_usage(span, request, response, progress)
             finish = getattr(choice, "finish_reason", None)
             self.telemetry.set_attributes(
                 span,
                 {
-                    sc.GEN_AI_RESPONSE_ID: getattr(response, "id", None),
-                    sc.GEN_AI_RESPONSE_MODEL: getattr(response, "model", None),
                     sc.GEN_AI_RESPONSE_FINISH_REASONS: [finish] if finish else None,
-                    sc.GEN_AI_USAGE_INPUT_TOKENS: usage.input_tokens,
-                    sc.GEN_AI_USAGE_OUTPUT_TOKENS: usage.output_tokens,
-                    sc.GEN_AI_USAGE_CACHE_READ: usage.cache_read_tokens,
-                    sc.GEN_AI_USAGE_CACHE_CREATION: usage.cache_write_tokens,
-                    sc.GEN_AI_USAGE_REASONING: usage.reasoning_tokens,
-                    sc.GEN_AI_USAGE_COST: cost,
-                    sc.LLM_PRICE_SOURCE: price_source,
                     sc.LLM_LATENCY_MS: round(latency_ms, 3),
                     sc.RESPONSE_CHARS: len(message.get("content") or "")
                     + sum(len(c["function"]["arguments"]) for c in message.get("tool_calls", [])),
-                    **served_attributes(response),
-                    sc.LLM_USAGE_ESTIMATED: True if progress.usage_estimated else None,
-                    **self._price_entries.attributes(self.prices, request.model, span.get_span_context().trace_id),
                 },
             )
             if self.capture_input_messages:
@@ -345,62 +315,77 @@ class LLMClient:
             span.set_attribute(sc.RESPONSE_MESSAGE_ID, message_id)
             return ChatResult(message, usage, cost, getattr(response, "id", None), attempt)
 
+    def _record_usage(self, span: Any, request: ChatRequest, response: Any,
+                      progress: StreamProgress) -> tuple[Usage, float | None]:
+        """The reply's usage, priced, on its attempt span: a successful one's, or a malformed reply's."""
+        usage = usage_of(response)
+        # Priced over litellm's whole usage object: audio and image tokens have no attribute of
+        # their own on the span, but are billed at their rates.
+        cost, price_source = self.prices.cost(request.model, usage, provider_usage=getattr(response, "usage", None))
+        self.telemetry.set_attributes(span, {
+            sc.GEN_AI_RESPONSE_ID: getattr(response, "id", None),
+            sc.GEN_AI_RESPONSE_MODEL: getattr(response, "model", None),
+            sc.GEN_AI_USAGE_INPUT_TOKENS: usage.input_tokens,
+            sc.GEN_AI_USAGE_OUTPUT_TOKENS: usage.output_tokens,
+            sc.GEN_AI_USAGE_CACHE_READ: usage.cache_read_tokens,
+            sc.GEN_AI_USAGE_CACHE_CREATION: usage.cache_write_tokens,
+            sc.GEN_AI_USAGE_REASONING: usage.reasoning_tokens,
+            sc.GEN_AI_USAGE_COST: cost,
+            sc.LLM_PRICE_SOURCE: price_source,
+            **served_attributes(response),
+            sc.LLM_USAGE_ESTIMATED: True if progress.usage_estimated else None,
+            **self._price_entries.attributes(self.prices, request.model, span.get_span_context().trace_id),
+        })
+        return usage, cost
+
     async def _call(self, litellm: Any, kwargs: dict[str, Any], request: ChatRequest,
                     progress: StreamProgress) -> Any:
         """One ``acompletion``; a streamed one read whole (text handed on as it arrives) and assembled,
         another's text handed on whole."""
-        hand_on = self._text_listener(request)
+        hand_on = text_listener(self.on_text, request, self.telemetry.log)
+        # The whole attempt, a stream read to its end included, is bounded by the timeout (litellm's
+        # bounds each wait for bytes only); a cut is a litellm Timeout, as when the first byte is late.
+        try:
+            async with asyncio.timeout(self.timeout_s):
+                response = await litellm.acompletion(**kwargs)
+                if self.stream:
+                    await read_stream(response, progress, hand_on)
+        except TimeoutError as exc:
+            cut = litellm.Timeout(f"the attempt took longer than {self.timeout_s:g}s", model=kwargs["model"],
+                                  llm_provider=provider_of(request.model))
+            raise (StreamCutShort(cut, progress) if progress.chunks else cut) from exc
         # A reply without usage is estimated, never billed as zero tokens at $0 (the in-process
         # providers always count theirs); a stream's estimate is litellm's own, made the same way.
-        counts_own = request.model.startswith(IN_PROCESS_PREFIXES)
-        if not self.stream:
-            response = await litellm.acompletion(**kwargs)
-            if not counts_own and usage_missing(response):
+        sent = usage_sent(response, progress) if self.stream else response
+        if self.stream:
+            response = assemble(litellm, progress.chunks, kwargs["messages"])
+        if not request.model.startswith(IN_PROCESS_PREFIXES):
+            missing = sent is None or usage_missing(sent)
+            invalid = None if missing else usage_invalid(sent)
+            if invalid:  # a negative or absurd count is a provider's bug: never billed as it is
+                self.telemetry.log("WRN", f"the provider sent invalid usage ({invalid}); its counts are estimated")
+            if invalid or (missing and not self.stream):
                 estimate_usage(litellm, response, kwargs["model"], kwargs["messages"])
-                progress.usage_estimated = True
-            text = getattr(response.choices[0].message, "content", None) if hand_on and response.choices else None
-            if text:
-                hand_on(text)
-            return response
-        stream = await litellm.acompletion(**kwargs)
-        await read_stream(stream, progress, hand_on)
-        progress.usage_estimated = not counts_own and not usage_sent(stream, progress)
-        return assemble(litellm, progress.chunks, kwargs["messages"])
+            progress.usage_estimated = missing or invalid is not None
+        if not response.choices:
+            raise MalformedReply("the reply has no choices", response)
+        text = getattr(response.choices[0].message, "content", None) if hand_on and not self.stream else None
+        if text:
+            hand_on(text)
+        return response
 
-    def _text_listener(self, request: ChatRequest) -> Callable[[str], None] | None:
-        """``on_text`` for one attempt. It is the caller's display, not the model: an error in it is a
-        WRN line on the attempt (once), and the answer goes on without it rather than being retried."""
-        on_text = self.on_text
-        if on_text is None:
-            return None
-        failed = False
-
-        def hand_on(text: str) -> None:
-            nonlocal failed
-            if failed:
-                return
-            try:
-                on_text(request, text)
-            except Exception as exc:
-                failed = True
-                self.telemetry.log("WRN", on_text_failure(exc))
-
-        return hand_on
-
-    def _record_stream(self, span: Any, progress: StreamProgress) -> None:
+    def _record_stream(self, span: Any, progress: StreamProgress, failed: bool = False) -> None:
         if not self.stream:
             return
         if progress.first_chunk_s is not None:
             span.set_attribute(sc.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK, round(progress.first_chunk_s, 6))
         span.set_attribute(sc.LLM_STREAM_CHUNKS, len(progress.chunks))
+        if failed and progress.text:  # what arrived before the attempt failed or was cancelled
+            text = progress.partial_text
+            span.set_attributes({sc.LLM_PARTIAL_OUTPUT: text, sc.LLM_PARTIAL_CHARS: len(text)})
 
 
 class _AttemptFailed(Exception):
     def __init__(self, cause: BaseException):
         super().__init__(str(cause))
         self.cause = cause
-
-
-def on_text_failure(exc: Exception) -> str:
-    """What is said when ``on_text`` raised: the client stops handing that answer to it."""
-    return f"on_text raised {type(exc).__name__}: {exc}; the rest of this answer was not handed to it"

@@ -74,3 +74,41 @@ def estimate_usage(litellm: Any, response: Any, model: str, messages: list[dict[
     completion = int(litellm.token_counter(model=model, text=get_content_from_model_response(response),
                                            count_response_tokens=True))
     response.usage = litellm.Usage(prompt_tokens=prompt, completion_tokens=completion, total_tokens=prompt + completion)
+
+
+_COUNT_LIMIT = 2**63  # what a span's int attribute (and our import check) holds
+
+
+def _bad_count(value: Any) -> bool:
+    if value is None:
+        return False
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < _COUNT_LIMIT
+
+
+def usage_invalid(response: Any) -> str | None:
+    """The first token count of the reply's usage that is not a non-negative integer below 2**63
+    (``prompt_tokens=-5``), or None: such counts are a provider's bug, never billed as they are."""
+    usage = getattr(response, "usage", None)
+    if usage is None:
+        return None
+    prompt, completion = _field(usage, "prompt_tokens_details"), _field(usage, "completion_tokens_details")
+    fields = [(usage, ("prompt_tokens", "completion_tokens", "total_tokens", "cache_read_input_tokens",
+                       "cache_creation_input_tokens")),
+              (prompt, ("cached_tokens", "cache_creation_tokens", "cache_write_tokens")),
+              (completion, ("reasoning_tokens",))]
+    for holder, keys in fields:
+        for key in keys:
+            value = _field(holder, key)
+            if _bad_count(value):
+                return f"{key}={value!r}"
+    return None
+
+
+class MalformedReply(Exception):
+    """A 200 reply without a choice to read: a failed attempt like a server error, retried, its usage kept."""
+
+    def __init__(self, message: str, response: Any):
+        super().__init__(message)
+        self.response = response

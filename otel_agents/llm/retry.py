@@ -28,6 +28,7 @@ _TRANSIENT_NAMES = frozenset(
         "ConnectionResetError",
         "RemoteProtocolError",
         "MidStreamFallbackError",
+        "MalformedReply",
     }
 )
 _PERMANENT_NAMES = frozenset(

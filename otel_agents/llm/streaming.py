@@ -76,10 +76,12 @@ async def read_stream(
     return progress.chunks
 
 
-def usage_sent(stream: Any, progress: StreamProgress) -> bool:
-    """Whether the provider sent usage: litellm's wrapper keeps the provider's own chunks, while the
-    usage chunk it yields at the end may be its own estimate."""
-    return any(getattr(chunk, "usage", None) is not None for chunk in getattr(stream, "chunks", progress.chunks))
+def usage_sent(stream: Any, progress: StreamProgress) -> Any:
+    """The provider's own chunk that carried usage, or None: litellm's wrapper keeps the provider's
+    chunks, while the usage chunk it yields at the end may be its own estimate (and it quietly
+    re-estimates counts that are not positive, so invalid ones are seen only here)."""
+    sent = [chunk for chunk in getattr(stream, "chunks", progress.chunks) if getattr(chunk, "usage", None) is not None]
+    return sent[-1] if sent else None
 
 
 def assemble(litellm: Any, chunks: list[Any], messages: list[dict[str, Any]]) -> Any:
@@ -88,6 +90,32 @@ def assemble(litellm: Any, chunks: list[Any], messages: list[dict[str, Any]]) ->
     if response is None:  # no chunk at all: the provider answered nothing
         raise EmptyStream("the stream ended before its first chunk")
     return response
+
+
+def text_listener(on_text: Callable[[Any, str], None] | None, request: Any,
+                  log: Callable[[str, str], None]) -> Callable[[str], None] | None:
+    """``on_text`` for one attempt. It is the caller's display, not the model: an error in it is a
+    WRN line on the attempt (once), and the answer goes on without it rather than being retried."""
+    if on_text is None:
+        return None
+    failed = False
+
+    def hand_on(text: str) -> None:
+        nonlocal failed
+        if failed:
+            return
+        try:
+            on_text(request, text)
+        except Exception as exc:
+            failed = True
+            log("WRN", on_text_failure(exc))
+
+    return hand_on
+
+
+def on_text_failure(exc: Exception) -> str:
+    """What is said when ``on_text`` raised: the client stops handing that answer to it."""
+    return f"on_text raised {type(exc).__name__}: {exc}; the rest of this answer was not handed to it"
 
 
 class EmptyStream(ConnectionError):

@@ -242,3 +242,50 @@ async def test_a_tool_provider_label_is_on_its_span_and_its_ledger_line(server, 
 def test_a_tool_provider_label_must_be_a_non_empty_string():
     with pytest.raises(TypeError, match="tool provider must be a non-empty string"):
         tool(provider=" ")
+
+
+async def test_a_reply_without_choices_is_a_failed_attempt_with_its_usage_and_is_retried(server, http_session,
+                                                                                          memory_tracing, no_sleep):
+    from otel_agents.llm.pricing import Price, PriceTable
+
+    server.plan(Reply(patch={"choices": []}, prompt_tokens=11, completion_tokens=3),
+                Reply(content="fine", prompt_tokens=20, completion_tokens=2))
+    session = http_session(prices=PriceTable({MODEL: Price(1e-3, 1e-4)}))
+    assert await session.run("hi") == "fine"
+    malformed, answered = chats(memory_tracing)
+    assert malformed.status.status_code == StatusCode.ERROR and attr(malformed, sc.ERROR_TYPE) == "MalformedReply"
+    assert attr(malformed, sc.LLM_RETRYABLE) is True and len(no_sleep.delays) == 1
+    # What the provider said it used is recorded and billed on the failed attempt.
+    assert attr(malformed, sc.GEN_AI_USAGE_INPUT_TOKENS) == 11 and attr(malformed, sc.GEN_AI_USAGE_OUTPUT_TOKENS) == 3
+    assert attr(malformed, sc.GEN_AI_USAGE_COST) == pytest.approx(11e-3 + 3e-4)
+    assert attr(answered, sc.LLM_ATTEMPT) == 2 and answered.status.status_code != StatusCode.ERROR
+    root = next(s for s in memory_tracing.spans() if s.name == "invoke_agent main")
+    assert attr(root, sc.total_attr("inclusive", "input_tokens")) == 31
+    assert attr(root, sc.total_attr("inclusive", "cost_usd")) == pytest.approx(31e-3 + 5e-4)
+
+
+@pytest.mark.parametrize("choices", [[], [{"index": 0, "finish_reason": "stop"}],
+                                     [{"index": 0, "message": None, "finish_reason": "stop"}]])
+async def test_a_malformed_reply_that_fails_every_attempt_is_a_clear_error(server, http_session, memory_tracing,
+                                                                           choices):
+    server.plan(*[Reply(patch={"choices": choices})] * 2)
+    session = http_session(max_attempts=2)
+    with pytest.raises(LLMCallFailed, match="failed after 2 attempts: "):
+        await session.run("hi")
+    assert [c.status.status_code for c in chats(memory_tracing)] == [StatusCode.ERROR] * 2
+    assert [m["role"] for m in session.root.transcript] == ["system", "user"]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_negative_usage_is_estimated_with_a_warning_never_billed_negative(server, http_session, memory_tracing,
+                                                                                stream):
+    from otel_agents.llm.pricing import Price, PriceTable
+
+    server.plan(Reply(content="Hello", prompt_tokens=-5, completion_tokens=4))
+    session = http_session(prices=PriceTable({MODEL: Price(1e-3, 1e-4)}), stream=stream)
+    assert await session.run("hi") == "Hello"
+    (chat,) = chats(memory_tracing)
+    assert attr(chat, sc.GEN_AI_USAGE_INPUT_TOKENS) > 0 and attr(chat, sc.LLM_USAGE_ESTIMATED) is True
+    assert attr(chat, sc.GEN_AI_USAGE_COST) > 0
+    logs = [e.attributes[sc.LOG_MESSAGE] for e in chat.events if e.name == sc.EVENT_LOG]
+    assert logs == ["the provider sent invalid usage (prompt_tokens=-5); its counts are estimated"]

@@ -55,3 +55,25 @@ def test_a_reply_without_usage_is_missing_it_and_a_counted_one_is_not():
     # litellm gives a reply that sent no usage all-zero counts
     assert usage_missing(SimpleNamespace(usage={"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}))
     assert not usage_missing(SimpleNamespace(usage={"prompt_tokens": 3, "completion_tokens": 0, "total_tokens": 3}))
+
+
+@pytest.mark.parametrize("usage, problem", [
+    ({"prompt_tokens": -5, "completion_tokens": 1, "total_tokens": -4}, "prompt_tokens=-5"),
+    ({"prompt_tokens": 5, "completion_tokens": 2**63, "total_tokens": 5}, f"completion_tokens={2**63}"),
+    ({"prompt_tokens": 5, "completion_tokens": 1.5}, "completion_tokens=1.5"),
+    ({"prompt_tokens": 5, "completion_tokens": True}, "completion_tokens=True"),
+    ({"prompt_tokens": 5, "prompt_tokens_details": {"cached_tokens": -1}}, "cached_tokens=-1"),
+    ({"prompt_tokens": 5, "completion_tokens_details": {"reasoning_tokens": float("nan")}}, "reasoning_tokens=nan"),
+])
+def test_usage_counts_that_are_not_non_negative_integers_are_named(usage, problem):
+    from otel_agents.llm.responses import usage_invalid
+
+    assert usage_invalid(SimpleNamespace(usage=usage)) == problem
+
+
+def test_valid_usage_and_no_usage_are_not_invalid():
+    from otel_agents.llm.responses import usage_invalid
+
+    assert usage_invalid(SimpleNamespace(usage={"prompt_tokens": 5, "completion_tokens": 2.0, "total_tokens": 7,
+                                                "prompt_tokens_details": {"cached_tokens": None}})) is None
+    assert usage_invalid(SimpleNamespace(usage=None)) is None

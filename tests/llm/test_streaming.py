@@ -221,3 +221,43 @@ def test_an_on_text_given_to_the_python_api_that_raises_is_a_python_warning():
                                             r"was not handed to it$"):
         with otel_agents.Session(otel_agents.Agent("main"), script="jack-and-jill", on_text=broken) as session:
             assert session.run_sync("hi")
+
+
+async def test_timeout_bounds_the_whole_streamed_attempt_and_keeps_what_arrived(server, http_session, memory_tracing):
+    import pytest
+
+    from otel_agents.llm.client import LLMCallFailed
+
+    server.plan(Reply(content="warm"), Reply(content="one two three four five six", chunk_delay=0.6))
+    await http_session(stream=True).run("warm up")  # litellm's first call imports for a while
+    memory_tracing.exporter.clear()
+    # Its first chunk is at once, the next ones 0.6 s apart: only the whole attempt can take too long.
+    session = http_session(stream=True, timeout_s=1.0, max_attempts=1)
+    with pytest.raises(LLMCallFailed, match="failed after 1 attempt: Timeout: .*longer than 1s"):
+        await session.run("hi")
+    (chat,) = chats(memory_tracing)
+    assert (chat.end_time - chat.start_time) / 1e9 < 2.0  # the reply would have taken 3 s
+    assert chat.attributes[sc.ERROR_TYPE] == "Timeout" and chat.attributes[sc.LLM_RETRYABLE] is True
+    partial = chat.attributes[sc.LLM_PARTIAL_OUTPUT]
+    assert partial and "one two three four five six".startswith(partial) and partial != "one two three four five six"
+    assert sc.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK in chat.attributes and chat.attributes[sc.LLM_STREAM_CHUNKS] >= 2
+
+
+async def test_a_streamed_attempt_cancelled_midway_keeps_its_streaming_attributes(server, http_session, memory_tracing):
+    import asyncio
+
+    import pytest
+
+    server.plan(Reply(content="one two three four five six", chunk_delay=0.5))
+    arrived = asyncio.Event()
+    session = http_session(stream=True, on_text=lambda request, text: arrived.set())
+    run = asyncio.ensure_future(session.run("hi"))
+    await asyncio.wait_for(arrived.wait(), 10)
+    run.cancel()  # as Ctrl-C does
+    with pytest.raises(asyncio.CancelledError):
+        await run
+    (chat,) = chats(memory_tracing)
+    assert sc.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK in chat.attributes and chat.attributes[sc.LLM_STREAM_CHUNKS] >= 2
+    partial = chat.attributes[sc.LLM_PARTIAL_OUTPUT]
+    assert partial and "one two three four five six".startswith(partial)
+    assert chat.attributes[sc.LLM_PARTIAL_CHARS] == len(partial)

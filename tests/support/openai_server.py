@@ -99,6 +99,9 @@ class Reply:
     cost: float | None = None
     upstream_cost: float | None = None
     send_usage: bool = True  # False: no ``usage`` at all, as some OpenAI-compatible servers answer
+    # Top-level fields replacing the built reply's (a malformed 200: ``{"choices": []}``); not for streams.
+    patch: dict[str, Any] = field(default_factory=dict)
+    chunk_delay: float = 0.0  # streams: seconds before each chunk after the first (a slow trickle)
 
     # Fault injection (use the constructors below).
     kind: str = "ok"  # ok | error | slow | reset | malformed | cut_stream
@@ -286,7 +289,7 @@ class _Handler(BaseHTTPRequestHandler):
         elif body.get("stream"):
             self._stream(reply, body, owner._new_id(), cut=False)
         else:
-            self._send_json(200, self._completion(reply, body, owner._new_id()), reply.headers)
+            self._send_json(200, {**self._completion(reply, body, owner._new_id()), **reply.patch}, reply.headers)
 
     def _tool_calls(self, reply: Reply) -> list[dict[str, Any]]:
         owner = self.server.owner
@@ -432,8 +435,12 @@ class _Handler(BaseHTTPRequestHandler):
         if include_usage and reply.send_usage:
             usage_chunk = dict(base, choices=[], usage=self._usage(reply, body, content, tool_calls))
             events.append(usage_chunk)
-        for ev in events:
+        for i, ev in enumerate(events):
+            if i and reply.chunk_delay and self.server.owner._stopping.wait(reply.chunk_delay):
+                self._abort()
+                return
             self._write_chunk(_sse(ev))
+            self.wfile.flush()
         self._write_chunk(b"data: [DONE]\n\n")
         self._write_chunk(b"")
         self.wfile.flush()
