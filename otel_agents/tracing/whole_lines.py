@@ -34,7 +34,8 @@ class WholeLinesFile:
         with self._lock:
             self.offered += count
             try:
-                fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+                # Owner-only when created, as the session's files: redacted, it still holds every prompt and answer.
+                fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
             except OSError as exc:
                 return self._failed(exc, count)
             try:

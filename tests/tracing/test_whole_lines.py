@@ -61,3 +61,21 @@ def test_nothing_is_said_when_every_line_was_written(tmp_path):
     assert out.append(b"{}\n") and out.append(b"{}\n")
     out.close()
     assert said == [] and (tmp_path / "m.jsonl").read_bytes() == b"{}\n{}\n"
+
+
+def test_a_new_file_is_owner_only_and_an_existing_one_keeps_its_mode(tmp_path):
+    # Redacted, an --otlp-file still holds every prompt and answer, as the session directory does.
+    import os
+
+    old = os.umask(0o022)
+    try:
+        out = WholeLinesFile(tmp_path / "new.jsonl", "spans")
+        assert out.append(b"{}\n")
+        shared = tmp_path / "shared.jsonl"
+        shared.write_bytes(b"")
+        shared.chmod(0o644)
+        assert WholeLinesFile(shared, "spans").append(b"{}\n")
+    finally:
+        os.umask(old)
+    assert (tmp_path / "new.jsonl").stat().st_mode & 0o777 == 0o600
+    assert shared.stat().st_mode & 0o777 == 0o644
