@@ -386,6 +386,22 @@ def test_a_total_cost_says_when_some_or_all_calls_were_unpriced(cost, unpriced, 
     assert total_cost(cost, unpriced, calls) == text
 
 
+def test_verify_names_a_journal_shorter_than_its_checkpoint_and_show_keeps_the_checkpoint(env):
+    """spans.jsonl cut short (truncated, or restored from an older copy): verify said the files agreed
+    (exit 0) and show displayed the part the journal holds, hiding what tree.json.gz has."""
+    session_id = run_demo()
+    shown = invoke("sessions", "show", session_id).stdout
+    journal = env / "sessions" / session_id / "spans.jsonl"
+    lines = journal.read_bytes().splitlines(keepends=True)
+    journal.write_bytes(b"".join(lines[: len(lines) // 2]))
+
+    verified = invoke("sessions", "verify", session_id)
+    assert verified.exit_code == 1
+    assert "the journal lacks spans the checkpoint holds" in verified.stdout
+    assert "recoverable" not in verified.stdout
+    assert invoke("sessions", "show", session_id).stdout.splitlines()[:3] == shown.splitlines()[:3]
+
+
 SECRET = "sk-ant-api03-" + "Zq7xW2" * 14
 
 
