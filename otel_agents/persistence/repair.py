@@ -5,7 +5,8 @@ Run by the session's owner (the caller holds its lock, ownership.py), through
 (``sessions repair``): the ends of spans the dead writer left open are recorded as
 interrupted, tree.json.gz and meta.json are rewritten from the journal when they are
 behind it, and the runs not yet billed are billed once (ledger record ids make that
-idempotent).
+idempotent). A journal shorter than its checkpoint (cut short, or restored from an older
+copy) is not repaired: its open spans ended in the checkpoint, so nothing is written.
 """
 
 from __future__ import annotations
@@ -36,6 +37,9 @@ from otel_agents.tracing.spandata import SpanData
 def repair_session(directory: Path, billing_file: Path, warn: Warn) -> list[str]:
     """What was changed, one line each (empty: nothing needed it). ValueError (one line) if unreadable."""
     loaded = load_saved(directory, warn, owned=True, repair=True)
+    if loaded.journal_lacks:
+        # Its open spans ended in the checkpoint: recorded as interrupted they would be a false history.
+        raise ValueError(f"{loaded.damaged[0]}; nothing was changed (restore spans.jsonl from a whole copy)")
     if loaded.damaged:
         raise ValueError(loaded.damaged[0])
     changes = list(loaded.mended)

@@ -65,6 +65,7 @@ class LoadedSession:
     torn_events: bytes | None = None  # a torn last line of events.jsonl, skipped (rebuilt from the journal)
     restored_event: EventLine | None = None  # that line's record, whole in tree.json.gz: read from there
     mended: tuple[str, ...] = ()  # what repair.write_back mended of the streams, one line each
+    journal_lacks: int = 0  # spans tree.json.gz holds (or holds ended) that spans.jsonl lacks: a journal cut short
 
     @property
     def session_id(self) -> str:
@@ -141,6 +142,10 @@ def load_saved(
     meta = _read_meta(store)
 
     rebuilt = None
+    # Read before the journal: a live writer appends to the journal before it checkpoints, so a
+    # checkpoint read first never holds what the journal read after it lacks (unless it was cut short).
+    saved_tree, tree_error = _checkpoint_as_saved(store)
+    lacks = 0
     if not store.journal_path.exists():
         notes.append(f"{store.journal_path} does not exist")
     elif lines is None and store.events_path.exists():
@@ -159,6 +164,17 @@ def load_saved(
             notes.append(problem)
             damaged.append(problem)
             rebuilt = None
+    if rebuilt is not None and saved_tree is not None and saved_tree.get("id") == store.session_id:
+        lacks = journal_shortfall(saved_tree, rebuilt.spans)  # another session's checkpoint contradicts, said elsewhere
+        if lacks:
+            # The checkpoint is then the most complete: the journal's tree would hide what it holds, and
+            # its open spans (ended in the checkpoint) must not be recorded as interrupted. The owner's
+            # writes (resume, repair) would do just that: for them it is damage.
+            problem = short_journal_problem(store, lacks)
+            notes.append(problem)
+            if owned:
+                damaged.append(problem)
+            rebuilt = None
 
     if rebuilt is not None and (lines is not None or not store.tree_path.exists()):
         if rebuilt.orphans:
@@ -176,25 +192,20 @@ def load_saved(
             from otel_agents.persistence.repair import write_back  # the owner's writes: readers never import them
 
             return write_back(loaded, lines or [], warn)
-        if store.tree_path.exists():
-            try:  # said to readers too: the checkpoint a repair would replace is damaged
-                store.load_tree()
-            except StoreError as exc:
-                notes.append(str(exc))
-                warn(f"{exc}; using the tree rebuilt from spans.jsonl and events.jsonl")
+        if tree_error is not None and store.tree_path.exists():  # said to readers too: a repair would replace it
+            notes.append(str(tree_error))
+            warn(f"{tree_error}; using the tree rebuilt from spans.jsonl and events.jsonl")
         return loaded
 
-    tree = None
-    try:
-        tree = store.load_tree()
-    except StoreError as exc:
-        notes.append(str(exc))
+    tree = saved_tree
+    if tree_error is not None:
+        notes.append(str(tree_error))
         if store.tree_path.exists():
-            damaged.append(str(exc))
+            damaged.append(str(tree_error))
     if tree is not None:
         why = next((n for n in notes if "spans.jsonl" in n), "the journal cannot be used")
         warn(f"{why}; using tree.json.gz (spans that ended after its last checkpoint may be missing)")
-    found = dict(meta=meta, notes=notes, live=live, damaged=damaged)
+    found = dict(meta=meta, notes=notes, live=live, damaged=damaged, journal_lacks=lacks)
     if lines is None:
         if tree is None:
             raise SessionUnreadable(f"session {store.session_id} cannot be read: " + "; ".join(notes))
@@ -242,6 +253,35 @@ def _tree_as_saved(store: SessionStore, warn: Warn, live: bool) -> LoadedSession
     notes = [f"{store.journal_path} does not exist"]
     warn(f"{notes[0]}; using tree.json.gz (spans that ended after its last checkpoint may be missing)")
     return LoadedSession(store.directory, tree, [], _read_meta(store), notes, source=SOURCE_TREE, live=live)
+
+
+def _checkpoint_as_saved(store: SessionStore) -> tuple[dict[str, Any] | None, StoreError | None]:
+    """tree.json.gz decoded, or why not (missing too)."""
+    try:
+        return store.load_tree(), None
+    except StoreError as exc:
+        return None, exc
+
+
+def journal_shortfall(saved: Mapping[str, Any], spans: list[SpanData]) -> int:
+    """How many spans of checkpoint ``saved`` the journal's ``spans`` (as read, open ones open) lack, or
+    hold open while the checkpoint has them ended: 0 for a journal at least as complete as it, as a
+    journal always is (it is flushed per line before any checkpoint), unless cut short or restored
+    from an older copy."""
+    ended = {span.span_id: span.end_ns is not None for span in spans}
+    lacking = set()
+    for _, node in iter_nodes(saved):
+        span_id = node.get("span_id")
+        held = ended.get(span_id)
+        if held is None or (not held and node.get("ended_ns") is not None):
+            lacking.add(span_id)
+    return len(lacking)
+
+
+def short_journal_problem(store: SessionStore, lacks: int) -> str:
+    """The one line said of a journal shorter than its checkpoint."""
+    return (f"{store.journal_path} is shorter than {TREE_FILE}: the journal lacks spans the checkpoint holds "
+            f"({lacks} spans; cut short, or restored from an older copy)")
 
 
 RECOVERED_KEYS = ("title", "updated", "runs", "agents", "totals")  # of meta.json, stale after a kill mid-run

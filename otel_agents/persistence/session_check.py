@@ -5,7 +5,8 @@ session. When its writer died after it (the checkpoint is merely behind the
 journal), the tree rebuilt from the journal is checked instead, with open spans
 shown interrupted: such a session is *recoverable*, not damaged, and what its
 writer had not billed yet is not a disagreement (``resume`` or ``sessions
-repair`` records and bills it).
+repair`` records and bills it). A journal shorter than the checkpoint (spans the
+checkpoint holds, or holds ended, are missing from it) is a disagreement.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 
 from otel_agents.persistence.saved import (
     NO_RUN_NOTE, SOURCE_JOURNAL, SessionUnreadable, checkpoint_contradiction, load_saved, no_run_recorded,
+    short_journal_problem,
 )
 from otel_agents.persistence.ledger_read import read_records
 from otel_agents.persistence.events_file import EventLine, EventsFileError, read_event_lines
@@ -85,6 +87,9 @@ def check_session(directory: Path, ledger: list[dict[str, Any]] | None, warn: Wa
         except SessionUnreadable as exc:
             out.problems.append(str(exc))
         else:
+            if loaded.journal_lacks:  # loaded.tree is then the checkpoint: the comparisons below check it
+                out.problems.append(short_journal_problem(store, loaded.journal_lacks)
+                                    + "; `sessions repair` cannot mend it: restore spans.jsonl from a whole copy")
             rebuilt = loaded.tree
             if loaded.source == SOURCE_JOURNAL and rebuilt is not None and (tree is None or not trees_equal(rebuilt, tree)):
                 # Merely behind: the journal's whole is checked. Otherwise the checkpoint is, and the
@@ -95,7 +100,7 @@ def check_session(directory: Path, ledger: list[dict[str, Any]] | None, warn: Wa
                 recoverable = True
                 out.notes.append(f"interrupted, recoverable ({loaded.interrupted} spans without an end): "
                                  "`otel-agents resume` or `otel-agents sessions repair` records it")
-            elif owner is None and meta is not None and meta.get("status") == "running":
+            elif owner is None and meta is not None and meta.get("status") == "running" and not loaded.journal_lacks:
                 recoverable = True
                 out.notes.append("interrupted, recoverable (its writer ended without closing it): "
                                  "`otel-agents sessions repair` records it")

@@ -9,6 +9,8 @@ Each check returns a list of one-line disagreements (empty: they agree):
   holds no record for this session that the tree cannot explain;
 - tree: stored path labels match tree positions, and the totals computed from
   the accounting entries match the totals the runtime put on the spans.
+
+The values quoted are redacted, as every console line is.
 """
 
 from __future__ import annotations
@@ -24,13 +26,15 @@ from otel_agents.persistence.tree_kinds import STATUS_IN_PROGRESS
 from otel_agents.persistence.tree_paths import label_of, node_at, position_of
 from otel_agents.persistence.tree_walk import iter_ops, iter_records, iter_sessions
 from otel_agents.tracing import semconv as sc
-from otel_agents.tracing.redaction import redact
+from otel_agents.tracing.redaction import redact, redact_text
 
 COST_TOLERANCE = 1e-9
 
 
 def _short(value: Any, limit: int = 60) -> str:
-    text = repr(value)
+    """A value as the console may quote it: redacted like every console line (docs/spans.md "Secrets"),
+    before it is cut, so a cut secret is never left unrecognised."""
+    text = redact_text(repr(value))
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -179,7 +183,8 @@ def _check_totals(node: Mapping[str, Any], where: str) -> list[str]:
             else:
                 same = abs(value - recorded) <= COST_TOLERANCE if key == "cost_usd" else value == recorded
             if not same:
-                problems.append(f"tree: {where} {scope} {key} is {value} from its operations but {recorded} on its span")
+                shown = recorded if isinstance(recorded, (int, float)) else _short(recorded)
+                problems.append(f"tree: {where} {scope} {key} is {value} from its operations but {shown} on its span")
     return problems
 
 

@@ -384,3 +384,39 @@ def test_a_total_cost_says_when_some_or_all_calls_were_unpriced(cost, unpriced, 
     from otel_agents.cli.console import total_cost
 
     assert total_cost(cost, unpriced, calls) == text
+
+
+def test_verify_names_a_journal_shorter_than_its_checkpoint_and_show_keeps_the_checkpoint(env):
+    """spans.jsonl cut short (truncated, or restored from an older copy): verify said the files agreed
+    (exit 0) and show displayed the part the journal holds, hiding what tree.json.gz has."""
+    session_id = run_demo()
+    shown = invoke("sessions", "show", session_id).stdout
+    journal = env / "sessions" / session_id / "spans.jsonl"
+    lines = journal.read_bytes().splitlines(keepends=True)
+    journal.write_bytes(b"".join(lines[: len(lines) // 2]))
+
+    verified = invoke("sessions", "verify", session_id)
+    assert verified.exit_code == 1
+    assert "the journal lacks spans the checkpoint holds" in verified.stdout
+    assert "recoverable" not in verified.stdout
+    assert invoke("sessions", "show", session_id).stdout.splitlines()[:3] == shown.splitlines()[:3]
+
+
+SECRET = "sk-ant-api03-" + "Zq7xW2" * 14
+
+
+def test_verify_redacts_the_values_it_quotes(env):
+    """A disagreeing record's values were quoted as they are: a secret in one left the session directory
+    in clear on the console, which every other console line redacts."""
+    session_id = run_demo()
+    events = env / "sessions" / session_id / "events.jsonl"
+    lines = events.read_text(encoding="utf-8").splitlines()
+    line = json.loads(lines[1])
+    line["content"] = f"my key is {SECRET}"
+    lines[1] = json.dumps(line)
+    events.write_text("".join(l + "\n" for l in lines), encoding="utf-8")
+
+    verified = invoke("sessions", "verify", session_id)
+    assert verified.exit_code == 1 and "content:" in verified.stdout
+    assert "[REDACTED]" in verified.stdout
+    assert SECRET not in verified.stdout + verified.stderr and SECRET[:20] not in verified.stdout

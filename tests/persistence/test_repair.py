@@ -137,3 +137,30 @@ def test_resume_without_a_repair_keeps_the_torn_record_the_checkpoint_holds(reco
     assert store.events_path.read_bytes().startswith(before)
     assert message_id in [record["message_id"] for record in records_of(store.load_tree())]
     assert invoke("sessions", "verify", store.session_id).exit_code == 0
+
+
+def cut_journal_in_half(store: SessionStore) -> None:
+    """spans.jsonl cut short after a clean close, as a truncated file or a restored older copy leaves it."""
+    lines = store.journal_path.read_bytes().splitlines(keepends=True)
+    store.journal_path.write_bytes(b"".join(lines[: len(lines) // 2]))
+
+
+def test_a_journal_shorter_than_its_checkpoint_is_not_repaired(record, home):
+    """Repair appended interrupted ends for spans tree.json.gz shows ended normally, so the journal recorded
+    a false history and readers showed the part it holds; now it refuses, in one line, and writes nothing."""
+    store = record("jack-and-jill", ["Hello there", "And again"]).store
+    cut_journal_in_half(store)
+    def files():  # but the lock the owner takes
+        return {path.name: path.read_bytes() for path in store.directory.iterdir() if path.name != "owner.lock"}
+
+    before = files()
+    repaired = invoke("sessions", "repair", store.session_id)
+    assert repaired.exit_code == 2, repaired.stdout
+    (error,) = [line for line in repaired.stderr.splitlines() if line.startswith("Error:")]
+    assert "shorter than tree.json.gz" in error and "nothing was changed" in error
+    assert files() == before
+    assert b"interrupted" not in store.journal_path.read_bytes()
+
+    resumed = invoke("resume", store.session_id, "And now?")  # its write-back would record them too
+    assert resumed.exit_code != 0 and "shorter than tree.json.gz" in resumed.stderr
+    assert files() == before

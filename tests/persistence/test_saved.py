@@ -220,3 +220,31 @@ def test_a_meta_json_counting_runs_without_its_streams_stays_unreadable(tmp_path
     (directory / "meta.json").write_text('{"id": "20261129-102604-83bae3", "runs": 2}')
     with pytest.raises(SessionUnreadable, match="events.jsonl does not exist"):
         load_saved(directory, lambda _: None)
+
+
+def test_a_journal_shorter_than_its_checkpoint_gives_way_to_the_checkpoint(record):
+    """Readers rebuilt from a journal cut short and showed the part it holds (fewer agents, lower cost),
+    hiding tree.json.gz's; they now read the checkpoint and say why. The owner (resume, repair) is told
+    it is damaged: recording its open spans as interrupted would contradict the checkpoint."""
+    from otel_agents.persistence.saved import SOURCE_TREE
+
+    store = record("jack-and-jill", ["Hello there", "And again"]).store
+    lines = store.journal_path.read_bytes().splitlines(keepends=True)
+    store.journal_path.write_bytes(b"".join(lines[: len(lines) // 2]))
+    said: list[str] = []
+    loaded = load_saved(store.directory, said.append)
+    assert loaded.source == SOURCE_TREE and loaded.tree == store.load_tree() and not loaded.damaged
+    assert loaded.journal_lacks > 0 and loaded.interrupted == 0
+    assert any("shorter than tree.json.gz" in message for message in said)
+    owned = load_saved(store.directory, lambda message: None, owned=True)
+    assert owned.damaged and "shorter than tree.json.gz" in owned.damaged[0]
+
+
+def test_a_checkpoint_merely_behind_its_journal_lacks_nothing(record):
+    from otel_agents.persistence.journal import read_journal, rebuild
+    from otel_agents.persistence.saved import journal_shortfall
+
+    store = record("jack-and-jill", ["Hello there"]).store
+    spans = rebuild(read_journal(store.journal_path), read_event_lines(store.events_path)).spans
+    assert journal_shortfall(store.load_tree(), spans) == 0
+    assert journal_shortfall(store.load_tree(), spans[: len(spans) // 2]) > 0

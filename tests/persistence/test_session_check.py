@@ -53,3 +53,15 @@ def test_a_damaged_line_in_events_jsonl_is_one_problem_not_every_record_missing(
     store.events_path.write_bytes(b"".join(lines[:3]) + b"not json\n" + b"".join(lines[3:]))
     check = verify_directory(store.directory, billing, lambda message: None)
     assert len(check.problems) == 1 and "events.jsonl" in check.problems[0], check.problems
+
+
+def test_a_journal_shorter_than_its_checkpoint_is_a_problem_not_recoverable(saved):
+    """spans.jsonl cut short: verify said the files agreed and recommended a repair (which recorded the spans
+    the checkpoint shows ended as interrupted). It names the spans the journal lacks and recommends none."""
+    store, billing = saved
+    lines = store.journal_path.read_bytes().splitlines(keepends=True)
+    store.journal_path.write_bytes(b"".join(lines[: len(lines) // 2]))
+    check = verify_directory(store.directory, billing, lambda message: None)
+    (problem,) = check.problems
+    assert "the journal lacks spans the checkpoint holds" in problem and "spans;" in problem
+    assert not any("recoverable" in note for note in check.notes)

@@ -112,3 +112,26 @@ def test_a_total_on_a_span_that_is_not_a_number_is_named_not_raised(saved, recor
     turn["attributes"][sc.total_attr("self", "cost_usd")] = recorded
     problems = check_tree(tree)
     assert any("self cost_usd" in p and repr(recorded).strip("'") in p for p in problems), problems
+
+
+SECRET = "sk-ant-api03-" + "Zq7xW2" * 14
+
+
+def test_the_values_quoted_are_redacted(saved):
+    """``key: a vs b`` quoted a disagreeing record's values in clear, a secret in one included."""
+    from otel_agents.tracing import semconv as sc
+
+    tree, events, billing = saved
+
+    def tamper(lines):
+        line = json.loads(lines[5])
+        line["content"] = f"my key is {SECRET}"
+        lines[5] = json.dumps(line)
+        return lines
+
+    _rewrite_lines(events, tamper)
+    tree["runs"][0]["turns"][0]["attributes"][sc.total_attr("self", "cost_usd")] = SECRET
+    problems = compare_records(tree, read_event_lines(events)) + check_tree(tree)
+    assert any("content:" in p and "[REDACTED]" in p for p in problems), problems
+    assert any("self cost_usd" in p and "[REDACTED]" in p for p in problems), problems
+    assert not any(SECRET[:20] in p for p in problems)
