@@ -156,7 +156,7 @@ def fork_session(source: ForkSource, point: ForkPoint, new_session_id: str, pend
     ``pending_result``: for tool calls open at the point (replay, cutting between runs, gives resume's).
     """
     if source.redacted:
-        raise ForkError(source.without_contents())
+        raise ForkError(SavedSession(source.session_id, []).without_contents())  # resume's words
     prefix = records_until(source.records, point.message_id)
     saved = SavedSession(new_session_id, prefix)
     try:
