@@ -21,6 +21,7 @@ from opentelemetry.trace import SpanContext, TraceFlags
 from otel_agents.persistence.saved import SessionUnreadable, load_saved
 from otel_agents.persistence.gc_pause import collector_paused
 from otel_agents.persistence.notices import Warn, stderr_warning
+from otel_agents.persistence.tree_kinds import KIND_TOOL, STATUS_IN_PROGRESS, STATUS_INTERRUPTED
 from otel_agents.persistence.tree_paths import node_at, position_of
 from otel_agents.persistence.tree_walk import iter_records
 from otel_agents.restore import ResumeError, SavedSession, check_records, merge_records, restore_session
@@ -146,6 +147,39 @@ def records_until(records: list[dict[str, Any]], message_id: str) -> list[dict[s
     return [r for r in records if message_id_number(r["message_id"]) <= end]
 
 
+def open_at(tree: Mapping[str, Any], message_id: str) -> frozenset[str]:
+    """Ids of the tool calls cut by a fork just after ``message_id``: something of the call (its result, a
+    reply, what its sub-agents said) was recorded after that message, or its span never ended. A call
+    that replied as it went (discuss) has results in the prefix, and the fork must say after them that
+    it was cut; one whose every record is in the prefix is done, though its span ended a moment later."""
+    end = message_id_number(message_id)
+    unfinished = (STATUS_INTERRUPTED, STATUS_IN_PROGRESS)
+    open_ids: set[str] = set()
+    later: dict[int, bool] = {}  # id(node) -> a record under it comes after the message
+    # Post-order with a stack of its own: a chain of sub-agents may be thousands deep.
+    stack: list[tuple[Mapping[str, Any], bool]] = [(run, False) for run in tree.get("runs", [])]
+    stack += [(op, False) for op in tree.get("ops", [])]
+    while stack:
+        node, children_done = stack.pop()
+        children = [*node.get("ops", []), *node.get("turns", [])]
+        if node.get("session") is not None:
+            children.append(node["session"])
+        if not children_done:
+            stack.append((node, True))
+            stack.extend((child, False) for child in children)
+            continue
+        cut = any(message_id_number(event["record"]["message_id"]) > end for event in node.get("events", [])) \
+            or any(later.pop(id(child)) for child in children)
+        later[id(node)] = cut
+        request = (node.get("request") or {}) if node.get("kind") == KIND_TOOL else {}
+        call_id, asked = request.get("tool_call_id"), request.get("call_message_id")
+        if asked and message_id_number(asked) > end:
+            continue  # called after the message: not in the fork
+        if call_id and (cut or node.get("status") in unfinished):
+            open_ids.add(call_id)
+    return frozenset(open_ids)
+
+
 def fork_session(source: ForkSource, point: ForkPoint, new_session_id: str, pending_result: str = FORKED_RESULT,
                  **restore_kwargs: Any):
     """A runtime Session in state just after ``point``: agents, transcripts and id counters as the source had them.
@@ -156,9 +190,9 @@ def fork_session(source: ForkSource, point: ForkPoint, new_session_id: str, pend
     ``pending_result``: for tool calls open at the point (replay, cutting between runs, gives resume's).
     """
     if source.redacted:
-        raise ForkError(source.without_contents())
+        raise ForkError(SavedSession(source.session_id, []).without_contents())  # resume's words
     prefix = records_until(source.records, point.message_id)
-    saved = SavedSession(new_session_id, prefix)
+    saved = SavedSession(new_session_id, prefix, open_tool_calls=open_at(source.tree, point.message_id))
     try:
         session = restore_session(saved, pending_result=pending_result, **restore_kwargs)
     except ResumeError as exc:

@@ -181,12 +181,15 @@ def _agent_number(agent_id: str) -> int:
         return 0
 
 
-def interrupted_tool_calls(agent: Agent, still_open: frozenset[str] = frozenset()) -> list[tuple[str, str]]:
+def interrupted_tool_calls(agent: Agent, still_open: frozenset[str] = frozenset(),
+                           pending_result: str = INTERRUPTED_RESULT) -> list[tuple[str, str]]:
     """(tool_call_id, tool name) of calls in the transcript that never got a result, and of those in
-    ``still_open`` whose results so far were replies (discuss) and none says the call was interrupted."""
+    ``still_open`` whose results so far were replies (discuss) and none says the call was cut off
+    (interrupted, or ``pending_result``: a fork's)."""
     tool_results = [m for m in agent.transcript if m.get("role") == "tool"]
     answered = {m.get("tool_call_id") for m in tool_results}
-    cut_off = {m.get("tool_call_id") for m in tool_results if m.get("content") == INTERRUPTED_RESULT}
+    said = {INTERRUPTED_RESULT, pending_result}
+    cut_off = {m.get("tool_call_id") for m in tool_results if m.get("content") in said}
     answered -= still_open - cut_off
     missing = []
     for message in agent.transcript:
@@ -319,7 +322,7 @@ def _restore(saved: SavedSession, tool_list: tuple[Tool, ...], model_override: s
     if changes:
         record_model_changes(session, changes)
     repairs = [(agent, call_id, name) for agent in agents.values()
-               for call_id, name in interrupted_tool_calls(agent, saved.open_tool_calls)]
+               for call_id, name in interrupted_tool_calls(agent, saved.open_tool_calls, pending_result)]
     if repairs:
         def repair() -> None:
             for agent, call_id, name in repairs:

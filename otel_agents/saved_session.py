@@ -86,8 +86,10 @@ def spent_before(tree: Mapping[str, Any] | None, meta: Mapping[str, Any] | None)
 
 def agents_spent(session_dir: Path, tree: Mapping[str, Any] | None) -> dict[str, Mapping[str, Any]]:
     """What each agent, its sub-agents included, spent in the saved session, by agent id: the tree's
-    accounting (the ledger's numbers), ``tree`` as loaded for resume, else the checkpoint, read only now."""
-    from otel_agents.persistence.tree_totals import agent_totals
+    accounting (the ledger's numbers), ``tree`` as loaded for resume, else the checkpoint, read only now.
+    Its ``llm_calls`` count the attempts that never completed (cut off by a kill or Ctrl-C) too, as
+    :func:`spent_before` does for the session: the ledger bills them."""
+    from otel_agents.persistence.tree_totals import agent_totals, empty_totals, unfinished_llm_calls_by_agent
 
     if tree is None:  # a closed, billed session resumes without its tree: read only when a budget needs it
         try:
@@ -96,7 +98,11 @@ def agents_spent(session_dir: Path, tree: Mapping[str, Any] | None) -> dict[str,
             raise ResumeError(str(exc)) from None
         except StoreError as exc:
             raise ResumeError(f"the saved tree is needed for the agents' budgets and cannot be read: {exc}") from None
-    return {agent: totals["inclusive"] for agent, totals in agent_totals(tree).items()}
+    spent = {agent: totals["inclusive"] for agent, totals in agent_totals(tree).items()}
+    for agent, unfinished in unfinished_llm_calls_by_agent(tree).items():
+        totals = spent[agent] = dict(spent.get(agent) or empty_totals())
+        totals["llm_calls"] += unfinished
+    return spent
 
 
 def _load(session_dir: Path, session_id: str):

@@ -134,3 +134,26 @@ def test_a_fork_closed_before_any_run_is_saved_whole_and_resumes(source, monkeyp
             with otel_agents.resume(forked_id) as resumed:
                 resumed.run_sync(PROMPTS[1])
         assert strip(events(home, forked_id)) == strip([line for line in lines if line["trace_id"] in runs[:2]])
+
+
+def test_fork_between_two_speakers_of_a_discuss_says_the_call_was_cut(source, monkeypatch):
+    import otel_agents
+    from otel_agents.forking import FORKED_RESULT
+    from otel_agents.views import SessionViewer
+
+    home, sid = source
+    monkeypatch.setenv("OTEL_AGENTS_RECORDER", "inline")
+    lines = events(home, sid)
+    call = next(line for line in lines if line["agent_id"] == "agent_001" and line.get("tool_calls")
+                and line["tool_calls"][0]["function"]["name"] == "discuss")
+    call_id = call["tool_calls"][0]["id"]
+    jack = next(line for line in lines if line.get("tool_call_id") == call_id)  # Jack's reply; Jill's comes later
+    with otel_agents.recording(home=home):
+        with otel_agents.fork(sid, at=jack["message_id"]) as forked:
+            forked.run_sync("And then?")
+    viewer = SessionViewer.from_session_dir(home / "sessions" / forked.id)
+    answer = next(line for line in events(home, forked.id) if line["agent_id"] == "agent_001"
+                  and line.get("role") == "assistant" and line["message_id"] > jack["message_id"])
+    messages = viewer.chat_context(answer["message_id"]).messages
+    results = [m["content"] for m in messages if m.get("tool_call_id") == call_id]
+    assert results == [jack["content"], FORKED_RESULT]

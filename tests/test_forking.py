@@ -121,3 +121,28 @@ def test_a_redacted_source_cannot_be_forked(live):
     source.redacted = True
     with pytest.raises(ForkError, match="redacted"):
         fork_session(source, resolve_at(source, "msg_000002"), "20990101-000000-f0f0f0")
+
+
+def test_a_call_is_open_at_a_message_when_anything_of_it_comes_after(live):
+    """open_at: a discuss cut between its prompt and its speaker's reply is open; once every record of the call
+    is in the prefix it is done, though its span ends a moment later; a call made after the message is not there."""
+    from otel_agents.forking import open_at
+    from otel_agents.persistence.tree_walk import iter_ops, iter_records
+
+    source, _, _ = live
+    checked = 0
+    calls = [ref.op for ref in iter_ops(source.tree) if ref.op["kind"] == "tool"]
+    ids = [op["request"]["tool_call_id"] for op in calls]
+    for op in calls:
+        request = op["request"]
+        if ids.count(request["tool_call_id"]) > 1:
+            continue  # a scripted id made again after a truncation: the other call answers for it too
+        numbers = [message_id_number(r.record["message_id"]) for r in iter_records({"runs": [{"ops": [op]}]})]
+        asked = message_id_number(request["call_message_id"])
+        for record in source.records:
+            number = message_id_number(record["message_id"])
+            expected = asked <= number < max(numbers)
+            assert (request["tool_call_id"] in open_at(source.tree, record["message_id"])) == expected
+        checked += 1
+    assert checked == 2  # main's task and its discuss
+

@@ -57,6 +57,22 @@ def unfinished_llm_calls(tree: Mapping[str, Any]) -> int:
                if ref.run is not None and ref.op["kind"] == KIND_LLM and not ref.op.get("accounting"))
 
 
+def unfinished_llm_calls_by_agent(tree: Mapping[str, Any]) -> dict[str, int]:
+    """Per agent id, the unfinished LLM attempts (as :func:`unfinished_llm_calls` counts them) of its
+    invocations, its sub-agents' included: what each agent's limits count, as the inclusive totals do."""
+    counts: dict[str, int] = {}
+    work = [(run, frozenset()) for run in reversed(tree.get("runs", []))]
+    while work:
+        node, open_agents = work.pop()
+        inner = open_agents | {node.get("agent_id") or "?"}
+        ops = list(ops_of_session(node))
+        cut = sum(1 for op in ops if op["kind"] == KIND_LLM and not op.get("accounting"))
+        for agent in inner if cut else ():  # an agent nested in itself counts them once
+            counts[agent] = counts.get(agent, 0) + cut
+        work.extend((op["session"], inner) for op in reversed(ops) if op.get("session") is not None)
+    return counts
+
+
 _TOKEN_TOTALS = (
     ("input_tokens", "input"), ("output_tokens", "output"), ("cache_read_tokens", "cache_read"),
     ("cache_write_tokens", "cache_write"), ("reasoning_tokens", "reasoning"),

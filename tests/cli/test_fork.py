@@ -212,6 +212,51 @@ def test_fork_inside_the_deepest_sub_agent(tmp_path):
     assert {line["agent_id"] for line in repaired} >= {created[created[deepest]["parent"]]["agent_id"]}
 
 
+def _discuss_of_main(home: Path, sid: str) -> tuple[dict, list[dict]]:
+    """The demo's first discuss call of main (Jack, then Jill) and the tool results it replied."""
+    lines = event_lines(home, sid)
+    call = next(line for line in lines if line["agent_id"] == "agent_001" and line.get("tool_calls")
+                and line["tool_calls"][0]["function"]["name"] == "discuss")
+    call_id = call["tool_calls"][0]["id"]
+    return call, [line for line in lines if line.get("tool_call_id") == call_id]
+
+
+def _context_after(home: Path, sid: str, agent: str, after: str) -> list[dict]:
+    """The messages of ``agent``'s first LLM call in the fork (its first assistant entry after ``after``)."""
+    answer = next(line for line in event_lines(home, sid) if line["agent_id"] == agent
+                  and line.get("role") == "assistant" and number(line["message_id"]) > number(after))
+    shown = otel_agents(home, "view", sid, "context", answer["message_id"], "--json")
+    assert shown.returncode == 0, shown.stderr
+    return orjson.loads(shown.stdout)["messages"]
+
+
+def test_fork_between_two_speakers_of_a_discuss_says_the_call_was_cut_after_its_replies(demo):
+    home, source = demo
+    call, replies = _discuss_of_main(home, source)
+    jack, jill = replies[0], replies[-1]
+    assert len(replies) == 2 and "Jack" in jack["content"] and "Jill" in jill["content"]
+    sid = fork(home, source, jack["message_id"], "And then?")
+    check_fork_state(home, source, sid, jack["message_id"])
+    messages = _context_after(home, sid, "agent_001", jack["message_id"])
+    results = [m for m in messages if m.get("tool_call_id") == call["tool_calls"][0]["id"]]
+    # Jack's reply is kept, then the call is said to be cut: the model does not take it for a finished discussion.
+    assert [m["content"] for m in results] == [jack["content"], FORKED_RESULT]
+    assert messages.index(results[-1]) + 1 == len(messages) - 1 and messages[-1] == {"role": "user",
+                                                                                   "content": "And then?"}
+
+
+def test_fork_after_everything_a_discuss_said_adds_no_result(demo):
+    home, source = demo
+    call, replies = _discuss_of_main(home, source)
+    lines = event_lines(home, source)
+    # Jill's reply goes to main, then Jack hears it: after that nothing of the call is left to come.
+    heard = next(line for line in lines if number(line["message_id"]) > number(replies[-1]["message_id"]))
+    assert heard["agent_id"] != "agent_001" and "Jill" in heard["content"]
+    sid = fork(home, source, heard["message_id"], "And then?")
+    forked = event_lines(home, sid)
+    assert not [line for line in forked if line.get("content") == FORKED_RESULT]
+
+
 @pytest.mark.parametrize("at", ["msg_999999", "9-9", "not a label", "7:1", "1-0"])
 def test_bad_at_is_one_line_and_exit_2(demo, at):
     home, source = demo

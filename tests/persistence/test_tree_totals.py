@@ -6,7 +6,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from otel_agents.persistence.tree_totals import (
-    Sums, agent_totals, empty_totals, entries_under, fold_totals, session_entries,
+    Sums, agent_totals, empty_totals, entries_under, fold_totals, session_entries, unfinished_llm_calls,
+    unfinished_llm_calls_by_agent,
 )
 from otel_agents.tracing import semconv as sc
 
@@ -79,6 +80,19 @@ def test_an_agent_nested_in_itself_is_counted_once_inclusively():
     assert totals["A"]["self"]["llm_calls"] == 2 and totals["A"]["inclusive"]["llm_calls"] == 3
     assert totals["A"]["inclusive"]["cost_usd"] == 0.875
     assert totals["B"]["self"]["llm_calls"] == 1 and totals["B"]["inclusive"]["llm_calls"] == 2
+
+
+def test_unfinished_attempts_count_for_the_agent_and_every_agent_whose_invocation_encloses_them():
+    # A calls B (one attempt cut off), B calls A again (one cut off): each counts once per agent, as the totals do.
+    cut = {"kind": "llm", "accounting": [], "ops": [], "session": None}
+    done = {"kind": "llm", "accounting": [_llm(1, 0.25)], "ops": [], "session": None}
+    again = _session("A", dict(cut))
+    middle = _session("B", dict(cut), {"kind": "tool", "accounting": [], "ops": [], "session": again})
+    run = {**_session("A", dict(done), {"kind": "tool", "accounting": [], "ops": [], "session": middle}),
+           "trace_id": "t"}
+    tree = {"runs": [run]}
+    assert unfinished_llm_calls_by_agent(tree) == {"A": 2, "B": 2}
+    assert unfinished_llm_calls_by_agent(tree)["A"] == unfinished_llm_calls(tree)  # the root's are the session's
 
 
 def test_the_root_agents_totals_are_its_runs_totals(record):

@@ -342,3 +342,49 @@ def test_a_resume_counts_the_attempt_a_signal_cut_off_against_max_llm_calls(sign
     assert "error: budget exhausted for session: 2 of 2 LLM calls made" in resumed.stderr
     assert len(model_server.requests) == 2  # no third attempt
     assert len([r for r in ledger(rel_home / "billing.jsonl", directory.name) if r["type"] == "llm"]) == 2
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGKILL], ids=["sigterm", "kill-9"])
+def test_a_resume_counts_a_sub_agents_cut_off_attempt_against_its_own_max_llm_calls(signum, rel_home, tmp_path):
+    """The Helper's attempt cut off by the signal is billed; its script budget (`agent_budgets`) counted only
+    completed attempts at resume, so `max_llm_calls: 1` let it make a second one."""
+    from otel_agents.persistence.ownership import owner_of
+
+    script = tmp_path / "budgeted-helper.json"
+    script.write_text(json.dumps({
+        "name": "budgeted-helper",
+        "agents": {
+            "main": [
+                {"tool_calls": [{"name": "task", "arguments": {"name": "Helper", "user_prompt": "Think about it"}}]},
+                {"tool_calls": [{"name": "discuss", "arguments": {"speakers": ["Helper"], "prompt": "Again?"}}]},
+                "main is done",
+            ],
+            "Helper": [{"text": "a slow thought", "latency_ms": 3000}, "another thought"],
+        },
+        "agent_budgets": {"Helper": {"max_llm_calls": 1}},
+    }))
+    proc = subprocess.Popen([*cli_command(), "run", "--script", str(script), "go"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, env=subprocess_env(rel_home), cwd=rel_home.parent)
+    try:
+        wait_for(helper_attempt_open(rel_home), proc)
+        time.sleep(0.3)
+        proc.send_signal(signum)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    (directory,) = (rel_home / "sessions").iterdir()
+    session_id = directory.name
+    deadline = time.monotonic() + 30
+    while owner_of(directory) is not None:  # after kill -9 the recorder process lets go once it has written
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+
+    resumed = invoke(["resume", session_id, "again"])
+    assert resumed.exit_code == 0, resumed.output
+    results = [r.get("content") for r in event_records(rel_home, session_id) if r.get("role") == "tool"]
+    assert results[-1] == "Error: budget exhausted for Helper: 1 of 1 LLM calls made", results
+    helper_calls = [r for r in ledger(rel_home / "billing.jsonl", session_id)
+                    if r["type"] == "llm" and r["agent_name"] == "Helper"]
+    assert len(helper_calls) == 1  # the cut-off one, billed: no second attempt
