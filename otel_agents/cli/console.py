@@ -10,7 +10,8 @@ only place console lines come from.
 
 Levels: by default only WRN and ERR (a budget warning's ``host_notice`` record is a WRN
 line too). ``verbose`` adds one VRB line per LLM and tool request/response (latency,
-sizes, tokens, cost) and per working-memory truncation, THK lines for reasoning and a FIN line per run. ``trace_llm`` /
+sizes, tokens, cost) and per working-memory truncation, THK lines for reasoning and a FIN line per run.
+A run that stops on an error ends with its ``error:`` line (``run_line``), named by the run's root. ``trace_llm`` /
 ``trace_tools`` add TRC lines with the full request and response payloads, redacted
 and capped.
 
@@ -146,17 +147,29 @@ class ConsoleRenderer(SpanProcessor):
     out: TextIO = field(default_factory=lambda: sys.stderr)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _gone: bool = field(default=False, repr=False)  # the console could not be written: nothing more is tried
+    _run_root: Any = field(default=None, repr=False)  # the root span of the run last started
 
     # --- line assembly ---
-    def _emit(self, span: ApiSpan | ReadableSpan, level: str, message: str) -> None:
+    def _line(self, span: ApiSpan | ReadableSpan, level: str, message: str) -> str | None:
         ctx = span.get_span_context() if hasattr(span, "get_span_context") else span.context
         if ctx is None or not ctx.is_valid:
-            return
+            return None
         attributes = getattr(span, "attributes", None) or {}
         kind, ident = kind_and_id(getattr(span, "name", ""), attributes)
         label = self.label_of(format(ctx.span_id, "016x")) or "?"
         txn = self.txn or txn_of(ctx.trace_id)
-        line = redact_text(f"[txn:{txn}] {label} {kind}/{ident}: {level} {message}")
+        return redact_text(f"[txn:{txn}] {label} {kind}/{ident}: {level} {message}")
+
+    def run_line(self, level: str, message: str) -> str:
+        """A line about the run last started as a whole (the ``error:`` it stopped with), named as the
+        other lines are: ``[txn:…] run session/<agent>: error: …``; without a run, ``<level> <message>``."""
+        line = self._line(self._run_root, level, message) if self._run_root is not None else None
+        return line if line is not None else redact_text(f"{level} {message}")
+
+    def _emit(self, span: ApiSpan | ReadableSpan, level: str, message: str) -> None:
+        line = self._line(span, level, message)
+        if line is None:
+            return
         with self._lock:
             if self._gone:
                 return
@@ -202,8 +215,10 @@ class ConsoleRenderer(SpanProcessor):
     def on_start(self, span: Span, parent_context=None) -> None:
         attributes = span.attributes or {}
         operation = attributes.get(sc.GEN_AI_OPERATION_NAME)
-        if self.txn is None and operation == sc.OP_INVOKE_AGENT and span.parent is None:
-            self.txn = txn_of(span.context.trace_id)  # a new session: its first run names it
+        if operation == sc.OP_INVOKE_AGENT and span.parent is None:
+            self._run_root = span
+            if self.txn is None:
+                self.txn = txn_of(span.context.trace_id)  # a new session: its first run names it
         if operation == sc.OP_CHAT:
             if self.options.verbose:
                 self._emit(span, "VRB", f"request attempt {attributes.get(sc.LLM_ATTEMPT, 1)}: "

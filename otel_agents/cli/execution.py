@@ -345,7 +345,7 @@ def execute(session, prompts: list[str], context, tracing, recording, steps: Nex
                 watching = True
                 runner.run(_serve(watch, session, context, streamed))
     except (LLMCallFailed, MaxTurnsExceeded, BudgetExhausted, HookFailed, RecordingLost) as exc:  # a run that stopped: exit 1
-        click.echo(f"error: {one_line(exc)}", err=True)  # a hook's or tool's multi-line text, as the WRN lines
+        click.echo(_stopped_line(tracing, one_line(exc)), err=True)  # a multi-line text joined, as WRN lines
         exit_code = EXIT_FAILED
     except KeyboardInterrupt:
         if watching and not watch.busy:  # the way to stop watching: nothing was cut short
@@ -372,6 +372,12 @@ def execute(session, prompts: list[str], context, tracing, recording, steps: Nex
         click.echo(f"error: session {session.id} was not saved whole (see the warnings above)", err=True)
         exit_code = EXIT_FAILED
     return exit_code
+
+
+def _stopped_line(tracing, text: str) -> str:
+    """A stopped run's ``error:`` line, named by the run as the console's other lines (none attached: plain)."""
+    renderer = next((l for l in tracing.telemetry.listeners if isinstance(l, ConsoleRenderer)), None)
+    return renderer.run_line("error:", text) if renderer is not None else f"error: {text}"
 
 
 async def _serve(watch, session, context, streamed: list[str]) -> None:

@@ -350,7 +350,7 @@ def render_session(tree: Mapping[str, Any], meta: Mapping[str, Any] | None, ids:
     txn = saved_txn(tree.get("runs") or [])
     if txn:
         lines.append(f"  console txn:{txn} (every run's stderr lines)")
-    if tree.get("error"):
+    if tree.get("error") and status != "ok":  # a tree saved before it held the last run's only: no old run's error
         lines.append(f"  error: {tree['error']}")
     for run in tree.get("runs", []):
         lines.append("")

@@ -23,7 +23,7 @@ from otel_agents.llm.providers import provider_of, request_model_of
 from otel_agents.llm.pricing import PriceTable, Usage
 from otel_agents.llm.responses import (IN_PROCESS_PREFIXES, MalformedReply, assistant_message, estimate_usage,
                                        usage_invalid, usage_missing, usage_of)
-from otel_agents.llm.retry import RetryPolicy, error_type, is_transient
+from otel_agents.llm.retry import RetryPolicy, error_text, error_type, is_transient
 from otel_agents.llm.served import served_attributes
 from otel_agents.llm.accounting import charge_llm
 from otel_agents.llm.budget import check as check_budgets, counted_cost
@@ -53,7 +53,7 @@ class LLMCallFailed(RuntimeError):
         plural = "s" if attempts != 1 else ""
         # Provider errors may quote the API key ("Incorrect API key provided: sk-..."); this text reaches stderr.
         super().__init__(
-            redact_text(f"model {model!r} failed after {attempts} attempt{plural}: {error_type(cause)}: {_short(str(cause))}")
+            redact_text(f"model {model!r} failed after {attempts} attempt{plural}: {_short(error_text(cause))}")
         )
 
 
@@ -277,8 +277,8 @@ class LLMClient:
                     usage, cost = self._record_usage(span, request, exc.response, progress)
                 else:
                     span.set_attribute(sc.LLM_PRICE_SOURCE, self.prices.lookup(request.model)[1])
-                span.set_status(Status(StatusCode.ERROR, _short(f"{error_type(exc)}: {exc}")))
-                self.telemetry.log("WRN" if transient else "ERR", _short(f"{error_type(exc)}: {exc}"), span=span)
+                span.set_status(Status(StatusCode.ERROR, _short(error_text(exc, whole=True))))
+                self.telemetry.log("WRN" if transient else "ERR", _short(error_text(exc)), span=span)
                 if on_notice is not None and transient and attempt < self.retry.max_attempts:
                     on_notice("retry", f"attempt {attempt} of {request.model} failed ({error_type(exc)}); retrying")
                 charge_llm(usage, cost, failed=True)

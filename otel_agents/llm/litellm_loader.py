@@ -27,21 +27,28 @@ _LITELLM_LOGGER = logging.getLogger("LiteLLM")  # fetched once: load_litellm run
 
 
 _DROPPED_CALL = r"coroutine '[\w.]*acompletion' was never awaited"
-_filters_checked: list | None = None  # the warnings.filters list last found to hold it
+# litellm serializes a reply's usage through pydantic before it checks it: a provider's usage of the
+# wrong types (``"prompt_tokens": "many"``) makes pydantic warn on stderr, a block naming no operation,
+# about no input of the user's. The attempt fails and its span says why.
+_BAD_USAGE = r"Pydantic serializer warnings:[\s\S]*field_name='\w*tokens'"
+_QUIETED = ((_DROPPED_CALL, RuntimeWarning), (_BAD_USAGE, UserWarning))
+_filters_checked: list | None = None  # the warnings.filters list last found to hold them
 
 
-def _quiet_dropped_calls() -> None:
+def _quiet_library_warnings() -> None:
     """litellm makes a provider's coroutine in a worker thread and awaits it after; a call cut short
     in between (Ctrl-C, SIGTERM, a cancelled task) drops it unawaited, by design, and the session
     records the call as cancelled. Python's "never awaited" warning about it would be the one stderr
-    line naming no operation. Only that coroutine's warning is silenced; any other still shows."""
+    line naming no operation. Only that coroutine's warning, and pydantic's about a reply's usage
+    fields (``_BAD_USAGE``), are silenced; any other still shows."""
     global _filters_checked
     # load_litellm runs at every attempt: the list is scanned only when it is another one, as
     # ``warnings.catch_warnings`` (a test runner's) swaps in a copy and puts the old one back.
     if warnings.filters is _filters_checked:
         return
-    if not any(f[1] is not None and f[1].pattern == _DROPPED_CALL for f in warnings.filters):
-        warnings.filterwarnings("ignore", message=_DROPPED_CALL, category=RuntimeWarning)
+    for pattern, category in _QUIETED:
+        if not any(f[1] is not None and f[1].pattern == pattern for f in warnings.filters):
+            warnings.filterwarnings("ignore", message=pattern, category=category)
     _filters_checked = warnings.filters
 
 
@@ -54,7 +61,7 @@ def load_litellm() -> ModuleType:
     litellm.suppress_debug_info = True
     litellm.telemetry = False
     _LITELLM_LOGGER.addFilter(_not_loop_change)  # added once, however often asked (litellm may be imported before us)
-    _quiet_dropped_calls()  # only if absent: added again, it would move in front of the user's own filters
+    _quiet_library_warnings()  # only if absent: added again, it would move in front of the user's own filters
     if first_import:
         # The import leaves ~280,000 long-lived objects (and no cyclic garbage: a collection
         # right after it frees nothing). Freezing them keeps every later full collection

@@ -51,6 +51,42 @@ def error_type(exc: BaseException) -> str:
     return type(exc).__name__
 
 
+_TRACEBACK = "Traceback (most recent call last)"
+
+
+def error_text(exc: BaseException, whole: bool = False) -> str:
+    """``<type>: <message>`` naming the type once: litellm's messages repeat it
+    (``litellm.InternalServerError: InternalServerError: OpenAIException - ...``).
+
+    A traceback in the message (litellm quotes one for a reply it could not convert) is cut
+    off unless ``whole``: a one-line error keeps the text before it, or else the exception
+    line it ends on. ``whole`` is for a span's status message, where it may help.
+    """
+    name = error_type(exc)
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    message = str(exc).strip()
+    while True:  # "litellm.X: X: ..." where X is the exception's type or one of its bases
+        head, colon, rest = message.partition(":")
+        if not colon or head.removeprefix("litellm.") not in names:
+            break
+        message = rest.strip()
+    if not whole:
+        message = _before_traceback(message)
+    return f"{name}: {message}" if message else name
+
+
+def _before_traceback(message: str) -> str:
+    head, found, tail = message.partition(_TRACEBACK)
+    head = head.strip()
+    if not found:
+        return head
+    # The exception line: the first one after the header that is not an indented frame line.
+    raised = next((line.strip() for line in tail.splitlines()[1:] if line.strip() and not line[0].isspace()), "")
+    if not head:
+        return raised
+    return f"{head} {raised}" if head.endswith(("-", ":")) and raised else head.rstrip(" -:")
+
+
 # Raised by the provider's client before any request is sent (no key to send), yet wrapped by litellm as
 # an InternalServerError: trying again cannot find a key, and each try was billed as a failed call.
 _NO_CREDENTIALS = ("Missing credentials", "api_key client option must be set")

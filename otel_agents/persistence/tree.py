@@ -120,7 +120,6 @@ def assemble_session(session_id: str | None, runs: list[dict], ops: list[dict]) 
     assign_paths([(op, f"0-{k}", False) for k, op in enumerate(ops, start=1)])
     first = numbered[0] if numbered else None
     status = session_status([r["status"] for r in numbered])
-    errors = [r["error"] for r in numbered if r.get("error")]
     entries = session_entries(numbered, ops)
     self_entries = entries_under(numbered + ops, cross_sessions=False)
     trace_ids: list[str] = []
@@ -139,7 +138,8 @@ def assemble_session(session_id: str | None, runs: list[dict], ops: list[dict]) 
         "ended_ns": None if not ended or None in ended else max(ended),
         "status": status,
         "success": bool(numbered) and status == STATUS_OK,
-        "error": errors[-1] if errors else None,
+        # The session's error is its status's: the last run's. An earlier run's stays on that run.
+        "error": numbered[-1].get("error") if numbered else None,
         "attributes": _ingress(first["attributes"]) if first else {},
         "totals": {"self": fold_totals(self_entries), "inclusive": fold_totals(entries)},
         "agents": agents_table(numbered, ops),

@@ -12,6 +12,8 @@ from pathlib import Path
 import orjson
 import pytest
 
+from support.stderr_lines import error_lines
+
 ROOT = Path(__file__).resolve().parents[2]
 APPS = Path(__file__).resolve().parents[1] / "data" / "apps"
 
@@ -133,7 +135,7 @@ def test_a_failing_review_hook_ends_the_run_in_one_line_with_exit_1_and_the_sess
     home = tmp_path / "home"
     done = cli("run", "--app", "city_app:with_broken_review", "--script", str(script), "Paris?", home=home, check=False)
     assert done.returncode == 1, done.stderr
-    assert "error: review hook 'offline_reviewer' failed: RuntimeError: reviewer offline" in done.stderr.splitlines()
+    assert error_lines(done.stderr) == ["error: review hook 'offline_reviewer' failed: RuntimeError: reviewer offline"]
     assert "Traceback" not in done.stderr and done.stdout == ""  # the answer nobody could judge is not printed
     session_id = session_of(done)
     said = contents(home, session_id)

@@ -17,6 +17,7 @@ from click.testing import CliRunner
 from otel_agents.cli import cli
 from support.in_process import run_in_process
 from support.openai_server import OpenAIServer, Reply
+from support.stderr_lines import error_lines
 
 
 @pytest.fixture
@@ -46,10 +47,6 @@ def llm_records(home, sid):
     path = home / "billing.jsonl"
     rows = [orjson.loads(line) for line in path.read_bytes().splitlines()] if path.exists() else []
     return [r for r in rows if r["session_id"] == sid and r["type"] == "llm"]
-
-
-def error_lines(stderr: str) -> list[str]:
-    return [line for line in stderr.splitlines() if line.startswith("error:")]
 
 
 def test_a_session_cost_limit_ends_the_demo_with_exit_1_one_line_and_a_mark_in_sessions_show(cli_env):

@@ -15,8 +15,8 @@ from otel_agents.tracing import semconv as sc
 PROMPT = "Create Jack and Jill for a cafe discussion"
 LINE = re.compile(
     r"^\[txn:(?P<txn>[0-9a-f]{8})\] (?P<label>run|\d+(?:-\d+)*(?:\.\d+(?:-\d+)*)*) "
-    r"(?P<kind>llm|tool|session)/(?P<id>\S+): (?P<level>VRB|WRN|ERR|TRC|THK|FIN) (?P<message>.*)$"
-)
+    r"(?P<kind>llm|tool|session)/(?P<id>\S+): (?P<level>VRB|WRN|ERR|TRC|THK|FIN|error:) (?P<message>.*)$"
+)  # ``error:``: the run's own line, the error it stopped with
 
 
 def run(*flags):
@@ -280,3 +280,30 @@ def test_a_truncation_is_a_vrb_line_where_it_was_made_and_not_where_a_fork_repla
         return
     assert len(lines) == 1 and lines[0].startswith("[txn:0123abcd] 1-2 ")
     assert lines[0].endswith(": VRB main's working memory was cut to its first 1 entries (4 dropped)")
+
+
+STOPPED = re.compile(r"^\[txn:(?P<txn>[0-9a-f]{8})\] run session/main: error: (?P<message>.*)$")
+
+
+def test_a_stopped_run_s_error_line_names_the_session_s_txn_and_the_run(home):
+    """Every stderr line names what it concerns: the error a run stopped with too, by the session's txn id."""
+    stopped = CliRunner().invoke(cli, ["run", "--max-llm-calls", "3", PROMPT], catch_exceptions=False)
+    assert stopped.exit_code == 1, stopped.stderr
+    *lines, closing = [line for line in stopped.stderr.splitlines() if not line.startswith(("demo: ", "saved: ", "next: "))]
+    sid = closing.split(": ", 1)[1]
+    found = STOPPED.match(lines[-1])
+    assert found and found["message"] == "budget exhausted for session: 3 of 3 LLM calls made", lines[-1]
+    assert all(LINE.match(line) for line in lines[:-1]) and {LINE.match(line)["txn"] for line in lines[:-1]} == {found["txn"]}
+    again = CliRunner().invoke(cli, ["resume", sid, "more"], catch_exceptions=False)  # the same limit: spent already
+    assert again.exit_code == 1, again.stderr
+    (line,) = [line for line in again.stderr.splitlines() if " error: " in line]
+    assert STOPPED.match(line)["txn"] == found["txn"]
+
+
+def test_a_run_line_without_a_run_is_a_plain_redacted_line():
+    import io
+
+    from otel_agents.cli.console import ConsoleRenderer
+
+    renderer = ConsoleRenderer(lambda span_id: None, out=io.StringIO())
+    assert renderer.run_line("error:", "key sk-canary0123456789abcdefXYZ refused") == "error: key [REDACTED] refused"

@@ -23,6 +23,7 @@ from click.testing import CliRunner
 from otel_agents.cli import cli as otel_cli
 from support.in_process import run_in_process
 from support.openai_server import OpenAIServer, Reply
+from support.stderr_lines import error_lines
 
 ROOT = Path(__file__).resolve().parents[2]
 APPS = Path(__file__).resolve().parents[1] / "data" / "apps"
@@ -382,7 +383,7 @@ def test_a_run_that_answered_an_outside_event_is_refused_and_nothing_is_written(
 
 
 def _error_lines(done: subprocess.CompletedProcess) -> list[str]:
-    return [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    return error_lines(done.stderr)
 
 
 def _replays_as_the_source_ended(home: Path, source_run: subprocess.CompletedProcess) -> subprocess.CompletedProcess:

@@ -420,3 +420,40 @@ def test_verify_redacts_the_values_it_quotes(env):
     assert verified.exit_code == 1 and "content:" in verified.stdout
     assert "[REDACTED]" in verified.stdout
     assert SECRET not in verified.stdout + verified.stderr and SECRET[:20] not in verified.stdout
+
+
+def _header(shown: str) -> list[str]:
+    return shown.split("\n\n", 1)[0].splitlines()
+
+
+def test_show_gives_a_session_that_carried_on_after_a_failed_run_no_error_of_that_run(env):
+    """The session's status is its last run's: run 1's error stays on run 1's line, not the session's."""
+    import gzip
+
+    stopped = invoke("run", PROMPT, "--max-llm-calls", "3")
+    assert stopped.exit_code == 1
+    (line,) = [l for l in stopped.stderr.splitlines() if l.startswith("session: ")]
+    session_id = line.split(": ", 1)[1]
+    assert invoke("resume", session_id, "--max-llm-calls", "100", "more").exit_code == 0
+    shown = invoke("sessions", "show", session_id).stdout
+    header = _header(shown)
+    assert header[0].split()[2] == "ok" and not any("error" in l for l in header), header
+    run_1 = shown.split("\nrun 1 ", 1)[1].splitlines()
+    assert run_1[1] == "  error: BudgetExhausted: budget exhausted for session: 3 of 3 LLM calls made"
+    saved = json.loads(gzip.decompress((env / "sessions" / session_id / "tree.json.gz").read_bytes()))["session"]
+    assert saved["status"] == "ok" and saved["error"] is None and saved["runs"][0]["error"]
+
+
+def test_show_of_a_tree_saved_with_an_earlier_run_s_error_on_an_ok_session_leaves_it_to_that_run():
+    from otel_agents.cli.sessions import render_session
+
+    counts = {"input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0, "llm_calls": 0}
+    totals = {"inclusive": counts, "self": counts}
+    run = {"index": 1, "status": "error", "error": "LLMCallFailed: boom", "totals": totals, "started_ns": 0,
+           "ended_ns": 1, "agent_name": "main", "agent_id": "agent_001"}
+    tree = {"id": "s", "status": "ok", "error": "LLMCallFailed: boom", "totals": totals, "agents": {},
+            "runs": [run, dict(run, index=2, status="ok", error=None)]}
+    lines = render_session(tree, None)
+    assert lines.count("  error: LLMCallFailed: boom") == 1 and lines.index("  error: LLMCallFailed: boom") > 3
+    failing = render_session(dict(tree, status="error"), None)
+    assert failing.count("  error: LLMCallFailed: boom") == 2  # a session whose last run failed says so up top

@@ -289,3 +289,22 @@ async def test_negative_usage_is_estimated_with_a_warning_never_billed_negative(
     assert attr(chat, sc.GEN_AI_USAGE_COST) > 0
     logs = [e.attributes[sc.LOG_MESSAGE] for e in chat.events if e.name == sc.EVENT_LOG]
     assert logs == ["the provider sent invalid usage (prompt_tokens=-5); its counts are estimated"]
+
+
+async def test_a_failed_attempt_names_its_error_type_once_and_keeps_litellm_s_traceback_off_its_line(
+        server, http_session, memory_tracing, recwarn):
+    """litellm's messages repeat the type (``litellm.InternalServerError: InternalServerError: ...``) and,
+    for a usage of the wrong types, quote a traceback; pydantic also warns about that usage on stderr."""
+    usage = {"prompt_tokens": "many", "completion_tokens": [1], "total_tokens": None}
+    server.plan(Reply(patch={"usage": usage}))
+    session = http_session(max_attempts=1)
+    with pytest.raises(LLMCallFailed) as caught:
+        await session.run("hi")
+    assert str(caught.value) == (f"model '{MODEL}' failed after 1 attempt: "
+                                 "InternalServerError: OpenAIException - Invalid response object")
+    (chat,) = chats(memory_tracing)
+    logs = [e.attributes[sc.LOG_MESSAGE] for e in chat.events if e.name == sc.EVENT_LOG]
+    assert logs == ["InternalServerError: OpenAIException - Invalid response object"]
+    assert chat.status.description.startswith("InternalServerError: OpenAIException - Invalid response object Traceback")
+    assert attr(chat, sc.ERROR_TYPE) == "InternalServerError"
+    assert not [w for w in recwarn if "Pydantic" in str(w.message)]

@@ -104,3 +104,24 @@ def test_backoff_is_exponential_with_equal_jitter_and_capped():
     # A Retry-After hint wins, but never beyond the cap.
     assert policy.delay(1, WithHeaders(headers={"retry-after": "3"})) == 3.0
     assert policy.delay(1, WithHeaders(headers={"retry-after": "300"})) == 5.0
+
+
+def test_error_text_names_the_type_once_and_cuts_a_traceback_unless_asked_for_whole():
+    from litellm.exceptions import APIConnectionError, InternalServerError
+
+    from otel_agents.llm.retry import error_text
+
+    load_litellm()
+    # as litellm's exception mapping makes it
+    failed = InternalServerError("InternalServerError: OpenAIException - Connection error.", llm_provider="openai",
+                                 model="m")
+    assert str(failed).startswith("litellm.InternalServerError: InternalServerError: ")
+    assert error_text(failed) == "InternalServerError: OpenAIException - Connection error."
+    quoted = ("OpenAIException - Traceback (most recent call last):\n  File \"x.py\", line 1, in f\n"
+              "    raise ValueError('bad')\nValueError: bad\n\nreceived_args={}")
+    cut = APIConnectionError(quoted, llm_provider="openai", model="m")
+    assert error_text(cut) == "APIConnectionError: OpenAIException - ValueError: bad"
+    assert error_text(cut, whole=True).startswith("APIConnectionError: OpenAIException - Traceback")
+    assert error_text(ValueError("Traceback (most recent call last):\n  File \"x\"\nKeyError: 'k'")) == "ValueError: KeyError: 'k'"
+    assert error_text(RuntimeError("plain: text")) == "RuntimeError: plain: text"
+    assert error_text(TimeoutError()) == "TimeoutError"

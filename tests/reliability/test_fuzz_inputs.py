@@ -32,6 +32,7 @@ from otel_agents.persistence.store import SessionStore, StoreError, decode_paylo
 from otel_agents.tracing.spandata import SpanData
 from reliability_helpers import invoke, session_id_of, snapshot
 from support.shared_fixtures import fixture_files, require_fixtures
+from support.stderr_lines import error_lines
 
 FIXTURE_FILES = [p for p in fixture_files("*/*.json") if p.exists()]
 BUILTIN_SCRIPT = Path(__file__).resolve().parents[2] / "otel_agents" / "llm" / "scripts" / "jack-and-jill.json"
@@ -517,7 +518,7 @@ def test_run_with_a_fuzzed_script_file_is_a_run_or_a_clear_error(data, tmp_path_
     result = check_cli(["run", "--script", str(path), "--max-turns", "8", "hello"], home, scratch,
                        frozenset({0, 1, 2}), frozenset({0, 1}))
     if result.exit_code == 1:  # the run went wrong in a way the runtime names (too many turns, a failed call)
-        assert any(line.startswith("error: ") for line in result.stderr.splitlines()), result.output
+        assert error_lines(result.stderr), result.output
     shutil.rmtree(scratch)
 
 

@@ -18,6 +18,7 @@ import pytest
 
 from reliability_helpers import MODEL, invoke, ledger, llm_ops, load_tree, session_id_of, verify
 from support.openai_server import Reply
+from support.stderr_lines import error_lines
 
 TIMEOUT_S = 0.5
 
@@ -88,7 +89,7 @@ def test_a_model_fault_ends_as_documented_with_every_attempt_kept(name, rel_home
     else:
         assert result.exit_code == 1, result.output
         assert result.stdout == ""
-        errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+        errors = error_lines(result.stderr)
         assert len(errors) == 1 and errors[0].startswith(f"error: model '{MODEL}' failed after"), result.stderr
     if fault.stderr_hint:
         assert fault.stderr_hint in result.stderr
