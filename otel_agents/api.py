@@ -260,6 +260,7 @@ class Session:
 
     @property
     def recorded(self) -> bool:
+        """True while a recording block records the session (False outside one, and once it is closed)."""
         return self._recording is not None
 
     def agent(self, name_or_id: str) -> Any:
