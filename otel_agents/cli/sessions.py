@@ -341,7 +341,8 @@ def render_session(tree: Mapping[str, Any], meta: Mapping[str, Any] | None, ids:
     from otel_agents.cli.console import saved_txn
     from otel_agents.persistence.tree_totals import agent_totals
 
-    status = meta.get("status") if meta else tree.get("status")
+    # No meta.json (killed before its first run wrote one): a tree of nothing is a new session, as listed.
+    status = meta.get("status") if meta else (tree.get("status") if tree.get("runs") or tree.get("ops") else "new")
     title = (meta or {}).get("title")
     lines = [f"session {tree.get('id')}  {status}" + (f"  {title!r}" if title else "")]
     if meta:

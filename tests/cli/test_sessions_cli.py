@@ -457,3 +457,15 @@ def test_show_of_a_tree_saved_with_an_earlier_run_s_error_on_an_ok_session_leave
     assert lines.count("  error: LLMCallFailed: boom") == 1 and lines.index("  error: LLMCallFailed: boom") > 3
     failing = render_session(dict(tree, status="error"), None)
     assert failing.count("  error: LLMCallFailed: boom") == 2  # a session whose last run failed says so up top
+
+
+def test_a_session_holding_only_its_lock_is_shown_new_as_it_is_listed(env):
+    # Killed before its first run wrote anything: `list` said new, `show` said ok.
+    directory = env / "sessions" / "20261129-000000-abcdef"
+    directory.mkdir(parents=True, mode=0o700)
+    (directory / "owner.lock").touch()
+    (row,) = invoke("sessions", "list").stdout.splitlines()[1:]
+    assert " new " in row
+    shown = invoke("sessions", "show", "20261129-000000-abcdef")
+    assert shown.exit_code == 0, shown.stderr
+    assert shown.stdout.splitlines()[0] == "session 20261129-000000-abcdef  new"
