@@ -71,7 +71,7 @@ def ledger_sources_options(func):
     Every file named must be a ledger (missing is one with no records yet); one that is not is
     refused (DataError) before the command writes anything."""
     func = click.option(
-        "--billing-file", type=SafePath(path_type=Path), multiple=True,
+        "--billing-file", type=SafePath(path_type=str), multiple=True,  # as typed: "shards/" names a directory
         help="Billing ledger, or a directory whose *.jsonl files are ledgers; repeat to read several as one "
              "(a record in two of them counts once). Default: $OTEL_AGENTS_HOME/billing.jsonl.",
     )(func)
@@ -82,7 +82,7 @@ def ledger_sources_options(func):
         from otel_agents.persistence.ledger_read import LedgerError, check_readable_ledger
         from otel_agents.persistence.ledger_shards import ledger_files
 
-        paths = Paths.resolve(sessions_dir, billing_file[0] if len(billing_file) == 1 else None)
+        paths = Paths.resolve(sessions_dir, Path(billing_file[0]) if len(billing_file) == 1 else None)
         try:
             ledgers = ledger_files(billing_file) if billing_file else [paths.billing_file]
             # All of them first: a shard that is not a ledger is found before an export's CSV header

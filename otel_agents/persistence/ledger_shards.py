@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import stat
 from pathlib import Path
 from dataclasses import dataclass
@@ -14,21 +15,25 @@ from otel_agents.persistence.ledger_records import REPRICED
 from otel_agents.persistence.tree_kinds import STATUS_INTERRUPTED
 
 
-def ledger_files(given: Iterable[Path]) -> list[Path]:
+def ledger_files(given: Iterable[Path | str]) -> list[Path]:
     """The ledger files named: files as given, a directory as its ``*.jsonl`` files, sorted.
 
     One plain file keeps the single-ledger meaning (missing = no records yet); with several
     sources a missing file is an error, since it is most likely a typo that would under-count.
+    A name ending in a separator (``shards/``, as typed) is a directory: missing, it is an error too.
     """
-    given = [Path(p) for p in given]
+    named = list(given)
     files: list[Path] = []
-    for path in given:
+    for raw in named:
+        path = Path(raw)
+        if str(raw).endswith(("/", os.sep)) and not path.is_dir():
+            raise LedgerError(f"no directory of ledgers {path}")
         if path.is_dir():
             found = sorted(p for p in path.glob("*.jsonl") if p.is_file())
             if not found:
                 raise LedgerError(f"no *.jsonl ledgers in the directory {path}")
             files += found
-        elif len(given) > 1 and not path.exists():
+        elif len(named) > 1 and not path.exists():
             raise LedgerError(f"no billing ledger {path}")
         else:
             files.append(path)

@@ -92,6 +92,9 @@ def test_a_record_in_two_shards_counts_once(fleet, tmp_path):
      "notes.jsonl is not a billing ledger (its first line is not a ledger record)"),
     (["billing", "summary", "--billing-file", "{mixed}"], "notes.jsonl is not a billing ledger"),
     (["ui", "--port", "0", "--billing-file", "{empty}"], "no *.jsonl ledgers"),
+    # A directory named with its separator and mistyped: read as "no records yet", it totalled zero.
+    (["billing", "summary", "--billing-file", "{shards}-typo/"], "no directory of ledgers"),
+    (["billing", "export", "--format", "csv", "--billing-file", "{shards}-typo/"], "no directory of ledgers"),
 ])
 def test_bad_ledger_sources_are_one_line_exit_2_and_change_nothing(fleet, tmp_path, args, message):
     home, shards = fleet
