@@ -20,6 +20,7 @@ def load_app_or_exit(reference: str) -> App:
 
 def new_session(app: App | None, script: Any, model: str | None, **session_kwargs: Any) -> Any:
     """A new runtime session: the script's (``build_session``) or the app's (``build_app_session``)."""
+    from otel_agents.llm.scripts import ScriptError
     from otel_agents.runtime.hooks import HookToolsError
     from otel_agents.runtime.scenario import build_session
 
@@ -29,6 +30,8 @@ def new_session(app: App | None, script: Any, model: str | None, **session_kwarg
         return build_session(script, model=model, **session_kwargs)
     except HookToolsError as exc:
         raise click.UsageError(f"script {script.name!r}: {exc}") from None
+    except ScriptError as exc:  # it names the script's file
+        raise click.UsageError(str(exc)) from None
 
 
 def install_session_hooks(session: Any, script: Any, app: App | None) -> None:
@@ -61,6 +64,13 @@ def build_app_session(app: App, script: Any, model: str | None, **session_kwargs
         chosen = model or agent.model or (script.model if script is not None else None)
     if chosen is None:
         raise click.UsageError(f"app {app.reference!r}: agent {agent.name!r} has no model (pass --model or --script)")
+    if script is not None and chosen == script.model and not agent.tool_list():  # as build_session checks
+        from otel_agents.llm.scripts import ScriptError
+
+        try:
+            script.check_agent_names(agent.name, keys=False)
+        except ScriptError as exc:
+            raise click.UsageError(str(exc)) from None
     root = AgentSpec(agent.name, chosen, agent.system_prompt, agent.tool_list(), agent.max_turns)
     session = Session(root=root, agent_settings=app.agent.settings_by_name(script),
                       agent_budgets=app.agent.budgets_by_name(script), **session_kwargs)
