@@ -22,16 +22,19 @@ def new_session(app: App | None, script: Any, model: str | None, **session_kwarg
     """A new runtime session: the script's (``build_session``) or the app's (``build_app_session``)."""
     from otel_agents.llm.scripts import ScriptError
     from otel_agents.runtime.hooks import HookToolsError
-    from otel_agents.runtime.scenario import build_session
+    from otel_agents.runtime.scenario import build_session, resolve_model
 
     if app is not None:
         return build_app_session(app, script, model, **session_kwargs)
     try:
-        return build_session(script, model=model, **session_kwargs)
+        session = build_session(script, model=model, **session_kwargs)
+        if resolve_model(script, model) == script.model:  # its turns make every agent, the CLI's only maker:
+            script.check_agent_names(script.root_name)  # a name none of them has is a typo
     except HookToolsError as exc:
         raise click.UsageError(f"script {script.name!r}: {exc}") from None
     except ScriptError as exc:  # it names the script's file
         raise click.UsageError(str(exc)) from None
+    return session
 
 
 def install_session_hooks(session: Any, script: Any, app: App | None) -> None:

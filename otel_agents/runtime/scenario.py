@@ -101,7 +101,4 @@ def build_session(
     session.llm.stream = session.llm.stream or script.stream
     session.llm.use_script(script)  # registered at the first scripted call only: none with a real model
     install_hooks(session, script.hooks)
-    if resolved == script.model and not root.tools:  # its turns make every agent (a tool may make others):
-        # a name none of them has is a typo (ScriptError)
-        script.check_agent_names(script.root_name)
     return session
