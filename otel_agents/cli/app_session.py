@@ -67,7 +67,7 @@ def build_app_session(app: App, script: Any, model: str | None, **session_kwargs
         chosen = model or agent.model or (script.model if script is not None else None)
     if chosen is None:
         raise click.UsageError(f"app {app.reference!r}: agent {agent.name!r} has no model (pass --model or --script)")
-    if script is not None and chosen == script.model and not agent.tool_list():  # as build_session checks
+    if script is not None and chosen == script.model and not agent.tool_list():  # hooks only: it may borrow a script
         from otel_agents.llm.scripts import ScriptError
 
         try:

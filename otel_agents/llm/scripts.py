@@ -126,8 +126,9 @@ class Script:
 
     def created_names(self) -> frozenset[str]:
         """The names the script's turns give ``task``: with the root, every agent a scripted run can have."""
-        return frozenset(call.arguments["name"] for turns in self.agents.values() for turn in turns
-                         for call in turn.tool_calls if call.name == "task" and isinstance(call.arguments.get("name"), str))
+        calls = (call for turns in self.agents.values() for turn in turns for call in turn.tool_calls)
+        return frozenset(call.arguments["name"] for call in calls
+                         if call.name == "task" and isinstance(call.arguments.get("name"), str))
 
     def check_agent_names(self, root_name: str, *, keys: bool = True) -> None:
         """For a session whose root (named ``root_name``) answers from this script: refuse an ``agents`` key

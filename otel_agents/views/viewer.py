@@ -41,9 +41,7 @@ _LIST_LIMIT = 12  # names listed in an "unknown agent" message
 
 
 class SessionViewer:
-    """Read-only views of one session's records (and, for chat contexts, its span tree).
-
-    ``SessionViewer(path)`` with a session directory (or its events.jsonl) is ``from_session_dir(path)``."""
+    """Read-only views of one session's records (and, for chat contexts, its span tree), or of a path's."""
 
     def __init__(
         self,
@@ -59,8 +57,7 @@ class SessionViewer:
         self._setup(SessionIndex.build(records), tree, session_id, tree_path)
 
     @classmethod
-    def _of_path(cls, path: Path, *rest: Any) -> "SessionViewer":
-        """A session directory, or its events.jsonl or tree.json.gz, as ``from_session_dir`` reads it."""
+    def _of_path(cls, path: Path, *rest: Any) -> "SessionViewer":  # a session directory, or a file of one
         if any(arg is not None for arg in rest):
             raise TypeError("SessionViewer(path) takes a session directory alone: tree, session_id and "
                             "tree_path are for SessionViewer(records); or use SessionViewer.from_session_dir(path)")
