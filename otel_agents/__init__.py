@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     )
     from otel_agents.runtime.tools import Tool, ToolContext, tool
     from otel_agents.session_recording import RecordingError
+    from otel_agents.views.viewer import SessionViewer
 
 # public name -> the module that defines it (loaded by __getattr__ on first use)
 _HOMES = {
@@ -71,6 +72,7 @@ _HOMES = {
     "ResumeError": "otel_agents.restore",
     "ForkError": "otel_agents.forking",
     "SessionExporter": "otel_agents.exporter",
+    "SessionViewer": "otel_agents.views.viewer",
 }
 
 __all__ = ["__version__", *_HOMES]

@@ -244,3 +244,23 @@ def test_a_scripted_model_of_another_script_is_refused_where_it_is_given(tmp_pat
             pass
     assert sorted(path.name for path in (home / "sessions").iterdir()) == before
     assert (home / "sessions" / saved.id / "events.jsonl").read_bytes() == events
+
+
+def test_a_scripts_hook_watching_an_agent_it_never_has_is_refused_when_the_root_answers_from_it(tmp_path):
+    """It ran, the hook never acting; with a real model the agents are the model's, so nothing is refused."""
+    from otel_agents.llm.scripts import ScriptError
+
+    script = tmp_path / "s.json"
+    script.write_text(json.dumps({"name": f"hooked-{tmp_path.name}", "agents": {"a": ["hi"]},
+                                  "hooks": [{"kind": "review", "name": "G", "agents": ["Nobdy"],
+                                             "reject_if_contains": "x"}]}))
+    with pytest.raises(ScriptError, match=r"hook 'G': agents names 'Nobdy', no agent of this script \(its agents: a\)"):
+        Session(Agent("a"), script=str(script))
+    Session(Agent("a", model="openai/gpt-4o-mini"), script=str(script), allow_unpriced=True).close()
+
+
+def test_session_agent_looks_up_and_returns_none_where_run_raises(tmp_path):
+    with Session(Agent("main"), script="jack-and-jill") as session:
+        assert session.agent("Nobody") is None
+        with pytest.raises(ValueError, match="no agent 'Nobody' in session"):
+            session.run_sync("hi", agent="Nobody")

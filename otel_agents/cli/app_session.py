@@ -20,15 +20,21 @@ def load_app_or_exit(reference: str) -> App:
 
 def new_session(app: App | None, script: Any, model: str | None, **session_kwargs: Any) -> Any:
     """A new runtime session: the script's (``build_session``) or the app's (``build_app_session``)."""
+    from otel_agents.llm.scripts import ScriptError
     from otel_agents.runtime.hooks import HookToolsError
-    from otel_agents.runtime.scenario import build_session
+    from otel_agents.runtime.scenario import build_session, resolve_model
 
     if app is not None:
         return build_app_session(app, script, model, **session_kwargs)
     try:
-        return build_session(script, model=model, **session_kwargs)
+        session = build_session(script, model=model, **session_kwargs)
+        if resolve_model(script, model) == script.model:  # its turns make every agent, the CLI's only maker:
+            script.check_agent_names(script.root_name)  # a name none of them has is a typo
     except HookToolsError as exc:
         raise click.UsageError(f"script {script.name!r}: {exc}") from None
+    except ScriptError as exc:  # it names the script's file
+        raise click.UsageError(str(exc)) from None
+    return session
 
 
 def install_session_hooks(session: Any, script: Any, app: App | None) -> None:
@@ -61,6 +67,13 @@ def build_app_session(app: App, script: Any, model: str | None, **session_kwargs
         chosen = model or agent.model or (script.model if script is not None else None)
     if chosen is None:
         raise click.UsageError(f"app {app.reference!r}: agent {agent.name!r} has no model (pass --model or --script)")
+    if script is not None and chosen == script.model and not agent.tool_list():  # hooks only: it may borrow a script
+        from otel_agents.llm.scripts import ScriptError
+
+        try:
+            script.check_agent_names(agent.name, keys=False)
+        except ScriptError as exc:
+            raise click.UsageError(str(exc)) from None
     root = AgentSpec(agent.name, chosen, agent.system_prompt, agent.tool_list(), agent.max_turns)
     session = Session(root=root, agent_settings=app.agent.settings_by_name(script),
                       agent_budgets=app.agent.budgets_by_name(script), **session_kwargs)

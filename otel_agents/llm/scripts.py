@@ -124,6 +124,31 @@ class Script:
     def model(self) -> str:
         return f"scripted/{self.name}"
 
+    def created_names(self) -> frozenset[str]:
+        """The names the script's turns give ``task``: with the root, every agent a scripted run can have."""
+        calls = (call for turns in self.agents.values() for turn in turns for call in turn.tool_calls)
+        return frozenset(call.arguments["name"] for call in calls
+                         if call.name == "task" and isinstance(call.arguments.get("name"), str))
+
+    def check_agent_names(self, root_name: str, *, keys: bool = True) -> None:
+        """For a session whose root (named ``root_name``) answers from this script: refuse an ``agents`` key
+        no agent can have (the root's name nor a ``task`` name), whose turns would never be said while the
+        agent meant answers the fallback, and a hook watching an agent the script neither defines nor creates,
+        which would never act. A real model's agents are its own choice, so its session is not checked;
+        ``keys=False`` (a program's own root, which may borrow a shared script) checks the hooks only."""
+        known = self.created_names() | {root_name}
+        for key in self.agents if keys else ():
+            if key not in known:
+                raise _fail(self.source, f"'agents' key {key!r} is no agent this script has: not its root "
+                                         f"({root_name!r}) nor a name its turns give 'task' (a typo?)")
+        known |= set(self.agents)
+        for hook in self.hooks:
+            unknown = sorted(set(hook.agents or ()) - known)
+            if unknown:
+                raise _fail(self.source, f"hook {hook.name!r}: agents names {', '.join(map(repr, unknown))}, no agent "
+                                         f"of this script (its agents: {', '.join(sorted(known))}): "
+                                         "the hook would never act on it")
+
     def turn(self, agent_name: str, assistant_turns: int) -> ScriptedTurn:
         turns = self.agents.get(agent_name, ())
         if assistant_turns < len(turns):

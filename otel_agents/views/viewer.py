@@ -8,6 +8,7 @@ returns or in the records of the agents it concerns; the indexes are built once.
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
@@ -40,17 +41,29 @@ _LIST_LIMIT = 12  # names listed in an "unknown agent" message
 
 
 class SessionViewer:
-    """Read-only views of one session's records (and, for chat contexts, its span tree)."""
+    """Read-only views of one session's records (and, for chat contexts, its span tree), or of a path's."""
 
     def __init__(
         self,
-        records: Iterable[Mapping[str, Any]],
+        records: Iterable[Mapping[str, Any]] | str | os.PathLike[str],
         tree: Mapping[str, Any] | None = None,
         *,
         session_id: str | None = None,
         tree_path: Path | None = None,
     ):
+        if isinstance(records, (str, os.PathLike)):  # seed 001 writes SessionViewer(session_file): a path, not records
+            self.__dict__.update(self._of_path(Path(records), tree, session_id, tree_path).__dict__)
+            return
         self._setup(SessionIndex.build(records), tree, session_id, tree_path)
+
+    @classmethod
+    def _of_path(cls, path: Path, *rest: Any) -> "SessionViewer":  # a session directory, or a file of one
+        if any(arg is not None for arg in rest):
+            raise TypeError("SessionViewer(path) takes a session directory alone: tree, session_id and "
+                            "tree_path are for SessionViewer(records); or use SessionViewer.from_session_dir(path)")
+        if path.name in (EVENTS_FILE, TREE_FILE) and path.is_file():
+            path = path.parent
+        return cls.from_session_dir(path)
 
     def _setup(
         self, index: SessionIndex, tree: Mapping[str, Any] | None, session_id: str | None, tree_path: Path | None

@@ -385,3 +385,20 @@ def test_a_model_without_credentials_fails_once_not_after_four_billed_attempts(h
     assert "retrying" not in done.stderr and "Missing credentials" in done.stderr
     rows = [json.loads(line) for line in (home / "billing.jsonl").read_text().splitlines()]
     assert [row["type"] for row in rows] == ["llm"]
+
+
+@pytest.mark.parametrize("script, says", [
+    ({"name": "typo", "agents": {"main": ["Hi"]},
+      "hooks": [{"kind": "review", "name": "Guard", "agents": ["Nobdy"], "reject_if_contains": "x"}]},
+     "hook 'Guard': agents names 'Nobdy', no agent of this script (its agents: main): the hook would never act on it"),
+    ({"name": "boss", "root": {"name": "boss"}, "agents": {"main": ["Hi"]}},
+     "'agents' key 'main' is no agent this script has: not its root ('boss') nor a name its turns give 'task' (a typo?)"),
+])
+def test_a_script_naming_an_agent_it_never_has_exits_2_before_anything_is_saved(cli_env, tmp_path, script, says):
+    """Both ran with exit 0: the hook never acted, the root answered with the fallback."""
+    path = tmp_path / "typo.json"
+    path.write_text(json.dumps(script))
+    result = CliRunner().invoke(cli, ["run", "--script", str(path), "hi"])
+    assert result.exit_code == 2 and result.stdout == "", result.output
+    assert result.stderr.strip().splitlines()[-1] == f"Error: {path.resolve()}: {says}"
+    assert not (cli_env / "sessions").exists() or not any((cli_env / "sessions").iterdir())

@@ -149,3 +149,37 @@ def test_a_key_given_twice_is_refused_not_kept_last(tmp_path):
     assert "\n" not in str(caught.value)
     path.write_text('{"name": "x", "agents": {"Jack": ["first"], "main": ["hi"]}}')
     assert load_script(str(path)).agents["Jack"][0].text == "first"
+
+
+def _script(**extra):
+    base = {"name": "names", "agents": {"main": [{"tool_calls": [{"name": "task", "arguments": {"name": "Jack"}}]}]}}
+    return parse_script({**base, **extra}, "s.json")
+
+
+def test_a_hook_watching_an_agent_the_script_never_has_is_refused():
+    hook = {"kind": "review", "name": "Guard", "agents": ["Nobdy"], "reject_if_contains": "x"}
+    with pytest.raises(ScriptError) as err:
+        _script(hooks=[hook]).check_agent_names("main")
+    assert str(err.value) == ("s.json: hook 'Guard': agents names 'Nobdy', no agent of this script "
+                              "(its agents: Jack, main): the hook would never act on it")
+    # The root, an agent its turns create with task (a key or not): a hook on either can act.
+    _script(hooks=[{**hook, "agents": ["main", "Jack"]}]).check_agent_names("main")
+
+
+def test_an_agents_key_no_agent_has_is_refused_as_a_typo():
+    script = parse_script({"name": "boss", "root": {"name": "boss"}, "agents": {"main": ["Hello"]}}, "s.json")
+    with pytest.raises(ScriptError) as err:
+        script.check_agent_names(script.root_name)
+    assert str(err.value) == ("s.json: 'agents' key 'main' is no agent this script has: not its root ('boss') "
+                              "nor a name its turns give 'task' (a typo?)")
+    with pytest.raises(ScriptError, match="'agents' key 'Jack'"):  # Jack made by no task now
+        _script(agents={"main": ["hi"], "Jack": ["hi"]}).check_agent_names("main")
+
+
+def test_the_builtin_and_example_scripts_name_only_agents_they_have():
+    from pathlib import Path
+
+    load_script("jack-and-jill").check_agent_names("main")
+    examples = Path(__file__).parents[2] / "examples"
+    for name, root in (("jack_and_jill", "main"), ("debate", "moderator"), ("researcher", "researcher")):
+        load_script(str(examples / f"{name}.json")).check_agent_names(root)

@@ -130,3 +130,19 @@ def test_span_nodes_follow_the_trees_shape():
     for _ in range(400):  # as deep as orjson decodes (1,024 levels of JSON)
         deep = op("0000000000000000", deep)
     assert find_span({"runs": [], "ops": [deep]}, "0000000000000001") is not None
+
+
+async def test_a_path_given_to_the_constructor_opens_the_session_directory(scripted_session, tmp_path):
+    """Seed 001 writes SessionViewer(session_file): a path failed with 'str' object has no attribute 'get'."""
+    saved = await scripted_session(SCRIPT, ["Hi"])
+    path = saved.save(tmp_path / "sessions")
+    for given in (path, str(path), path / "events.jsonl"):
+        viewer = SessionViewer(given)
+        assert viewer.session_id == saved.session.id and viewer.records == saved.events
+    with pytest.raises(SessionDataError, match="is not a session directory"):
+        SessionViewer(tmp_path / "nowhere")
+    with pytest.raises(TypeError, match="from_session_dir"):
+        SessionViewer(path, session_id="x")
+    import otel_agents
+
+    assert otel_agents.SessionViewer is SessionViewer
