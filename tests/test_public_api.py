@@ -102,6 +102,29 @@ def test_every_public_name_is_documented_and_in_the_changelog():
         assert f"`{name}" in changelog, f"CHANGELOG.md does not mention {name}"
 
 
+def documented_signature(function) -> str:
+    """``name(a, b=1, *, c="x")`` as python-api.md's headings write it: defaults by repr, strings double-quoted."""
+    parts, starred = [], False
+    for parameter in inspect.signature(function).parameters.values():
+        if parameter.kind is parameter.KEYWORD_ONLY and not starred:
+            parts.append("*")
+        starred = starred or parameter.kind in (parameter.KEYWORD_ONLY, parameter.VAR_POSITIONAL)
+        default = parameter.default
+        if default is parameter.empty:
+            parts.append(parameter.name)
+        else:
+            parts.append(f"{parameter.name}={json.dumps(default) if isinstance(default, str) else repr(default)}")
+    return f"{function.__name__}({', '.join(parts)})"
+
+
+def test_every_signature_heading_is_the_codes_signature():
+    reference = (ROOT / "docs" / "python-api.md").read_text(encoding="utf-8")
+    headings = re.findall(r"^### `(\w+)\((.*?)\)(?: -> \w+)?`", reference, re.M)
+    assert {"Session", "resume", "fork", "Budget", "ModelSettings", "recording"} <= {name for name, _ in headings}
+    for name, parameters in headings:
+        assert f"{name}({parameters})" == documented_signature(getattr(otel_agents, name)), name
+
+
 def test_importing_the_package_and_naming_the_api_loads_no_litellm():
     code = (
         "import sys, otel_agents\n"
