@@ -56,7 +56,7 @@ def storage_options(func):
         if len(billing_file) > 1:
             raise click.UsageError(
                 f"--billing-file given {len(billing_file)} times; this command uses exactly one ledger "
-                "(only `billing summary` and `billing export` read several)"
+                "(only `billing summary`, `billing export` and `ui` read several)"
             )
         return func(*args, paths=Paths.resolve(sessions_dir, billing_file[0] if billing_file else None), **kwargs)
 
