@@ -113,14 +113,14 @@ class StateBeforeRun:
 
     source: Any  # forking.ForkSource
     point: Any  # forking.ForkPoint: the last record before run N
-    spent: dict[str, Any]  # totals of runs 1..N-1, as meta.json keeps them
-    agents_spent: dict[str, Any]  # agent id -> its inclusive totals over runs 1..N-1
+    spent: dict[str, Any]  # totals of runs 1..N-1, as meta.json keeps them, cut-off attempts counted
+    agents_spent: dict[str, Any]  # agent id -> its inclusive totals over runs 1..N-1, likewise
 
 
 def state_before_run(session_dir: Path, run: int) -> StateBeforeRun:
     """Where run ``run`` (from 2) started: a fork point just before its first record (the source read only)."""
     from otel_agents.forking import ForkError, load_source, resolve_at
-    from otel_agents.persistence.tree_totals import agent_totals, fold_totals, session_entries
+    from otel_agents.persistence.tree_totals import fold_totals, session_entries, spent_by_agent, unfinished_llm_calls
     from otel_agents.persistence.tree_walk import iter_records
     from otel_agents.tracing.records import message_id_number
 
@@ -139,8 +139,10 @@ def state_before_run(session_dir: Path, run: int) -> StateBeforeRun:
     except ForkError as exc:
         raise ReplayError(f"--from-run {run}: {exc}") from None
     earlier = {**source.tree, "runs": runs[: run - 1], "ops": []}
-    per_agent = {agent: totals["inclusive"] for agent, totals in agent_totals(earlier).items()}
-    return StateBeforeRun(source, point, fold_totals(session_entries(earlier["runs"], [])), per_agent)
+    # Attempts cut off in those runs count too, as at resume: the ledger bills them.
+    spent = fold_totals(session_entries(earlier["runs"], []))
+    spent["llm_calls"] += unfinished_llm_calls(earlier)
+    return StateBeforeRun(source, point, spent, spent_by_agent(earlier))
 
 
 def _refuse_unreplayable(session_id: str, index: int, attrs: dict[str, Any], answered_outside: bool) -> None:

@@ -89,7 +89,7 @@ def agents_spent(session_dir: Path, tree: Mapping[str, Any] | None) -> dict[str,
     accounting (the ledger's numbers), ``tree`` as loaded for resume, else the checkpoint, read only now.
     Its ``llm_calls`` count the attempts that never completed (cut off by a kill or Ctrl-C) too, as
     :func:`spent_before` does for the session: the ledger bills them."""
-    from otel_agents.persistence.tree_totals import agent_totals, empty_totals, unfinished_llm_calls_by_agent
+    from otel_agents.persistence.tree_totals import spent_by_agent
 
     if tree is None:  # a closed, billed session resumes without its tree: read only when a budget needs it
         try:
@@ -98,11 +98,7 @@ def agents_spent(session_dir: Path, tree: Mapping[str, Any] | None) -> dict[str,
             raise ResumeError(str(exc)) from None
         except StoreError as exc:
             raise ResumeError(f"the saved tree is needed for the agents' budgets and cannot be read: {exc}") from None
-    spent = {agent: totals["inclusive"] for agent, totals in agent_totals(tree).items()}
-    for agent, unfinished in unfinished_llm_calls_by_agent(tree).items():
-        totals = spent[agent] = dict(spent.get(agent) or empty_totals())
-        totals["llm_calls"] += unfinished
-    return spent
+    return spent_by_agent(tree)
 
 
 def _load(session_dir: Path, session_id: str):

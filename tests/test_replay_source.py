@@ -86,3 +86,38 @@ def test_run_2_starts_from_a_fork_point_just_after_run_1s_last_record_with_run_1
     assert start.spent["llm_calls"] == 13 < first_run["llm_calls"]  # run 1's attempts, the 429 included
     assert start.agents_spent["agent_001"]["llm_calls"] == 13  # the root, its sub-agents inclusive
     assert before == {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in demo.iterdir() if p.is_file()}
+
+
+def test_an_attempt_cut_off_in_an_earlier_run_counts_in_what_the_runs_before_spent(tmp_path, monkeypatch):
+    # As at resume: the ledger bills it, so a replay from run 2 on must count it against --max-llm-calls.
+    import asyncio
+    import json
+
+    import otel_agents
+    from otel_agents import Agent, Session
+    from otel_agents.replay_source import state_before_run
+
+    monkeypatch.setenv("OTEL_AGENTS_RECORDER", "inline")
+    script = tmp_path / "slow.json"
+    script.write_text(json.dumps({"name": "slow", "agents": {"main": [{"text": "late", "latency_ms": 60000}, "on"]}}))
+
+    async def cut_off() -> str:
+        async with otel_agents.recording(home=tmp_path / "home"):
+            session = Session(Agent("main"), script=script)
+            run_task = asyncio.create_task(session.run("go"))
+            journal = tmp_path / "home" / "sessions" / session.id / "spans.jsonl"
+            while not (journal.exists() and b'"chat ' in journal.read_bytes()):
+                await asyncio.sleep(0.02)
+            assert await session.aclose()
+            return session.id
+
+    session_id = asyncio.run(cut_off())
+    quick = tmp_path / "quick.json"  # the same script's model, answering at once (the cut turn never counted)
+    quick.write_text(json.dumps({"name": "slow", "agents": {"main": ["on"]}}))
+    with otel_agents.recording(home=tmp_path / "home"):
+        with otel_agents.resume(session_id, script=quick) as again:
+            assert again.run_sync("And then?") == "on"
+    start = state_before_run(tmp_path / "home" / "sessions" / session_id, 2)
+    assert start.spent["llm_calls"] == 1
+    root = next(iter(start.agents_spent.values()))
+    assert root["llm_calls"] == 1

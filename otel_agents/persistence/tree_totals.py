@@ -73,6 +73,15 @@ def unfinished_llm_calls_by_agent(tree: Mapping[str, Any]) -> dict[str, int]:
     return counts
 
 
+def spent_by_agent(tree: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """Each agent's inclusive totals with its unfinished LLM attempts in ``llm_calls``: what its limits count
+    (resume, and a replay from a later run), as the ledger bills those attempts."""
+    spent = {agent: dict(totals["inclusive"]) for agent, totals in agent_totals(tree).items()}
+    for agent, unfinished in unfinished_llm_calls_by_agent(tree).items():
+        spent.setdefault(agent, empty_totals())["llm_calls"] += unfinished
+    return spent
+
+
 _TOKEN_TOTALS = (
     ("input_tokens", "input"), ("output_tokens", "output"), ("cache_read_tokens", "cache_read"),
     ("cache_write_tokens", "cache_write"), ("reasoning_tokens", "reasoning"),

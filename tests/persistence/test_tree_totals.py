@@ -104,3 +104,18 @@ def test_the_root_agents_totals_are_its_runs_totals(record):
     assert per_agent[run["agent_id"]]["self"] == run["totals"]["self"]
     assert sum(t["self"]["llm_calls"] for t in per_agent.values()) == tree["totals"]["inclusive"]["llm_calls"]
     assert set(tree["totals"]["inclusive"]) == set(sc.TOTAL_KEYS)
+
+
+def test_what_each_agent_spent_counts_its_cut_off_attempts_in_its_llm_calls():
+    from otel_agents.persistence.tree_totals import spent_by_agent
+
+    cut = {"kind": "llm", "accounting": [], "ops": [], "session": None}
+    done = {"kind": "llm", "accounting": [_llm(1, 0.25)], "ops": [], "session": None}
+    inner = _session("B", dict(cut))
+    run = {**_session("A", dict(done), {"kind": "tool", "accounting": [], "ops": [], "session": inner}), "trace_id": "t"}
+    tree = {"runs": [run]}
+    spent = spent_by_agent(tree)
+    totals = agent_totals(tree)
+    assert spent["A"]["llm_calls"] == totals["A"]["inclusive"]["llm_calls"] + 1
+    assert spent["B"]["llm_calls"] == totals.get("B", {"inclusive": {"llm_calls": 0}})["inclusive"]["llm_calls"] + 1
+    assert spent["A"]["cost_usd"] == totals["A"]["inclusive"]["cost_usd"]  # an unfinished attempt's cost is unknown
