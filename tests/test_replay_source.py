@@ -104,11 +104,12 @@ def test_an_attempt_cut_off_in_an_earlier_run_counts_in_what_the_runs_before_spe
     async def cut_off() -> str:
         async with otel_agents.recording(home=tmp_path / "home"):
             session = Session(Agent("main"), script=script)
-            run_task = asyncio.create_task(session.run("go"))
+            running = asyncio.create_task(session.run("go"))
             journal = tmp_path / "home" / "sessions" / session.id / "spans.jsonl"
             while not (journal.exists() and b'"chat ' in journal.read_bytes()):
                 await asyncio.sleep(0.02)
             assert await session.aclose()
+            assert running.cancelled()  # the attempt was cut off, not finished
             return session.id
 
     session_id = asyncio.run(cut_off())
