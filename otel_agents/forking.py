@@ -24,7 +24,9 @@ from otel_agents.persistence.notices import Warn, stderr_warning
 from otel_agents.persistence.tree_kinds import KIND_TOOL, STATUS_IN_PROGRESS, STATUS_INTERRUPTED
 from otel_agents.persistence.tree_paths import node_at, position_of
 from otel_agents.persistence.tree_walk import iter_records
-from otel_agents.restore import ResumeError, SavedSession, check_records, merge_records, restore_session
+from otel_agents.restore import (
+    ResumeError, SavedSession, check_records, merge_records, restore_session, without_contents,
+)
 from otel_agents.tracing import semconv as sc
 from otel_agents.tracing.records import message_id_number
 
@@ -190,7 +192,7 @@ def fork_session(source: ForkSource, point: ForkPoint, new_session_id: str, pend
     ``pending_result``: for tool calls open at the point (replay, cutting between runs, gives resume's).
     """
     if source.redacted:
-        raise ForkError(SavedSession(source.session_id, []).without_contents())  # resume's words
+        raise ForkError(without_contents(source.session_id))  # resume's words
     prefix = records_until(source.records, point.message_id)
     saved = SavedSession(new_session_id, prefix, open_tool_calls=open_at(source.tree, point.message_id))
     try:

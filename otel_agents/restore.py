@@ -64,11 +64,11 @@ class SavedSession:
     redacted: bool = False  # saved without message contents: see without_contents
     open_tool_calls: frozenset[str] = frozenset()  # ids of calls whose tool span never ended (a killed run)
 
-    def without_contents(self) -> str:
-        """Why its agents cannot be rebuilt when ``redacted`` (resume and fork say the same)."""
-        return (f"session {self.session_id} was saved without message contents (run with --redacted-save, or "
-                "received from a run exporting with OTEL_AGENTS_EXPORT_CONTENT=false), so its agents cannot be "
-                "rebuilt")
+
+def without_contents(session_id: str) -> str:
+    """Why a session saved without message contents cannot have its agents rebuilt (resume and fork say the same)."""
+    return (f"session {session_id} was saved without message contents (run with --redacted-save, or "
+            "received from a run exporting with OTEL_AGENTS_EXPORT_CONTENT=false), so its agents cannot be rebuilt")
 
 
 def saved_runs(tree: Mapping[str, Any] | None) -> tuple[int, SavedRun | None]:
@@ -263,7 +263,7 @@ def _restore(saved: SavedSession, tool_list: tuple[Tool, ...], model_override: s
              script_model: str | None, session_kwargs: dict[str, Any],
              pending_result: str = INTERRUPTED_RESULT) -> Session:
     if saved.redacted:
-        raise ResumeError(saved.without_contents())
+        raise ResumeError(without_contents(saved.session_id))
     records = saved.records
     check_records(records)
     if not any(r["event_type"] == sc.EVENT_AGENT_CREATED for r in records):
