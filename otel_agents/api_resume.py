@@ -110,7 +110,7 @@ def resume(
         session = Session.__new__(Session)
         session._setup(runtime, loaded, model, hooks or (), rec, source="resume", ownership=ownership,
                        app=last.app if last else None, on_text=on_text)
-        for name in hooks_left_behind(session_dir, tree, runtime.hooks.names()):
+        for name in hooks_left_behind(session_dir, tree, meta, runtime.hooks.names()):
             logging.getLogger("otel_agents.resume").warning(
                 "hook %r watched session %s and is not installed now (pass it in hooks=, or start sessions "
                 "with app= so that resume re-imports them)", name, session_id)

@@ -173,13 +173,22 @@ def open_tool_calls(tree: Mapping[str, Any] | None) -> frozenset[str]:
     )
 
 
-def hooks_left_behind(session_dir: Path, tree: Mapping[str, Any] | None, installed: set[str]) -> list[str]:
-    """The hooks whose decisions the session recorded and that a resume installing ``installed`` lacks, sorted.
+def hooks_left_behind(session_dir: Path, tree: Mapping[str, Any] | None, meta: Mapping[str, Any] | None,
+                      installed: set[str]) -> list[str]:
+    """The hooks that watched the session and that a resume installing ``installed`` lacks, sorted.
 
     Hooks are code, not saved data: a session a program started without ``app=`` comes back from the
-    CLI unwatched by them, and a hook that denied actions would silently stop denying them.
+    CLI unwatched by them, and a hook that denied actions would silently stop denying them. The runs
+    name their hooks (the tree's, else meta.json's union of them, which the quick path has read
+    already); a session whose runs do not (saved before they did, or imported) is searched for
+    the decisions its hooks recorded.
     """
-    from otel_agents.persistence.tree_file import TREE_FILE
-    from otel_agents.views.hook_marks import hook_names
+    from otel_agents.persistence.session_meta import installed_hooks, meta_hooks
 
-    return sorted(hook_names(tree, Path(session_dir) / TREE_FILE) - installed)
+    named = installed_hooks(tree.get("runs") or ()) if tree is not None else meta_hooks(meta or {})
+    if named is None:
+        from otel_agents.persistence.tree_file import TREE_FILE
+        from otel_agents.views.hook_marks import hook_names
+
+        named = sorted(hook_names(tree, Path(session_dir) / TREE_FILE))
+    return sorted(set(named) - installed)

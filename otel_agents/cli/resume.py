@@ -151,7 +151,7 @@ def _resume_owned(session_dir, session_id, prompts, script_name, model_opts, otl
         target = _target_or_exit(session, delivery)
         if not fresh:  # a new session has its hooks installed already
             install_session_hooks(session, script, app)
-        for name in hooks_left_behind(session_dir, tree, session.hooks.names()):
+        for name in hooks_left_behind(session_dir, tree, meta, session.hooks.names()):
             click.echo(f"warning: hook {name!r} watched this session and is not installed now (hooks are code, "
                        "not saved: run the session from an app, `run --app MODULE:FACTORY`, to have them back)",
                        err=True)

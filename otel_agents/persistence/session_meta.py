@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import socket
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from otel_agents.persistence.ownership import owner_of
 from otel_agents.persistence.timestamps import iso_ts, parse_iso_ts
@@ -68,6 +68,9 @@ def make_meta(
         "last_run": run_summary(runs[-1], len(runs)) if runs else None,
     }
     _note_unfinished(meta, tree, 0)
+    hooks = installed_hooks(runs)
+    if hooks is not None:
+        meta["hooks"] = hooks
     if any((run.get("attributes") or {}).get(sc.RUN_REDACTED_SAVE) for run in runs):
         meta["redacted"] = True
     first = (runs[0].get("attributes") or {}) if runs else {}
@@ -118,9 +121,37 @@ def meta_after_run(settled: Mapping[str, Any], run_tree: Mapping[str, Any]) -> d
         "last_run": run_summary(run, before + 1),
     })
     _note_unfinished(meta, run_tree, settled.get(UNFINISHED_LLM_CALLS) or 0)
+    meta.pop("hooks", None)
+    earlier = installed_hooks([]) if not before else _hook_names(settled.get("hooks"))
+    added = installed_hooks(runs)
+    if earlier is not None and added is not None:
+        meta["hooks"] = sorted(set(earlier) | set(added))
     if (run.get("attributes") or {}).get(sc.RUN_REDACTED_SAVE):
         meta["redacted"] = True
     return meta
+
+
+def installed_hooks(runs: Iterable[Mapping[str, Any]]) -> list[str] | None:
+    """The names of the hooks installed in any of ``runs``, sorted; None when a run does not say
+    (recorded before runs named them, or damaged): then only the hooks' recorded decisions tell."""
+    names: set[str] = set()
+    for run in runs:
+        listed = _hook_names((run.get("attributes") or {}).get(sc.RUN_HOOKS))
+        if listed is None:
+            return None
+        names.update(listed)
+    return sorted(names)
+
+
+def meta_hooks(meta: Mapping[str, Any]) -> list[str] | None:
+    """meta.json's union of the runs' hooks (see :func:`installed_hooks`); None when it has none or a damaged one."""
+    return _hook_names(meta.get("hooks"))
+
+
+def _hook_names(value: Any) -> list[str] | None:
+    if isinstance(value, (list, tuple)) and all(isinstance(name, str) for name in value):
+        return list(value)
+    return None
 
 
 # LLM attempts that never completed (cut off by a signal or a kill): not in ``totals``, which count only

@@ -29,6 +29,7 @@ def run_attributes(session: "Session", known: "Agent | None", target_name: str, 
         attrs[sc.RUN_MODEL] = context.model_override
     if getattr(session.llm, "api_base", None):  # where its calls go: a resume goes there too
         attrs[sc.RUN_API_BASE] = recorded_api_base(session.llm.api_base)
+    attrs[sc.RUN_HOOKS] = sorted(session.hooks.names())  # always, so that none is known from an older run's lack
     if session.budget is not None and session.budget.budget.limits_anything:  # a replay's meter may limit nothing
         attrs[sc.RUN_BUDGET] = session.budget.budget.to_json()
     if session.carried_budget is not None:

@@ -94,6 +94,8 @@ RUN_API_BASE = "otel_agents.run.api_base"
 RUN_MODEL_CHANGES = "otel_agents.run.model_changes"  # resume: "<old> -> <new> for N agents", one per change
 RUN_AGENTS_EVICTED = "otel_agents.run.agents_evicted"  # agents evicted from memory since the last run ended
 RUN_AGENTS_REVIVED = "otel_agents.run.agents_revived"  # evicted agents rebuilt from the saved records, likewise
+# names of the hooks installed when the run started (possibly none): a resume without one of them warns
+RUN_HOOKS = "otel_agents.run.hooks"
 RUN_REDACTED_SAVE = "otel_agents.run.redacted_save"  # message contents were not saved (--redacted-save)
 RUN_FORK_SESSION = "otel_agents.run.fork.session"  # fork: the source session's id (on the fork's first run)
 RUN_FORK_MESSAGE = "otel_agents.run.fork.message"  # fork: the source message the fork starts just after

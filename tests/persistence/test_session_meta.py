@@ -60,3 +60,30 @@ def test_llm_attempts_that_never_completed_are_counted_apart_from_the_totals(rec
     assert meta_after_run(summary([first]), assemble_session(tree["id"], [second], [])) == whole
     assert whole["totals"]["llm_calls"] == summary([first])["totals"]["llm_calls"] + sum(
         1 for ref in iter_ops({"runs": [second]}) if ref.op["kind"] == "llm") - 1
+
+
+def test_the_hooks_of_every_run_are_summed_up_only_when_every_run_names_them(record):
+    """meta.json's ``hooks`` is what a resume warns from without reading the journal; a run that
+    does not name its hooks (an older or imported one) leaves it out, so the decisions are searched."""
+    import copy
+
+    from otel_agents.tracing import semconv as sc
+
+    recorded = record(prompts=["Create Jack and Jill for a cafe discussion", "And then?"])
+    tree = recorded.store.load_tree()
+    first, second = (copy.deepcopy(run) for run in tree["runs"])
+    assert first["attributes"][sc.RUN_HOOKS] == ["ResourceMonitor"]  # the script's hook, installed by the run
+    first["attributes"][sc.RUN_HOOKS] = ["guard"]
+    second["attributes"][sc.RUN_HOOKS] = ["auditor", "guard"]
+
+    def summary(runs):
+        return make_meta(assemble_session(tree["id"], runs, []), created_ns=1, updated_ns=2)
+
+    assert summary([first, second])["hooks"] == ["auditor", "guard"]
+    assert meta_after_run(summary([first]), assemble_session(tree["id"], [second], [])) == summary([first, second])
+    unnamed = copy.deepcopy(first)
+    del unnamed["attributes"][sc.RUN_HOOKS]
+    assert "hooks" not in summary([unnamed, second])
+    assert "hooks" not in meta_after_run(summary([unnamed]), assemble_session(tree["id"], [second], []))
+    damaged = dict(summary([first]), hooks="guard")
+    assert "hooks" not in meta_after_run(damaged, assemble_session(tree["id"], [second], []))
