@@ -160,6 +160,7 @@ def _resume_owned(session_dir, session_id, prompts, script_name, model_opts, otl
             bill_before_resume(session_dir, tree, meta, paths.billing_file, repair)
         except StoreError as exc:
             raise StorageUnwritable(str(exc)) from None
+        _say_what_the_endpoint_lacks(tracing, repair, session_id)
         recording = start_recording(tracing, paths, session_id, ownership=ownership, resume=True)
         keep_revivable(session, session_dir)  # the policy's limit holds from here on
         txn = _saved_txn(tree, meta)
@@ -171,6 +172,23 @@ def _resume_owned(session_dir, session_id, prompts, script_name, model_opts, otl
                              model_override=model, extra=extra, sender=delivery.sender if delivery else None)
         label_runs(session, context, txn, sender=delivery.sender if delivery else None)
         return execute(session, prompt_list, context, tracing, recording, agent=target)
+
+
+def _say_what_the_endpoint_lacks(tracing, repair, session_id: str) -> None:
+    """A killed run's spans never reach an OTLP endpoint: those it left open never ended, and its
+    exporter's queue died with it. A resume's spans link to them, so the central copy stays
+    incomplete until the session is sent again; saying so beats a `collect` session that waits."""
+    from otel_agents.tracing.export_filter import NetworkExportFilter
+    from otel_agents.tracing.redaction import redact_text
+
+    if repair is None or not repair.interrupted:
+        return
+    for exporter in tracing.network_exporters:
+        if isinstance(exporter, NetworkExportFilter):
+            click.echo(redact_text(f"note: the interrupted run's last spans did not reach the {exporter.describe}: "
+                                   f"`otel-agents export {session_id}` sends the session again (collect keeps "
+                                   "each span once)"), err=True)
+            return
 
 
 def _fresh_session(saved, app, script, model_opts, tracing, llm, params, limits, eviction_opts):

@@ -283,3 +283,56 @@ def test_an_unbilled_closed_session_is_billed_once_then_marked(home):
     runs = [orjson.loads(line)["run"] for line in billing.read_bytes().splitlines()]
     assert sorted(set(runs)) == [1, 2] and runs.count(1) == len(kept.splitlines())
     assert json.loads((directory / "meta.json").read_text())["billed"] is True
+
+
+KILLABLE = {
+    "name": "killable",
+    "root": {"name": "main", "system_prompt": "Coordinate."},
+    # The resume asks the same turn again: long enough to be killed in, short enough to wait for.
+    "agents": {"main": [{"text": "thinking a while", "latency_ms": 5000}, "back again"]},
+}
+
+
+def test_a_resume_of_a_killed_run_says_the_endpoint_lacks_its_spans(tmp_path):
+    """A SIGKILLed run's open spans never ended and its exporter's queue died with it: a resume with an
+    OTLP endpoint says how to make the central copy whole; a resume with none, or of a clean session, does not."""
+    import signal
+    import time
+
+    from support.otlp_receivers import HttpTraceReceiver
+
+    home = tmp_path / "home"
+    script = tmp_path / "killable.json"
+    script.write_text(json.dumps(KILLABLE))
+    environment = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_EXPORTER_OTLP", "OTEL_AGENTS_"))}
+    environment.update({"OTEL_AGENTS_HOME": str(home), "OTEL_TRACES_EXPORTER": "none"})
+
+    def cli_run(*args, extra=None):
+        return subprocess.run([sys.executable, "-m", "otel_agents", *args], env={**environment, **(extra or {})},
+                              cwd=tmp_path, capture_output=True, text=True, timeout=180)
+
+    proc = subprocess.Popen([sys.executable, "-m", "otel_agents", "run", "--script", str(script), "Go."],
+                            env=environment, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    try:
+        while time.monotonic() < deadline:  # until the root waits on its answer
+            found = list((home / "sessions").glob("*/spans.jsonl")) if (home / "sessions").exists() else []
+            if found and b'"chat ' in found[0].read_bytes():
+                break
+            time.sleep(0.2)
+        else:
+            pytest.fail("the run never reached its LLM call")
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    (session_dir,) = (home / "sessions").iterdir()
+    sid = session_dir.name
+    with HttpTraceReceiver() as receiver:
+        endpoint = {"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint}
+        done = cli_run("resume", sid, "Again.", extra=endpoint)
+        assert done.returncode == 0, done.stderr
+        (note,) = [line for line in done.stderr.splitlines() if line.startswith("note: the interrupted run")]
+        assert f"`otel-agents export {sid}`" in note and receiver.endpoint.rsplit(":", 1)[1] in note
+        again = cli_run("resume", sid, "Once more.", extra=endpoint)  # closed cleanly by the last resume
+        assert again.returncode == 0, again.stderr
+        assert "note: the interrupted run" not in again.stderr
