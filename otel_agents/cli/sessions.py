@@ -286,6 +286,8 @@ def _budget_mark(turn: Mapping[str, Any]) -> str:
 def _session_lines(node: Mapping[str, Any], indent: int, ids: bool = False) -> list[str]:
     """The lines of a session's turns and operations, sub-agents' sessions nested, with a
     stack instead of recursion (a chain of sub-agents can be thousands deep)."""
+    from otel_agents.cli.console import one_line
+
     lines: list[str] = []
     # ("op", op, indent) or ("session", node, indent), in the order they are printed
     work: list[tuple[str, Mapping[str, Any], int]] = [("session", node, indent)]
@@ -296,7 +298,7 @@ def _session_lines(node: Mapping[str, Any], indent: int, ids: bool = False) -> l
             label = item.get("path") or "?"
             line = f"{pad}{label:<14} {_status(item):<11} {_duration(item):>8}  {_op_detail(item)}"
             if item.get("error") and item["status"] != "ok":
-                line += f"  — {item['error']}"
+                line += f"  — {one_line(item['error'])}"  # a traceback's lines would pose as tree rows
             lines.append(line + _span_id(item, ids))
             if item.get("session") is not None:
                 work.append(("session", item["session"], level + 1))
@@ -338,7 +340,7 @@ def _ingress_lines(attributes: Mapping[str, Any]) -> list[str]:
 
 def render_session(tree: Mapping[str, Any], meta: Mapping[str, Any] | None, ids: bool = False) -> list[str]:
     """``meta``: with its status as the reader sees it (``session_meta.effective_status``); ``ids``: span ids on every line."""
-    from otel_agents.cli.console import saved_txn
+    from otel_agents.cli.console import one_line, saved_txn
     from otel_agents.persistence.tree_totals import agent_totals
 
     # No meta.json (killed before its first run wrote one): a tree of nothing is a new session, as listed.
@@ -352,7 +354,7 @@ def render_session(tree: Mapping[str, Any], meta: Mapping[str, Any] | None, ids:
     if txn:
         lines.append(f"  console txn:{txn} (every run's stderr lines)")
     if tree.get("error") and status != "ok":  # a tree saved before it held the last run's only: no old run's error
-        lines.append(f"  error: {tree['error']}")
+        lines.append(f"  error: {one_line(tree['error'])}")
     for run in tree.get("runs", []):
         lines.append("")
         lines.append(
@@ -360,7 +362,7 @@ def render_session(tree: Mapping[str, Any], meta: Mapping[str, Any] | None, ids:
             f"{_tokens(run['totals']['inclusive'])}" + _span_id(run, ids)
         )
         if run.get("error"):
-            lines.append(f"  error: {run['error']}")
+            lines.append(f"  error: {one_line(run['error'])}")
         lines.extend(_ingress_lines(run.get("attributes") or {}))
         api_base = (run.get("attributes") or {}).get(sc.RUN_API_BASE)
         if api_base:  # where its LLM calls went, and where a resume sends the next ones

@@ -469,3 +469,24 @@ def test_a_session_holding_only_its_lock_is_shown_new_as_it_is_listed(env):
     shown = invoke("sessions", "show", "20261129-000000-abcdef")
     assert shown.exit_code == 0, shown.stderr
     assert shown.stdout.splitlines()[0] == "session 20261129-000000-abcdef  new"
+
+
+def test_show_puts_an_error_of_several_lines_on_its_own_line():
+    """A tool's or hook's error text may hold line breaks: shown as is, its lines posed as rows of the tree."""
+    from otel_agents.cli.sessions import render_session
+
+    counts = {"input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0, "llm_calls": 0}
+    totals = {"inclusive": counts, "self": counts}
+    tool = {"kind": "tool", "path": "main/tool", "status": "error", "error": "ValueError: bad\nmultiline\n  error",
+            "accounting": [], "attributes": {},
+            "started_ns": 0, "ended_ns": 1, "name": "boom", "ops": []}
+    turn = {"index": 1, "path": "main/turn", "status": "ok", "totals": totals, "started_ns": 0, "ended_ns": 1,
+            "ops": [tool]}
+    run = {"index": 1, "status": "error", "error": "HookFailed: review\nhook said no", "totals": totals,
+           "started_ns": 0, "ended_ns": 1, "agent_name": "main", "agent_id": "agent_001", "turns": [turn]}
+    tree = {"id": "s", "status": "error", "error": run["error"], "totals": totals, "agents": {}, "runs": [run]}
+    lines = render_session(tree, None)
+    assert lines.count("  error: HookFailed: review hook said no") == 2
+    (row,) = [line for line in lines if "main/tool" in line]
+    assert row.endswith("— ValueError: bad multiline error")
+    assert not any(line.strip() in ("multiline", "error", "hook said no") for line in lines)
