@@ -259,6 +259,17 @@ def test_a_scripts_hook_watching_an_agent_it_never_has_is_refused_when_the_root_
     Session(Agent("a", model="openai/gpt-4o-mini"), script=str(script), allow_unpriced=True).close()
 
 
+@pytest.mark.parametrize("field, value", [("agent_budgets", {"max_llm_calls": 0}), ("agent_params", {"top_p": 1})])
+def test_a_scripts_budget_or_params_for_an_agent_it_never_has_is_refused_as_the_cli_refuses_it(tmp_path, field, value):
+    """The misspelt agent's limit was dropped in silence: the agent meant ran unlimited."""
+    from otel_agents.llm.scripts import ScriptError
+
+    script = tmp_path / "s.json"
+    script.write_text(json.dumps({"name": f"keyed-{tmp_path.name}", "agents": {"a": ["hi"]}, field: {"mian": value}}))
+    with pytest.raises(ScriptError, match=rf"'{field}' key 'mian' is no agent this script has \(its agents: a\)"):
+        Session(Agent("a"), script=str(script))
+
+
 def test_session_agent_looks_up_and_returns_none_where_run_raises(tmp_path):
     with Session(Agent("main"), script="jack-and-jill") as session:
         assert session.agent("Nobody") is None

@@ -133,9 +133,10 @@ class Script:
     def check_agent_names(self, root_name: str, *, keys: bool = True) -> None:
         """For a session whose root (named ``root_name``) answers from this script: refuse an ``agents`` key
         no agent can have (the root's name nor a ``task`` name), whose turns would never be said while the
-        agent meant answers the fallback, and a hook watching an agent the script neither defines nor creates,
-        which would never act. A real model's agents are its own choice, so its session is not checked;
-        ``keys=False`` (a program's own root, which may borrow a shared script) checks the hooks only."""
+        agent meant answers the fallback, and a hook watching, or an ``agent_params``/``agent_budgets`` key
+        naming, an agent the script neither defines nor creates, which would never act (a misspelt budget's
+        limit dropped in silence). A real model's agents are its own choice, so its session is not checked;
+        ``keys=False`` (a program's own root, which may borrow a shared script) leaves the ``agents`` keys."""
         known = self.created_names() | {root_name}
         for key in self.agents if keys else ():
             if key not in known:
@@ -148,6 +149,11 @@ class Script:
                 raise _fail(self.source, f"hook {hook.name!r}: agents names {', '.join(map(repr, unknown))}, no agent "
                                          f"of this script (its agents: {', '.join(sorted(known))}): "
                                          "the hook would never act on it")
+        for what, keyed in (("agent_params", self.agent_params), ("agent_budgets", self.agent_budgets)):
+            for key in keyed:
+                if key not in known:
+                    raise _fail(self.source, f"{what!r} key {key!r} is no agent this script has (its agents: "
+                                             f"{', '.join(sorted(known))}): it would apply to none (a typo?)")
 
     def turn(self, agent_name: str, assistant_turns: int) -> ScriptedTurn:
         turns = self.agents.get(agent_name, ())

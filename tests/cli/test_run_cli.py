@@ -393,6 +393,10 @@ def test_a_model_without_credentials_fails_once_not_after_four_billed_attempts(h
      "hook 'Guard': agents names 'Nobdy', no agent of this script (its agents: main): the hook would never act on it"),
     ({"name": "boss", "root": {"name": "boss"}, "agents": {"main": ["Hi"]}},
      "'agents' key 'main' is no agent this script has: not its root ('boss') nor a name its turns give 'task' (a typo?)"),
+    ({"name": "x", "agents": {"main": ["hi"]}, "agent_budgets": {"mian": {"max_llm_calls": 0}}},
+     "'agent_budgets' key 'mian' is no agent this script has (its agents: main): it would apply to none (a typo?)"),
+    ({"name": "x", "agents": {"main": ["hi"]}, "agent_params": {"Nobody": {"temperature": 1}}},
+     "'agent_params' key 'Nobody' is no agent this script has (its agents: main): it would apply to none (a typo?)"),
 ])
 def test_a_script_naming_an_agent_it_never_has_exits_2_before_anything_is_saved(cli_env, tmp_path, script, says):
     """Both ran with exit 0: the hook never acted, the root answered with the fallback."""

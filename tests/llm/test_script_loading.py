@@ -176,6 +176,18 @@ def test_an_agents_key_no_agent_has_is_refused_as_a_typo():
         _script(agents={"main": ["hi"], "Jack": ["hi"]}).check_agent_names("main")
 
 
+@pytest.mark.parametrize("field, value", [("agent_budgets", {"max_llm_calls": 0}), ("agent_params", {"temperature": 1})])
+def test_an_agent_params_or_budgets_key_no_agent_has_is_refused_as_a_typo(field, value):
+    """A misspelt key dropped its limit (or parameters) in silence: the agent meant ran unlimited."""
+    with pytest.raises(ScriptError) as err:
+        _script(**{field: {"mian": value}}).check_agent_names("main")
+    assert str(err.value) == (f"s.json: '{field}' key 'mian' is no agent this script has "
+                              "(its agents: Jack, main): it would apply to none (a typo?)")
+    with pytest.raises(ScriptError, match=f"'{field}' key 'mian'"):  # a program's root borrowing it: checked too
+        _script(**{field: {"mian": value}}).check_agent_names("boss", keys=False)
+    _script(**{field: {"main": value, "Jack": value}}).check_agent_names("main")  # the root, a task name
+
+
 def test_the_builtin_and_example_scripts_name_only_agents_they_have():
     from pathlib import Path
 
