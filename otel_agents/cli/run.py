@@ -72,7 +72,7 @@ def run(prompts, script_name, app_reference, resume_id, watch_paths, watch_agent
 
     app = load_app_or_exit(app_reference) if app_reference is not None else None
     try:  # an app needs a script only when one is named: its agents may be on a real model
-        script = load_script(script_name or DEFAULT_SCRIPT) if app is None or script_name else None
+        script = load_script(script_name or DEFAULT_SCRIPT, saved=not script_name) if app is None or script_name else None
     except ScriptError as exc:
         raise click.UsageError(str(exc)) from None
     check_scripted_model(script, model_opts.model)

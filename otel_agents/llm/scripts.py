@@ -371,8 +371,13 @@ def _one_value_per_key(pairs: list[tuple[str, Any]], source: str) -> dict[str, A
     return made
 
 
-def load_script(name_or_path: str) -> Script:
-    """A built-in script by name, or a JSON file by path."""
+def load_script(name_or_path: str, *, saved: bool = False) -> Script:
+    """A built-in script by name, or a JSON file by path. A name a person gave (not ``saved``: a recorded or default
+    source, a built-in's name or an absolute path) that is both a built-in's and an existing file's is
+    refused: either reading would surprise someone, and the built-in used to win in silence."""
+    if name_or_path in BUILTIN_SCRIPTS and not saved and Path(name_or_path).exists():
+        raise ScriptError(f"script {name_or_path!r} is both a built-in script and the file ./{name_or_path}: "
+                          f"give ./{name_or_path} for the file, or run elsewhere (or rename the file) for the built-in")
     if name_or_path in BUILTIN_SCRIPTS:
         text = resources.files("otel_agents.llm").joinpath("scripts", f"{name_or_path}.json").read_text()
         source = name_or_path

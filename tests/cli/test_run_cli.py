@@ -406,3 +406,16 @@ def test_a_script_naming_an_agent_it_never_has_exits_2_before_anything_is_saved(
     assert result.exit_code == 2 and result.stdout == "", result.output
     assert result.stderr.strip().splitlines()[-1] == f"Error: {path.resolve()}: {says}"
     assert not (cli_env / "sessions").exists() or not any((cli_env / "sessions").iterdir())
+
+
+def test_script_naming_both_a_builtin_and_a_file_here_exits_2_and_the_default_still_runs(cli_env, tmp_path, monkeypatch):
+    """--script jack-and-jill ran the built-in in silence though ./jack-and-jill was a script."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "jack-and-jill").write_text(json.dumps({"name": "mine", "agents": {"main": ["mine says hi"]}}))
+    result = CliRunner().invoke(cli, ["run", "--script", "jack-and-jill", "hi"])
+    assert result.exit_code == 2 and result.stdout == "", result.output
+    assert result.stderr.strip().splitlines()[-1].startswith(
+        "Error: script 'jack-and-jill' is both a built-in script and the file ./jack-and-jill: give ./jack-and-jill")
+    mine = CliRunner().invoke(cli, ["run", "--script", "./jack-and-jill", "hi"])
+    assert mine.exit_code == 0 and mine.stdout == "mine says hi\n", mine.output
+    assert CliRunner().invoke(cli, ["run", "hi"]).exit_code == 0  # no --script: the built-in, as the default

@@ -151,6 +151,19 @@ def test_a_key_given_twice_is_refused_not_kept_last(tmp_path):
     assert load_script(str(path)).agents["Jack"][0].text == "first"
 
 
+def test_a_builtin_name_that_is_also_a_file_here_is_refused_unless_saved(tmp_path, monkeypatch):
+    """The built-in ran in silence though ./jack-and-jill was the script meant."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "jack-and-jill").write_text(json.dumps({"name": "mine", "agents": {"main": ["hi"]}}))
+    with pytest.raises(ScriptError) as caught:
+        load_script("jack-and-jill")
+    assert str(caught.value) == ("script 'jack-and-jill' is both a built-in script and the file ./jack-and-jill: "
+                                 "give ./jack-and-jill for the file, or run elsewhere (or rename the file) "
+                                 "for the built-in")
+    assert load_script("./jack-and-jill").name == "mine"
+    assert load_script("jack-and-jill", saved=True).source == "jack-and-jill"  # a session recorded on the built-in
+
+
 def _script(**extra):
     base = {"name": "names", "agents": {"main": [{"tool_calls": [{"name": "task", "arguments": {"name": "Jack"}}]}]}}
     return parse_script({**base, **extra}, "s.json")
