@@ -282,8 +282,8 @@ def parse_script(data: Any, source: str) -> Script:
     if problem is not None:
         raise _fail(source, f"'root.name' {problem}")
     fallback = data.get("fallback", FALLBACK_UTTERANCE)
-    if not isinstance(fallback, str):
-        raise _fail(source, "'fallback' must be a string")
+    if not isinstance(fallback, str) or not fallback.strip():  # "" made every agent out of turns answer nothing
+        raise _fail(source, "'fallback' must be a non-empty string (or left out: the default utterance)")
     prompts = data.get("prompts") or []
     if not isinstance(prompts, list) or not all(isinstance(p, str) for p in prompts):
         raise _fail(source, "'prompts' must be a list of strings")

@@ -62,7 +62,7 @@ def test_a_file_by_path_records_its_absolute_path(tmp_path, monkeypatch):
         ({"name": "x", "agents": {}, "prompts": ["hi", ""]}, "'prompts' must not hold an empty prompt"),
         ({"name": "x", "agents": {"main": [{"tool_calls": [{"name": ""}]}]}}, "needs a string 'name'"),
         ({"name": "x", "agents": {}, "root": {"name": "  "}}, "'root.name' must be a non-empty string"),
-        ({"name": "x", "agents": {}, "fallback": None}, "'fallback' must be a string"),
+        ({"name": "x", "agents": {}, "fallback": None}, "'fallback' must be a non-empty string"),
         ({"name": "x", "agents": {}, "root": {"name": "a/b"}}, "'root.name' may not contain '/'"),
         ({"name": "x", "agents": {"a/b": ["hi"]}}, "'agents' keys: 'a/b' may not contain '/'"),
         ({"name": "x", "agents": {}, "agent_params": {"a\nb": {}}}, r"'agent_params' keys: 'a\\nb' may not contain '\\n'"),
@@ -162,6 +162,14 @@ def test_a_builtin_name_that_is_also_a_file_here_is_refused_unless_saved(tmp_pat
                                  "for the built-in")
     assert load_script("./jack-and-jill").name == "mine"
     assert load_script("jack-and-jill", saved=True).source == "jack-and-jill"  # a session recorded on the built-in
+
+
+@pytest.mark.parametrize("fallback", ["", "  ", 3])
+def test_an_empty_fallback_is_refused(fallback):
+    """An agent out of turns answered with an empty utterance."""
+    with pytest.raises(ScriptError) as caught:
+        parse_script({"name": "x", "agents": {}, "fallback": fallback}, "f.json")
+    assert str(caught.value) == "f.json: 'fallback' must be a non-empty string (or left out: the default utterance)"
 
 
 def _script(**extra):
