@@ -107,15 +107,16 @@ def _make_llm(telemetry: Any, tracing: Any, max_attempts: int, timeout: float, a
     )
 
 
-def _load_script(script: Script | str | os.PathLike[str] | None) -> Script | None:
-    """What ``Session(script=)`` and ``Agent.*_by_name`` take, loaded (one already loaded is kept)."""
+def _load_script(script: Script | str | os.PathLike[str] | None, saved: bool = False) -> Script | None:
+    """What ``Session(script=)`` and ``Agent.*_by_name`` take, loaded (one already loaded is kept);
+    ``saved``: a session's recorded source (``load_script``)."""
     if script is None:
         return None
     from otel_agents.llm.scripts import Script, load_script
 
     if isinstance(script, Script):
         return script
-    return load_script(os.fspath(script))
+    return load_script(os.fspath(script), saved=saved)
 
 
 def _warning_on_failure(on_text: Callable[[str, str], None]) -> Callable[[Any, str], None]:

@@ -73,7 +73,7 @@ def fork(
         tools = app.agent.tools if tools is None else tools
         hooks = app.hooks if hooks is None else hooks
     saved_script = attributes.get(sc.RUN_SCRIPT) if isinstance(attributes.get(sc.RUN_SCRIPT), str) else None
-    loaded = _load_script(script if script is not None else saved_script)
+    loaded = _load_script(script if script is not None else saved_script, saved=script is None)
     check_scripted_model("fork", model, loaded)
     root_agent = app.agent if app is not None else _saved_root(root_name(SavedSession(session_id, source.records)))
     saved_base = attributes.get(sc.RUN_API_BASE)

@@ -76,7 +76,7 @@ def resume(
         if app is not None:
             tools = app.agent.tools if tools is None else tools
             hooks = app.hooks if hooks is None else hooks
-        loaded = _load_script(script if script is not None else (last.script if last else None))
+        loaded = _load_script(script if script is not None else (last.script if last else None), saved=script is None)
         check_scripted_model("resume", model, loaded)
         model = model or carried_model(last.model_override if last else None)  # as `otel-agents resume` does
         root_agent = app.agent if app is not None else _saved_root(root_name(saved))

@@ -16,6 +16,19 @@ def is_whole(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def number_or_refuse(value: Any, *, integer: bool = False) -> Any:
+    """A model field's value, refused (ValueError) where pydantic's lax mode would misread it: a boolean
+    taken as 1, a string as its number, NaN reported as out of range (it compares false with every bound)."""
+    kind = "an integer" if integer else "a number"
+    if isinstance(value, (bool, str)):
+        raise ValueError(f"must be {kind}, not {'a boolean' if isinstance(value, bool) else 'a string'}")
+    if isinstance(value, float) and value != value:
+        raise ValueError("must be a number, not NaN")
+    if isinstance(value, float) and value in (float("inf"), float("-inf")):
+        raise ValueError(f"must be a finite number, not {value}")
+    return value
+
+
 def check_required_text(owner: str, argument: str, value: Any) -> None:
     """A non-empty string (an agent's name, a session id, a fork's ``at``)."""
     if not isinstance(value, str):

@@ -39,7 +39,7 @@ def _script_model(source: str) -> str | None:
     from otel_agents.llm.scripts import ScriptError, load_script
 
     try:
-        return load_script(source).model
+        return load_script(source, saved=True).model
     except ScriptError:
         return None
 

@@ -179,14 +179,14 @@ def test_prompts_and_outside_events_are_checked_before_anything_is_recorded(tmp_
 @pytest.mark.parametrize("make, error, says", [
     (lambda: Budget(max_cost_usd=-1), ValueError, "Budget: max_cost_usd=-1: input should be greater than or equal to 0"),
     (lambda: Budget(max_tokens=True), ValueError, "Budget: max_tokens=True: must be an integer, not a boolean"),
-    (lambda: Budget(max_llm_calls="x"), ValueError, "Budget: max_llm_calls='x': input should be a valid integer"),
-    (lambda: ModelSettings(temperature="warm"), ValueError, "ModelSettings: temperature='warm': input should be"),
+    (lambda: Budget(max_llm_calls="x"), ValueError, "Budget: max_llm_calls='x': must be an integer, not a string"),
+    (lambda: ModelSettings(temperature="warm"), ValueError, "ModelSettings: temperature='warm': must be a number, not a string"),
     (lambda: ModelSettings(stop=5), ValueError, "ModelSettings: stop=5: must be a string or a list of strings"),
     (lambda: ModelSettings(stop=["END", 1]), ValueError, "ModelSettings: stop=['END', 1]: must be a string or a list"),
     (lambda: ModelSettings(stop=["END", ""]), ValueError, "ModelSettings: stop=['END', '']: a stop sequence may not be empty"),
     (lambda: Budget(-1), TypeError, "BaseModel.__init__() takes 1 positional argument"),
     (lambda: Budget(max_cost_usd=float("inf")), ValueError, "Budget: max_cost_usd=inf: must be a finite number"),
-    (lambda: Budget(max_cost_usd=float("nan")), ValueError, "Budget: max_cost_usd=nan: "),
+    (lambda: Budget(max_cost_usd=float("nan")), ValueError, "Budget: max_cost_usd=nan: must be a number, not NaN"),
     (lambda: EvictionPolicy(max_live_agents=True), ValueError,
      "EvictionPolicy: max_live_agents=True: must be an integer, not a boolean"),
     (lambda: Budget(max_tokens=5).merged({"max_tokens": 1}), TypeError, "Budget.merged takes a Budget, not dict"),
@@ -257,6 +257,17 @@ def test_a_scripts_hook_watching_an_agent_it_never_has_is_refused_when_the_root_
     with pytest.raises(ScriptError, match=r"hook 'G': agents names 'Nobdy', no agent of this script \(its agents: a\)"):
         Session(Agent("a"), script=str(script))
     Session(Agent("a", model="openai/gpt-4o-mini"), script=str(script), allow_unpriced=True).close()
+
+
+@pytest.mark.parametrize("field, value", [("agent_budgets", {"max_llm_calls": 0}), ("agent_params", {"top_p": 1})])
+def test_a_scripts_budget_or_params_for_an_agent_it_never_has_is_refused_as_the_cli_refuses_it(tmp_path, field, value):
+    """The misspelt agent's limit was dropped in silence: the agent meant ran unlimited."""
+    from otel_agents.llm.scripts import ScriptError
+
+    script = tmp_path / "s.json"
+    script.write_text(json.dumps({"name": f"keyed-{tmp_path.name}", "agents": {"a": ["hi"]}, field: {"mian": value}}))
+    with pytest.raises(ScriptError, match=rf"'{field}' key 'mian' is no agent this script has \(its agents: a\)"):
+        Session(Agent("a"), script=str(script))
 
 
 def test_session_agent_looks_up_and_returns_none_where_run_raises(tmp_path):

@@ -53,7 +53,7 @@ def fork_session_command(source_id, at, prompts, script_name, model_opts, otlp_f
     saved_script = attributes.get(sc.RUN_SCRIPT)
     saved_script = saved_script if isinstance(saved_script, str) else (None if app else FALLBACK_SCRIPT)
     try:
-        script = load_script(script_name or saved_script) if script_name or saved_script else None
+        script = load_script(script_name or saved_script, saved=not script_name) if script_name or saved_script else None
     except ScriptError as exc:
         if script_name:  # the user's own --script: no hint to pass what was passed
             raise click.UsageError(f"--script: {exc}") from None

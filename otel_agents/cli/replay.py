@@ -90,7 +90,7 @@ def replay_command(session_id: str, from_run: int, strict: bool, verbose: bool, 
                                "cannot be built again to replay it: give Session(app='module:factory')")
     app = load_app_or_exit(source.app) if source.app else None
     try:
-        script = load_script(source.script) if source.script else None
+        script = load_script(source.script, saved=True) if source.script else None
     except ScriptError as exc:
         raise click.UsageError(f"cannot load the session's script: {exc}") from None
     try:  # each run's --param, as it recorded them: runs may have been given different ones

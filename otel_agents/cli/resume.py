@@ -94,7 +94,7 @@ def _resume_owned(session_dir, session_id, prompts, script_name, model_opts, otl
     app = load_app_or_exit(last.app) if last and last.app else None  # its tools and hooks, before any call
     saved_script = last.script if last and last.script else (None if app else FALLBACK_SCRIPT)
     try:  # an app session run on a real model had no script, and resumes without one
-        script = load_script(script_name or saved_script) if script_name or saved_script else None
+        script = load_script(script_name or saved_script, saved=not script_name) if script_name or saved_script else None
     except ScriptError as exc:
         if script_name:  # the user's own --script: no hint to pass what was passed
             raise click.UsageError(f"--script: {exc}") from None

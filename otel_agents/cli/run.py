@@ -72,7 +72,7 @@ def run(prompts, script_name, app_reference, resume_id, watch_paths, watch_agent
 
     app = load_app_or_exit(app_reference) if app_reference is not None else None
     try:  # an app needs a script only when one is named: its agents may be on a real model
-        script = load_script(script_name or DEFAULT_SCRIPT) if app is None or script_name else None
+        script = load_script(script_name or DEFAULT_SCRIPT, saved=not script_name) if app is None or script_name else None
     except ScriptError as exc:
         raise click.UsageError(str(exc)) from None
     check_scripted_model(script, model_opts.model)
@@ -118,6 +118,10 @@ def _file_watch(paths, agent: str | None, duration: float | None, script):
 
     if (agent or duration) and not paths and not (script and script.triggers):
         raise click.UsageError("--watch-to and --watch-for need a --watch PATH or a script with 'triggers'")
+    for index, spec in enumerate(script.triggers if script is not None else ()):
+        if Path(spec.watch).is_dir():  # as --watch refuses one: a directory's mtime says little of its files
+            raise click.UsageError(f"{script.source}: triggers[{index}]: 'watch' {spec.watch!r} is a directory: "
+                                   "a trigger watches a file, as run --watch does")
     triggers = triggers_of(paths, agent, script.triggers if script is not None else ())
     problems = missing_directories(triggers)
     if problems:  # known before anything runs: no session is made, no model called

@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 from opentelemetry import trace
 from pydantic import ConfigDict, Field, ValidationError, field_validator
 
-from otel_agents.arguments import CheckedModel
+from otel_agents.arguments import CheckedModel, number_or_refuse
 from otel_agents.llm.pricing import COST_DECIMALS, Usage
 from otel_agents.tracing import semconv as sc
 from otel_agents.tracing.telemetry import Telemetry
@@ -45,18 +45,17 @@ class Budget(CheckedModel):
 
     @field_validator("max_tokens", "max_llm_calls", mode="before")
     @classmethod
-    def _counts_are_not_booleans(cls, value: Any) -> Any:
-        if isinstance(value, bool):
-            raise ValueError("must be an integer, not a boolean")
-        return value
+    def _counts_are_numbers(cls, value: Any) -> Any:
+        return number_or_refuse(value, integer=True)
 
-    @field_validator("max_cost_usd")
+    @field_validator("max_cost_usd", mode="before")
     @classmethod
-    def _finite_cost(cls, value: float | None) -> float | None:
-        # inf is no limit, which None already says; nan would compare false with every spend.
-        if value is not None and not math.isfinite(value):
+    def _finite_cost(cls, value: Any) -> Any:
+        # inf is no limit, which None already says; nan would compare false with every spend
+        # (and was reported as "greater than or equal to 0").
+        if isinstance(value, float) and value in (float("inf"), float("-inf")):
             raise ValueError("must be a finite number of US dollars (leave it out for no limit)")
-        return value
+        return number_or_refuse(value)
 
     @property
     def limits_anything(self) -> bool:
@@ -89,7 +88,8 @@ def budget_from_mapping(data: Any, where: str) -> Budget:
     except ValidationError as exc:
         error = exc.errors()[0]
         key = ".".join(str(p) for p in error["loc"]) or "budget"
-        raise BudgetError(f"{where}: budget {key}: {error['msg']}") from None
+        said = error["msg"].removeprefix("Value error, ")  # a validator's own words need no prefix
+        raise BudgetError(f"{where}: budget {key}: {said}") from None
 
 
 def budget_from_json(text: str | None, where: str) -> Budget | None:

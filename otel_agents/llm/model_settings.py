@@ -11,7 +11,7 @@ from typing import Any, Iterable, Mapping
 
 from pydantic import ConfigDict, Field, ValidationError, field_validator
 
-from otel_agents.arguments import CheckedModel
+from otel_agents.arguments import CheckedModel, number_or_refuse
 from otel_agents.tracing import semconv as sc
 
 
@@ -51,11 +51,15 @@ class ModelSettings(CheckedModel):
 
     @field_validator("max_tokens", "seed", mode="before")
     @classmethod
-    def _no_fractional_ints(cls, value: Any) -> Any:
-        # pydantic's lax mode would take 1.5 as an error but True as 1: neither is a count.
-        if isinstance(value, bool):
-            raise ValueError("must be an integer, not a boolean")
-        return value
+    def _counts_are_numbers(cls, value: Any) -> Any:
+        # pydantic's lax mode would take 1.5 as an error but True as 1 and "5" as 5: neither is a count.
+        return number_or_refuse(value, integer=True)
+
+    @field_validator("temperature", "top_p", mode="before")
+    @classmethod
+    def _floats_are_numbers(cls, value: Any) -> Any:
+        # true was sent and recorded as temperature 1.0; NaN was reported as out of range.
+        return number_or_refuse(value)
 
     def set_fields(self) -> dict[str, Any]:
         """The fields that are set, as sent to litellm (``stop`` as a list)."""

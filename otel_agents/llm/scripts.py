@@ -133,9 +133,10 @@ class Script:
     def check_agent_names(self, root_name: str, *, keys: bool = True) -> None:
         """For a session whose root (named ``root_name``) answers from this script: refuse an ``agents`` key
         no agent can have (the root's name nor a ``task`` name), whose turns would never be said while the
-        agent meant answers the fallback, and a hook watching an agent the script neither defines nor creates,
-        which would never act. A real model's agents are its own choice, so its session is not checked;
-        ``keys=False`` (a program's own root, which may borrow a shared script) checks the hooks only."""
+        agent meant answers the fallback, and a hook watching, or an ``agent_params``/``agent_budgets`` key
+        naming, an agent the script neither defines nor creates, which would never act (a misspelt budget's
+        limit dropped in silence). A real model's agents are its own choice, so its session is not checked;
+        ``keys=False`` (a program's own root, which may borrow a shared script) leaves the ``agents`` keys."""
         known = self.created_names() | {root_name}
         for key in self.agents if keys else ():
             if key not in known:
@@ -148,6 +149,11 @@ class Script:
                 raise _fail(self.source, f"hook {hook.name!r}: agents names {', '.join(map(repr, unknown))}, no agent "
                                          f"of this script (its agents: {', '.join(sorted(known))}): "
                                          "the hook would never act on it")
+        for what, keyed in (("agent_params", self.agent_params), ("agent_budgets", self.agent_budgets)):
+            for key in keyed:
+                if key not in known:
+                    raise _fail(self.source, f"{what!r} key {key!r} is no agent this script has (its agents: "
+                                             f"{', '.join(sorted(known))}): it would apply to none (a typo?)")
 
     def turn(self, agent_name: str, assistant_turns: int) -> ScriptedTurn:
         turns = self.agents.get(agent_name, ())
@@ -276,8 +282,8 @@ def parse_script(data: Any, source: str) -> Script:
     if problem is not None:
         raise _fail(source, f"'root.name' {problem}")
     fallback = data.get("fallback", FALLBACK_UTTERANCE)
-    if not isinstance(fallback, str):
-        raise _fail(source, "'fallback' must be a string")
+    if not isinstance(fallback, str) or not fallback.strip():  # "" made every agent out of turns answer nothing
+        raise _fail(source, "'fallback' must be a non-empty string (or left out: the default utterance)")
     prompts = data.get("prompts") or []
     if not isinstance(prompts, list) or not all(isinstance(p, str) for p in prompts):
         raise _fail(source, "'prompts' must be a list of strings")
@@ -365,8 +371,13 @@ def _one_value_per_key(pairs: list[tuple[str, Any]], source: str) -> dict[str, A
     return made
 
 
-def load_script(name_or_path: str) -> Script:
-    """A built-in script by name, or a JSON file by path."""
+def load_script(name_or_path: str, *, saved: bool = False) -> Script:
+    """A built-in script by name, or a JSON file by path. A name a person gave (not ``saved``: a recorded or default
+    source, a built-in's name or an absolute path) that is both a built-in's and an existing file's is
+    refused: either reading would surprise someone, and the built-in used to win in silence."""
+    if name_or_path in BUILTIN_SCRIPTS and not saved and Path(name_or_path).exists():
+        raise ScriptError(f"script {name_or_path!r} is both a built-in script and the file ./{name_or_path}: "
+                          f"give ./{name_or_path} for the file, or run elsewhere (or rename the file) for the built-in")
     if name_or_path in BUILTIN_SCRIPTS:
         text = resources.files("otel_agents.llm").joinpath("scripts", f"{name_or_path}.json").read_text()
         source = name_or_path

@@ -153,7 +153,10 @@ def test_a_cost_limit_with_an_unpriced_model_is_refused_unless_allowed(cli_env, 
 @pytest.mark.parametrize("budget, message", [
     ({"max_cost": 1}, "agent_budgets.Worker: unknown budget key(s) max_cost"),
     ({"max_llm_calls": -1}, "agent_budgets.Worker: budget max_llm_calls: Input should be greater than or equal to 0"),
-    ({"max_tokens": True}, "agent_budgets.Worker: budget max_tokens: Value error, must be an integer, not a boolean"),
+    ({"max_tokens": True}, "agent_budgets.Worker: budget max_tokens: must be an integer, not a boolean"),
+    ({"max_cost_usd": float("nan")}, "agent_budgets.Worker: budget max_cost_usd: must be a number, not NaN"),
+    ({"max_cost_usd": "0.5"}, "agent_budgets.Worker: budget max_cost_usd: must be a number, not a string"),
+    ({"max_cost_usd": float("inf")}, "agent_budgets.Worker: budget max_cost_usd: must be a finite number of US dollars"),
 ])
 def test_a_bad_budget_in_a_script_is_one_usage_line(cli_env, tmp_path, budget, message):
     script = tmp_path / "bad.json"

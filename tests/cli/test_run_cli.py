@@ -393,6 +393,10 @@ def test_a_model_without_credentials_fails_once_not_after_four_billed_attempts(h
      "hook 'Guard': agents names 'Nobdy', no agent of this script (its agents: main): the hook would never act on it"),
     ({"name": "boss", "root": {"name": "boss"}, "agents": {"main": ["Hi"]}},
      "'agents' key 'main' is no agent this script has: not its root ('boss') nor a name its turns give 'task' (a typo?)"),
+    ({"name": "x", "agents": {"main": ["hi"]}, "agent_budgets": {"mian": {"max_llm_calls": 0}}},
+     "'agent_budgets' key 'mian' is no agent this script has (its agents: main): it would apply to none (a typo?)"),
+    ({"name": "x", "agents": {"main": ["hi"]}, "agent_params": {"Nobody": {"temperature": 1}}},
+     "'agent_params' key 'Nobody' is no agent this script has (its agents: main): it would apply to none (a typo?)"),
 ])
 def test_a_script_naming_an_agent_it_never_has_exits_2_before_anything_is_saved(cli_env, tmp_path, script, says):
     """Both ran with exit 0: the hook never acted, the root answered with the fallback."""
@@ -402,3 +406,16 @@ def test_a_script_naming_an_agent_it_never_has_exits_2_before_anything_is_saved(
     assert result.exit_code == 2 and result.stdout == "", result.output
     assert result.stderr.strip().splitlines()[-1] == f"Error: {path.resolve()}: {says}"
     assert not (cli_env / "sessions").exists() or not any((cli_env / "sessions").iterdir())
+
+
+def test_script_naming_both_a_builtin_and_a_file_here_exits_2_and_the_default_still_runs(cli_env, tmp_path, monkeypatch):
+    """--script jack-and-jill ran the built-in in silence though ./jack-and-jill was a script."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "jack-and-jill").write_text(json.dumps({"name": "mine", "agents": {"main": ["mine says hi"]}}))
+    result = CliRunner().invoke(cli, ["run", "--script", "jack-and-jill", "hi"])
+    assert result.exit_code == 2 and result.stdout == "", result.output
+    assert result.stderr.strip().splitlines()[-1].startswith(
+        "Error: script 'jack-and-jill' is both a built-in script and the file ./jack-and-jill: give ./jack-and-jill")
+    mine = CliRunner().invoke(cli, ["run", "--script", "./jack-and-jill", "hi"])
+    assert mine.exit_code == 0 and mine.stdout == "mine says hi\n", mine.output
+    assert CliRunner().invoke(cli, ["run", "hi"]).exit_code == 0  # no --script: the built-in, as the default

@@ -159,6 +159,19 @@ def test_a_watched_file_whose_directory_does_not_exist_is_bad_usage_before_anyth
     assert not (home / "sessions").exists() or not any((home / "sessions").iterdir())
 
 
+def test_a_script_trigger_watching_a_directory_is_refused_as_run_watch_refuses_one(home, tmp_path):
+    """It was accepted and fired on changes inside the directory, though --watch DIR is refused."""
+    script = tmp_path / "dir.json"
+    script.write_text(json.dumps({"name": "d", "agents": {}, "triggers": [{"watch": "inbox.txt"}, {"watch": "d"}]}))
+    (tmp_path / "d").mkdir()
+    proc = start(home, tmp_path, "run", "--script", str(script), "go")
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2 and out == "", err
+    assert err.splitlines()[-1] == (f"Error: {script}: triggers[1]: 'watch' 'd' is a directory: "
+                                    "a trigger watches a file, as run --watch does")
+    assert not (home / "sessions").exists() or not any((home / "sessions").iterdir())
+
+
 def test_watching_for_an_agent_the_session_does_not_have_says_so_when_watching_starts(home, tmp_path):
     """--watch-to Nobody watched in silence: the warning came only if the file changed."""
     proc = start(home, tmp_path, "run", "--watch", "data.json", "--watch-to", "Nobody", "--watch-for", "0.5", PROMPT)

@@ -115,6 +115,30 @@ def test_recorded_settings_read_back_equal_and_merges_take_the_set_fields(first,
     assert set(merged.set_fields()) == set(first.set_fields()) | set(second.set_fields())
 
 
+@pytest.mark.parametrize("key, value, says", [
+    ("temperature", True, "must be a number, not a boolean"),
+    ("top_p", "1", "must be a number, not a string"),
+    ("temperature", "0.5", "must be a number, not a string"),
+    ("max_tokens", "5", "must be an integer, not a string"),
+    ("seed", False, "must be an integer, not a boolean"),
+    ("top_p", float("nan"), "must be a number, not NaN"),
+    ("temperature", float("inf"), "must be a finite number, not inf"),
+    ("temperature", float("-inf"), "must be a finite number, not -inf"),
+])
+def test_numeric_settings_refuse_booleans_strings_and_nan_in_scripts_param_and_python_alike(key, value, says):
+    """true ran as temperature 1.0 (and was recorded so); NaN was called out of range."""
+    with pytest.raises(ScriptError) as caught:
+        parse_script({"name": "p", "agents": {}, "params": {key: value}}, "p.json")
+    assert str(caught.value) == f"p.json: request parameter {key}: {says}"
+    with pytest.raises(ModelSettingsError) as caught:
+        parse_params([f"{key}={json.dumps(value)}"])
+    assert str(caught.value) == f"--param: request parameter {key}: {says}"
+    with pytest.raises(ValueError) as caught:
+        ModelSettings(**{key: value})
+    assert str(caught.value) == f"ModelSettings: {key}={value!r}: {says}"
+    assert ModelSettings(temperature=1, top_p=0).span_attributes()[sc.GEN_AI_REQUEST_TEMPERATURE] == 1.0  # ints are fine
+
+
 def test_script_params_and_agent_params_are_validated():
     base = {"name": "p", "agents": {}}
     script = parse_script({**base, "params": {"temperature": 0.1}, "agent_params": {"Jack": {"seed": 4}},
@@ -161,6 +185,7 @@ def chat_params(home: Path, session_id: str) -> list[dict]:
     (["--param", "colour=1"], "unknown request parameter(s) colour"),
     (["--param", "temperature"], "is not key=value"),
     (["--param", "seed=1.5"], "request parameter seed"),
+    (["--param", "temperature=true"], "request parameter temperature: must be a number, not a boolean"),
 ])
 def test_bad_param_on_run_and_resume_is_exit_2_without_a_traceback(tmp_path, args, says):
     home = tmp_path / "home"

@@ -62,7 +62,7 @@ def test_a_file_by_path_records_its_absolute_path(tmp_path, monkeypatch):
         ({"name": "x", "agents": {}, "prompts": ["hi", ""]}, "'prompts' must not hold an empty prompt"),
         ({"name": "x", "agents": {"main": [{"tool_calls": [{"name": ""}]}]}}, "needs a string 'name'"),
         ({"name": "x", "agents": {}, "root": {"name": "  "}}, "'root.name' must be a non-empty string"),
-        ({"name": "x", "agents": {}, "fallback": None}, "'fallback' must be a string"),
+        ({"name": "x", "agents": {}, "fallback": None}, "'fallback' must be a non-empty string"),
         ({"name": "x", "agents": {}, "root": {"name": "a/b"}}, "'root.name' may not contain '/'"),
         ({"name": "x", "agents": {"a/b": ["hi"]}}, "'agents' keys: 'a/b' may not contain '/'"),
         ({"name": "x", "agents": {}, "agent_params": {"a\nb": {}}}, r"'agent_params' keys: 'a\\nb' may not contain '\\n'"),
@@ -151,6 +151,27 @@ def test_a_key_given_twice_is_refused_not_kept_last(tmp_path):
     assert load_script(str(path)).agents["Jack"][0].text == "first"
 
 
+def test_a_builtin_name_that_is_also_a_file_here_is_refused_unless_saved(tmp_path, monkeypatch):
+    """The built-in ran in silence though ./jack-and-jill was the script meant."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "jack-and-jill").write_text(json.dumps({"name": "mine", "agents": {"main": ["hi"]}}))
+    with pytest.raises(ScriptError) as caught:
+        load_script("jack-and-jill")
+    assert str(caught.value) == ("script 'jack-and-jill' is both a built-in script and the file ./jack-and-jill: "
+                                 "give ./jack-and-jill for the file, or run elsewhere (or rename the file) "
+                                 "for the built-in")
+    assert load_script("./jack-and-jill").name == "mine"
+    assert load_script("jack-and-jill", saved=True).source == "jack-and-jill"  # a session recorded on the built-in
+
+
+@pytest.mark.parametrize("fallback", ["", "  ", 3])
+def test_an_empty_fallback_is_refused(fallback):
+    """An agent out of turns answered with an empty utterance."""
+    with pytest.raises(ScriptError) as caught:
+        parse_script({"name": "x", "agents": {}, "fallback": fallback}, "f.json")
+    assert str(caught.value) == "f.json: 'fallback' must be a non-empty string (or left out: the default utterance)"
+
+
 def _script(**extra):
     base = {"name": "names", "agents": {"main": [{"tool_calls": [{"name": "task", "arguments": {"name": "Jack"}}]}]}}
     return parse_script({**base, **extra}, "s.json")
@@ -174,6 +195,18 @@ def test_an_agents_key_no_agent_has_is_refused_as_a_typo():
                               "nor a name its turns give 'task' (a typo?)")
     with pytest.raises(ScriptError, match="'agents' key 'Jack'"):  # Jack made by no task now
         _script(agents={"main": ["hi"], "Jack": ["hi"]}).check_agent_names("main")
+
+
+@pytest.mark.parametrize("field, value", [("agent_budgets", {"max_llm_calls": 0}), ("agent_params", {"temperature": 1})])
+def test_an_agent_params_or_budgets_key_no_agent_has_is_refused_as_a_typo(field, value):
+    """A misspelt key dropped its limit (or parameters) in silence: the agent meant ran unlimited."""
+    with pytest.raises(ScriptError) as err:
+        _script(**{field: {"mian": value}}).check_agent_names("main")
+    assert str(err.value) == (f"s.json: '{field}' key 'mian' is no agent this script has "
+                              "(its agents: Jack, main): it would apply to none (a typo?)")
+    with pytest.raises(ScriptError, match=f"'{field}' key 'mian'"):  # a program's root borrowing it: checked too
+        _script(**{field: {"mian": value}}).check_agent_names("boss", keys=False)
+    _script(**{field: {"main": value, "Jack": value}}).check_agent_names("main")  # the root, a task name
 
 
 def test_the_builtin_and_example_scripts_name_only_agents_they_have():
