@@ -69,8 +69,6 @@ class _Raw(io.RawIOBase):
             if self.fd is None:
                 raise OSError(errno.EBADF, "stdout is closed")
             return os.write(self.fd, data)
-        except InterruptedError:
-            return 0
         except OSError as exc:
             _state.failure = exc
             raise StdoutLost(exc) from None
