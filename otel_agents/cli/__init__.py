@@ -21,6 +21,7 @@ from otel_agents.cli.replay import replay
 from otel_agents.cli.resume import resume
 from otel_agents.cli.run import run
 from otel_agents.cli.send import send
+from otel_agents.cli import stdout
 from otel_agents.cli.sessions import sessions
 from otel_agents.cli.ui import ui
 from otel_agents.cli.view import view
@@ -37,14 +38,19 @@ for command in (run, resume, fork, send, replay, sessions, billing, view, import
 
 
 def main() -> None:
+    stdout.guard()
     try:
         cli(prog_name="otel-agents")
+        code: int | None = 0
     except SystemExit as done:
-        # Interpreter teardown after litellm costs seconds; every file we write is
-        # closed and synced by now, so a command that loaded it leaves at once.
-        if "litellm" in sys.modules:
-            code = done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
-            sys.stdout.flush()
+        code = done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
+    except stdout.StdoutLost:  # said once, centrally, for every command (cli/stdout.py)
+        code = None
+    code = stdout.settle(code)
+    # Interpreter teardown after litellm costs seconds; every file we write is
+    # closed and synced by now, so a command that loaded it leaves at once.
+    if "litellm" in sys.modules:
+        if sys.stderr is not None:
             sys.stderr.flush()
-            os._exit(code)
-        raise
+        os._exit(code)
+    sys.exit(code)

@@ -21,6 +21,7 @@ from otel_agents.cli.options import (
     ledger_errors_are_data_errors,
     ledger_sources_options,
     reads_whole_sessions,
+    refuse_storage_output,
     storage_options,
 )
 
@@ -174,6 +175,7 @@ def export(fmt: str, since: date | None, until: date | None, session_id: str | N
     filters = _filters(since, until, session_id)
     if output is not None and output.resolve() in {p.resolve() for p in ledgers}:
         raise click.UsageError(f"--output {output} is the ledger itself (one being read); choose another file")
+    refuse_storage_output(output, paths, "--output")
     records = filters.apply(LedgerShards(ledgers, _warn))  # each ledger was checked before --output is opened
     if fmt == "csv":
         import io

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import click
 
+from otel_agents.cli import stdout
 from otel_agents.cli.console import ConsoleOptions, ConsoleRenderer, one_line
 from otel_agents.cli.options import NewFilePath, utf8_text
 from otel_agents.persistence.paths import Paths
@@ -328,6 +329,8 @@ def execute(session, prompts: list[str], context, tracing, recording, steps: Nex
     previous = signal.signal(signal.SIGTERM, _as_ctrl_c)
     exit_code = EXIT_OK
     watching = False
+    done = 0  # prompts run
+    lost: stdout.StdoutLost | None = None
     streamed = _stream_root_text(session)
     try:
         with asyncio.Runner() as runner:  # one loop for every prompt of the process
@@ -336,16 +339,23 @@ def execute(session, prompts: list[str], context, tracing, recording, steps: Nex
                     before_run(index)
                 streamed.clear()
                 utterance = runner.run(session.run(prompt, agent=agent, context=context))
+                done += 1
                 streamed.end()
                 if prompt is None:
                     continue  # a fork with no prompt records its state: no one answered, stdout stays empty
                 # Streamed text is on stdout already: the line is ended, not printed twice.
                 click.echo("" if streamed else str(utterance))
+                sys.stdout.flush()  # a failed write stops here, before the next prompt runs
+                if stdout.failure() is not None:  # the streamed text's write failed: it was not raised
+                    raise stdout.StdoutLost(stdout.failure())
             if watch is not None:
                 watching = True
                 runner.run(_serve(watch, session, context, streamed))
     except (LLMCallFailed, MaxTurnsExceeded, BudgetExhausted, HookFailed, RecordingLost) as exc:  # a run that stopped: exit 1
         click.echo(_stopped_line(tracing, one_line(exc)), err=True)  # a multi-line text joined, as WRN lines
+        exit_code = EXIT_FAILED
+    except stdout.StdoutLost as exc:  # said below, with what it cost, once the session is closed
+        lost = exc
         exit_code = EXIT_FAILED
     except KeyboardInterrupt:
         if watching and not watch.busy:  # the way to stop watching: nothing was cut short
@@ -367,6 +377,14 @@ def execute(session, prompts: list[str], context, tracing, recording, steps: Nex
         if saved and steps is not None:
             for line in steps.lines(session.id):
                 click.echo(line, err=True)
+        if lost is not None:
+            line = stdout.run_lost_line(lost.cause, session.id, saved, len(prompts) - done, len(prompts),
+                                        watch is not None)
+            if line:
+                click.echo(line, err=True)
+            else:  # the reader went away after the last answer: nothing was lost that was wanted
+                exit_code = EXIT_OK
+            stdout.told()
         click.echo(f"session: {session.id}", err=True)
     if not saved and exit_code == EXIT_OK:
         click.echo(f"error: session {session.id} was not saved whole (see the warnings above)", err=True)

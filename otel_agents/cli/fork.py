@@ -21,7 +21,12 @@ from otel_agents.cli.execution import (
 from otel_agents.cli.model_options import check_scripted_model, model_options
 from otel_agents.cli.app_session import agents_by_name, install_session_hooks, load_app_or_exit
 from otel_agents.cli.eviction_options import EvictionOptions, eviction_options
-from otel_agents.cli.options import ledger_errors_are_data_errors, session_dir_or_exit, storage_options
+from otel_agents.cli.options import (
+    ledger_errors_are_data_errors,
+    refuse_storage_output,
+    session_dir_or_exit,
+    storage_options,
+)
 from otel_agents.tracing import semconv as sc
 
 FALLBACK_SCRIPT = "jack-and-jill"
@@ -38,6 +43,7 @@ def fork_session_command(source_id, at, prompts, script_name, model_opts, otlp_f
     from otel_agents.restored_models import carried_model
     from otel_agents.tracing.session_ids import new_session_id
 
+    refuse_storage_output(otlp_file, paths, "--otlp-file")
     source_dir = session_dir_or_exit(paths, source_id)
     try:
         source = load_source(source_dir, source_id, warn=lambda text: click.echo(text, err=True))

@@ -42,6 +42,25 @@ class NewFilePath(SafePath):
         return path
 
 
+def refuse_storage_output(output: Path | None, paths: Paths, option: str, ledgers=()) -> None:
+    """Exit 2 (one line, nothing written) when a file the command writes is the home's ledger, one of
+    ``ledgers``, or inside the sessions directory (symlinks followed): it would overwrite or append to
+    a session's own files, or the ledger, and leave them unreadable."""
+    if output is None:
+        return
+    from otel_agents.tracing.metrics_setup import metrics_file_for
+
+    sessions = paths.sessions_dir.resolve()
+    ledger_files = {Path(p).resolve() for p in (paths.billing_file, *ledgers)}
+    # --otlp-file also writes its metrics beside it (tracing/metrics_setup.py)
+    for target in {output.resolve(), *([metrics_file_for(output).resolve()] if option == "--otlp-file" else [])}:
+        if target == sessions or sessions in target.parents:
+            raise click.UsageError(f"{option} {output} is inside the sessions directory {paths.sessions_dir}: "
+                                   "it would damage a saved session; choose a file outside it")
+        if target in ledger_files:
+            raise click.UsageError(f"{option} {output} is a billing ledger; choose another file")
+
+
 def storage_options(func):
     """Adds ``--sessions-dir`` and ``--billing-file``; passes ``paths: Paths``."""
     func = click.option(

@@ -22,7 +22,12 @@ from otel_agents.cli.model_options import check_scripted_model, model_options
 from otel_agents.cli.app_session import agents_by_name, install_session_hooks, load_app_or_exit
 from otel_agents.cli.budget_options import BudgetOptions, budget_options, check_session_budgets
 from otel_agents.cli.eviction_options import EvictionOptions, eviction_options
-from otel_agents.cli.options import ledger_errors_are_data_errors, session_dir_or_exit, storage_options
+from otel_agents.cli.options import (
+    ledger_errors_are_data_errors,
+    refuse_storage_output,
+    session_dir_or_exit,
+    storage_options,
+)
 from otel_agents.tracing import semconv as sc
 
 FALLBACK_SCRIPT = "jack-and-jill"
@@ -44,6 +49,7 @@ def resume_session_command(session_id, prompts, script_name, model_opts, otlp_fi
     """Own the session, load and check all of it, then run: nothing is called or billed before the checks."""
     from otel_agents.cli.execution import own_session
 
+    refuse_storage_output(otlp_file, paths, "--otlp-file")
     session_dir = session_dir_or_exit(paths, session_id)
     ownership = own_session(session_dir)  # exit 2 while another process writes it
     try:

@@ -21,7 +21,7 @@ from otel_agents.cli.execution import (
 )
 from otel_agents.cli.budget_options import budget_options, check_session_budgets
 from otel_agents.cli.eviction_options import eviction_options
-from otel_agents.cli.options import FiniteFloat, storage_options
+from otel_agents.cli.options import FiniteFloat, refuse_storage_output, storage_options
 from otel_agents.cli.model_options import check_scripted_model, model_options
 from otel_agents.cli.app_session import load_app_or_exit, new_session
 
@@ -56,6 +56,7 @@ def run(prompts, script_name, app_reference, resume_id, watch_paths, watch_agent
 
     stdout carries the root agent's utterances only; the session id goes to stderr.
     """
+    refuse_storage_output(otlp_file, paths, "--otlp-file")
     if resume_id is not None:
         from otel_agents.cli.resume import resume_session_command
 

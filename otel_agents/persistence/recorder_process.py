@@ -97,8 +97,12 @@ def fork_recorder(recorder: Any) -> "RecorderLink":
         pass  # the default 64 KiB works too: the run waits a little more while the child is busy
     run_pid = os.getpid()
     warn = recorder.warn
-    sys.stdout.flush()
-    sys.stderr.flush()
+    for stream in (sys.stdout, sys.stderr):  # None when closed (`>&-`); the child must not write it again
+        if stream is not None:
+            try:
+                stream.flush()
+            except (OSError, ValueError):  # unwritable: its owner says so when it next writes
+                pass
     collecting = gc.isenabled()
     gc.disable()  # no collection in the child before it has frozen what it inherited
     try:

@@ -309,6 +309,19 @@ def test_export_csv_and_jsonl(home, tmp_path):
         assert "cannot write --output" in missing.stderr and "No such file or directory" in missing.stderr
 
 
+def test_export_refuses_to_write_into_a_session(home, tmp_path):
+    """`billing export -o $HOME/sessions/ID/events.jsonl` replaced the conversation with CSV."""
+    home, priced, _ = home
+    events = home / "sessions" / priced / "events.jsonl"
+    before = events.read_bytes()
+    link = tmp_path / "link"
+    link.symlink_to(home / "sessions" / priced)
+    for target in (events, link / "events.jsonl", home / "sessions" / "new.csv"):
+        refused = invoke(home, "export", "--format", "csv", "-o", str(target))
+        assert refused.exit_code == 2 and "inside the sessions directory" in refused.stderr, refused.stderr
+    assert events.read_bytes() == before and not (home / "sessions" / "new.csv").exists()
+
+
 # --- rebuild ------------------------------------------------------------------------------
 
 

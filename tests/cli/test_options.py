@@ -52,3 +52,31 @@ def test_an_otlp_file_whose_directory_is_not_there_is_refused_before_anything_ru
     assert sorted(p.name for p in (home / "sessions").iterdir()) == saved  # no session made, none forked
     assert (home / "billing.jsonl").read_bytes() == ledger
     assert not (tmp_path / "missing").exists()
+
+
+def test_an_otlp_file_inside_the_sessions_directory_or_on_the_ledger_is_refused(home, tmp_path, monkeypatch):
+    """`resume ID --otlp-file $HOME/sessions/ID/events.jsonl` appended OTLP lines to the conversation."""
+    monkeypatch.setenv("OTEL_TRACES_EXPORTER", "none")
+    first = CliRunner().invoke(cli, ["run", "hi"])
+    assert first.exit_code == 0, first.output
+    (directory,) = (home / "sessions").iterdir()
+    sid = directory.name
+    link = tmp_path / "link"
+    link.symlink_to(directory)
+    saved = {p.name: p.read_bytes() for p in directory.iterdir()}
+    ledger = (home / "billing.jsonl").read_bytes()
+    for args, target in [
+        (["resume", sid, "go on"], directory / "events.jsonl"),
+        (["resume", sid, "go on"], link / "spans.jsonl"),  # symlinks followed
+        (["send", sid, "--to", "main", "hello"], directory / "spans.jsonl"),
+        (["fork", sid, "--at", "msg_000001", "go on"], directory / "events.jsonl"),
+        (["run", "hi"], home / "sessions" / "spans.jsonl"),
+        (["run", "hi"], home / "billing.jsonl"),
+        (["run", "hi"], home / "sessions" / "x"),  # its metrics file, x.metrics.jsonl, would be there too
+    ]:
+        refused = CliRunner().invoke(cli, [*args, "--otlp-file", str(target)])
+        assert refused.exit_code == 2, (args, refused.output)
+        assert "inside the sessions directory" in refused.output or "is a billing ledger" in refused.output
+    assert [p.name for p in (home / "sessions").iterdir()] == [sid]  # no new session, not even a lock
+    assert {p.name: p.read_bytes() for p in directory.iterdir()} == saved
+    assert (home / "billing.jsonl").read_bytes() == ledger
