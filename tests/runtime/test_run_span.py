@@ -13,7 +13,7 @@ from otel_agents.tracing import semconv as sc
 
 def _session(**overrides):
     fields = dict(id="20260101-000000-abcdef", runs=2, llm=SimpleNamespace(api_base=None), budget=None,
-                  carried_budget=None, previous_run=None)
+                  carried_budget=None, previous_run=None, hooks=SimpleNamespace(names=lambda: {"guard", "audit"}))
     return SimpleNamespace(**{**fields, **overrides})
 
 
@@ -22,6 +22,7 @@ def test_a_root_not_created_yet_is_named_by_the_id_it_will_get_and_its_name_as_c
     assert attrs[sc.AGENT_ID] == attrs[sc.GEN_AI_AGENT_ID] == "agent_001"
     assert attrs[sc.CALL_PATH] == "main" and attrs[sc.RUN_INDEX] == 2 and attrs[sc.RUN_SCRIPT] == "demo"
     assert sc.RESUMED_FROM not in attrs and sc.RUN_API_BASE not in attrs
+    assert attrs[sc.RUN_HOOKS] == ["audit", "guard"]  # the installed hooks, sorted: a resume warns of a lost one
 
 
 def test_a_resumed_run_names_the_run_it_follows_its_api_base_redacted_and_extra_attributes_win():
