@@ -125,3 +125,29 @@ def test_a_tool_raising_keyboard_interrupt_ends_its_run_and_the_session_goes_on(
             assert session.run_sync("again") == "after boom"
     assert rec.saved_everything
     assert_saved_whole(tmp_path, session.id)
+
+
+def test_close_from_another_thread_ends_a_run_sync_waiting_its_turn_with_the_closed_error(tmp_path, script):
+    started = threading.Event()
+    results: dict[str, object] = {}
+    with otel_agents.recording(home=tmp_path):
+        session = Session(slow_agent(started), script=script)
+
+        def ask(prompt: str) -> None:
+            try:
+                results[prompt] = session.run_sync(prompt)
+            except BaseException as exc:
+                results[prompt] = exc
+
+        first = threading.Thread(target=ask, args=("go",))
+        first.start()
+        assert started.wait(10)
+        waiting = threading.Thread(target=ask, args=("next",))
+        waiting.start()
+        waiting.join(0.3)  # waiting its turn
+        assert session.close()
+        first.join(10)
+        waiting.join(10)
+    assert isinstance(results["go"], asyncio.CancelledError)
+    assert isinstance(results["next"], RuntimeError) and "is closed" in str(results["next"]), results
+    assert_saved_whole(tmp_path, session.id)
