@@ -104,7 +104,11 @@ def test_close_on_the_loop_of_a_run_in_progress_refuses_and_leaves_the_session_o
     assert_saved_whole(tmp_path, session.id)
 
 
-@pytest.mark.parametrize("escape", [KeyboardInterrupt, SystemExit])
+class ToolEscape(BaseException):
+    """A tool's own BaseException: it stops the run as an interruption does, its call answered first."""
+
+
+@pytest.mark.parametrize("escape", [KeyboardInterrupt, SystemExit, ToolEscape])
 def test_a_tool_raising_keyboard_interrupt_ends_its_run_and_the_session_goes_on(tmp_path, monkeypatch, escape):
     """Raised in the tool call's own task, it left the loop with the run still waiting on the call: the next
     run_sync ran under it (its spending counted into the first run's span) and close failed."""
