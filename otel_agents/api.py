@@ -200,7 +200,7 @@ class Session:
             raise ValueError(f"agent {agent.name!r} has no model: give it one, or give the session a model or a script")
         if loaded is not None and chosen == loaded.model and not agent.tool_list():  # its turns make every agent
             # (a tool may make others, named as it likes): ScriptError, a ValueError
-            loaded.check_agent_names(agent.name, keys=False)
+            loaded.check_agent_names(agent.name, keys=False, hooks=hooks, owner="Session")
         rec = active_recording()
         tracing = rec.tracing if rec else None
         telemetry = tracing.telemetry if tracing else noop_telemetry()  # unrecorded: spans go nowhere

@@ -376,6 +376,20 @@ def test_run_sync_from_two_threads_at_once_takes_turns_and_the_session_verifies(
                   check=False).returncode == 0
 
 
+def test_a_python_hook_watching_an_agent_the_script_can_never_have_is_a_script_error():
+    """Only the script's own hooks were checked: a program's hook naming a typo was accepted and never acted."""
+    from otel_agents import Agent, Session, review
+    from otel_agents.llm.scripts import ScriptError
+
+    @review(agents=["Jak"])
+    def judge(agent, utterance):
+        return True
+
+    with pytest.raises(ScriptError, match=r"^Session: hook 'judge': agents names 'Jak', no agent of this script"):
+        Session(Agent("main", "sys"), script="jack-and-jill", hooks=[judge])
+    Session(Agent("main", "sys", model="openai/gpt-4o-mini"), hooks=[judge]).close()  # a real model names its own
+
+
 def where(city: str, context: Optional[ToolContext] = None) -> str:
     """Where the caller asks from.
 
