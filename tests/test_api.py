@@ -378,8 +378,7 @@ def test_run_sync_from_two_threads_at_once_takes_turns_and_the_session_verifies(
 
 def test_a_python_hook_watching_an_agent_the_script_can_never_have_is_a_script_error():
     """Only the script's own hooks were checked: a program's hook naming a typo was accepted and never acted."""
-    from otel_agents import Agent, Session, review
-    from otel_agents.llm.scripts import ScriptError
+    from otel_agents import Agent, ScriptError, Session, review
 
     @review(agents=["Jak"])
     def judge(agent, utterance):
