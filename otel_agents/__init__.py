@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from otel_agents.exporter import SessionExporter
     from otel_agents.llm.budget import Budget, BudgetExhausted
     from otel_agents.llm.model_settings import ModelSettings
+    from otel_agents.llm.scripts import ScriptError
     from otel_agents.restore import ResumeError
     from otel_agents.runtime.eviction import EvictionPolicy
     from otel_agents.runtime.hooks import (
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
         transform,
     )
     from otel_agents.runtime.tools import Tool, ToolContext, tool
-    from otel_agents.session_recording import RecordingError
+    from otel_agents.session_recording import RecordingError, SessionExists
     from otel_agents.views.viewer import SessionViewer
 
 # public name -> the module that defines it (loaded by __getattr__ on first use)
@@ -69,6 +70,8 @@ _HOMES = {
     "ToolRequest": "otel_agents.runtime.hooks",
     "EvictionPolicy": "otel_agents.runtime.eviction",
     "RecordingError": "otel_agents.session_recording",
+    "SessionExists": "otel_agents.session_recording",
+    "ScriptError": "otel_agents.llm.scripts",
     "ResumeError": "otel_agents.restore",
     "ForkError": "otel_agents.forking",
     "SessionExporter": "otel_agents.exporter",

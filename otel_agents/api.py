@@ -201,7 +201,7 @@ class Session:
             raise ValueError(f"agent {agent.name!r} has no model: give it one, or give the session a model or a script")
         if loaded is not None and chosen == loaded.model and not agent.tool_list():  # its turns make every agent
             # (a tool may make others, named as it likes): ScriptError, a ValueError
-            loaded.check_agent_names(agent.name, keys=False)
+            loaded.check_agent_names(agent.name, keys=False, hooks=hooks, owner="Session")
         rec = active_recording()
         tracing = rec.tracing if rec else None
         telemetry = tracing.telemetry if tracing else noop_telemetry()  # unrecorded: spans go nowhere
@@ -245,6 +245,9 @@ class Session:
         self._context = RunContext(source=source, script=script.source if script else None, model_override=model,
                                    extra=extra)
         self._runner: asyncio.Runner | None = None
+        # run_sync from several threads: one at a time on the one runner (a second Runner.run while its loop
+        # runs raises, yet its task is already made and runs on the first thread's loop, unawaited).
+        self._runner_turn = threading.Lock()
         self._closed = False
         # Runs in progress (or waiting their turn), each with what it sets once ended: close ends them first.
         self._runs: dict[asyncio.Task[Any], threading.Event] = {}
@@ -303,7 +306,8 @@ class Session:
                 ended.set()
 
     def run_sync(self, prompt: str, *, agent: str | None = None) -> str:
-        """``run`` on this session's own event loop (one loop for all its prompts); not inside a running loop."""
+        """``run`` on this session's own event loop (one loop for all its prompts); not inside a running loop.
+        Called from several threads at once, each waits for the one in progress to return, as runs take turns."""
         self._open()
         check_required_text("Session.run_sync", "prompt", prompt)
         check_text("Session.run_sync", "agent", agent)
@@ -313,20 +317,22 @@ class Session:
             pass  # no loop running: ours may
         else:
             raise RuntimeError("Session.run_sync() cannot be called from a running event loop: await session.run() there")
-        if self._runner is None:
-            self._runner = asyncio.Runner()
-            # A session never closed still closes its loop, at the latest when the interpreter exits:
-            # otherwise litellm's logging task is destroyed pending, and Python says so on stderr.
-            self._runner_closer = weakref.finalize(self, self._runner.close)
-        try:
-            return self._runner.run(self.run(prompt, agent=agent))
-        except (KeyboardInterrupt, SystemExit):
-            self._end_runs_left_behind()
-            raise
-        finally:
-            if self._closed and self._runner is not None:  # closed from another thread while this ran
-                self._runner_closer()
-                self._runner = None
+        with self._runner_turn:  # another thread's run_sync in progress: wait for it to return
+            self._open()  # closed while this waited: close() cancelled the run it waited for
+            if self._runner is None:
+                self._runner = asyncio.Runner()
+                # A session never closed still closes its loop, at the latest when the interpreter exits:
+                # otherwise litellm's logging task is destroyed pending, and Python says so on stderr.
+                self._runner_closer = weakref.finalize(self, self._runner.close)
+            try:
+                return self._runner.run(self.run(prompt, agent=agent))
+            except (KeyboardInterrupt, SystemExit):
+                self._end_runs_left_behind()
+                raise
+            finally:
+                if self._closed and self._runner is not None:  # closed from another thread while this ran
+                    self._runner_closer()
+                    self._runner = None
 
     def _end_runs_left_behind(self) -> None:
         """A KeyboardInterrupt or SystemExit raised in a tool call's own task (calls run concurrently)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from contextvars import ContextVar, Token
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,6 +18,9 @@ if TYPE_CHECKING:
     from otel_agents.api import Session
 
 _active: ContextVar["recording | None"] = ContextVar("otel_agents_recording", default=None)
+# Every block open in the process, on any thread: a new thread does not inherit the ContextVar above.
+_open_blocks: list["recording"] = []
+_open_lock = threading.Lock()
 
 
 class recording:
@@ -71,6 +75,8 @@ class recording:
             raise RuntimeError("this recording is already active")
         self.tracing = configure(self.otlp_file, adopt=self.tracer_provider or application_provider())
         self._token = _active.set(self)
+        with _open_lock:
+            _open_blocks.append(self)
         return self
 
     def __exit__(self, *exc_info: Any) -> None:
@@ -78,6 +84,9 @@ class recording:
             for session in list(self.sessions):
                 session.close()
         finally:
+            with _open_lock:
+                if self in _open_blocks:
+                    _open_blocks.remove(self)
             if self._token is not None:
                 _active.reset(self._token)
                 self._token = None
@@ -106,8 +115,17 @@ class recording:
 
 
 def active_recording() -> recording | None:
-    """The innermost ``recording`` block this code runs in, if any."""
-    return _active.get()
+    """The innermost ``recording`` block this code runs in; else, in a thread that did not inherit it, the
+    process's one open block. Several open, none of them this code's: ``RuntimeError`` (no silent unrecorded run)."""
+    here = _active.get()
+    if here is not None and not here._ended:
+        return here
+    with _open_lock:
+        blocks = list(_open_blocks)
+    if len(blocks) > 1:
+        raise RuntimeError(f"{len(blocks)} otel_agents.recording() blocks are open in other threads, none in this "
+                           "thread's context: open the session inside the block that should record it")
+    return blocks[0] if blocks else None
 
 
 def session_dir_of(rec: recording, session_id: str, error: type[ValueError]) -> Path:

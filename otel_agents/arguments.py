@@ -118,9 +118,10 @@ def can_take(func: Any, count: int) -> bool:
     return True
 
 
-def names_of(owner: str, argument: str, values: Any) -> frozenset[str] | None:
+def names_of(owner: str, argument: str, values: Any, *, agent_names: bool = False) -> frozenset[str] | None:
     """None, or a list of non-empty names as a frozenset. A lone string is refused: iterated, ``"task"``
-    would be the names ``t``, ``a``, ``s``, ``k`` and the hook would never apply."""
+    would be the names ``t``, ``a``, ``s``, ``k`` and the hook would never apply. ``agent_names``: each
+    must be a name an agent can have (``agent_name_problem``), or the hook could never act on it."""
     if values is None:
         return None
     if isinstance(values, str):
@@ -130,6 +131,9 @@ def names_of(owner: str, argument: str, values: Any) -> frozenset[str] | None:
     listed = tuple(values)
     for index, name in enumerate(listed):
         check_required_text(owner, f"{argument}[{index}]", name)
+        problem = agent_name_problem(name) if agent_names else None
+        if problem is not None:
+            raise ValueError(f"{owner}: {argument}[{index}] {problem}")
     return frozenset(listed)
 
 

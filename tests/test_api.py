@@ -330,6 +330,65 @@ def test_run_sync_inside_a_running_loop_says_so_and_leaves_no_coroutine_behind(s
     session.close()
 
 
+def test_run_sync_from_two_threads_at_once_takes_turns_and_the_session_verifies(tmp_path, monkeypatch):
+    """The second used to raise "This event loop is already running" with its prompt run anyway on the
+    first's loop, interleaved with it: the saved session failed verify."""
+    import asyncio
+    import threading
+
+    import otel_agents
+    from otel_agents import Agent, Session, tool
+
+    monkeypatch.setenv("OTEL_AGENTS_RECORDER", "inline")
+    path = tmp_path / "turns.json"
+    path.write_text(json.dumps({"name": "turns", "agents": {"main": [
+        {"tool_calls": [{"name": "slow", "arguments": {}}]}, "first", "second"]}}))
+    started, release = threading.Event(), threading.Event()
+
+    @tool
+    async def slow() -> str:
+        """Waits to be released."""
+        started.set()
+        while not release.is_set():
+            await asyncio.sleep(0.01)
+        return "done"
+
+    answers: dict[str, str] = {}
+    with otel_agents.recording(home=tmp_path / "home"):
+        with Session(Agent("main", "x", tools=[slow]), script=path) as session:
+            def ask(prompt: str) -> None:
+                try:
+                    answers[prompt] = session.run_sync(prompt)
+                except Exception as exc:
+                    answers[prompt] = repr(exc)
+
+            first = threading.Thread(target=ask, args=("a",))
+            first.start()
+            assert started.wait(10)
+            second = threading.Thread(target=ask, args=("b",))
+            second.start()
+            second.join(0.3)  # it waits its turn
+            release.set()
+            first.join(10)
+            second.join(10)
+    assert answers == {"a": "first", "b": "second"}
+    assert python("-m", "otel_agents", "sessions", "verify", session.id, home=tmp_path / "home",
+                  check=False).returncode == 0
+
+
+def test_a_python_hook_watching_an_agent_the_script_can_never_have_is_a_script_error():
+    """Only the script's own hooks were checked: a program's hook naming a typo was accepted and never acted."""
+    from otel_agents import Agent, ScriptError, Session, review
+
+    @review(agents=["Jak"])
+    def judge(agent, utterance):
+        return True
+
+    with pytest.raises(ScriptError, match=r"^Session: hook 'judge': agents names 'Jak', no agent of this script"):
+        Session(Agent("main", "sys"), script="jack-and-jill", hooks=[judge])
+    Session(Agent("main", "sys", model="openai/gpt-4o-mini"), hooks=[judge]).close()  # a real model names its own
+
+
 def where(city: str, context: Optional[ToolContext] = None) -> str:
     """Where the caller asks from.
 

@@ -104,7 +104,11 @@ def test_close_on_the_loop_of_a_run_in_progress_refuses_and_leaves_the_session_o
     assert_saved_whole(tmp_path, session.id)
 
 
-@pytest.mark.parametrize("escape", [KeyboardInterrupt, SystemExit])
+class ToolEscape(BaseException):
+    """A tool's own BaseException: it stops the run as an interruption does, its call answered first."""
+
+
+@pytest.mark.parametrize("escape", [KeyboardInterrupt, SystemExit, ToolEscape])
 def test_a_tool_raising_keyboard_interrupt_ends_its_run_and_the_session_goes_on(tmp_path, monkeypatch, escape):
     """Raised in the tool call's own task, it left the loop with the run still waiting on the call: the next
     run_sync ran under it (its spending counted into the first run's span) and close failed."""
@@ -124,4 +128,30 @@ def test_a_tool_raising_keyboard_interrupt_ends_its_run_and_the_session_goes_on(
                 session.run_sync("go")
             assert session.run_sync("again") == "after boom"
     assert rec.saved_everything
+    assert_saved_whole(tmp_path, session.id)
+
+
+def test_close_from_another_thread_ends_a_run_sync_waiting_its_turn_with_the_closed_error(tmp_path, script):
+    started = threading.Event()
+    results: dict[str, object] = {}
+    with otel_agents.recording(home=tmp_path):
+        session = Session(slow_agent(started), script=script)
+
+        def ask(prompt: str) -> None:
+            try:
+                results[prompt] = session.run_sync(prompt)
+            except BaseException as exc:
+                results[prompt] = exc
+
+        first = threading.Thread(target=ask, args=("go",))
+        first.start()
+        assert started.wait(10)
+        waiting = threading.Thread(target=ask, args=("next",))
+        waiting.start()
+        waiting.join(0.3)  # waiting its turn
+        assert session.close()
+        first.join(10)
+        waiting.join(10)
+    assert isinstance(results["go"], asyncio.CancelledError)
+    assert isinstance(results["next"], RuntimeError) and "is closed" in str(results["next"]), results
     assert_saved_whole(tmp_path, session.id)

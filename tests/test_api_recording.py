@@ -1,4 +1,5 @@
-"""The recording() block: its arguments checked where given, and one block per object."""
+"""The recording() block: its arguments checked where given, one block per object, and which block records a
+session opened in a thread of its own."""
 
 from __future__ import annotations
 
@@ -45,3 +46,64 @@ def test_an_otlp_file_in_a_directory_that_is_not_there_is_refused_where_given(tm
     assert not (tmp_path / "home").exists() and not missing.parent.exists()
     with otel_agents.recording(home=tmp_path / "home", otlp_file=tmp_path / "spans.jsonl") as rec:
         assert rec.saved_everything
+
+
+def in_thread(work):
+    """What ``work()`` returns or raises, run in a new thread (which inherits no context)."""
+    import threading
+
+    outcome: list = []
+
+    def run() -> None:
+        try:
+            outcome.append(work())
+        except Exception as exc:
+            outcome.append(exc)
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    worker.join(60)
+    return outcome[0]
+
+
+def test_a_session_opened_in_a_worker_thread_inside_the_block_is_recorded(tmp_path, monkeypatch):
+    """The block lived in a ContextVar a new thread does not inherit: the session ran unrecorded, silently."""
+    monkeypatch.setenv("OTEL_AGENTS_RECORDER", "inline")
+    with otel_agents.recording(home=tmp_path) as rec:
+        def work():
+            with otel_agents.Session(otel_agents.Agent("main", "sys"), script="jack-and-jill") as session:
+                session.run_sync("go")
+                return session.id, session.recorded
+
+        session_id, recorded = in_thread(work)
+    assert recorded and rec.saved_everything
+    assert (tmp_path / "sessions" / session_id / "events.jsonl").is_file()
+
+
+def test_with_several_blocks_open_elsewhere_a_thread_in_none_of_them_is_refused(tmp_path, monkeypatch):
+    import threading
+
+    monkeypatch.setenv("OTEL_AGENTS_RECORDER", "inline")
+    entered, leave = threading.Event(), threading.Event()
+
+    def other_block() -> None:
+        with otel_agents.recording(home=tmp_path / "other"):
+            entered.set()
+            leave.wait(60)
+
+    other = threading.Thread(target=other_block)
+    other.start()
+    try:
+        assert entered.wait(60)
+        with otel_agents.recording(home=tmp_path / "mine"):
+            refused = in_thread(lambda: otel_agents.Session(otel_agents.Agent("main", "sys"), script="jack-and-jill"))
+            assert isinstance(refused, RuntimeError) and "2 otel_agents.recording() blocks are open" in str(refused)
+            with otel_agents.Session(otel_agents.Agent("main", "sys"), script="jack-and-jill") as mine:
+                assert mine.recorded  # this thread's own block records it
+    finally:
+        leave.set()
+        other.join(60)
+    assert not (tmp_path / "other" / "sessions").exists() or not any((tmp_path / "other" / "sessions").iterdir())
+    unrecorded = in_thread(lambda: otel_agents.Session(otel_agents.Agent("main", "sys"), script="jack-and-jill"))
+    assert not unrecorded.recorded  # no block open: unrecorded, as outside one
+    unrecorded.close()

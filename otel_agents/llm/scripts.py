@@ -44,7 +44,7 @@ import json
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from otel_agents.arguments import agent_name_problem
 from otel_agents.json_nesting import NestingTooDeep, check_nesting
@@ -130,23 +130,25 @@ class Script:
         return frozenset(call.arguments["name"] for call in calls
                          if call.name == "task" and isinstance(call.arguments.get("name"), str))
 
-    def check_agent_names(self, root_name: str, *, keys: bool = True) -> None:
+    def check_agent_names(self, root_name: str, *, keys: bool = True, hooks: Iterable[Any] = (),
+                          owner: str = "") -> None:
         """For a session whose root (named ``root_name``) answers from this script: refuse an ``agents`` key
         no agent can have (the root's name nor a ``task`` name), whose turns would never be said while the
         agent meant answers the fallback, and a hook watching, or an ``agent_params``/``agent_budgets`` key
         naming, an agent the script neither defines nor creates, which would never act (a misspelt budget's
         limit dropped in silence). A real model's agents are its own choice, so its session is not checked;
-        ``keys=False`` (a program's own root, which may borrow a shared script) leaves the ``agents`` keys."""
+        ``keys=False`` (a program's own root, which may borrow a shared script) leaves the ``agents`` keys;
+        ``hooks``: a program's own as well (its errors start with ``owner``)."""
         known = self.created_names() | {root_name}
         for key in self.agents if keys else ():
             if key not in known:
                 raise _fail(self.source, f"'agents' key {key!r} is no agent this script has: not its root "
                                          f"({root_name!r}) nor a name its turns give 'task' (a typo?)")
         known |= set(self.agents)
-        for hook in self.hooks:
-            unknown = sorted(set(hook.agents or ()) - known)
+        for where, hook in [(self.source, h) for h in self.hooks] + [(owner, h) for h in hooks]:
+            unknown = sorted(set(getattr(hook, "agents", None) or ()) - known)
             if unknown:
-                raise _fail(self.source, f"hook {hook.name!r}: agents names {', '.join(map(repr, unknown))}, no agent "
+                raise _fail(where, f"hook {hook.name!r}: agents names {', '.join(map(repr, unknown))}, no agent "
                                          f"of this script (its agents: {', '.join(sorted(known))}): "
                                          "the hook would never act on it")
         for what, keyed in (("agent_params", self.agent_params), ("agent_budgets", self.agent_budgets)):

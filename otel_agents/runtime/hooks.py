@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable, Union, get_args
 
 from otel_agents.arguments import (
-    can_take, check_count, check_required_text, check_seconds, check_text, kind_of, names_of,
+    can_take, check_agent_name, check_count, check_required_text, check_seconds, check_text, kind_of, names_of,
 )
 from otel_agents.runtime.turn_taking import hold
 from otel_agents.tracing import semconv as sc
@@ -118,7 +118,7 @@ class ApprovalHook:
         check_required_text("ApprovalHook", "name", self.name)
         _hook_function("ApprovalHook", self.check, "request")
         self.tools = names_of("ApprovalHook", "tools", self.tools)
-        self.agents = names_of("ApprovalHook", "agents", self.agents)
+        self.agents = names_of("ApprovalHook", "agents", self.agents, agent_names=True)
 
     def applies_to(self, request: ToolRequest) -> bool:
         return (self.tools is None or request.tool in self.tools) and (
@@ -199,9 +199,9 @@ def agent_approval_hook(
     created later by ``task`` (as in seed example 3); until then the hook approves.
     """
 
-    check_required_text("agent_approval_hook", "agent_name", agent_name)
+    check_agent_name("agent_approval_hook", "agent_name", agent_name)
     check_text("agent_approval_hook", "name", name)
-    tools, agents = names_of("agent_approval_hook", "tools", tools), names_of("agent_approval_hook", "agents", agents)
+    tools, agents = names_of("agent_approval_hook", "tools", tools), names_of("agent_approval_hook", "agents", agents, agent_names=True)
 
     async def check(request: ToolRequest) -> Decision:
         hook_agent = request.agent.session.find_agent(agent_name)
@@ -226,7 +226,7 @@ class ReviewHook:
     def __post_init__(self) -> None:
         check_required_text("ReviewHook", "name", self.name)
         _hook_function("ReviewHook", self.review, "agent, utterance")
-        self.agents = names_of("ReviewHook", "agents", self.agents)
+        self.agents = names_of("ReviewHook", "agents", self.agents, agent_names=True)
 
     def applies_to(self, agent: "Agent") -> bool:
         return self.agents is None or agent.name in self.agents
@@ -279,7 +279,7 @@ class RemindHook:
     def __post_init__(self) -> None:
         check_required_text("RemindHook", "name", self.name)
         check_required_text("RemindHook", "message", self.message)
-        self.agents = names_of("RemindHook", "agents", self.agents)
+        self.agents = names_of("RemindHook", "agents", self.agents, agent_names=True)
         self.tools = names_of("RemindHook", "tools", self.tools)
         if self.after_turns is None and self.tools is None and self.every_seconds is None:
             raise ValueError(f"remind hook {self.name!r} needs after_turns, tools or every_seconds")
@@ -334,7 +334,7 @@ def approval(func: Callable[[ToolRequest], MaybeAwaitable] | None = None, *, nam
     """Decorator: ``@approval`` or ``@approval(tools=[...], agents=[...])`` makes an :class:`ApprovalHook`
     of a function that takes a :class:`ToolRequest` and returns a :class:`Decision` or a bool."""
     check_text("approval", "name", name)
-    tools, agents = names_of("approval", "tools", tools), names_of("approval", "agents", agents)
+    tools, agents = names_of("approval", "tools", tools), names_of("approval", "agents", agents, agent_names=True)
 
     def make(f: Callable[[ToolRequest], MaybeAwaitable]) -> ApprovalHook:
         _hook_function("approval", f, "request")
@@ -348,7 +348,7 @@ def review(func: Callable[["Agent", str], MaybeAwaitable] | None = None, *, name
     """Decorator: a :class:`ReviewHook` of ``(agent, utterance) -> Decision | bool``; a rejection's
     reason goes back to the agent, which tries again."""
     check_text("review", "name", name)
-    agents = names_of("review", "agents", agents)
+    agents = names_of("review", "agents", agents, agent_names=True)
 
     def make(f: Callable[["Agent", str], MaybeAwaitable]) -> ReviewHook:
         _hook_function("review", f, "agent, utterance")
@@ -377,7 +377,7 @@ def reset(max_entries: int, keep: int = 1, *, name: str = "reset", agents: Itera
     if keep > max_entries:  # it would cut nothing, and say so after every utterance
         raise ValueError(f"reset: keep= ({keep}) must not exceed max_entries= ({max_entries})")
     check_required_text("reset", "name", name)
-    agents = names_of("reset", "agents", agents)
+    agents = names_of("reset", "agents", agents, agent_names=True)
 
     def check(agent: "Agent", utterance: str) -> Decision:
         if len(agent.transcript) > max_entries:
@@ -395,5 +395,5 @@ def remind(message: str, *, name: str = "remind", agents: Iterable[str] | None =
     check_required_text("remind", "name", name)
     check_count("remind", "after_turns", after_turns, optional=True)
     check_seconds("remind", "every_seconds", every_seconds, optional=True)
-    return RemindHook(name, message, names_of("remind", "agents", agents), after_turns,
+    return RemindHook(name, message, names_of("remind", "agents", agents, agent_names=True), after_turns,
                       names_of("remind", "tools", tools), every_seconds)

@@ -24,7 +24,8 @@ if TYPE_CHECKING:
 # open, which resume gives the same words (restore.py).
 INTERRUPTED_RESULT = "Error: the run was interrupted before this tool call finished; its outcome is unknown."
 # What stops a run without being an error of the call it passes through: a cancelled task, a second
-# Ctrl-C raised inside a tool's own code, a tool's sys.exit(). Each call it stops still gets a result.
+# Ctrl-C raised inside a tool's own code, a tool's sys.exit(). Each call it stops still gets a result,
+# as does one any other BaseException (not an Exception: no failure of the call) passes through.
 INTERRUPTIONS = (asyncio.CancelledError, KeyboardInterrupt, SystemExit)
 
 
@@ -74,6 +75,10 @@ async def run_tool_call(agent: "Agent", call: dict[str, Any], call_message_id: s
                     denial = await agent.session.hooks.approve(ToolRequest(agent, name, arguments.sent, call["id"]))
                 except (BudgetExhausted, *INTERRUPTIONS) as exc:
                     denial, stop = None, exc
+                except Exception:
+                    raise  # approve answers a failed hook itself: one escaping it is a bug, not a stop
+                except BaseException as exc:
+                    denial, stop = None, exc
                 if stop is not None:
                     status, result = _stopped(span, stop)
                 elif denial is not None:
@@ -98,10 +103,13 @@ async def run_tool_call(agent: "Agent", call: dict[str, Any], call_message_id: s
                     except Exception as exc:  # a failing tool is a result, not a crash
                         status = "failed"
                         result = f"Error: tool '{name}' failed: {type(exc).__name__}: {exc}"
+                    except BaseException as exc:  # stops the run as an interruption does
+                        stop = exc
+                        status, result = _stopped(span, exc)
         ctx.ended = True  # the tool returned or raised: a reply it kept the context for is refused
         if isinstance(result, str):  # a tool's or a hook's text, as UTF-8 can hold it: the span is saved too
             result = storable_text(result)
-        if status != "ok" and not isinstance(stop, INTERRUPTIONS):  # an interruption is no error
+        if status != "ok" and not _interrupts(stop):  # an interruption is no error
             if stop is None:
                 span.set_status(Status(StatusCode.ERROR, result))
                 span.set_attribute(sc.ERROR_TYPE, "tool_" + status)
@@ -132,7 +140,7 @@ async def run_tool_call(agent: "Agent", call: dict[str, Any], call_message_id: s
                 sc.TOOL_LATENCY_MS: round((time.perf_counter() - started) * 1000, 3),
             }
         )
-        if isinstance(stop, INTERRUPTIONS):
+        if _interrupts(stop):
             raise stop  # not charged: the tree and the ledger count only calls that completed
         charge_tool()
         if stop is not None:
@@ -142,8 +150,13 @@ async def run_tool_call(agent: "Agent", call: dict[str, Any], call_message_id: s
 def _stopped(span: Any, stop: BaseException) -> tuple[str, str]:
     """The status and result of a tool call the run stopped in: the call still gets a result, so the
     transcript stays one a provider accepts when the session goes on (seed 004: nothing hidden)."""
-    if isinstance(stop, INTERRUPTIONS):
+    if _interrupts(stop):
         return "failed", INTERRUPTED_RESULT
     span.set_status(Status(StatusCode.ERROR, str(stop)))
     span.set_attribute(sc.ERROR_TYPE, "budget_exhausted")
     return "failed", f"Error: {stop}"
+
+
+def _interrupts(stop: BaseException | None) -> bool:
+    """Whether ``stop`` ends the run as an interruption does: anything but a budget in force."""
+    return stop is not None and not isinstance(stop, BudgetExhausted)

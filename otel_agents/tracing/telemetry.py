@@ -12,7 +12,6 @@ leaves the session directory is redacted on its way out (``redaction.redact``).
 
 from __future__ import annotations
 
-import asyncio
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -90,11 +89,14 @@ def marks_cancellation(span: trace.Span) -> Iterator[None]:
     """Mark the span ``otel_agents.cancelled`` when an interruption passes through it.
 
     Ctrl-C, task cancellation and a ``sys.exit()`` are not errors of the operation: the tree
-    shows such spans as cancelled rather than failed.
+    shows such spans as cancelled rather than failed. So is any other BaseException that is no
+    Exception (a tool's own), which stops the run as they do.
     """
     try:
         yield
-    except (asyncio.CancelledError, KeyboardInterrupt, SystemExit):
+    except Exception:
+        raise
+    except BaseException:
         span.set_attribute(sc.CANCELLED, True)
         raise
 

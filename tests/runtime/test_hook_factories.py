@@ -47,6 +47,10 @@ async def rewrite_later(sender, recipient, text):
     (lambda: agent_approval_hook(5), TypeError, r"agent_approval_hook: agent_name must be a non-empty string, not int"),
     (lambda: agent_approval_hook(""), ValueError, r"agent_approval_hook: agent_name must be a non-empty string"),
     (lambda: agent_approval_hook("Gate", tools="task"), TypeError, r"agent_approval_hook: tools= takes a list"),
+    # A name no agent can have: the hook never acted, silently.
+    (lambda: agent_approval_hook("a/b"), ValueError, r"^agent_approval_hook: agent_name may not contain '/'"),
+    (lambda: review(agents=["main/Jack"])(judge), ValueError, r"^review: agents\[0\] may not contain '/'"),
+    (lambda: remind("m", agents=["Jack", "J\nill"]), ValueError, r"^remind: agents\[1\] may not contain '\\n'"),
     (lambda: reset("5"), TypeError, r"reset: max_entries= takes a whole number, not str"),
     (lambda: reset(5, keep=-1), ValueError, r"reset: keep= must be at least 0, not -1"),
     (lambda: reset(5, agents="Jack"), TypeError, r"reset: agents= takes a list of names"),

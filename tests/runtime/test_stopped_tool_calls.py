@@ -98,3 +98,44 @@ async def test_a_discussion_cancelled_after_one_speaker_gets_the_interrupted_res
     assert session.root.transcript[-1]["content"] == INTERRUPTED_RESULT  # after the reply: the model sees the cut
     assert await session.run("again") == "after"
     assert_provider_valid(session.root.transcript)
+
+
+class ToolEscape(BaseException):
+    """Neither an Exception nor one of the interruptions asyncio and Python raise."""
+
+
+@tool
+def escape() -> str:
+    """Raise what is not an Exception."""
+    raise ToolEscape("out")
+
+
+@tool
+def hooked() -> str:
+    """Never runs: its approval hook raises."""
+    return "ran"
+
+
+@pytest.mark.parametrize("where", ["tool", "hook"])
+async def test_any_base_exception_out_of_a_tool_call_answers_it_before_it_propagates(scripted, span_tree, where):
+    """Only Exception and the interruptions were caught: the call was left without a result."""
+    from otel_agents.runtime.hooks import approval
+
+    name = "escape" if where == "tool" else "hooked"
+    hooks = []
+    if where == "hook":
+        @approval(tools=["hooked"])
+        def refuse_wildly(request):
+            raise ToolEscape("out")
+        hooks = [refuse_wildly]
+    session = scripted({"agents": {"main": [{"tool_calls": [{"name": name, "arguments": {}}]}, "after", "more"]}},
+                       tools=[escape, hooked])
+    for hook in hooks:
+        session.hooks.approvers.append(hook)
+    with pytest.raises(ToolEscape):
+        await session.run("go")
+    assert tool_results(session.root) == [INTERRUPTED_RESULT]
+    (span,) = span_tree().named(f"execute_tool {name}")
+    assert span.attributes[sc.TOOL_RESULT_MESSAGE_ID] == session.root.transcript_ids[2]
+    assert await session.run("again") == "after"
+    assert_provider_valid(session.root.transcript)
