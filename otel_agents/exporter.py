@@ -38,6 +38,9 @@ class SessionExporter(SpanExporter):
     ``home`` stands for ``$OTEL_AGENTS_HOME``; ``sessions_dir``/``billing_file`` override its parts.
     A trace is written once its root span has been exported (or after ``hold_s`` seconds of
     quiet, or at :meth:`force_flush`/:meth:`shutdown`), so batches in any order give one session.
+    A daemon thread, started by the first export and stopped by :meth:`shutdown`, closes and bills
+    what has been quiet for ``hold_s``: an application gone idle is billed without any call (the
+    SDK's span processors never call an exporter's ``force_flush``).
     """
 
     def __init__(self, home: str | Path | None = None, *, sessions_dir: str | Path | None = None,
@@ -58,6 +61,9 @@ class SessionExporter(SpanExporter):
         self._shut = False
         self._warned: set[str] = set()
         self.warn = warn
+        self._hold_s = hold_s
+        self._stop = threading.Event()
+        self._closer: threading.Thread | None = None
 
     @property
     def totals(self) -> IntakeResult:
@@ -68,6 +74,9 @@ class SessionExporter(SpanExporter):
         with self._lock:
             if self._shut:
                 return SpanExportResult.FAILURE
+            if self._closer is None:
+                self._closer = threading.Thread(target=self._close_quiet, name="otel-agents-session-closer", daemon=True)
+                self._closer.start()
             try:
                 result = self._intake.take([self._reader.read(span) for span in spans])
             except Exception as exc:  # never into the application
@@ -79,6 +88,18 @@ class SessionExporter(SpanExporter):
             self._warned |= reasons
             self.warn(f"otel_agents exporter: {len(result.rejected)} span(s) not saved, e.g. {reason}")
         return SpanExportResult.SUCCESS
+
+    def _close_quiet(self) -> None:
+        """Until shutdown: now and then, what has been quiet for ``hold_s`` is written and billed (as an export would)."""
+        interval = min(max(self._hold_s / 4, 0.05), 5.0)
+        while not self._stop.wait(interval):
+            with self._lock:
+                if self._shut:
+                    return
+                try:
+                    self._intake.take([])  # quiet held traces released, quiet sessions closed and billed
+                except Exception as exc:  # never into the application; the next export or tick tries again
+                    self.warn(f"otel_agents exporter: cannot close quiet sessions: {type(exc).__name__}: {exc}")
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         """Write every held trace now."""
@@ -93,6 +114,10 @@ class SessionExporter(SpanExporter):
             return True
 
     def shutdown(self) -> None:
+        self._stop.set()
+        closer = self._closer
+        if closer is not None and closer is not threading.current_thread():
+            closer.join(timeout=30)  # it takes the lock: joined outside it
         with self._lock:
             if self._shut:
                 return

@@ -19,13 +19,14 @@ from typing import Any, Mapping
 from opentelemetry.trace import SpanContext, TraceFlags
 
 from otel_agents.persistence.saved import SessionUnreadable, load_saved
+from otel_agents.persistence.session_meta import values_cut
 from otel_agents.persistence.gc_pause import collector_paused
 from otel_agents.persistence.notices import Warn, stderr_warning
 from otel_agents.persistence.tree_kinds import KIND_TOOL, STATUS_IN_PROGRESS, STATUS_INTERRUPTED
 from otel_agents.persistence.tree_paths import node_at, position_of
 from otel_agents.persistence.tree_walk import iter_records
 from otel_agents.restore import (
-    ResumeError, SavedSession, check_records, merge_records, restore_session, without_contents,
+    ResumeError, SavedSession, check_records, merge_records, restore_session, with_values_cut, without_contents,
 )
 from otel_agents.tracing import semconv as sc
 from otel_agents.tracing.records import message_id_number
@@ -66,6 +67,7 @@ class ForkSource:
     records: list[dict[str, Any]]
     tree: Mapping[str, Any]
     redacted: bool = False
+    truncated: int = 0  # values cut by the sender's export (restore.with_values_cut)
 
 
 def load_source(session_dir: Path, session_id: str, warn: Warn = stderr_warning) -> ForkSource:
@@ -88,7 +90,7 @@ def load_source(session_dir: Path, session_id: str, warn: Warn = stderr_warning)
     redacted = bool(meta.get("redacted")) or any(
         (run.get("attributes") or {}).get(sc.RUN_REDACTED_SAVE) for run in saved.tree.get("runs", [])
     )
-    return ForkSource(session_id, records, saved.tree, redacted)
+    return ForkSource(session_id, records, saved.tree, redacted, values_cut(saved.tree))
 
 
 def resolve_at(source: ForkSource, at: str) -> ForkPoint:
@@ -193,6 +195,8 @@ def fork_session(source: ForkSource, point: ForkPoint, new_session_id: str, pend
     """
     if source.redacted:
         raise ForkError(without_contents(source.session_id))  # resume's words
+    if source.truncated:
+        raise ForkError(with_values_cut(source.session_id, source.truncated))
     prefix = records_until(source.records, point.message_id)
     saved = SavedSession(new_session_id, prefix, open_tool_calls=open_at(source.tree, point.message_id))
     try:

@@ -62,6 +62,7 @@ class SavedSession:
     runs: int = 0  # runs so far: the next one is runs + 1
     last_run: SavedRun | None = None  # the run the next one links to
     redacted: bool = False  # saved without message contents: see without_contents
+    truncated: int = 0  # values the sender's export cut to its caps: see with_values_cut
     open_tool_calls: frozenset[str] = frozenset()  # ids of calls whose tool span never ended (a killed run)
 
 
@@ -69,6 +70,13 @@ def without_contents(session_id: str) -> str:
     """Why a session saved without message contents cannot have its agents rebuilt (resume and fork say the same)."""
     return (f"session {session_id} was saved without message contents (run with --redacted-save, or "
             "received from a run exporting with OTEL_AGENTS_EXPORT_CONTENT=false), so its agents cannot be rebuilt")
+
+
+def with_values_cut(session_id: str, count: int) -> str:
+    """Why a session received with values cut by the sender's export cannot have its agents rebuilt (resume, fork)."""
+    return (f"session {session_id} was received with {count} value(s) cut to the sender's export caps "
+            "(OTEL_AGENTS_EXPORT_VALUE_CAP, 1 MiB a span), so its agents cannot be rebuilt: "
+            "resume or fork it where it ran, whose local session holds them whole")
 
 
 def saved_runs(tree: Mapping[str, Any] | None) -> tuple[int, SavedRun | None]:
@@ -264,6 +272,8 @@ def _restore(saved: SavedSession, tool_list: tuple[Tool, ...], model_override: s
              pending_result: str = INTERRUPTED_RESULT) -> Session:
     if saved.redacted:
         raise ResumeError(without_contents(saved.session_id))
+    if saved.truncated:  # the model would read truncation markers as what was said
+        raise ResumeError(with_values_cut(saved.session_id, saved.truncated))
     records = saved.records
     check_records(records)
     if not any(r["event_type"] == sc.EVENT_AGENT_CREATED for r in records):

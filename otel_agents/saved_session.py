@@ -20,6 +20,7 @@ from typing import Any, Mapping
 from otel_agents.persistence.gc_pause import collector_paused
 from otel_agents.persistence.notices import stderr_warning
 from otel_agents.persistence.repair import flush_unbilled, mark_billed, write_back
+from otel_agents.persistence.session_meta import values_cut
 from otel_agents.persistence.saved import LoadedSession, SessionUnreadable, load_checkpoint, load_saved
 from otel_agents.persistence.store import SessionStore, StoreError, check_ledger_writable
 from otel_agents.persistence.tree_file import UnknownTreeVersion
@@ -134,7 +135,8 @@ def _load(session_dir: Path, session_id: str):
     except ResumeError as exc:
         raise ResumeError(f"session {session_id}: {exc}") from None
     repair = loaded if loaded.event_lines is not None else None  # rebuilt from the journal
-    saved = SavedSession(session_id, records, runs, last, redacted=redacted, open_tool_calls=open_tool_calls(tree))
+    saved = SavedSession(session_id, records, runs, last, redacted=redacted, open_tool_calls=open_tool_calls(tree),
+                         truncated=values_cut(tree) if tree else _meta_cut(meta))
     return saved, tree, loaded.meta, repair
 
 
@@ -158,8 +160,15 @@ def _load_current(session_dir: Path, session_id: str):
     except (StoreError, ResumeError, OSError):
         return None
     saved = SavedSession(session_id, records, runs, last, redacted=bool(meta.get("redacted")),
-                         open_tool_calls=open_tool_calls(tree))
+                         open_tool_calls=open_tool_calls(tree), truncated=_meta_cut(meta))
     return saved, tree, current.meta
+
+
+def _meta_cut(meta: Mapping[str, Any]) -> int:
+    from otel_agents.persistence.session_meta import TRUNCATED_VALUES
+
+    count = meta.get(TRUNCATED_VALUES)
+    return count if type(count) is int and count > 0 else 0
 
 
 def open_tool_calls(tree: Mapping[str, Any] | None) -> frozenset[str]:

@@ -295,3 +295,64 @@ def test_a_billing_file_that_is_not_a_ledger_is_refused_when_the_exporter_is_mad
     with pytest.raises(ValueError, match="is not a billing ledger"):
         SessionExporter(sessions_dir=tmp_path / "sessions", billing_file=other)
     assert other.read_text() == '{"notes": []}\n'
+
+
+def _live(home: Path):
+    """A real provider with the exporter behind a BatchSpanProcessor, as an application sets it up."""
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    exporter = SessionExporter(home=home, hold_s=1)
+    provider = TracerProvider(resource=Resource.create({"service.name": "idle-app"}))
+    provider.add_span_processor(BatchSpanProcessor(exporter))
+    return provider, provider.get_tracer("idle-app")
+
+
+def _eventually(check, seconds: float = 8.0) -> bool:
+    import time
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.1)
+    return check()
+
+
+def test_an_app_gone_idle_is_billed_after_hold_s_without_any_call(tmp_path):
+    # The SDK's provider.force_flush() never reaches the exporter's force_flush: only quiet may close the session.
+    provider, tracer = _live(tmp_path)
+    with tracer.start_as_current_span("invoke_agent main", attributes={
+        "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "main", "gen_ai.conversation.id": "s-idle",
+    }):
+        with tracer.start_as_current_span("chat m", kind=SpanKind.CLIENT, attributes={
+            "gen_ai.operation.name": "chat", "gen_ai.request.model": "m", "gen_ai.conversation.id": "s-idle",
+            "gen_ai.usage.input_tokens": 11, "gen_ai.usage.output_tokens": 3,
+        }):
+            pass
+    assert provider.force_flush()
+    assert (tmp_path / "sessions" / "s-idle").is_dir()
+    billing = tmp_path / "billing.jsonl"
+    try:
+        assert _eventually(lambda: billing.exists() and billing.read_text().count("\n") == 1)
+    finally:
+        provider.shutdown()
+    assert billing.read_text().count("\n") == 1  # billed once: shutdown found it billed
+
+
+def test_a_trace_whose_root_is_in_another_service_is_written_after_hold_s_without_any_call(tmp_path):
+    from opentelemetry import trace
+    from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
+
+    provider, tracer = _live(tmp_path)
+    remote = SpanContext(0x1234, 0x5678, is_remote=True, trace_flags=TraceFlags(TraceFlags.SAMPLED))
+    with tracer.start_as_current_span("chat m", context=trace.set_span_in_context(NonRecordingSpan(remote)),
+                                      kind=SpanKind.CLIENT, attributes={
+                                          "gen_ai.operation.name": "chat", "gen_ai.request.model": "m",
+                                          "gen_ai.conversation.id": "s-orphan", "gen_ai.usage.input_tokens": 2,
+                                      }):
+        pass
+    assert provider.force_flush()
+    try:
+        assert _eventually(lambda: (tmp_path / "sessions" / "s-orphan" / "meta.json").exists())
+    finally:
+        provider.shutdown()

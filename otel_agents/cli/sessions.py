@@ -67,13 +67,21 @@ def list_command(as_json: bool, paths) -> None:
         click.echo(
             f"{item.session_id:<24} {str(meta.get('created') or '?')[:19]:<19} {_count(meta.get('runs')):>4} "
             f"{effective_status(meta, item.directory):<11} {cost:>11}  {_printable(meta.get('title') or '')}"
-            + _lineage(meta)
+            + _lineage(meta) + _cut(meta)
         )
 
 
 def _printable(text: str) -> str:
     """A title as one table cell: a prompt's control characters (NUL, ESC ...) escaped, never sent to the terminal."""
     return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in str(text))
+
+
+def _cut(meta) -> str:
+    """`` (N values cut in transit)`` for a session received with values the sender's export cut (not resumable)."""
+    from otel_agents.persistence.session_meta import TRUNCATED_VALUES
+
+    count = meta.get(TRUNCATED_VALUES)
+    return f"  ({count} values cut in transit)" if type(count) is int and count > 0 else ""
 
 
 def _lineage(meta) -> str:

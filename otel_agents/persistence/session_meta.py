@@ -73,6 +73,7 @@ def make_meta(
         meta["hooks"] = hooks
     if any((run.get("attributes") or {}).get(sc.RUN_REDACTED_SAVE) for run in runs):
         meta["redacted"] = True
+    _note_cut(meta, tree, 0)
     first = (runs[0].get("attributes") or {}) if runs else {}
     if first.get(sc.RUN_FORK_SESSION) is not None:  # lineage: only forks carry it, other meta.json is unchanged
         meta["forked_from"] = {"session": first[sc.RUN_FORK_SESSION], "message": first.get(sc.RUN_FORK_MESSAGE)}
@@ -128,6 +129,7 @@ def meta_after_run(settled: Mapping[str, Any], run_tree: Mapping[str, Any]) -> d
         meta["hooks"] = sorted(set(earlier) | set(added))
     if (run.get("attributes") or {}).get(sc.RUN_REDACTED_SAVE):
         meta["redacted"] = True
+    _note_cut(meta, run_tree, settled.get(TRUNCATED_VALUES) or 0)
     return meta
 
 
@@ -168,6 +170,31 @@ def _note_unfinished(meta: dict[str, Any], tree: Mapping[str, Any], before: int)
         meta[UNFINISHED_LLM_CALLS] = count
     else:
         meta.pop(UNFINISHED_LLM_CALLS, None)
+
+
+# Values the sending side's export cut to its caps (``otel_agents.export.truncated`` on the spans collect or
+# import received): the session holds truncation markers where they were, so it is never resumed or forked.
+TRUNCATED_VALUES = "truncated_values"
+
+
+def values_cut(tree: Mapping[str, Any]) -> int:
+    """How many of the tree's span values were cut on their way here (0 for a session recorded locally)."""
+    from otel_agents.persistence.tree_walk import iter_nodes
+
+    total = 0
+    for _, node in iter_nodes(tree):
+        count = (node.get("attributes") or {}).get(sc.EXPORT_TRUNCATED)
+        if type(count) is int and count > 0:
+            total += count
+    return total
+
+
+def _note_cut(meta: dict[str, Any], tree: Mapping[str, Any], before: int) -> None:
+    count = before + values_cut(tree)
+    if count:  # only sessions with cut values carry it: other meta.json is unchanged
+        meta[TRUNCATED_VALUES] = count
+    else:
+        meta.pop(TRUNCATED_VALUES, None)
 
 
 def this_writer() -> dict[str, Any]:

@@ -6,6 +6,7 @@ value-level cuts and the (rare) shrinking of one span that is over its budget.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Mapping, Sequence
 
 from opentelemetry.attributes import BoundedAttributes
@@ -16,6 +17,7 @@ from opentelemetry.trace import Status
 from otel_agents.tracing.export_size import encoded_size
 
 TRUNCATION_MARKER = "…[truncated {dropped} bytes by otel-agents; full value in the local session]"
+_MARKED = re.compile(re.escape(TRUNCATION_MARKER).replace(re.escape("{dropped}"), r"\d+") + r"\Z")
 # A span over budget never has its strings cut below this many bytes.
 MIN_SHARED_CAP = 512
 
@@ -78,7 +80,7 @@ def cap_value(value: Any, cap: int) -> Any:
     return list(value) if isinstance(value, tuple) else value
 
 
-def _is_text(value: Any) -> bool:
+def is_text(value: Any) -> bool:
     return isinstance(value, str) or (
         isinstance(value, (list, tuple)) and bool(value) and all(isinstance(v, str) for v in value)
     )
@@ -128,17 +130,30 @@ def _recap(attributes: BoundedAttributes, cap: int) -> BoundedAttributes:
 
 
 def _longest_strings(span: ReadableSpan) -> list[int]:
-    sizes = [value_bytes(v) for v in (span.attributes or {}).values() if _is_text(v)]
+    sizes = [value_bytes(v) for v in (span.attributes or {}).values() if is_text(v)]
     for event in span.events:
-        sizes += [value_bytes(v) for v in (event.attributes or {}).values() if _is_text(v)]
+        sizes += [value_bytes(v) for v in (event.attributes or {}).values() if is_text(v)]
     return sizes
 
 
 def fit_span(span: ReadableSpan, span_bytes: int, value_cap: int) -> ReadableSpan:
     """Shrink the longest strings of an over-budget span to one shared cap."""
+    return fit_span_counted(span, span_bytes, value_cap)[0]
+
+
+def _cut_anew(value: Any, cap: int) -> bool:
+    # Cut at ``cap`` and not cut already (by the value cap, its marker at the end).
+    if not is_text(value) or value_bytes(value) <= cap:
+        return False
+    last = value if isinstance(value, str) else value[-1]
+    return not _MARKED.search(last)
+
+
+def fit_span_counted(span: ReadableSpan, span_bytes: int, value_cap: int) -> tuple[ReadableSpan, int]:
+    """:func:`fit_span`, and how many of the span's values it cut that were whole before."""
     size = encoded_size([span])
     if size <= span_bytes:
-        return span
+        return span, 0
     sizes = _longest_strings(span)
     excess = size - span_bytes
 
@@ -157,13 +172,15 @@ def fit_span(span: ReadableSpan, span_bytes: int, value_cap: int) -> ReadableSpa
         cap = low
     else:
         cap = MIN_SHARED_CAP
+    cut = sum(_cut_anew(v, cap) for v in (span.attributes or {}).values())
+    cut += sum(_cut_anew(v, cap) for event in span.events for v in (event.attributes or {}).values())
     shrunk = rebuild_span(
         span,
         _recap(span.attributes, cap),
         [Event(e.name, _recap(e.attributes, cap), e.timestamp) for e in span.events],
     )
     if encoded_size([shrunk]) <= span_bytes:
-        return shrunk
+        return shrunk, cut
     # Too many events even at the floor: keep the earliest that fit, count the rest.
     events = list(shrunk.events)
     empty = encoded_size([rebuild_span(shrunk, {}, [])])
@@ -174,4 +191,4 @@ def fit_span(span: ReadableSpan, span_bytes: int, value_cap: int) -> ReadableSpa
         if used > span_bytes:
             break
         kept.append(event)
-    return rebuild_span(span, shrunk.attributes, kept, dropped_events=len(events) - len(kept))
+    return rebuild_span(span, shrunk.attributes, kept, dropped_events=len(events) - len(kept)), cut

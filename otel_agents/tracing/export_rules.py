@@ -11,7 +11,9 @@ make a receiver reject a whole batch:
    and each run's root says so (``otel_agents.run.redacted_save``).
 2. Value cap: no string value (and no string array, counted as a whole) is
    longer than ``value_cap`` UTF-8 bytes, the truncation marker included. The
-   marker says how many bytes were dropped and that the full value is local.
+   marker says how many bytes were dropped and that the full value is local, and
+   the span says how many of its values were cut (``otel_agents.export.truncated``),
+   so a session collect or import builds from it is known to hold markers, not values.
 3. Attribute count: at most ``max_attributes`` (128, the OpenTelemetry default
    Jaeger and most backends expect) per span and per event; the first ones set
    are kept, because the runtime sets the identifying attributes at span start.
@@ -44,9 +46,10 @@ from otel_agents.tracing.export_caps import (
     bounded_attributes,
     cap_value,
     dropped_count,
-    fit_span,
+    fit_span_counted,
     rebuild_span,
     value_bytes,
+    is_text,
 )
 from otel_agents.tracing.export_size import (
     EVENT_FIXED,
@@ -97,10 +100,10 @@ def export_attributes(
     content_keys: frozenset[str],
     already_dropped: int,
     seen: dict[str, str],
-) -> tuple[dict[str, Any], int, bool, int]:
+) -> tuple[dict[str, Any], int, bool, int, int]:
     """One pass over a span's or event's attributes: content switch, redaction, count, cap.
 
-    Returns (attributes, dropped, changed, size bound): ``changed`` is False when the
+    Returns (attributes, dropped, changed, size bound, values cut): ``changed`` is False when the
     result would encode exactly as the original, so the original can be sent as is.
     ``seen``: texts already redacted in this export, each redacted once.
     """
@@ -108,6 +111,7 @@ def export_attributes(
     dropped = already_dropped
     changed = False
     size = 0
+    cut = 0
     cap = limits.value_cap
     most = limits.max_attributes
     for key, value in (attributes or {}).items():
@@ -127,6 +131,7 @@ def export_attributes(
                 new = cap_value(new, cap)
                 length = text_bytes(new)
                 changed = True
+                cut += 1
             elif new is not value and new != value:
                 changed = True
             out[key] = new
@@ -138,14 +143,16 @@ def export_attributes(
             size += _SCALAR_ATTRIBUTE + (len(key) if key.isascii() else text_bytes(key))
             continue
         else:
-            new = cap_value(redact(value), cap)
+            whole = redact(value)
+            new = cap_value(whole, cap)
+            cut += (is_text(whole) or isinstance(whole, bytes)) and value_bytes(whole) > cap
             if isinstance(value, tuple) and isinstance(new, list) and new == list(value):
                 new = value
         if new is not value and new != value:
             changed = True
         out[key] = new
         size += attribute_bound(key, new)
-    return out, dropped, changed, size
+    return out, dropped, changed, size, cut
 
 
 def keeps_attribute(
@@ -196,21 +203,24 @@ def network_copy(
     changed = False
     events: list[tuple[str, dict[str, Any], int, int | None]] = []  # made Events only for a copy
     event_sizes: list[int] = []
+    cut = 0
     for e in span.events:
         name = redact_text_once(e.name, seen)
-        attributes, dropped, event_changed, size = export_attributes(
+        attributes, dropped, event_changed, size, event_cut = export_attributes(
             e.attributes, limits, export_content, CONTENT_EVENT_KEYS, dropped_count(e.attributes), seen
         )
         changed = changed or event_changed or name != e.name
+        cut += event_cut
         events.append((name, attributes, dropped, e.timestamp))
         event_sizes.append(EVENT_FIXED + FIELD + text_bytes(name) + size)
-    attributes, dropped, attributes_changed, size = export_attributes(
+    attributes, dropped, attributes_changed, size, attributes_cut = export_attributes(
         span.attributes, limits, export_content, sc.CONTENT_ATTRIBUTES, span.dropped_attributes, seen
     )
+    cut += attributes_cut
     if not export_content and sc.RUN_SOURCE in attributes:
         # What collect or import builds from this copy has no contents: marked as --redacted-save
         # runs are, it is never resumed by sending the model empty messages.
-        attributes[sc.RUN_REDACTED_SAVE] = True
+        dropped += _mark(attributes, sc.RUN_REDACTED_SAVE, True, limits)
         attributes_changed = True
     status = span.status
     if status.description and not export_content and span.attributes.get(sc.GEN_AI_OPERATION_NAME) == sc.OP_EXECUTE_TOOL:
@@ -220,7 +230,13 @@ def network_copy(
         status = Status(status.status_code, redact_text(status.description))
         if value_bytes(status.description) > limits.value_cap:
             status = Status(status.status_code, cap_value(status.description, limits.value_cap))
+            cut += 1
         changed = changed or status.description != span.status.description
+    if cut:
+        # What collect or import builds from this copy holds markers where values were: never resumed from.
+        dropped += _mark(attributes, sc.EXPORT_TRUNCATED, _count_after(attributes, cut), limits)
+        size += attribute_bound(sc.EXPORT_TRUNCATED, cut)
+        attributes_changed = True
     name = redact_text_once(span.name, seen)
     if changed or attributes_changed or name != span.name:
         copied = [Event(n, _attributes_with_count(a, d), t) for n, a, d, t in events]
@@ -228,5 +244,30 @@ def network_copy(
     bound = envelope(span) + span_bound(span, size, event_sizes)
     if bound <= limits.span_bytes:
         return span, bound
-    fitted = fit_span(span, limits.span_bytes, limits.value_cap)
+    # Room kept for the count of values cut, set (or raised) once the fit has cut more.
+    fitted, fit_cut = fit_span_counted(span, limits.span_bytes - 64, limits.value_cap)
+    if fit_cut:
+        fitted = _with_count(fitted, _count_after(fitted.attributes, fit_cut), limits)
     return fitted, encoded_size([fitted])
+
+
+def _mark(attributes: dict[str, Any], key: str, value: Any, limits: ExportLimits) -> int:
+    """Set a mark the receiver must see, within the attribute count: the last other attribute gives way (1 dropped)."""
+    dropped = 0
+    if key not in attributes and len(attributes) >= limits.max_attributes:
+        attributes.pop(next(reversed(attributes)))
+        dropped = 1
+    attributes[key] = value
+    return dropped
+
+
+def _count_after(attributes: Mapping[str, Any], cut: int) -> int:
+    # A span sent on again (``otel-agents export`` of a collected session) keeps the cuts it came with.
+    before = attributes.get(sc.EXPORT_TRUNCATED)
+    return cut + (before if type(before) is int and before > 0 else 0)
+
+
+def _with_count(span: ReadableSpan, cut: int, limits: ExportLimits) -> ReadableSpan:
+    attributes = dict(span.attributes or {})
+    dropped = dropped_count(span.attributes) + _mark(attributes, sc.EXPORT_TRUNCATED, cut, limits)
+    return rebuild_span(span, _attributes_with_count(attributes, dropped), list(span.events), status=span.status)

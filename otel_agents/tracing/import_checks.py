@@ -58,6 +58,7 @@ _SCHEMA: dict[str, Any] = {
     sc.LLM_LATENCY_MS: Amount,
     sc.TOOL_LATENCY_MS: Amount,
     sc.RUN_INDEX: Ordinal,
+    sc.EXPORT_TRUNCATED: Ordinal,
     sc.LLM_ATTEMPT: Ordinal,
     sc.LLM_MAX_ATTEMPTS: Ordinal,
     sc.RUN_REDACTED_SAVE: StrictBool,

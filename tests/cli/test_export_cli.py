@@ -193,3 +193,29 @@ def test_a_copy_sent_without_contents_imports_as_a_session_that_refuses_to_resum
     assert resumed.exit_code == 2
     assert "was saved without message contents" in resumed.output
     assert "OTEL_AGENTS_EXPORT_CONTENT=false" in resumed.output
+
+
+def test_a_copy_with_values_cut_imports_as_a_session_that_refuses_to_resume(saved, env, tmp_path):
+    # Its records hold truncation markers: resumed, the model would read them as what was said.
+    from google.protobuf.json_format import MessageToJson
+
+    home, session_id = saved
+    env.setenv("OTEL_AGENTS_EXPORT_VALUE_CAP", "256")
+    with HttpTraceReceiver() as receiver:
+        assert invoke(session_id, "--endpoint", receiver.endpoint).exit_code == 0
+        requests = receiver.requests
+    copy = tmp_path / "copy.jsonl"
+    copy.write_text("".join(MessageToJson(r, indent=None) + "\n" for r in requests))
+    env.delenv("OTEL_AGENTS_EXPORT_VALUE_CAP")
+    env.setenv("OTEL_AGENTS_HOME", str(tmp_path / "central"))
+    assert CliRunner().invoke(cli, ["import", str(copy)], catch_exceptions=False).exit_code == 0
+    meta = orjson.loads((tmp_path / "central" / "sessions" / session_id / "meta.json").read_bytes())
+    assert meta["truncated_values"] > 0
+    listed = CliRunner().invoke(cli, ["sessions", "list"], catch_exceptions=False)
+    assert f"({meta['truncated_values']} values cut in transit)" in listed.output
+    verified = CliRunner().invoke(cli, ["sessions", "verify", session_id], catch_exceptions=False)
+    assert verified.exit_code == 0 and "cut to the sender's export caps" in verified.output
+    for command in (["resume", session_id, "again"], ["fork", session_id, "--at", "msg_000002", "again"]):
+        refused = CliRunner().invoke(cli, command, catch_exceptions=False)
+        assert refused.exit_code == 2, refused.output
+        assert "cut to the sender's export caps" in refused.output

@@ -87,3 +87,24 @@ def test_the_hooks_of_every_run_are_summed_up_only_when_every_run_names_them(rec
     assert "hooks" not in meta_after_run(summary([unnamed]), assemble_session(tree["id"], [second], []))
     damaged = dict(summary([first]), hooks="guard")
     assert "hooks" not in meta_after_run(damaged, assemble_session(tree["id"], [second], []))
+
+
+def test_values_cut_in_transit_are_counted_by_a_summary_and_by_one_more_run(record):
+    # A session collect builds run by run says as much as one built whole: resume reads it from meta.json.
+    import copy
+
+    from otel_agents.tracing import semconv as sc
+
+    recorded = record(prompts=["Create Jack and Jill for a cafe discussion", "And then?"])
+    tree = copy.deepcopy(recorded.store.load_tree())
+    first, second = tree["runs"]
+    first["attributes"][sc.EXPORT_TRUNCATED] = 2
+    next(iter(second["turns"] or second["ops"]))["attributes"][sc.EXPORT_TRUNCATED] = 3
+
+    def summary(runs):
+        return make_meta(assemble_session(tree["id"], runs, []), created_ns=1, updated_ns=2)
+
+    assert "truncated_values" not in make_meta(recorded.store.load_tree(), created_ns=1, updated_ns=2)
+    assert summary([first])["truncated_values"] == 2
+    assert summary([first, second])["truncated_values"] == 5
+    assert meta_after_run(summary([first]), assemble_session(tree["id"], [second], [])) == summary([first, second])

@@ -111,3 +111,18 @@ def test_a_span_with_too_many_events_even_when_shortened_drops_the_last_and_coun
     assert out.events[0].attributes[sc.LOG_MESSAGE].startswith("00000")  # the earliest are kept
     proto = encode_spans([out]).resource_spans[0].scope_spans[0].spans[0]
     assert proto.dropped_events_count == 5000 - kept
+
+
+def test_a_copy_with_values_cut_says_how_many():
+    # collect and import build a session from this copy: marked, its markers are never sent to a model.
+    def build(tracer):
+        with tracer.start_as_current_span("chat m", attributes={"a": "x" * 600, "b": "short"}) as span:
+            span.add_event("e", {"text": "y" * 600})
+        with tracer.start_as_current_span("chat n", attributes={"a": "x" * 100}):
+            pass
+
+    cut, whole = _finished(build)
+    limits = ExportLimits(value_cap=256)
+    assert filter_span(cut, limits).attributes[sc.EXPORT_TRUNCATED] == 2
+    assert filter_span(whole, limits) is whole
+    assert sc.EXPORT_TRUNCATED not in cut.attributes  # the local span stays whole and unmarked
