@@ -10,7 +10,7 @@ from google.rpc.error_details_pb2 import RetryInfo
 from google.rpc.status_pb2 import Status
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
-from otel_agents.collect.otlp_request import BadRequest, decode_body
+from otel_agents.collect.otlp_request import MAX_REQUEST_BYTES, BadRequest, decode_body
 from otel_agents.collect.writer import Busy, Writer, rejection_message
 
 RETRY_DELAY_S = 1  # RESOURCE_EXHAUSTED carries it as google.rpc.RetryInfo, which OTLP exporters read
@@ -52,16 +52,13 @@ class TraceService:
         return response
 
 
-MAX_MESSAGE_BYTES = 16 << 20
-
-
 def grpc_server(writer: Writer, address: str) -> grpc.Server:
     """Bound and started; raises RuntimeError when the address cannot be bound."""
     # 16 MiB as Jaeger takes: grpcio's 4 MiB default refuses a batch of large LLM spans with no retry delay.
     # SO_REUSEPORT off: grpcio sets it by default, so a second collect would share a busy port (the kernel
     # splitting connections, and so sessions and billing, between two homes) instead of failing to bind.
     server = grpc.server(ThreadPoolExecutor(max_workers=8, thread_name_prefix="collect-grpc"),
-                         options=[("grpc.max_receive_message_length", MAX_MESSAGE_BYTES), ("grpc.so_reuseport", 0)])
+                         options=[("grpc.max_receive_message_length", MAX_REQUEST_BYTES), ("grpc.so_reuseport", 0)])
     export = grpc.unary_unary_rpc_method_handler(TraceService(writer).Export,  # bytes in, so Export parses them
                                                  response_serializer=ExportTraceServiceResponse.SerializeToString)
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, {"Export": export}),))
