@@ -117,8 +117,9 @@ def summary(by: str, since: date | None, until: date | None, session_id: str | N
         rows = summarize(filters.apply(shards), by)
         duplicates = shards.duplicates  # those inside one ledger were warned of, naming it
         if shards.across_ledgers:
-            click.echo(f"note: {shards.across_ledgers} records found in more than one ledger were counted once",
-                       err=True)
+            what = "record found in more than one ledger was" if shards.across_ledgers == 1 else \
+                "records found in more than one ledger were"
+            click.echo(f"note: {shards.across_ledgers} {what} counted once", err=True)
     grand = total(rows)
     named = str(ledgers[0]) if len(ledgers) == 1 else ", ".join(map(str, ledgers))
     if as_json:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import gzip
 import zlib
+from collections.abc import AsyncIterator
 
 from google.protobuf.json_format import MessageToJson
 from google.rpc.status_pb2 import Status
@@ -15,7 +15,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from otel_agents.collect.otlp_request import BadRequest, Decoded, decode_body
+from otel_agents.collect.otlp_request import MAX_REQUEST_BYTES, BadRequest, Decoded, decode_body
 from otel_agents.collect.writer import Busy, Writer, rejection_message
 
 RETRY_AFTER_S = 1  # what a 429 asks the sender to wait (OTLP/HTTP: the Retry-After header)
@@ -37,20 +37,70 @@ def _status(code: int, message: str, as_json: bool, headers: dict[str, str] | No
     return response
 
 
+class TooLarge(ValueError):
+    """The body, as sent or decompressed, is over MAX_REQUEST_BYTES; one line."""
+
+
+DRAIN_BYTES = 4 * MAX_REQUEST_BYTES  # read and dropped past the cap so that the sender sees the 413
+TOO_LARGE = f"the request body is over {MAX_REQUEST_BYTES >> 20} MiB"
+
+
+def _gunzip(raw: bytes) -> bytes:
+    """gzip.decompress (all members), stopping at MAX_REQUEST_BYTES: a small bomb must not fill memory."""
+    out, size = [], 0
+    while raw:
+        member = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        while raw:
+            chunk = member.decompress(raw, MAX_REQUEST_BYTES + 1 - size)
+            size += len(chunk)
+            out.append(chunk)
+            if size > MAX_REQUEST_BYTES:
+                raise TooLarge(f"{TOO_LARGE} decompressed")
+            raw = member.unconsumed_tail
+        if not member.eof:
+            raise BadRequest("the gzip body is cut or damaged: it ends mid-stream")
+        raw = member.unused_data
+    return b"".join(out)
+
+
 def _body(raw: bytes, encoding: str) -> bytes:
     encoding = encoding.strip().lower()
     if encoding in ("", "identity"):
         return raw
     if encoding == "gzip":
         try:
-            return gzip.decompress(raw)
-        except (OSError, EOFError, zlib.error) as exc:
+            return _gunzip(raw)
+        except zlib.error as exc:
             raise BadRequest(f"the gzip body is cut or damaged: {exc}") from None
     raise BadRequest(f"unsupported Content-Encoding {encoding!r}")
 
 
 def _decode(raw: bytes, content_type: str, encoding: str) -> Decoded:
     return decode_body(_body(raw, encoding), content_type)
+
+
+async def _read(request: Request) -> bytes:
+    """The body as sent, refused past MAX_REQUEST_BYTES before more of it is kept."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > DRAIN_BYTES:
+        raise TooLarge(TOO_LARGE)  # not read at all: the connection is closed under the sender
+    chunks, size, stream = [], 0, request.stream()
+    async for chunk in stream:
+        size += len(chunk)
+        if size > MAX_REQUEST_BYTES:
+            await _drain(stream, size)
+            raise TooLarge(TOO_LARGE)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+async def _drain(stream: AsyncIterator[bytes], size: int) -> None:
+    """Read on without keeping, to DRAIN_BYTES: a sender that answers only once it has sent the whole
+    body (Python's requests, urllib) reads the 413 instead of a reset connection, which it would retry."""
+    async for chunk in stream:
+        size += len(chunk)
+        if size > DRAIN_BYTES:
+            return
 
 
 def http_app(writer: Writer) -> Starlette:
@@ -63,11 +113,15 @@ def http_app(writer: Writer) -> Starlette:
             response.status_code = 415
             return response
         try:
-            raw = await request.body()
+            raw = await _read(request)
+            decoded = await run_in_threadpool(_decode, raw, content_type, request.headers.get("content-encoding", ""))
         except ClientDisconnect:
             return Response(status_code=400)
-        try:
-            decoded = await run_in_threadpool(_decode, raw, content_type, request.headers.get("content-encoding", ""))
+        except TooLarge as exc:  # 413, which OTLP exporters do not retry; RESOURCE_EXHAUSTED as gRPC's cap answers
+            writer.count_rejected(1)
+            response = _status(8, str(exc), as_json)
+            response.status_code = 413
+            return response
         except BadRequest as exc:
             writer.count_rejected(1)
             return _status(3, str(exc), as_json)  # INVALID_ARGUMENT: the request is refused whole

@@ -20,6 +20,7 @@ from otel_agents.tracing.otlp_decode import decode_otlp_document
 from otel_agents.tracing.otlp_proto_decode import decode_proto_spans
 from otel_agents.tracing.spandata import SpanData
 
+MAX_REQUEST_BYTES = 16 << 20  # a request's cap over gRPC and HTTP (decompressed too), as Jaeger's receiver takes
 _SPAN_ERRORS = (ImportFormatError, ValueError, TypeError, OverflowError)
 
 

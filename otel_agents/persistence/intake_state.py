@@ -3,7 +3,9 @@
 A receiver acknowledges spans once they are on disk, also those it cannot write to a session
 yet: they are appended to ``pending.jsonl`` (one OTLP/JSON document a line, with ``heldAt``:
 the wall-clock second its trace was first held, so a restart keeps the trace's age) and fsynced
-with the journals. ``unsettled.jsonl`` names each session opened since the last clean stop, so
+with the journals. A trace no longer held (written to its session, or dropped) gets a line
+``{"released": trace_id}``, appended when the session's lines were fsynced, so a restart after
+``kill -9`` neither holds its spans again nor counts them ignored a second time. ``unsettled.jsonl`` names each session opened since the last clean stop, so
 a start after ``kill -9`` writes their tree, meta.json and ledger records. Both files are
 append-only while running and rewritten (atomically) at start and stop; ``pending.jsonl`` also
 when it holds more than :class:`HoldPolicy` allows (compaction). A torn last line (a kill
@@ -66,18 +68,25 @@ class IntakeState:
         self.unsettled_path = self.directory / UNSETTLED
         self._dirty: set[Path] = set()
         self._pending_spans = 0  # spans in pending.jsonl (held or not any more): what compaction looks at
+        self._in_file: set[str] = set()  # traces with spans in pending.jsonl and no released line after them
+        self._released: list[str] = []  # of those, released since the last sync: their lines go in at the next
 
     def pending(self) -> tuple[list[SpanData], dict[str, float]]:
         """The spans held when the last process stopped (or died), and when each of their traces was first held."""
-        spans: list[SpanData] = []
+        spans: dict[str, list[SpanData]] = {}
         since: dict[str, float] = {}
         for doc in _lines(self.pending_path):
+            if isinstance(doc, dict) and isinstance(doc.get("released"), str):
+                spans.pop(doc["released"], None)  # written (or dropped) after the lines before: not held
+                since.pop(doc["released"], None)
+                continue
             held_at = doc.get("heldAt") if isinstance(doc, dict) else None
             for span in decode_otlp_json(doc, str(self.pending_path)):
-                spans.append(span)
+                spans.setdefault(span.trace_id, []).append(span)
                 if isinstance(held_at, (int, float)):  # a line without it (older): its age counts from now
                     since[span.trace_id] = min(float(held_at), since.get(span.trace_id, float(held_at)))
-        return spans, since
+        self._in_file = set(spans)
+        return [span for trace in spans.values() for span in trace], since
 
     def hold(self, held: Iterable[Held]) -> None:
         """Append each trace's newly held spans, stamped with when that trace was first held."""
@@ -85,10 +94,17 @@ class IntakeState:
             if spans:
                 self._append(self.pending_path, {**encode_resource_spans(spans), "heldAt": held_at})
                 self._pending_spans += len(spans)
+                self._in_file.update(span.trace_id for span in spans)
+
+    def released(self, trace_id: str) -> None:
+        """The trace is held no more: noted at the next :meth:`sync`, after the session's lines were fsynced."""
+        if trace_id in self._in_file:
+            self._in_file.discard(trace_id)
+            self._released.append(trace_id)
 
     def compact_due(self, held_spans: int) -> bool:
-        """More than twice the spans still held plus ``compact_min_spans`` are in the file."""
-        return self._pending_spans > 2 * held_spans + self.policy.compact_min_spans
+        """More than twice the spans still held plus ``compact_min_spans`` are in the file (a released line counts one)."""
+        return self._pending_spans + len(self._released) > 2 * held_spans + self.policy.compact_min_spans
 
     def unsettled(self) -> list[str]:
         """Sessions opened and not settled (closed) since the last clean stop."""
@@ -104,6 +120,8 @@ class IntakeState:
         lines = [{**encode_resource_spans(spans), "heldAt": held_at} for held_at, spans in held if spans]
         _replace(self.pending_path, lines)
         self._pending_spans = sum(len(spans) for _, spans in held)
+        self._in_file = {span.trace_id for _, spans in held for span in spans}
+        self._released.clear()  # their spans are not in the new file
         self._dirty.discard(self.pending_path)
 
     def rewrite_unsettled(self, open_sessions: Iterable[str]) -> None:
@@ -112,6 +130,11 @@ class IntakeState:
         self._dirty.discard(self.unsettled_path)
 
     def sync(self) -> None:
+        """fsync what was appended; the released lines first appended (callers fsync the sessions before)."""
+        for trace_id in self._released:
+            self._append(self.pending_path, {"released": trace_id})
+            self._pending_spans += 1  # a line to compact away too
+        self._released.clear()
         for path in self._dirty:
             fsync_path(path)
         self._dirty.clear()

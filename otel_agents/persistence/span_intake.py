@@ -200,6 +200,7 @@ class SpanIntake:
             return
         trace.released = True
         self._held.discard(trace_id)
+        self._note_released(trace_id)
         trace.session_id = sessions_of_traces(shaped)[trace_id]
         if not self.sessions.feed(trace.session_id, shaped, result):
             del self._traces[trace_id]  # not written: the same spans delivered again are tried again
@@ -210,8 +211,14 @@ class SpanIntake:
         """Ignored, spans counted; remembered (as released without a session) so its later spans are ignored too."""
         trace.released = True
         self._held.discard(trace_id)
+        self._note_released(trace_id)
         result.ignored += len(trace.spans)
         trace.spans = {}  # nothing to shape later spans with
+
+    def _note_released(self, trace_id: str) -> None:
+        """Written, dropped or rejected: a restart after kill -9 must not take its spans from pending.jsonl again."""
+        if self._state is not None:
+            self._state.released(trace_id)
 
     def _feed_late(self, trace_id: str, trace: _Trace, new: list[SpanData], result: IntakeResult) -> None:
         if trace.session_id is None:

@@ -268,7 +268,7 @@ def test_a_record_written_twice_in_one_ledger_is_counted_once_with_a_warning(hom
     other.write_bytes(lines[0])
     both = invoke(home, "summary", "--json", "--billing-file", str(ledger), "--billing-file", str(other))
     assert json.loads(both.stdout)["total"] == before["total"] and json.loads(both.stdout)["duplicates"] == 2
-    assert warning in both.stderr and "1 records found in more than one ledger were counted once" in both.stderr
+    assert warning in both.stderr and "1 record found in more than one ledger was counted once" in both.stderr
 
 
 def test_summary_with_an_explicit_billing_file(home, tmp_path):

@@ -142,8 +142,10 @@ def _unnamed(spans, trace_id: str | None = None):
 
 
 def _pending_spans(paths: Paths) -> int:
+    """The spans in pending.jsonl, and its released lines (one each: the file's size as compaction counts it)."""
     path = paths.sessions_dir / ".collect" / "pending.jsonl"
-    return sum(len(decode_otlp_json(line)) for line in path.read_text().splitlines() if line.strip())
+    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return sum(1 if "released" in line else len(decode_otlp_json(line)) for line in lines)
 
 
 def _held_intake(paths: Paths, clock: Clock, bound: float = 60.0, compact_min: int = 0) -> SpanIntake:
@@ -251,6 +253,50 @@ def test_a_restart_keeps_a_held_trace_s_age(local_run, tmp_path):
     assert again.take([]).ignored == len(late)
     clock.now += 1000
     assert _held_intake(paths, clock).held_spans() == 0
+
+
+def _killed_after_holding_then_writing_and_dropping(spans_file: str, sessions_dir: str, billing_file: str) -> None:
+    """Run in a child process (killed -9 at the end): turns held then named and written, a foreign trace
+    held then dropped, each acknowledged (synced), with no compaction and no close."""
+    spans = [s for line in open(spans_file) for s in decode_otlp_json(line)]
+    turns = [s for s in spans if s.name == "turn"]
+    held, rest = _unnamed(turns), [s for s in spans if s.name != "turn"]
+    foreign = _unnamed(spans, trace_id="ab" * 16)
+    clock = Clock()
+    intake = _held_intake(Paths(Path(sessions_dir), Path(billing_file)), clock, compact_min=10_000)
+    intake.take(held + foreign)
+    intake.sync()
+    clock.now += 30
+    assert intake.take(rest).written == len(spans)  # the turns' trace named: written with them
+    intake.sync()
+    clock.now += 30
+    assert intake.take([]).ignored == len(foreign)
+    intake.sync()
+    assert _pending_spans(intake.paths) >= len(held) + len(foreign)  # appended to, never compacted
+    os.kill(os.getpid(), 9)
+
+
+def test_a_restart_after_kill_9_does_not_hold_or_count_again_what_was_written_or_dropped(local_run, tmp_path):
+    """pending.jsonl is appended to and compacted only now and then: a trace written to its session (or
+    dropped) since its spans were held gets a released line there, so the restart skips its spans."""
+    home, session_id, spans = local_run
+    paths = Paths(tmp_path / "sessions", tmp_path / "billing.jsonl")
+    program = ("import sys\nfrom test_intake_state import _killed_after_holding_then_writing_and_dropping as run\n"
+               "run(*sys.argv[1:])\n")
+    tests = Path(__file__).parent
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tests), str(tests.parent)])}
+    done = subprocess.run([sys.executable, "-c", program, str(home.parent / "spans.jsonl"), str(paths.sessions_dir),
+                           str(paths.billing_file)], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == -9, done.stderr
+    clock = Clock(1_000_000.0 + 61)  # their first hold 61 s ago: taken again, they would be counted ignored
+    restarted = _held_intake(paths, clock)
+    assert (restarted.held_spans(), restarted.totals.ignored) == (0, 0)
+    clock.now += 120
+    assert restarted.take([]).ignored == 0
+    restarted.close(flush=False)
+    assert _pending_spans(paths) == 0
+    journal = SessionStore(paths.sessions_dir / session_id).journal_path.read_text()
+    assert all(s.span_id in journal for s in spans)
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
