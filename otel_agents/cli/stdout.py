@@ -76,7 +76,8 @@ class _Raw(io.RawIOBase):
 
 def guard() -> None:
     """Route stdout through :class:`_Raw`. A closed fd 0, 1 or 2 is first taken by /dev/null, so no
-    file the command opens (a session's lock, its events) gets that number and stray writes to it."""
+    file the command opens (a session's lock, its events) gets that number and stray writes to it;
+    a closed stdin reads as empty and a closed stderr is dropped."""
     for fd in (0, 1, 2):
         try:
             os.fstat(fd)
@@ -84,6 +85,12 @@ def guard() -> None:
             taken = os.open(os.devnull, os.O_RDWR)
             if taken != fd:  # a lower one was free and is taken in turn by this loop's order
                 os.close(taken)
+    # Python left None for a stream closed at start: stdin then reads nothing, as from </dev/null, and
+    # stderr goes nowhere (click would put its diagnostics on stdout, among the results).
+    if sys.stdin is None:
+        sys.stdin = open(os.devnull, encoding="utf-8")  # noqa: SIM115 - the process's stdin, never closed
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - likewise
     closed = sys.stdout is None
     current = sys.stdout or sys.__stdout__
     encoding = getattr(current, "encoding", None) or "utf-8"

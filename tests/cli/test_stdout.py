@@ -126,3 +126,25 @@ def test_a_reader_that_goes_away_is_told_of_the_prompts_not_run(home, tmp_path):
     (directory,) = (home / "sessions").iterdir()
     assert (f"output stopped: the reader of stdout went away; prompts 2-3 of 3 were not run; "
             f"session {directory.name} was saved") in stderr.splitlines()
+
+
+def _cli_closing(home: Path, *args: str, closed: str, cwd: Path) -> subprocess.CompletedProcess:
+    """The command as a process with stdin (`<&-`) or stderr (`2>&-`) closed."""
+    command = ["sh", "-c", f'exec "$0" "$@" {closed}', sys.executable, "-m", "otel_agents", *args]
+    return subprocess.run(command, capture_output=True, text=True, env=_env(home), cwd=cwd, timeout=180)
+
+
+def test_a_closed_stdin_reads_as_no_prompts(home, tmp_path):
+    """`run <&-` crashed reading prompts from stdin (sys.stdin is None): it runs the default, as </dev/null."""
+    done = _cli_closing(home, "run", closed="<&-", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr and done.stdout.strip()
+    (directory,) = (home / "sessions").iterdir()
+    assert CliRunner().invoke(cli, ["sessions", "verify", directory.name]).exit_code == 0
+
+
+def test_a_closed_stderr_keeps_diagnostics_off_stdout(home, tmp_path):
+    """With stderr closed click wrote its Error: line to stdout, among the results a script reads."""
+    done = _cli_closing(home, "sessions", "show", "20990101-000000-abcdef", closed="2>&-", cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stdout == ""
