@@ -11,6 +11,7 @@ from otel_agents.cli.execution import (
     command_tracing,
     execute,
     finish,
+    load_model_library,
     make_llm,
     next_steps,
     output_options,
@@ -98,6 +99,7 @@ def fork_session_command(source_id, at, prompts, script_name, model_opts, otlp_f
         except ForkError as exc:
             raise click.UsageError(str(exc)) from None
         install_session_hooks(session, script, app)  # hooks are code: installed as the source's run had them
+        load_model_library()  # before the lock, as run: a kill then leaves no fork, not an empty session
         recording = start_recording(tracing, paths, session.id)
         keep_revivable(session, paths.session_dir(session.id))  # evicted agents come back from the fork's own records
         attach_console(tracing, verbose, trace_llm, trace_tools)
