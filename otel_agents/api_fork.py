@@ -10,6 +10,7 @@ from otel_agents.api import DEFAULT_MAX_TURNS, Hook, Session, _load_script, _mak
 from otel_agents.api_recording import session_dir_of
 from otel_agents.api_checks import check_run_options, check_scripted_model, hooks_of, tools_of
 from otel_agents.arguments import check_required_text
+from otel_agents.llm.budget import Budget, BudgetMeter
 from otel_agents.runtime.eviction import EvictionPolicy, eviction_policy
 from otel_agents.llm.model_settings import ModelSettings, ModelSettingsError, settings_from_json
 from otel_agents.runtime.tools import Tool
@@ -31,6 +32,9 @@ def fork(
     model_settings: ModelSettings | None = None,
     stream: bool = False,
     on_text: Callable[[str, str], None] | None = None,
+    budget: Budget | None = None,
+    budget_scope: str = "session",
+    allow_unpriced: bool = False,
     eviction: EvictionPolicy | None = None,
 ) -> Session:
     """A new session, inside a ``recording`` block, whose agents and transcripts are ``session_id``'s just after ``at``.
@@ -38,7 +42,9 @@ def fork(
     ``at``: a message id or a path label (``[RUN:]LABEL``), as for ``otel-agents fork``. The
     source is only read (no lock, no file changed). Tools, hooks, script and parameters default
     as for :func:`otel_agents.resume`, taken from the source's run of that message; so are the
-    agents' budgets by name (the script's ``agent_budgets``) and ``eviction`` (default: the script's). Raises
+    agents' budgets by name (the script's ``agent_budgets``) and ``eviction`` (default: the script's).
+    ``budget``: the fork's limits, on top of those of the source's run of the message (which carry on),
+    counting from zero; with ``budget_scope="run"`` a resume of the fork carries the source's instead. Raises
     ``ForkError`` (one line) when the source cannot be forked there; nothing is run or billed then.
     """
     from otel_agents.apps import reimport_app
@@ -51,7 +57,9 @@ def fork(
     check_required_text("fork", "at", at)
     check_run_options("fork", script=script, model=model, max_turns=max_turns, max_attempts=max_attempts,
                       timeout=timeout, api_base=api_base, model_settings=model_settings, stream=stream,
-                      on_text=on_text, eviction=eviction)
+                      on_text=on_text, budget=budget, allow_unpriced=allow_unpriced, eviction=eviction)
+    if budget_scope not in ("session", "run"):
+        raise ValueError(f"budget_scope must be 'session' or 'run', not {budget_scope!r}")
     tools = tools_of("fork", tools) if tools is not None else None
     hooks = hooks_of("fork", hooks) if hooks is not None else None
     rec = active_recording()
@@ -62,6 +70,8 @@ def fork(
         raise ForkError(f"no session {session_id!r} in {rec.paths.sessions_dir}")
     source = load_source(session_dir, session_id)
     point = resolve_at(source, at)
+    limits = point.limits(budget)  # the source's limits, these on top: counted from zero
+    kept = point.limits(None) or Budget()  # what a resume carries on after budget_scope="run"
     attributes = point.run.get("attributes") or {}
     app_reference = attributes.get(sc.RUN_APP) if isinstance(attributes.get(sc.RUN_APP), str) else None
     try:
@@ -94,7 +104,11 @@ def fork(
         settings_override=settings,
         agent_budgets=root_agent.budgets_by_name(loaded),
         eviction=eviction or eviction_policy(loaded.eviction if loaded else None),
+        budget=BudgetMeter.for_session(limits),
     )
+    if not allow_unpriced:
+        runtime.refuse_unpriced()
+    runtime.carried_budget = kept if budget_scope == "run" else None
     session = Session.__new__(Session)
     session._setup(runtime, loaded, model, hooks or (), rec, source="fork", app=app_reference, on_text=on_text)
     # Every run of the fork names its source; meta.json reads the first run's.

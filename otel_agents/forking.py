@@ -18,6 +18,7 @@ from typing import Any, Mapping
 
 from opentelemetry.trace import SpanContext, TraceFlags
 
+from otel_agents.llm.budget import Budget, BudgetError, budget_from_json
 from otel_agents.persistence.saved import SessionUnreadable, load_saved
 from otel_agents.persistence.session_meta import values_cut
 from otel_agents.persistence.gc_pause import collector_paused
@@ -57,6 +58,18 @@ class ForkPoint:
     def run_attributes(self) -> dict[str, Any]:
         """What the fork's first run says of its origin (ingress attributes: kept on the tree and in meta.json)."""
         return {sc.RUN_FORK_SESSION: self.session_id, sc.RUN_FORK_MESSAGE: self.message_id}
+
+    def limits(self, given: Budget | None) -> Budget | None:
+        """The fork's session limits: those the source run of the message kept (as a resume after it would
+        carry them on), ``given`` on top. They count the fork's own spending, from zero."""
+        attributes = self.run.get("attributes") or {}
+        carried = attributes.get(sc.RUN_BUDGET_CARRIED)  # its own were for that run alone (--budget-scope run)
+        try:
+            recorded = budget_from_json(carried if carried is not None else attributes.get(sc.RUN_BUDGET),
+                                        f"session {self.session_id}'s run of {self.message_id}")
+        except BudgetError as exc:
+            raise ForkError(str(exc)) from None
+        return given if recorded is None else recorded.merged(given)
 
 
 @dataclass

@@ -224,5 +224,5 @@ def _recorded(viewer: Any, node: dict[str, Any], agent: str, turn: int, attempt:
             "reasoning_tokens": attrs.get(sc.GEN_AI_USAGE_REASONING) or 0,
         },
         response_id=attrs.get(sc.GEN_AI_RESPONSE_ID), error_type=attrs.get(sc.ERROR_TYPE), compare=compare,
-        cost_usd=attrs.get(sc.GEN_AI_USAGE_COST),
+        cost_usd=attrs.get(sc.GEN_AI_USAGE_COST), retry_after=attrs.get(sc.LLM_RETRY_AFTER),
     )

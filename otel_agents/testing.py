@@ -30,16 +30,36 @@ def assert_replays(session_dir: str | os.PathLike, *, strict: bool = False, from
     there. The app or script the session names is imported from the current directory and
     ``sys.path``, as ``resume`` does: run the test from the project's root. A session whose run
     ended in an error (a spent budget) replays when it ends with the same error, every call matched.
+    A usage mistake (``from_run`` not a run of the session, a ``timeout`` of 0) raises ValueError
+    or TypeError naming the argument, before anything runs: it is the test's bug, not a divergence.
     """
+    from otel_agents.arguments import check_count, check_flag, check_seconds
     from otel_agents.persistence.tree_file import TREE_FILE
 
+    check_flag("assert_replays", "strict", strict)
+    check_count("assert_replays", "from_run", from_run)
+    check_seconds("assert_replays", "timeout", timeout)
     source = Path(session_dir)
     if not (source / TREE_FILE).is_file():
         raise AssertionError(f"{source} is not a saved session directory (no {TREE_FILE})")
+    runs = _run_count(source)
+    if runs is not None and from_run > runs:
+        raise ValueError(f"assert_replays: from_run={from_run} is past session {source.name}'s runs (1 to {runs})")
     if workdir is not None:
         return _replay(source, Path(workdir), strict, from_run, timeout)
     with tempfile.TemporaryDirectory(prefix="otel-agents-replay-") as scratch:
         return _replay(source, Path(scratch), strict, from_run, timeout)
+
+
+def _run_count(source: Path) -> int | None:
+    """How many runs the saved session has; None when it cannot be read (the replay then says why)."""
+    from otel_agents.persistence.saved import SessionUnreadable, load_saved
+
+    try:
+        saved = load_saved(source, lambda _text: None, records=False)
+    except SessionUnreadable:
+        return None
+    return len((saved.tree or {}).get("runs") or []) if saved.tree is not None and not saved.damaged else None
 
 
 def _replay(source: Path, home: Path, strict: bool, from_run: int, timeout: float) -> Replayed:

@@ -157,3 +157,34 @@ def test_fork_between_two_speakers_of_a_discuss_says_the_call_was_cut(source, mo
     messages = viewer.chat_context(answer["message_id"]).messages
     results = [m["content"] for m in messages if m.get("tool_call_id") == call_id]
     assert results == [jack["content"], FORKED_RESULT]
+
+
+def test_fork_carries_the_sources_limits_from_zero_with_budget_on_top(tmp_path, monkeypatch):
+    import json
+
+    import otel_agents
+    from otel_agents import Budget, BudgetExhausted
+    from support.in_process import run_in_process
+
+    script = tmp_path / "echo.json"
+    script.write_text(json.dumps({"name": "echo", "agents": {"main": [f"answer {n}" for n in range(1, 9)]}}))
+    home = tmp_path / "home"
+    done = run_in_process("run", "--script", str(script), "--max-llm-calls", "2", "a", home=home,
+                          env={"OTEL_TRACES_EXPORTER": "none"}, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    sid = done.stderr.strip().splitlines()[-1].split(": ", 1)[1]
+    monkeypatch.setenv("OTEL_AGENTS_RECORDER", "inline")
+    at = events(home, sid)[-1]["message_id"]
+    with otel_agents.recording(home=home):
+        with otel_agents.fork(sid, at=at) as forked:  # the source's 2 calls, counted from zero
+            forked.run_sync("b")
+            forked.run_sync("c")
+            with pytest.raises(BudgetExhausted, match="2 of 2 LLM calls made"):
+                forked.run_sync("d")
+        with otel_agents.fork(sid, at=at, budget=Budget(max_llm_calls=3)) as wider:
+            for prompt in "bcd":
+                wider.run_sync(prompt)
+            with pytest.raises(BudgetExhausted, match="3 of 3 LLM calls made"):
+                wider.run_sync("e")
+    with pytest.raises(ValueError, match="budget_scope"):
+        otel_agents.fork(sid, at=at, budget_scope="all")

@@ -82,3 +82,16 @@ def test_a_session_its_limit_stopped_replays_though_both_exit_1(tmp_path):
     replayed = assert_replays(tmp_path / "recorded" / "sessions" / session_id)
     assert "replay: 2 LLM calls of 1 runs matched" in replayed.report
     assert "error: budget exhausted for session: 2 of 2 LLM calls made" in replayed.report
+
+
+@pytest.mark.parametrize("from_run, error, message", [
+    (0, ValueError, "from_run= must be at least 1, not 0"),
+    (2, ValueError, r"from_run=2 is past session .*'s runs \(1 to 1\)"),
+    ("2", TypeError, "from_run= takes a whole number"),
+])
+def test_a_bad_from_run_is_a_usage_error_naming_it_not_a_divergence(cafe, tmp_path, from_run, error, message):
+    _, session_dir = cafe
+    workdir = tmp_path / "work"
+    with pytest.raises(error, match=message):
+        assert_replays(session_dir, from_run=from_run, workdir=workdir)
+    assert not workdir.exists()  # checked before anything ran or was copied

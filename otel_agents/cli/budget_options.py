@@ -1,4 +1,4 @@
-"""``--max-cost-usd --max-tokens --max-llm-calls --allow-unpriced --budget-scope`` of ``run`` and ``resume``."""
+"""``--max-cost-usd --max-tokens --max-llm-calls --allow-unpriced --budget-scope``: run, resume, fork."""
 
 from __future__ import annotations
 

@@ -11,6 +11,7 @@ from otel_agents.cli.execution import (
     command_tracing,
     execute,
     finish,
+    load_model_library,
     make_llm,
     next_steps,
     output_options,
@@ -20,6 +21,7 @@ from otel_agents.cli.execution import (
 )
 from otel_agents.cli.model_options import check_scripted_model, model_options
 from otel_agents.cli.app_session import agents_by_name, install_session_hooks, load_app_or_exit
+from otel_agents.cli.budget_options import BudgetOptions, budget_options, check_session_budgets
 from otel_agents.cli.eviction_options import EvictionOptions, eviction_options
 from otel_agents.cli.options import (
     ledger_errors_are_data_errors,
@@ -34,9 +36,11 @@ FALLBACK_SCRIPT = "jack-and-jill"
 
 @ledger_errors_are_data_errors
 def fork_session_command(source_id, at, prompts, script_name, model_opts, otlp_file, verbose, trace_llm,
-                         trace_tools, paths, eviction_opts: EvictionOptions = EvictionOptions()) -> int:
+                         trace_tools, paths, eviction_opts: EvictionOptions = EvictionOptions(),
+                         budget_opts: BudgetOptions = BudgetOptions()) -> int:
     """Read the source (no lock, nothing written), check everything, then run the prompts in the new session."""
     from otel_agents.forking import ForkError, fork_session, load_source, resolve_at
+    from otel_agents.llm.budget import Budget, BudgetMeter
     from otel_agents.llm.api_base import ApiBaseError, carried_api_base
     from otel_agents.llm.model_settings import ModelSettingsError, settings_from_json
     from otel_agents.llm.scripts import ScriptError, load_script
@@ -48,6 +52,8 @@ def fork_session_command(source_id, at, prompts, script_name, model_opts, otlp_f
     try:
         source = load_source(source_dir, source_id, warn=lambda text: click.echo(text, err=True))
         point = resolve_at(source, at)
+        limits = point.limits(budget_opts.limits())  # the source's limits, these on top: counted from zero
+        kept = point.limits(None) or Budget()  # what a resume of the fork carries on after --budget-scope run
     except ForkError as exc:
         raise click.UsageError(str(exc)) from None
     # No prompt: the fork's one run only records the inherited state (resume it later).
@@ -100,10 +106,14 @@ def fork_session_command(source_id, at, prompts, script_name, model_opts, otlp_f
                 settings_override=params,
                 agent_budgets=agent_budgets,
                 eviction=eviction_opts.policy(script),
+                budget=BudgetMeter.for_session(limits),
             )
         except ForkError as exc:
             raise click.UsageError(str(exc)) from None
+        check_session_budgets(session, budget_opts)  # nothing spent before: a fork counts from zero
+        session.carried_budget = kept if budget_opts.scope == "run" else None
         install_session_hooks(session, script, app)  # hooks are code: installed as the source's run had them
+        load_model_library()  # before the lock, as run: a kill then leaves no fork, not an empty session
         recording = start_recording(tracing, paths, session.id)
         keep_revivable(session, paths.session_dir(session.id))  # evicted agents come back from the fork's own records
         attach_console(tracing, verbose, trace_llm, trace_tools)
@@ -126,19 +136,21 @@ def fork_session_command(source_id, at, prompts, script_name, model_opts, otlp_f
 @click.option("--script", "script_name",
               help="Script to go on with (default: the one the source's run of that message ran with).")
 @model_options
+@budget_options
 @eviction_options
 @output_options
 @storage_options
-def fork(session_id, prompts, at, script_name, model_opts, eviction_opts, otlp_file, redacted_save, verbose, trace_llm, trace_tools,
-         paths):
+def fork(session_id, prompts, at, script_name, model_opts, budget_opts, eviction_opts, otlp_file, redacted_save, verbose,
+         trace_llm, trace_tools, paths):
     """Start a new session from SESSION_ID's state just after message --at, and run PROMPTS in it.
 
     Without PROMPTS (and nothing on stdin) the fork's one run only records that state: resume it later.
 
     The source is only read: no lock is taken and none of its files changes. Later messages,
-    and agents created after the message, do not exist in the fork.
+    and agents created after the message, do not exist in the fork. The session limits of the
+    source's run of that message carry on (the --max-... given on top), counting from zero.
     """
     if redacted_save:
         raise click.UsageError("--redacted-save is not available for a fork (its inherited contents are saved)")
     finish(fork_session_command(session_id, at, prompts, script_name, model_opts, otlp_file, verbose, trace_llm,
-                                trace_tools, paths, eviction_opts))
+                                trace_tools, paths, eviction_opts, budget_opts))

@@ -14,6 +14,7 @@ from otel_agents.cli.execution import (
     command_tracing,
     execute,
     finish,
+    load_model_library,
     make_llm,
     start_recording,
 )
@@ -128,9 +129,10 @@ def replay_command(session_id: str, from_run: int, strict: bool, verbose: bool, 
             session = new_session(app, script, model, telemetry=tracing.telemetry, llm=llm,
                                   settings_override=params, budget=meter)
         llm.stream = source.stream  # as recorded, whatever the script says now
+        load_model_library()  # before the lock, as run: a kill then leaves no session, not an empty one
         recording = start_recording(tracing, paths, session.id)
         attach_console(tracing, verbose, False, False)
-        from otel_agents.llm.replay_provider import register_replay  # litellm: after the recorder forked
+        from otel_agents.llm.replay_provider import register_replay  # litellm is loaded: cheap
 
         register_replay(source.session_id, book)
         extra: dict[str, Any] = {}  # the session replayed is named by the run's model: replay/<source>

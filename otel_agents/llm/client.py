@@ -23,7 +23,7 @@ from otel_agents.llm.providers import provider_of, request_model_of
 from otel_agents.llm.pricing import PriceTable, Usage
 from otel_agents.llm.responses import (IN_PROCESS_PREFIXES, MalformedReply, assistant_message, estimate_usage,
                                        usage_invalid, usage_missing, usage_of)
-from otel_agents.llm.retry import RetryPolicy, error_text, error_type, is_transient
+from otel_agents.llm.retry import RetryPolicy, error_text, error_type, is_transient, retry_after_seconds
 from otel_agents.llm.served import served_attributes
 from otel_agents.llm.accounting import charge_llm
 from otel_agents.llm.budget import check as check_budgets, counted_cost
@@ -272,6 +272,9 @@ class LLMClient:
                 span.set_attributes(
                     {sc.ERROR_TYPE: error_type(exc), sc.LLM_LATENCY_MS: round(latency_ms, 3), sc.LLM_RETRYABLE: transient}
                 )
+                hinted = retry_after_seconds(exc)
+                if hinted is not None:  # a replay of the attempt asks for the same wait
+                    span.set_attribute(sc.LLM_RETRY_AFTER, round(hinted, 3))
                 usage, cost = Usage(), None
                 if isinstance(exc, MalformedReply):  # the provider counted what it used: recorded and billed
                     usage, cost = self._record_usage(span, request, exc.response, progress)

@@ -35,6 +35,7 @@ class RecordedCall:
     error_type: str | None = None
     compare: bool = True  # False for runs before --from-run: not made again, only their turns counted
     cost_usd: float | None = None  # what the source paid: budgets count it, the replay itself costs nothing
+    retry_after: float | None = None  # the wait a failed attempt's response asked for (Retry-After, seconds)
 
 
 @dataclass(frozen=True)

@@ -100,7 +100,9 @@ def _recorded_error(call: RecordedCall, model: str) -> Exception:
             return litellm.Timeout(message=message, model=model, llm_provider=PROVIDER)
         return CustomLLMError(status_code=400, message=message)
     error_class, status = kind
-    response = httpx.Response(status, request=httpx.Request("POST", f"replay://{model}"))
+    # The wait the source's response asked for: the retry policy waits as it did ("a 429 is retried as it was").
+    headers = {"retry-after": str(call.retry_after)} if call.retry_after is not None else {}
+    response = httpx.Response(status, headers=headers, request=httpx.Request("POST", f"replay://{model}"))
     return error_class(message=message, llm_provider=PROVIDER, model=model, response=response)
 
 

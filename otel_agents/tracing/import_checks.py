@@ -56,6 +56,7 @@ _SCHEMA: dict[str, Any] = {
     sc.total_attr("self", "cost_usd"): Amount,
     sc.total_attr("inclusive", "cost_usd"): Amount,
     sc.LLM_LATENCY_MS: Amount,
+    sc.LLM_RETRY_AFTER: Amount,
     sc.TOOL_LATENCY_MS: Amount,
     sc.RUN_INDEX: Ordinal,
     sc.EXPORT_TRUNCATED: Ordinal,

@@ -130,6 +130,8 @@ LLM_MAX_ATTEMPTS = "otel_agents.llm.max_attempts"
 LLM_LATENCY_MS = "otel_agents.llm.latency_ms"
 LLM_PRICE_SOURCE = "otel_agents.llm.price_source"  # config | litellm | unpriced
 LLM_RETRYABLE = "otel_agents.llm.retryable"
+# The wait a failed attempt's response asked for (Retry-After, seconds): a replay of it asks for it again
+LLM_RETRY_AFTER = "otel_agents.llm.retry_after"
 # What the endpoint reported (the registry has neither): the provider that actually served the call
 # (a router's choice, e.g. OpenRouter's), its charge for the call in USD, and for bring-your-own-key
 # calls the serving provider's own charge (llm/served.py).

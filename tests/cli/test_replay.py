@@ -131,6 +131,7 @@ def test_the_demo_replays_with_identical_events_and_bills_nothing(tmp_path):
     assert "replay: 13 LLM calls of 1 runs matched" in done.stderr
     assert "WRN Error: Action blocked by hook 'ResourceMonitor'" in done.stderr  # the hook fired again
     assert "RateLimitError" in done.stderr  # and the recorded 429 was replayed and retried
+    assert "retrying in 0.05s" in done.stderr  # after its recorded Retry-After, not a backoff of its own
     assert_replayed_whole(home, source, replayed)
     assert checksums(home / "sessions" / source) == before  # read-only on the source
     assert ledger(home, source) == billed_before  # never billed as the original model

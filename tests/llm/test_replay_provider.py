@@ -71,3 +71,13 @@ async def test_a_divergence_fails_the_request_and_is_not_retried():
 async def test_an_unknown_replay_model_is_refused():
     with pytest.raises(Exception, match="no replay model"):
         await ask("replay/never-registered", ASKED)
+
+
+async def test_a_recorded_rate_limit_asks_for_the_recorded_wait_again():
+    from otel_agents.llm.retry import RetryPolicy, retry_after_seconds
+
+    model = model_of(RecordedCall("main", 1, 1, ASKED, error_type="RateLimitError", retry_after=0.05))
+    with pytest.raises(litellm.RateLimitError) as failed:
+        await ask(model, ASKED)
+    assert retry_after_seconds(failed.value) == 0.05
+    assert RetryPolicy().delay(1, failed.value) == 0.05  # not the jittered backoff of a 429 without it

@@ -14,6 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from reliability_helpers import ScriptBuilder, invoke, load_tree, subprocess_env, verify
 
 # The CLI with session_recording.own_session wrapped: it notes whether litellm is loaded, then the
@@ -101,3 +103,43 @@ def test_sigterm_during_the_import_before_the_lock_exits_130_saving_nothing(rel_
     assert proc.stderr.strip().splitlines()[-1] == "interrupted before the session started: nothing was saved"
     assert "Traceback" not in proc.stderr and proc.stdout == ""
     assert not list((rel_home / "sessions").glob("*"))
+
+
+def started_session(home: Path, tmp_path: Path) -> str:
+    """A saved session of one run (in this process), to fork or replay."""
+    script = ScriptBuilder("greet", {"main": ["hello", "hello again"]}).write(tmp_path / "greet.json")
+    done = invoke(["run", "--script", str(script), "hi"])
+    assert done.exit_code == 0, done.output
+    (directory,) = (home / "sessions").iterdir()
+    return directory.name
+
+
+NEW_SESSION_COMMANDS = {  # the commands that make a new session from a saved one
+    "fork": lambda source: ["fork", source, "--at", "msg_000001", "more"],
+    "replay": lambda source: ["replay", source],
+}
+
+
+@pytest.mark.parametrize("command", sorted(NEW_SESSION_COMMANDS))
+def test_fork_and_replay_load_litellm_before_they_take_the_new_sessions_lock(rel_home, tmp_path, command):
+    """As run: a kill in the seconds of the import left an empty session holding only its lock, which
+    resume then started afresh from the default script, not the fork's or replay's."""
+    source = started_session(rel_home, tmp_path)
+    note = tmp_path / "note.txt"
+    proc = subprocess.run([sys.executable, "-c", KILLED_AT_LOCK, str(note), *NEW_SESSION_COMMANDS[command](source)],
+                          capture_output=True, text=True, env=subprocess_env(rel_home), cwd=rel_home.parent,
+                          timeout=120)
+    assert proc.returncode == -9, proc.stderr
+    assert note.read_text() == "loaded"
+
+
+@pytest.mark.parametrize("command", sorted(NEW_SESSION_COMMANDS))
+def test_sigterm_during_the_import_of_fork_and_replay_exits_130_saving_nothing(rel_home, tmp_path, command):
+    source = started_session(rel_home, tmp_path)
+    proc = subprocess.run([sys.executable, "-c", TERMINATED_IN_IMPORT, *NEW_SESSION_COMMANDS[command](source)],
+                          capture_output=True, text=True, env=subprocess_env(rel_home), cwd=rel_home.parent,
+                          timeout=120)
+    assert proc.returncode == 130, proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == "interrupted before the session started: nothing was saved"
+    assert "Traceback" not in proc.stderr and proc.stdout == ""
+    assert [p.name for p in (rel_home / "sessions").iterdir()] == [source]  # no new session, not even its lock

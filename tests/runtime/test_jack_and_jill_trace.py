@@ -117,6 +117,7 @@ def test_the_rate_limited_attempt_is_retried_in_its_own_span(run):
     assert first.status.status_code == StatusCode.ERROR
     assert attr(first, sc.ERROR_TYPE) == "RateLimitError"
     assert attr(first, sc.LLM_RETRYABLE) is True
+    assert attr(first, sc.LLM_RETRY_AFTER) == 0.05  # the script's Retry-After: a replay asks for it again
     assert sc.GEN_AI_USAGE_COST not in first.attributes
     assert second.status.status_code != StatusCode.ERROR
     assert sc.ERROR_TYPE not in second.attributes
