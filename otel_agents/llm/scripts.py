@@ -146,6 +146,10 @@ class Script:
                                          f"({root_name!r}) nor a name its turns give 'task' (a typo?)")
         known |= set(self.agents)
         for where, hook in [(self.source, h) for h in self.hooks] + [(owner, h) for h in hooks]:
+            answering = getattr(hook, "agent", None)  # an approval answered by it approves all until it exists
+            if isinstance(answering, str) and answering not in known:
+                raise _fail(where, f"hook {hook.name!r}: agent {answering!r} answers it and is no agent of this "
+                                   f"script (its agents: {', '.join(sorted(known))}): it would approve everything")
             unknown = sorted(set(getattr(hook, "agents", None) or ()) - known)
             if unknown:
                 raise _fail(where, f"hook {hook.name!r}: agents names {', '.join(map(repr, unknown))}, no agent "

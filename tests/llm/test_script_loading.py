@@ -187,6 +187,16 @@ def test_a_hook_watching_an_agent_the_script_never_has_is_refused():
     _script(hooks=[{**hook, "agents": ["main", "Jack"]}]).check_agent_names("main")
 
 
+def test_an_approval_answered_by_an_agent_the_script_never_has_is_refused():
+    """Such a hook approves every request until its agent exists: a misspelt name never denies anything."""
+    hook = {"kind": "approval", "name": "Gate", "agent": "Jak", "tools": ["task"]}
+    with pytest.raises(ScriptError) as err:
+        _script(hooks=[hook]).check_agent_names("main")
+    assert str(err.value) == ("s.json: hook 'Gate': agent 'Jak' answers it and is no agent of this script "
+                              "(its agents: Jack, main): it would approve everything")
+    _script(hooks=[{**hook, "agent": "Jack"}]).check_agent_names("main")  # created by main's task: it will answer
+
+
 def test_an_agents_key_no_agent_has_is_refused_as_a_typo():
     script = parse_script({"name": "boss", "root": {"name": "boss"}, "agents": {"main": ["Hello"]}}, "s.json")
     with pytest.raises(ScriptError) as err:
