@@ -22,7 +22,6 @@ export function showSession(main, sessionId) {
     get(key) { return new URLSearchParams(location.search).get(key); },
     set(changes, push = false) {
       const url = new URL(location.href);
-      url.searchParams.delete("token"); // the cookie carries it from now on
       for (const [key, value] of Object.entries(changes)) {
         if (value === null || value === undefined || value === "") url.searchParams.delete(key);
         else url.searchParams.set(key, value);

@@ -41,7 +41,6 @@ export function showSessions(main, navigate) {
 
   function keepUrl() {
     const url = new URL(location.href);
-    url.searchParams.delete("token"); // the server's cookie carries it from the first load on
     for (const [key, value] of Object.entries(state)) {
       if (value && !(key === "sort" && value === "updated") && !(key === "order" && value === "desc")) url.searchParams.set(key, value);
       else url.searchParams.delete(key);

@@ -76,3 +76,20 @@ def test_with_a_token_the_first_load_carries_it_and_the_page_works_on_its_cookie
     finally:
         servers.stop(server)
         page.context.clear_cookies()
+
+
+def test_a_token_of_the_first_load_leaves_the_address_bar_on_every_tab_of_a_session_page(page, servers, saved_home):
+    server = servers.start(saved_home.sessions, [saved_home.billing], token="s3cret-token")
+    try:
+        page.goto(f"{server.url}/s/{saved_home.demo}?token=s3cret-token")  # Tree: no node selected, no link.set
+        page.wait_for_selector(".tree .row[data-id]")
+        assert "token" not in page.url
+        page.goto(f"{server.url}/s/{saved_home.demo}?view=costs&token=s3cret-token")
+        page.wait_for_selector("#cost-charts")
+        assert "token" not in page.url and "view=costs" in page.url  # the rest of the deep link stays
+        page.go_back()  # nor is it kept in the history
+        page.wait_for_selector(".tree .row[data-id]")
+        assert "token" not in page.url
+    finally:
+        servers.stop(server)
+        page.context.clear_cookies()
