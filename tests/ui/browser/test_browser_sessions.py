@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
+import sys
 import urllib.request
 
 
@@ -93,3 +96,24 @@ def test_a_token_of_the_first_load_leaves_the_address_bar_on_every_tab_of_a_sess
     finally:
         servers.stop(server)
         page.context.clear_cookies()
+
+
+def test_a_forks_page_shows_its_own_prompt_and_links_to_its_source(page, servers, saved_home, cli_env, tmp_path):
+    home = tmp_path / "home"
+    shutil.copytree(saved_home.sessions / saved_home.demo, home / "sessions" / saved_home.demo)
+    done = subprocess.run([sys.executable, "-m", "otel_agents", "fork", saved_home.demo, "--at", "msg_000021",
+                           "What if Jack was grumpy?"], capture_output=True, text=True, env=cli_env(home), timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    fork = done.stderr.strip().splitlines()[-1].split("session: ")[1]
+    server = servers.start(home / "sessions", [home / "billing.jsonl"])
+    try:
+        page.goto(f"{server.url}/s/{fork}")
+        page.wait_for_selector("#session-fork")
+        assert page.inner_text("#runs .prompt") == "What if Jack was grumpy?"  # not the source's copied prompt
+        assert page.inner_text("#session-fork") == f"fork of {saved_home.demo} at msg_000021"
+        page.click("#session-fork a")
+        page.wait_for_function("id => location.pathname === `/s/${id}`", arg=saved_home.demo)
+        page.wait_for_function("() => document.querySelector('#runs .prompt')?.textContent.startsWith('Create Jack')")
+        assert page.locator("#session-fork").count() == 0
+    finally:
+        servers.stop(server)
