@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import threading
 import time
 from pathlib import Path
 from typing import Any, AsyncIterator
@@ -180,8 +181,8 @@ async def _new_lines(cache: SessionCache, session_id: str, directory: Path,
 
 
 async def follow(cache: SessionCache, session_id: str, start: tuple[int, int],
-                 disconnected) -> AsyncIterator[bytes]:
-    """The event stream of one session until the client goes away.
+                 disconnected, stopping: threading.Event | None = None) -> AsyncIterator[bytes]:
+    """The event stream of one session until the client goes away or the server stops (``stopping`` set).
 
     Lines after cursor ``start`` are streamed. A status saying the writer is gone (``live``
     false) comes after every line it wrote and after the rows of the spans it left open (interrupted): its last lines may land between a poll's read
@@ -192,7 +193,8 @@ async def follow(cache: SessionCache, session_id: str, start: tuple[int, int],
     yield b"retry: 1000\n\n"
     last_status: dict[str, Any] | None = None
     status_at = heartbeat_at = 0.0
-    while not await disconnected():
+    # A stream left running at shutdown outlived the server's graceful timeout, then died in a traceback.
+    while not (stopping is not None and stopping.is_set()) and not await disconnected():
         now = time.monotonic()
         try:
             events, cursor, read_any = await _new_lines(cache, session_id, directory, cursor)
