@@ -41,14 +41,22 @@ def test_sessions_page_lists_filters_sorts_and_opens(page, ui, saved_home):
     page.select_option("#filter-status", "")
     wait_listed(page, everything["total"])
 
-    # Title sort: the first click sorts descending, the second ascending; the server's order is shown.
+    # Title sort: the first click sorts as the API does by default (ascending), the second descending; the server's
+    # order is shown.
+    shown = "ids => [...document.querySelectorAll('#sessions-body tr[data-id]')].map(r => r.dataset.id).join() === ids.join()"
     page.click('th[data-sort="title"]')
     page.wait_for_function("() => location.search.includes('sort=title')")
+    assert "order=" not in page.url  # the default needs no word
+    expected = json.loads(urllib.request.urlopen(f"{ui.url}/api/sessions?sort=title&limit=1000").read())
+    page.wait_for_function(shown, arg=[s["id"] for s in expected["sessions"]])
+    assert page.inner_text('th[data-sort="title"]').endswith("▲")
     page.click('th[data-sort="title"]')
-    page.wait_for_function("() => location.search.includes('order=asc')")
-    expected = json.loads(urllib.request.urlopen(f"{ui.url}/api/sessions?sort=title&order=asc&limit=1000").read())
-    page.wait_for_function("ids => [...document.querySelectorAll('#sessions-body tr[data-id]')].map(r => r.dataset.id).join() === ids.join()",
-                           arg=[s["id"] for s in expected["sessions"]])
+    page.wait_for_function("() => location.search.includes('order=desc')")
+    expected = json.loads(urllib.request.urlopen(f"{ui.url}/api/sessions?sort=title&order=desc&limit=1000").read())
+    page.wait_for_function(shown, arg=[s["id"] for s in expected["sessions"]])
+    page.click('th[data-sort="updated"]')  # another column: its own default, descending
+    page.wait_for_function("() => !location.search.includes('order=') && location.search.includes('sort=updated') === false")
+    assert page.inner_text('th[data-sort="updated"]').endswith("▼")
 
     page.click(f'#sessions-body tr[data-id="{saved_home.demo}"] a')
     page.wait_for_selector("#session-head h1")
