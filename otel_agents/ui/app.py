@@ -59,6 +59,7 @@ def create_app(
     sessions_dir = Path(sessions_dir)
     static = Path(static_dir) if static_dir is not None else STATIC_DIR
     cache = SessionCache(sessions_dir)
+    stopping = threading.Event()  # set as the server shuts down: the live streams end (serve.UiServer)
 
     def page(request: Request) -> Response:
         if "session_id" in request.path_params:
@@ -95,7 +96,7 @@ def create_app(
         except ApiError as exc:
             return error_response(exc.status, exc.message)
         return StreamingResponse(
-            live.follow(cache, session_id, start, request.is_disconnected),
+            live.follow(cache, session_id, start, request.is_disconnected, stopping),
             media_type="text/event-stream", headers={"cache-control": "no-store", "x-accel-buffering": "no"},
         )
 
@@ -146,5 +147,6 @@ def create_app(
     # A trailing slash is an unknown endpoint (a 404 in JSON), not a 307 to the URL without it.
     app.router.redirect_slashes = False
     app.state.cache = cache
+    app.state.stopping = stopping
     app.state.billing_files = billing_files
     return app

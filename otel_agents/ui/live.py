@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import threading
 import time
 from pathlib import Path
 from typing import Any, AsyncIterator
@@ -134,6 +135,16 @@ def _rows(cache: SessionCache, session_id: str, span_ids: list[str]) -> list[dic
     return [index.row(span_id) for span_id in sorted(wanted, key=lambda s: wanted[s])]
 
 
+def _interrupted_rows(cache: SessionCache, session_id: str) -> list[dict[str, Any]]:
+    """Rows of the spans a dead writer left open (now shown interrupted) and of their ancestors: its death changed
+    no file, so no line names them, and a page would keep showing them running."""
+    try:
+        index = cache.get(session_id).index
+        return _rows(cache, session_id, [s for s, e in index.entries.items() if e.node.get("status") == "interrupted"])
+    except ApiError:
+        return []  # unreadable or removed: the next poll says so
+
+
 def _status(cache: SessionCache, session_id: str, directory: Path) -> dict[str, Any] | None:
     """The session's status as its row and its detail say it (``SessionCache.listed_meta``); None once it
     was removed."""
@@ -170,11 +181,11 @@ async def _new_lines(cache: SessionCache, session_id: str, directory: Path,
 
 
 async def follow(cache: SessionCache, session_id: str, start: tuple[int, int],
-                 disconnected) -> AsyncIterator[bytes]:
-    """The event stream of one session until the client goes away.
+                 disconnected, stopping: threading.Event | None = None) -> AsyncIterator[bytes]:
+    """The event stream of one session until the client goes away or the server stops (``stopping`` set).
 
     Lines after cursor ``start`` are streamed. A status saying the writer is gone (``live``
-    false) comes after every line it wrote: its last lines may land between a poll's read
+    false) comes after every line it wrote and after the rows of the spans it left open (interrupted): its last lines may land between a poll's read
     and its look at the owner, so they are read once more before that status is sent.
     """
     directory = cache.directory(session_id)
@@ -182,7 +193,8 @@ async def follow(cache: SessionCache, session_id: str, start: tuple[int, int],
     yield b"retry: 1000\n\n"
     last_status: dict[str, Any] | None = None
     status_at = heartbeat_at = 0.0
-    while not await disconnected():
+    # A stream left running at shutdown outlived the server's graceful timeout, then died in a traceback.
+    while not (stopping is not None and stopping.is_set()) and not await disconnected():
         now = time.monotonic()
         try:
             events, cursor, read_any = await _new_lines(cache, session_id, directory, cursor)
@@ -210,6 +222,11 @@ async def follow(cache: SessionCache, session_id: str, start: tuple[int, int],
                         return
                     for event in last_lines:
                         yield event
+                if not status["live"]:
+                    # Open spans of a writer that died are interrupted now, though no line says so.
+                    rows = await run_in_threadpool(_interrupted_rows, cache, session_id)
+                    if rows:
+                        yield _event("nodes", {"nodes": rows}, cursor)
                 last_status = status
                 yield _event("status", status, cursor)
                 sent = True

@@ -62,6 +62,14 @@ def check_message_id(value: str) -> str:
     return value
 
 
+def check_span_or_message_id(value: str) -> str:
+    """What ``view context`` takes: a span id or a message id; anything else is malformed, not unknown."""
+    if not SPAN_ID.match(value) and not (is_message_id(value) and len(value) <= 40):
+        raise ApiError(400, f"malformed span or message id {value[:80]!r}: 16 lowercase hex digits or msg_<digits> "
+                            "expected")
+    return value
+
+
 def check_agent(value: str) -> str:
     if not AGENT_NAME.match(value) and not ("/" in value and all(AGENT_NAME.match(p) for p in value.split("/"))):
         raise ApiError(400, f"malformed agent {value[:80]!r}")
@@ -168,7 +176,9 @@ class Guard:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
         auth = headers.get("authorization", "")
         # A header's bytes are the token's UTF-8 bytes: undo the latin-1 decoding before comparing.
-        if auth.startswith("Bearer ") and self._right(auth[7:].strip().encode("latin-1"), self.token):
+        scheme, _, credentials = auth.partition(" ")
+        # HTTP auth schemes are case-insensitive (RFC 9110 11.1): "bearer T" is "Bearer T".
+        if scheme.lower() == "bearer" and self._right(credentials.strip().encode("latin-1"), self.token):
             return "header"
         cookie = SimpleCookie()
         try:

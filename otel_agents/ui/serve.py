@@ -11,7 +11,11 @@ import threading
 import webbrowser
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import quote
+
+if TYPE_CHECKING:
+    import uvicorn
 
 
 class ServeError(Exception):
@@ -68,6 +72,21 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+def ui_server(config) -> "uvicorn.Server":
+    """A uvicorn server that ends the app's live streams (``app.state.stopping``) as its shutdown starts: they
+    would never end by themselves, so it waited out its graceful timeout and cancelled them with a traceback."""
+    import uvicorn
+
+    class UiServer(uvicorn.Server):
+        async def shutdown(self, sockets=None) -> None:
+            stopping = getattr(getattr(config.app, "state", None), "stopping", None)
+            if stopping is not None:
+                stopping.set()
+            await super().shutdown(sockets=sockets)
+
+    return UiServer(config)
+
+
 def serve(options: ServeOptions) -> None:
     """Serve until SIGINT/SIGTERM. A non-loopback host without a token gets a generated one (said on stderr)."""
     import uvicorn
@@ -86,7 +105,7 @@ def serve(options: ServeOptions) -> None:
                      hosts=hosts)
     config = uvicorn.Config(app, log_level="warning", lifespan="off", access_log=False,
                             timeout_graceful_shutdown=2)
-    server = uvicorn.Server(config)
+    server = ui_server(config)
 
     def stop(*_: object) -> None:
         server.should_exit = True

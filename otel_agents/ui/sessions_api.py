@@ -9,6 +9,8 @@ from otel_agents.persistence.ownership import owner_of
 from otel_agents.persistence.listed import listed_sessions
 from otel_agents.persistence.session_meta import effective_status
 from otel_agents.persistence.timestamps import iso_ts
+from otel_agents.tracing import semconv as sc
+from otel_agents.tracing.records import is_message_id
 from otel_agents.ui.loaded import SessionCache, UiSession
 from otel_agents.ui.security import ApiError, paging
 
@@ -94,13 +96,36 @@ def jaeger_link(jaeger_url: str | None, trace_id: Any) -> str | None:
     return f"{jaeger_url.rstrip('/')}/trace/{trace_id}"
 
 
+def _message_number(value: Any) -> int | None:
+    return int(value[4:]) if isinstance(value, str) and is_message_id(value) else None
+
+
 def _prompt(run: Mapping[str, Any]) -> str | None:
-    """The run's first user message: what started it."""
+    """The run's first user message of its own: what started it.
+
+    A fork's first run records the source's records up to the fork message again, with their original
+    ids (docs/fork.md): those, numbered up to ``otel_agents.run.fork.message``, are not its prompt.
+    """
+    attributes = run.get("attributes") if isinstance(run.get("attributes"), Mapping) else {}
+    inherited_up_to = _message_number(attributes.get(sc.RUN_FORK_MESSAGE))
     for event in run.get("events") or ():
         record = event.get("record") if isinstance(event, Mapping) else None
-        if isinstance(record, Mapping) and record.get("role") == "user" and isinstance(record.get("content"), str):
-            return record["content"]
+        if not (isinstance(record, Mapping) and record.get("role") == "user" and isinstance(record.get("content"), str)):
+            continue
+        number = _message_number(record.get("message_id"))
+        if inherited_up_to is not None and number is not None and number <= inherited_up_to:
+            continue
+        return record["content"]
     return None
+
+
+def _forked_from(meta: Mapping[str, Any] | None) -> dict[str, str] | None:
+    """meta.json's ``forked_from`` (``{"session", "message"}``), as ``sessions list`` shows it; None if not a fork."""
+    source = (meta or {}).get("forked_from")
+    if not isinstance(source, Mapping) or not isinstance(source.get("session"), str):
+        return None
+    message = source.get("message")
+    return {"session": source["session"], "message": message if isinstance(message, str) else None}
 
 
 def _iso(ns: Any) -> str | None:
@@ -142,6 +167,7 @@ def detail_api(session: UiSession, jaeger_url: str | None) -> dict[str, Any]:
         ],
         "totals": {"tokens": _tokens(totals), "cost_usd": _cost(totals)},
         "node_count": len(session.index.entries),
+        "forked_from": _forked_from(session.meta),
         # Where /live may start (?cursor=) to miss nothing written after this load began.
         "cursor": session.cursor,
         "notes": list(session.notes),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Callable, Mapping
 
 from otel_agents.ui.loaded import UiSession
-from otel_agents.ui.security import ApiError, check_agent, check_message_id, paging
+from otel_agents.ui.security import ApiError, check_agent, check_message_id, check_span_or_message_id, paging
 
 PAGE = 200  # dialog and perspective items a page, when paged
 
@@ -89,4 +89,5 @@ def context_api(session: UiSession, span_id: str) -> dict[str, Any]:
     """``view context --json``: by span id (or an assistant entry's message id, as the CLI takes)."""
     from otel_agents.views import jsonout
 
+    check_span_or_message_id(span_id)
     return jsonout.context_json(_answer(lambda: session.viewer().chat_context(span_id)))

@@ -101,7 +101,9 @@ class RunningServer:
         import uvicorn
 
         self.port = free_port()
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning",
+        from otel_agents.ui.serve import ui_server
+
+        self.server = ui_server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning",
                                                     lifespan="off", access_log=False))
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 

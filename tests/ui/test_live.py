@@ -358,3 +358,27 @@ def test_a_session_removed_while_followed_is_said_gone_and_the_stream_ends(own_h
             reader.close()
     assert [e[1] for e in got][-1] == "gone" and "removed" in got[-1][3]["error"]
     assert reader.events.empty()  # nothing after it
+
+
+def test_a_writer_killed_mid_run_has_its_open_spans_sent_as_interrupted_rows(staged):
+    """kill -9 changes no file: without a nodes event a page kept the writer's open rows running for good."""
+    import fcntl
+
+    lines = staged.append(0.5)
+    ended = {v["end"] for v in map(orjson.loads, lines) if "end" in v}
+    left_open = started(lines) - ended
+    assert left_open
+    lock = open(staged.directory / "owner.lock", "w")
+    fcntl.flock(lock, fcntl.LOCK_EX)  # a writer holds the session
+    reader = EventReader(staged.url)
+    try:
+        reader.until(lambda seen: any(e[1] == "status" and e[3]["live"] for e in seen), SETTLE_S)
+        fcntl.flock(lock, fcntl.LOCK_UN)  # ... and dies without a word
+        got = reader.until(lambda seen: any(e[1] == "status" and not e[3]["live"] for e in seen), SETTLE_S)
+    finally:
+        reader.close()
+        lock.close()
+    assert got[-1][3]["status"] == "interrupted"
+    rows = {row["id"]: row for _, name, _, data in got if name == "nodes" for row in data["nodes"]}
+    assert left_open <= set(rows)  # before the status that says the writer is gone
+    assert all(rows[i]["status"] == "error" and rows[i]["outcome"] == "interrupted" for i in left_open)

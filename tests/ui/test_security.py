@@ -41,6 +41,14 @@ def test_the_bearer_header_lets_a_request_through(guarded):
     assert "set-cookie" not in response.headers
 
 
+@pytest.mark.parametrize("scheme", ["bearer", "BEARER", "BeArEr"])
+def test_the_bearer_scheme_is_case_insensitive_as_every_http_auth_scheme(guarded, scheme):
+    client = TestClient(guarded, base_url=LOCAL)
+    assert client.get("/api/sessions", headers={"authorization": f"{scheme} {TOKEN}"}).status_code == 200
+    assert client.get("/api/sessions", headers={"authorization": f"{scheme} not-it"}).status_code == 401
+    assert client.get("/api/sessions", headers={"authorization": f"{scheme}x {TOKEN}"}).status_code == 401
+
+
 def test_a_token_in_the_url_sets_a_strict_http_only_cookie_that_later_requests_carry(guarded):
     client = TestClient(guarded, base_url=LOCAL)
     first = client.get("/api/sessions", params={"token": TOKEN})

@@ -97,3 +97,32 @@ def test_a_real_server_answers_only_its_own_names_unless_bound_to_every_address(
     finally:
         process.send_signal(signal.SIGTERM)
         assert process.wait(20) == 0
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_stopping_with_a_live_stream_open_is_quick_and_quiet(own_home, signum):
+    """An open session page holds a server-sent event stream: stopping waited out the graceful timeout, then
+    printed a ~60-line traceback of the cancelled stream."""
+    import socket
+    import time
+
+    process = subprocess.Popen([sys.executable, "-m", "otel_agents", "ui", "--port", "0"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=clean_env(own_home.home))
+    try:
+        port = int(process.stdout.readline().strip().split(":")[2].split("/")[0])
+        stream = socket.create_connection(("127.0.0.1", port), timeout=10)
+        stream.sendall(f"GET /api/sessions/{own_home.demo}/live HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode())
+        received = b""
+        while b"event: status" not in received:  # the stream is running
+            received += stream.recv(65536)
+        asked = time.monotonic()
+        process.send_signal(signum)
+        assert process.wait(20) == 0
+        took = time.monotonic() - asked
+        stream.close()
+    finally:
+        if process.poll() is None:
+            process.kill()
+    errors = process.stderr.read()
+    assert len(errors.splitlines()) <= 1, errors
+    assert took < 1.5, f"{took:.1f} s to stop"

@@ -250,3 +250,16 @@ def test_unknown_values_sort_last_in_either_order(own_home):
         rows = client.get("/api/sessions", params={"sort": "tokens", "order": order}).json()["sessions"]
         assert [r["id"] for r in rows] == [own_home.demo, *sorted(own_home.seeds)]
         assert [(r["runs"], r["agents"], r["tokens"]) for r in rows[1:]] == [(None, None, None)] * len(own_home.seeds)
+
+
+def test_a_forks_run_has_its_own_prompt_and_its_detail_names_its_source(own_home):
+    """The fork's first run records the source's records again: their first user message is not its prompt."""
+    done = own_home.cli("fork", own_home.demo, "--at", "msg_000021", "What if Jack was grumpy?")
+    assert done.returncode == 0, done.stderr
+    fork = done.stderr.decode().strip().splitlines()[-1].split("session: ")[1]
+    client = TestClient(create_app(own_home.sessions, [own_home.billing]), base_url=LOCAL)
+    detail = client.get(f"/api/sessions/{fork}").json()
+    assert [run["prompt"] for run in detail["runs"]] == ["What if Jack was grumpy?"]
+    assert detail["forked_from"] == {"session": own_home.demo, "message": "msg_000021"}
+    source = client.get(f"/api/sessions/{own_home.demo}").json()
+    assert source["forked_from"] is None and source["runs"][0]["prompt"] == DEMO_PROMPT

@@ -78,6 +78,13 @@ def test_context_equals_the_cli_by_span_and_by_answer(ui_home, client, view_json
     assert client.get(f"{base}/context/{message_id}").json() == view_json(ui_home.demo, "context", message_id)
 
 
+@pytest.mark.parametrize("key", ["nothex", "0123456789ABCDEF", "0123456789abcde", "msg_x", "msg_"])
+def test_a_malformed_span_or_message_id_of_context_is_400_not_404(ui_home, client, key):
+    response = client.get(f"/api/sessions/{ui_home.demo}/context/{key}")
+    assert response.status_code == 400 and "malformed" in response.json()["error"]
+    assert client.get(f"/api/sessions/{ui_home.demo}/context/ffffffffffffffff").status_code == 404  # well formed
+
+
 def _all_rows(client, base):
     rows, pending = [], [None]
     while pending:

@@ -33,4 +33,11 @@ document.addEventListener("click", (event) => {
   navigate(link.getAttribute("href"));
 });
 window.addEventListener("popstate", route);
+// A ?token= of the first load leaves the address bar (and the history) whatever the page or tab: the
+// server's cookie carries it from now on.
+const first = new URL(location.href);
+if (first.searchParams.has("token")) {
+  first.searchParams.delete("token");
+  history.replaceState(null, "", first);
+}
 route();

@@ -22,7 +22,6 @@ export function showSession(main, sessionId) {
     get(key) { return new URLSearchParams(location.search).get(key); },
     set(changes, push = false) {
       const url = new URL(location.href);
-      url.searchParams.delete("token"); // the cookie carries it from now on
       for (const [key, value] of Object.entries(changes)) {
         if (value === null || value === undefined || value === "") url.searchParams.delete(key);
         else url.searchParams.set(key, value);
@@ -46,6 +45,12 @@ export function showSession(main, sessionId) {
       status, session.live ? el("span", { class: "live-badge", id: "session-live" }, "live") : null,
       ` created ${fmt.when(session.created)} · updated ${fmt.when(session.updated)} · `,
       `${session.agents.length} agents · ${session.totals.tokens === null ? "?" : fmt.tokens(session.totals.tokens)} tokens · ${fmt.cost(session.totals.cost_usd)} · ${session.node_count} nodes`));
+    if (session.forked_from) { // as `sessions list` says it, the source a link
+      const source = session.forked_from;
+      header.append(el("p", { class: "muted small", id: "session-fork" }, "fork of ",
+        el("a", { href: `/s/${encodeURIComponent(source.session)}`, "data-nav": true }, source.session),
+        source.message ? ` at ${source.message}` : ""));
+    }
     const runs = el("ol", { class: "runs", id: "runs" });
     for (const run of session.runs) {
       runs.append(el("li", { dataset: { trace: run.trace_id || "" } },

@@ -13,6 +13,8 @@ const COLUMNS = [
   ["cost_usd", "Cost", "cost"],
 ];
 const PAGE = 100;
+// The API's default order of each sort (docs/ui.md): titles A to Z, everything else newest or largest first.
+const defaultOrder = (sort) => (sort === "title" ? "asc" : "desc");
 const POLL_MS = 2000;
 
 export function showSessions(main, navigate) {
@@ -23,7 +25,7 @@ export function showSessions(main, navigate) {
     q: params.get("q") || "",
     status: params.get("status") || "",
     sort: params.get("sort") || "updated",
-    order: params.get("order") || "desc",
+    order: params.get("order") || defaultOrder(params.get("sort") || "updated"),
     offset: Number(params.get("offset")) || 0,
   };
 
@@ -41,9 +43,8 @@ export function showSessions(main, navigate) {
 
   function keepUrl() {
     const url = new URL(location.href);
-    url.searchParams.delete("token"); // the server's cookie carries it from the first load on
     for (const [key, value] of Object.entries(state)) {
-      if (value && !(key === "sort" && value === "updated") && !(key === "order" && value === "desc")) url.searchParams.set(key, value);
+      if (value && !(key === "sort" && value === "updated") && !(key === "order" && value === defaultOrder(state.sort))) url.searchParams.set(key, value);
       else url.searchParams.delete(key);
     }
     history.replaceState(null, "", url);
@@ -55,7 +56,9 @@ export function showSessions(main, navigate) {
       if (!sortKey) { head.append(el("th", {}, label)); continue; }
       const arrow = state.sort === sortKey ? (state.order === "asc" ? " ▲" : " ▼") : "";
       head.append(el("th", { class: "sortable", dataset: { sort: sortKey }, onclick: () => {
-        state.order = state.sort === sortKey && state.order === "desc" ? "asc" : "desc";
+        // A new column starts in the API's order for it; the same column again turns it the other way.
+        if (state.sort !== sortKey) state.order = defaultOrder(sortKey);
+        else state.order = state.order === "asc" ? "desc" : "asc";
         state.sort = sortKey;
         state.offset = 0;
         refresh();

@@ -112,6 +112,7 @@ def start_server(sessions: Path, billing: list[Path], port: int = 0, **options) 
     import uvicorn
 
     from otel_agents.ui.app import create_app
+    from otel_agents.ui.serve import ui_server
 
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -119,7 +120,7 @@ def start_server(sessions: Path, billing: list[Path], port: int = 0, **options) 
     port = sock.getsockname()[1]
     config = uvicorn.Config(create_app(sessions, billing, **options), log_level="warning", lifespan="off",
                             timeout_graceful_shutdown=1)
-    server = uvicorn.Server(config)
+    server = ui_server(config)  # as `otel-agents ui` serves: the pages' live streams end as it stops
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 20

@@ -144,3 +144,38 @@ def test_a_session_removed_while_its_page_is_open_says_so_and_stops_following(pa
         assert page.evaluate("() => document.getElementById('live-state').hidden")  # not 'reconnecting…'
     finally:
         servers.stop(server)
+
+
+def test_rows_of_a_writer_killed_mid_turn_stop_running_on_the_open_page(page, servers, cli_env, tmp_path):
+    """kill -9 changes no file: the header said interrupted while the run and turn rows kept `running` for good."""
+    import signal
+
+    home = tmp_path / "home"
+    script = tmp_path / "slow2.json"
+    script.write_text(json.dumps({"name": "slow2", "agents": {
+        "main": [{"tool_calls": [{"name": "task", "arguments": {"name": "H", "system_prompt": "s", "user_prompt": "u"}}],
+                  "latency_ms": 1500}, {"text": "x", "latency_ms": 1500}],
+        "H": [{"text": "a", "latency_ms": 2500}]}, "prompts": ["go slow 1"]}))
+    server = servers.start(home / "sessions", [home / "billing.jsonl"])
+    process = subprocess.Popen([sys.executable, "-m", "otel_agents", "run", "--script", str(script)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=cli_env(home))
+    try:
+        sessions = home / "sessions"
+        deadline = time.monotonic() + 30
+        while not (sessions.is_dir() and any((p / "spans.jsonl").exists() for p in sessions.iterdir())):
+            assert time.monotonic() < deadline and process.poll() is None, "the run made no session"
+            time.sleep(0.05)
+        session_id = next(sessions.iterdir()).name
+        page.goto(f"{server.url}/s/{session_id}")
+        page.wait_for_selector('.tree .row.kind-turn[data-status="running"]', timeout=15_000)  # mid-turn
+        process.send_signal(signal.SIGKILL)
+        process.wait(10)
+        page.wait_for_function("() => document.getElementById('session-status').textContent === 'interrupted'",
+                               timeout=15_000)
+        page.wait_for_function("() => !document.querySelector('.tree .row[data-status=\"running\"]')", timeout=10_000)
+        run = page.locator(".tree .row.kind-run")
+        assert run.get_attribute("data-status") == "error" and run.get_attribute("data-ended") == "1"
+    finally:
+        if process.poll() is None:
+            process.kill()
+        servers.stop(server)
