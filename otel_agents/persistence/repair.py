@@ -6,7 +6,8 @@ Run by the session's owner (the caller holds its lock, ownership.py), through
 interrupted, tree.json.gz and meta.json are rewritten from the journal when they are
 behind it, and the runs not yet billed are billed once (ledger record ids make that
 idempotent). A journal shorter than its checkpoint (cut short, or restored from an older
-copy) is not repaired: its open spans ended in the checkpoint, so nothing is written.
+copy) is not repaired: its open spans ended in the checkpoint, so nothing is written; nor
+is an events.jsonl lacking records the checkpoint holds.
 """
 
 from __future__ import annotations
@@ -40,6 +41,9 @@ def repair_session(directory: Path, billing_file: Path, warn: Warn) -> list[str]
     if loaded.journal_lacks:
         # Its open spans ended in the checkpoint: recorded as interrupted they would be a false history.
         raise ValueError(f"{loaded.damaged[0]}; nothing was changed (restore spans.jsonl from a whole copy)")
+    if loaded.events_lacks:
+        # Not rebuilt from the tree either: its records' order in the stream is not known for certain.
+        raise ValueError(f"{loaded.damaged[0]}; nothing was changed (restore events.jsonl from a whole copy)")
     if loaded.damaged:
         raise ValueError(loaded.damaged[0])
     changes = list(loaded.mended)

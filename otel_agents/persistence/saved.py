@@ -20,6 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+from otel_agents.persistence.checkpoint_shortfall import (  # noqa: F401 (also imported from here)
+    events_shortfall, journal_shortfall, short_events_problem, short_journal_problem,
+)
 from otel_agents.persistence.events_file import EventLine, EventsFileError, read_event_lines
 from otel_agents.persistence.interrupted import close_interrupted
 from otel_agents.persistence.journal import JournalError, read_journal, rebuild
@@ -66,6 +69,7 @@ class LoadedSession:
     restored_event: EventLine | None = None  # that line's record, whole in tree.json.gz: read from there
     mended: tuple[str, ...] = ()  # what repair.write_back mended of the streams, one line each
     journal_lacks: int = 0  # spans tree.json.gz holds (or holds ended) that spans.jsonl lacks: a journal cut short
+    events_lacks: int = 0  # records tree.json.gz holds that events.jsonl lacks: an event stream cut short
 
     @property
     def session_id(self) -> str:
@@ -126,6 +130,9 @@ def load_saved(
                              spans=[], source=SOURCE_JOURNAL, live=live)  # nothing to repair: no event_lines
     notes: list[str] = []
     damaged: list[str] = []
+    # Read before the streams: a live writer appends to them before it checkpoints, so a checkpoint
+    # read first never holds what the streams read after it lack (unless they were cut short).
+    saved_tree, tree_error = _checkpoint_as_saved(store)
     lines: list[EventLine] | None = None
     torn: list[bytes] = []
     if store.events_path.exists():
@@ -136,17 +143,25 @@ def load_saved(
             damaged.append(str(exc))
     else:
         notes.append(f"{store.events_path} does not exist")
-    restored = _torn_record(store, torn[0], lines, warn) if torn and lines is not None else None
+    restored = _torn_record(store, saved_tree, torn[0], lines, warn) if torn and lines is not None else None
     if restored is not None:
         lines.append(restored)  # where its line was: the torn one is the last
     meta = _read_meta(store)
 
     rebuilt = None
-    # Read before the journal: a live writer appends to the journal before it checkpoints, so a
-    # checkpoint read first never holds what the journal read after it lacks (unless it was cut short).
-    saved_tree, tree_error = _checkpoint_as_saved(store)
-    lacks = 0
-    if not store.journal_path.exists():
+    lacks = events_lacks = 0
+    if lines is not None and saved_tree is not None and saved_tree.get("id") == store.session_id:
+        events_lacks = events_shortfall(saved_tree, lines)
+    if events_lacks:
+        # As for a journal cut short (below): the checkpoint is the most complete, and what the owner
+        # would append to the stream after it would make the history it lacks lost for good.
+        problem = short_events_problem(store, events_lacks)
+        notes.append(problem)
+        if owned:
+            damaged.append(problem)  # said by the owner's refusal
+        else:
+            warn(f"{problem}; using tree.json.gz")
+    elif not store.journal_path.exists():
         notes.append(f"{store.journal_path} does not exist")
     elif lines is None and store.events_path.exists():
         notes.append(f"{store.journal_path} cannot be used without its events.jsonl")
@@ -202,10 +217,12 @@ def load_saved(
         notes.append(str(tree_error))
         if store.tree_path.exists():
             damaged.append(str(tree_error))
-    if tree is not None:
+    if tree is not None and not events_lacks:  # that said above
         why = next((n for n in notes if "spans.jsonl" in n), "the journal cannot be used")
         warn(f"{why}; using tree.json.gz (spans that ended after its last checkpoint may be missing)")
-    found = dict(meta=meta, notes=notes, live=live, damaged=damaged, journal_lacks=lacks)
+    found = dict(meta=meta, notes=notes, live=live, damaged=damaged, journal_lacks=lacks, events_lacks=events_lacks)
+    if events_lacks:
+        return LoadedSession(store.directory, tree, records_of(tree), source=SOURCE_TREE, **found)
     if lines is None:
         if tree is None:
             raise SessionUnreadable(f"session {store.session_id} cannot be read: " + "; ".join(notes))
@@ -263,27 +280,6 @@ def _checkpoint_as_saved(store: SessionStore) -> tuple[dict[str, Any] | None, St
         return None, exc
 
 
-def journal_shortfall(saved: Mapping[str, Any], spans: list[SpanData]) -> int:
-    """How many spans of checkpoint ``saved`` the journal's ``spans`` (as read, open ones open) lack, or
-    hold open while the checkpoint has them ended: 0 for a journal at least as complete as it, as a
-    journal always is (it is flushed per line before any checkpoint), unless cut short or restored
-    from an older copy."""
-    ended = {span.span_id: span.end_ns is not None for span in spans}
-    lacking = set()
-    for _, node in iter_nodes(saved):
-        span_id = node.get("span_id")
-        held = ended.get(span_id)
-        if held is None or (not held and node.get("ended_ns") is not None):
-            lacking.add(span_id)
-    return len(lacking)
-
-
-def short_journal_problem(store: SessionStore, lacks: int) -> str:
-    """The one line said of a journal shorter than its checkpoint."""
-    return (f"{store.journal_path} is shorter than {TREE_FILE}: the journal lacks spans the checkpoint holds "
-            f"({lacks} spans; cut short, or restored from an older copy)")
-
-
 RECOVERED_KEYS = ("title", "updated", "runs", "agents", "totals")  # of meta.json, stale after a kill mid-run
 
 
@@ -305,14 +301,12 @@ def reader_meta(
     return {**meta, **{key: closed[key] for key in RECOVERED_KEYS}}
 
 
-def _torn_record(store: SessionStore, fragment: bytes, lines: list[EventLine], warn: Warn) -> EventLine | None:
-    """The record of events.jsonl's torn last line, when tree.json.gz holds it whole (in memory: readers never
-    write; the owner's repair mends the file). Without it the rebuilt tree would lose a record the checkpoint has,
-    and contradict it."""
-    try:
-        saved = store.load_tree()
-    except StoreError:
-        return None  # no checkpoint, or a damaged one: said where the tree is read
+def _torn_record(
+    store: SessionStore, saved: dict[str, Any] | None, fragment: bytes, lines: list[EventLine], warn: Warn,
+) -> EventLine | None:
+    """The record of events.jsonl's torn last line, when tree.json.gz (``saved``, None when missing or damaged:
+    said where the tree is used) holds it whole (in memory: readers never write; the owner's repair mends the
+    file). Without it the rebuilt tree would lose a record the checkpoint has, and contradict it."""
     line = torn_record(fragment, saved, lines)
     if line is not None:
         warn(f"{store.events_path}: the torn last line is record {line.record.get('message_id')}, "

@@ -6,7 +6,8 @@ journal), the tree rebuilt from the journal is checked instead, with open spans
 shown interrupted: such a session is *recoverable*, not damaged, and what its
 writer had not billed yet is not a disagreement (``resume`` or ``sessions
 repair`` records and bills it). A journal shorter than the checkpoint (spans the
-checkpoint holds, or holds ended, are missing from it) is a disagreement.
+checkpoint holds, or holds ended, are missing from it) is a disagreement, and so is
+an events.jsonl lacking records the checkpoint holds (one line says how many).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 
 from otel_agents.persistence.saved import (
     NO_RUN_NOTE, SOURCE_JOURNAL, SessionUnreadable, checkpoint_contradiction, load_saved, no_run_recorded,
-    short_journal_problem,
+    events_shortfall, short_events_problem, short_journal_problem,
 )
 from otel_agents.persistence.ledger_read import read_records
 from otel_agents.persistence.events_file import EventLine, EventsFileError, read_event_lines
@@ -81,6 +82,12 @@ def check_session(directory: Path, ledger: list[dict[str, Any]] | None, warn: Wa
             out.problems.append(str(exc))
     owner = owner_of(store.directory)
     recoverable = False
+    short = 0  # records of the checkpoint events.jsonl lacks: said in one line, not once each
+    if tree is not None and store.events_path.exists() and not events_unreadable and tree.get("id") == store.session_id:
+        short = events_shortfall(tree, lines)
+    if short:
+        out.problems.append(short_events_problem(store, short)
+                            + "; `sessions repair` cannot mend it: restore events.jsonl from a whole copy")
     if store.journal_path.exists() and not checkpoint_is_current(store, meta) and not out.problems:
         try:
             loaded = load_saved(store.directory, warn)
@@ -116,7 +123,7 @@ def check_session(directory: Path, ledger: list[dict[str, Any]] | None, warn: Wa
         out.notes.append(describe_busy(store.session_id, owner) + ": what it has not finished is not checked")
     if tree is not None:
         out.problems += verify.verify_session(tree, None if events_unreadable else lines, ledger,
-                                              live=owner is not None, recoverable=recoverable)
+                                              live=owner is not None, recoverable=recoverable, missing_said=bool(short))
     out.records = len(lines)
     if ledger is not None:
         out.ledger_records = sum(1 for r in ledger if r.get("session_id") == store.session_id)

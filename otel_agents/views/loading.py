@@ -5,7 +5,8 @@ and chat spans are dicts with ``span_id`` and ``attributes`` somewhere in the
 tree document, whatever the exact nesting. Without events.jsonl the records are
 taken from the tree's span events (persistence.tree_walk.iter_records). One chat span
 is looked up in the span journal first (persistence/journal_lookup.py), which reads
-only its lines, rather than decoding the whole tree.
+only its lines, rather than decoding the whole tree. An events.jsonl cut short (or restored
+from an older copy) gives way to the checkpoint's records (``checkpoint_to_compare``).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from otel_agents.views.errors import SessionDataError
 from otel_agents.persistence.gc_pause import collector_paused
 
 __all__ = [
-    "JOURNAL_FILE", "TREE_FILE", "find_span", "read_events", "read_event_file", "read_tree", "records_from_tree",
+    "JOURNAL_FILE", "TREE_FILE", "checkpoint_to_compare", "find_span", "records_lacking", "read_events", "read_event_file", "read_tree", "records_from_tree",
     "span_nodes",
 ]
 
@@ -29,6 +30,56 @@ __all__ = [
 # (tests check they agree).
 TREE_FILE = "tree.json.gz"
 JOURNAL_FILE = "spans.jsonl"
+EVENTS_FILE, META_FILE = "events.jsonl", "meta.json"
+
+
+def checkpoint_to_compare(directory: Path) -> dict[str, Any] | None:
+    """tree.json.gz's payload when events.jsonl may lack records it holds, else None (nothing to compare).
+
+    Called before events.jsonl is read: a live writer appends to it before it checkpoints. meta.json's
+    checkpoint mark (persistence.session_meta.checkpoint_mark) records events.jsonl's size when this
+    tree.json.gz was written: while the tree is the one marked and events.jsonl is no smaller, the
+    stream (only ever appended to) holds every record the tree does, and the tree is not decoded.
+    """
+    tree_path = directory / TREE_FILE
+    tree_stamp = _stamp(tree_path)
+    if tree_stamp is None:
+        return None
+    try:
+        files = orjson.loads((directory / META_FILE).read_bytes())["checkpoint"]["files"]
+        marked = files[TREE_FILE] == tree_stamp and _stamp(directory / EVENTS_FILE)[0] >= files[EVENTS_FILE][0]
+    except (OSError, orjson.JSONDecodeError, LookupError, TypeError):
+        marked = False
+    if marked:
+        return None
+    try:
+        return read_tree(tree_path)
+    except SessionDataError:
+        return None  # a damaged checkpoint holds nothing to compare: its readers say so
+
+
+def records_lacking(checkpoint: Mapping[str, Any], held: Any, events: Path, warn: Warn) -> int:
+    """How many records of ``checkpoint`` (a tree.json.gz payload) events.jsonl's records (``held``: their
+    message ids, or a mapping keyed by them) lack; said through ``warn`` when any."""
+    from otel_agents.persistence.tree_walk import iter_records
+
+    session = checkpoint.get("session", checkpoint)
+    if session.get("id") != events.parent.name:
+        return 0  # another session's checkpoint: not this stream's to complete
+    lacks = len({ref.record.get("message_id") for ref in iter_records(session)
+                 if ref.record.get("message_id") not in held})
+    if lacks:
+        warn(f"{events} lacks {lacks} records the checkpoint ({TREE_FILE}) holds (cut short, or restored from an "
+             "older copy); using tree.json.gz")
+    return lacks
+
+
+def _stamp(path: Path) -> list[int] | None:
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return [stat.st_size, stat.st_mtime_ns]
 
 
 def read_events(path: Path, warn: Warn = stderr_warning) -> list[dict[str, Any]]:

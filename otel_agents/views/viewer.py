@@ -22,7 +22,9 @@ from otel_agents.views.chat_spans import ChatSpans, check_context_attributes, to
 from otel_agents.views.errors import AmbiguousAgent, SessionDataError, UnknownAgent, UnknownMessage, UnknownSpan
 from otel_agents.views.hook_marks import hook_events, hook_marks
 from otel_agents.views.index import SessionIndex, is_utterance, paused, tool_calls_of
-from otel_agents.views.loading import TREE_FILE, read_event_file, read_events, read_tree, records_from_tree
+from otel_agents.views.loading import (
+    TREE_FILE, checkpoint_to_compare, read_event_file, read_events, read_tree, records_from_tree, records_lacking,
+)
 from otel_agents.views.message_ids import resolve_message_id
 from otel_agents.views.model import (
     AgentInfo,
@@ -85,7 +87,7 @@ class SessionViewer:
     def from_session_dir(
         cls, path: Path | str, warn: Warn = stderr_warning, *, cache_dir: Path | None = None
     ) -> "SessionViewer":
-        """A saved session: ``events.jsonl`` (else the records held in ``tree.json.gz``).
+        """A saved session: ``events.jsonl`` (else, or when it lacks records it holds, ``tree.json.gz``'s).
 
         With ``cache_dir``, a large events.jsonl's index is saved there and reused
         while the file is unchanged, so that views parse only the lines they show
@@ -96,13 +98,20 @@ class SessionViewer:
             raise SessionDataError(f"{path} is not a session directory")
         events, tree_path = path / EVENTS_FILE, path / TREE_FILE
         if events.is_file():
+            checkpoint = checkpoint_to_compare(path)  # None (undecoded) while meta.json's mark vouches for events
             if cache_dir is not None:
-                return cls._from_events_cached(events, warn, Path(cache_dir), path.name, tree_path)
-            return cls(read_events(events, warn), session_id=path.name, tree_path=tree_path)
-        if tree_path.is_file():
+                viewer = cls._from_events_cached(events, warn, Path(cache_dir), path.name, tree_path)
+            else:
+                viewer = cls(read_events(events, warn), session_id=path.name, tree_path=tree_path)
+            if checkpoint is None or not records_lacking(checkpoint, viewer._index.by_id, events, warn):
+                return viewer
+            tree = checkpoint  # events.jsonl cut short: the checkpoint's records are the session's
+        elif tree_path.is_file():
             tree = read_tree(tree_path)
-            return cls(records_from_tree(tree), tree, session_id=path.name, tree_path=tree_path)
-        raise SessionDataError(f"{path} holds neither {EVENTS_FILE} nor {TREE_FILE}")
+        else:
+            raise SessionDataError(f"{path} holds neither {EVENTS_FILE} nor {TREE_FILE}")
+        return cls(records_from_tree(tree), tree, session_id=path.name, tree_path=tree_path)
+
 
     @classmethod
     def _from_events_cached(

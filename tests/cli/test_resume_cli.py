@@ -336,3 +336,27 @@ def test_a_resume_of_a_killed_run_says_the_endpoint_lacks_its_spans(tmp_path):
         again = cli_run("resume", sid, "Once more.", extra=endpoint)  # closed cleanly by the last resume
         assert again.returncode == 0, again.stderr
         assert "note: the interrupted run" not in again.stderr
+
+
+def test_resume_and_send_refuse_an_events_jsonl_cut_short(home, monkeypatch):
+    """events.jsonl truncated: resume warned, went on and appended the new run's records to the empty
+    stream, so the session's history was lost for good. Now resume (CLI and Python) and send refuse in one
+    line, exit 2, and write nothing."""
+    import otel_agents
+    from otel_agents.restore import ResumeError
+
+    monkeypatch.setenv("OTEL_TRACES_EXPORTER", "none")
+    first = invoke(["run", "--script", "jack-and-jill", "Create Jack and Jill"])
+    assert first.exit_code == 0, first.stderr
+    sid = session_id_of(first)
+    directory = home / "sessions" / sid
+    (directory / "events.jsonl").write_bytes(b"")
+    before = {path.name: path.read_bytes() for path in directory.iterdir() if path.name != "owner.lock"}
+    for args in (["resume", sid, "more"], ["send", sid, "more", "--to", "Jack"]):
+        result = invoke(args)
+        assert result.exit_code == 2, (args, result.stderr)
+        (error,) = [line for line in result.stderr.splitlines() if line.startswith("Error:")]
+        assert "events.jsonl lacks" in error and "cannot be resumed" in error
+    with otel_agents.recording(), pytest.raises(ResumeError, match="events.jsonl lacks"):
+        otel_agents.resume(sid, script="jack-and-jill")
+    assert {path.name: path.read_bytes() for path in directory.iterdir() if path.name != "owner.lock"} == before

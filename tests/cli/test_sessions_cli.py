@@ -490,3 +490,30 @@ def test_show_puts_an_error_of_several_lines_on_its_own_line():
     (row,) = [line for line in lines if "main/tool" in line]
     assert row.endswith("— ValueError: bad multiline error")
     assert not any(line.strip() in ("multiline", "error", "hook said no") for line in lines)
+
+
+def test_an_events_jsonl_cut_to_nothing_is_named_once_refused_by_repair_and_shown_from_the_checkpoint(env):
+    """events.jsonl truncated: show said 0 agents and the views "(nothing)", verify named each of its records
+    in a line of its own, and nothing said why. Now readers show the checkpoint with a warning, verify says it
+    in one line and repair changes nothing."""
+    session_id = run_demo()
+    shown = invoke("sessions", "show", session_id).stdout
+    agents = invoke("view", session_id, "agents").stdout
+    directory = env / "sessions" / session_id
+    (directory / "events.jsonl").write_bytes(b"")
+    before = {path.name: path.read_bytes() for path in directory.iterdir() if path.name != "owner.lock"}
+
+    verified = invoke("sessions", "verify", session_id)
+    assert verified.exit_code == 1
+    (problem,) = [line for line in verified.stdout.splitlines() if "events.jsonl" in line]
+    assert "lacks" in problem and "records the checkpoint (tree.json.gz) holds" in problem
+    assert "not in events.jsonl" not in verified.stdout
+    for args in (("sessions", "show", session_id), ("view", session_id, "agents")):
+        result = invoke(*args)
+        assert result.exit_code == 0 and result.stdout == (shown if args[0] == "sessions" else agents)
+        (warning,) = [line for line in result.stderr.splitlines() if "events.jsonl lacks" in line]
+    repaired = invoke("sessions", "repair", session_id)
+    assert repaired.exit_code == 2
+    (error,) = [line for line in repaired.stderr.splitlines() if line.startswith("Error:")]
+    assert "events.jsonl lacks" in error and "nothing was changed" in error
+    assert {path.name: path.read_bytes() for path in directory.iterdir() if path.name != "owner.lock"} == before

@@ -15,7 +15,7 @@ from otel_agents.persistence.ownership import owner_of, take
 from otel_agents.persistence.saved import (
     SOURCE_CHECKPOINT, SOURCE_EVENTS, SOURCE_JOURNAL, SOURCE_TREE, SessionUnreadable, load_saved,
 )
-from otel_agents.persistence.tree_walk import iter_ops
+from otel_agents.persistence.tree_walk import iter_ops, records_of
 from support.held_sessions import held_run, session_dir, start_run, wait_for
 
 
@@ -248,3 +248,30 @@ def test_a_checkpoint_merely_behind_its_journal_lacks_nothing(record):
     spans = rebuild(read_journal(store.journal_path), read_event_lines(store.events_path)).spans
     assert journal_shortfall(store.load_tree(), spans) == 0
     assert journal_shortfall(store.load_tree(), spans[: len(spans) // 2]) > 0
+
+
+def test_an_events_jsonl_shorter_than_its_checkpoint_gives_way_to_the_checkpoint(record):
+    """events.jsonl cut to nothing (or restored from an older copy): readers rebuilt an empty session from the
+    journal and the stream, hiding every record tree.json.gz holds; they now read the checkpoint and say why.
+    The owner (resume, repair) is told it is damaged: appending to the cut stream would lose its history."""
+    from otel_agents.persistence.saved import SOURCE_TREE
+
+    store = record("jack-and-jill", ["Hello there"]).store
+    tree = store.load_tree()
+    store.events_path.write_bytes(b"")
+    said: list[str] = []
+    loaded = load_saved(store.directory, said.append)
+    assert loaded.source == SOURCE_TREE and loaded.tree == tree and not loaded.damaged
+    assert loaded.records == records_of(tree) and loaded.events_lacks == len(records_of(tree))
+    (warning,) = [message for message in said if "events.jsonl lacks" in message]
+    assert "records the checkpoint (tree.json.gz) holds" in warning
+    owned = load_saved(store.directory, lambda message: None, owned=True)
+    assert owned.damaged and "events.jsonl lacks" in owned.damaged[0]
+
+
+def test_an_events_jsonl_whole_but_for_a_torn_line_the_checkpoint_holds_lacks_nothing(record):
+    store = record("jack-and-jill", ["Hello there"]).store
+    data = store.events_path.read_bytes()
+    store.events_path.write_bytes(data[:-20])
+    loaded = load_saved(store.directory, lambda message: None)
+    assert loaded.events_lacks == 0 and loaded.restored_event is not None

@@ -146,3 +146,28 @@ async def test_a_path_given_to_the_constructor_opens_the_session_directory(scrip
     import otel_agents
 
     assert otel_agents.SessionViewer is SessionViewer
+
+
+def test_an_events_jsonl_cut_short_gives_way_to_the_checkpoint(home, monkeypatch, tmp_path):
+    """events.jsonl truncated: the views read it alone and showed "(nothing)" without a word; they now show
+    the checkpoint's records, with one warning, cached or not. A closed session whose checkpoint mark holds
+    is not decoded for the check (its quick path)."""
+    from click.testing import CliRunner
+
+    from otel_agents.cli import cli
+    from otel_agents.views import loading
+
+    monkeypatch.setenv("OTEL_TRACES_EXPORTER", "none")
+    result = CliRunner().invoke(cli, ["run", "--script", "jack-and-jill", "Create Jack and Jill"])
+    assert result.exit_code == 0, result.stderr
+    (directory,) = (home / "sessions").iterdir()
+    assert loading.checkpoint_to_compare(directory) is None  # the mark vouches: tree.json.gz not decoded
+    whole = SessionViewer.from_session_dir(directory).records
+    (directory / "events.jsonl").write_bytes(b"")
+    for cache_dir in (None, tmp_path / "cache"):
+        said: list[str] = []
+        viewer = SessionViewer.from_session_dir(directory, said.append, cache_dir=cache_dir)
+        assert [r["message_id"] for r in viewer.records] == [r["message_id"] for r in whole]
+        assert len(viewer.list_agents()) == 5
+        (warning,) = said
+        assert f"lacks {len(whole)} records the checkpoint (tree.json.gz) holds" in warning
