@@ -1,41 +1,8 @@
-"""Scripts for the offline ``scripted`` model: loading and validation (no litellm here).
+"""Scripts for the offline ``scripted`` model: loading and validation (no litellm here; the format: docs/scripts.md).
 
-A script is a JSON file (see docs/scripts.md)::
-
-    {
-      "name": "demo",
-      "root": {"name": "main", "system_prompt": "..."},
-      "prompts": ["what the run asks when no prompt is given"],
-      "hooks": [{"kind": "approval", "name": "ResourceMonitor", "agent": "ResourceMonitor", "tools": ["task"]}],
-      "agents": {
-        "main": [
-          {"tool_calls": [{"name": "task", "arguments": {"name": "Jack", "system_prompt": "..."}}]},
-          "a plain utterance",
-          {"text": "...", "reasoning": "...", "usage": {"input_tokens": 10, "output_tokens": 3},
-           "latency_ms": 5, "fail_first_attempt": {"status": 429, "retry_after": 0.05},
-           "served": {"provider": "DeepInfra", "cost": 0.0002}}
-        ]
-      },
-      "fallback": "I have nothing further to add.",
-      "params": {"temperature": 0.2, "max_tokens": 512},
-      "agent_params": {"Jack": {"temperature": 0.9, "stop": ["END"]}},
-      "budget": {"max_cost_usd": 0.5},
-      "agent_budgets": {"Jack": {"max_llm_calls": 3}},
-      "stream": true,
-      "triggers": [{"watch": "data.json", "agent": "Watcher", "text": "File changed: {path}"}],
-      "eviction": {"max_live_agents": 50, "idle_seconds": 30}
-    }
-
-``params`` are the root agent's request parameters (its sub-agents inherit them),
-``agent_params`` those of the agents of a name; ``stream`` streams every call;
-``triggers`` turn a file appearing or changing into an outside event (``run``);
-``eviction`` keeps only active agents in memory (``runtime/eviction.py``'s policy, docs/scripts.md).
-``budget`` limits the root agent (sub-agents included), ``agent_budgets`` the agents
-of a name (docs/budgets.md).
-
-The model's answer is a pure function of the request: the agent's name and how
-many assistant turns its transcript already holds. An agent with no turn left
-answers with the fallback utterance, so a session can always go on.
+The model's answer is a pure function of the request: the agent's name and how many assistant
+turns its transcript already holds. An agent with no turn left answers with the fallback
+utterance, so a session can always go on.
 """
 
 from __future__ import annotations
