@@ -127,10 +127,12 @@ def _run_of_trace(tree: Mapping[str, Any], trace_id: str | None) -> Mapping[str,
 
 def _last_message_under(tree: Mapping[str, Any], at: str) -> str:
     """The last message recorded inside the node a path label names (the state just after that node)."""
-    run_text, _, label = at.rpartition(":")
+    run_text, colon, label = at.rpartition(":")
     runs = tree.get("runs", [])
     try:
-        index = int(run_text) if run_text else 1
+        if colon and not run_text.isdigit():  # ":1" names no run: refused like "x:1", not read as "1"
+            raise ValueError(at)
+        index = int(run_text) if colon else 1
         position = position_of(label)
     except ValueError:
         raise ForkError(f"fork point {at!r} is neither a message id (msg_000017) nor a path label ([RUN:]4-3-2)") from None

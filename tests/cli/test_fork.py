@@ -257,7 +257,7 @@ def test_fork_after_everything_a_discuss_said_adds_no_result(demo):
     assert not [line for line in forked if line.get("content") == FORKED_RESULT]
 
 
-@pytest.mark.parametrize("at", ["msg_999999", "9-9", "not a label", "7:1", "1-0"])
+@pytest.mark.parametrize("at", ["msg_999999", "9-9", "not a label", "7:1", "1-0", ":1", "1:", "2:0"])
 def test_bad_at_is_one_line_and_exit_2(demo, at):
     home, source = demo
     before = fingerprint(home, source)
