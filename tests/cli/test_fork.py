@@ -245,6 +245,24 @@ def test_fork_between_two_speakers_of_a_discuss_says_the_call_was_cut_after_its_
                                                                                    "content": "And then?"}
 
 
+@pytest.mark.parametrize("speaker", [0, -1])
+def test_fork_at_a_speakers_own_words_gives_the_caller_that_reply(demo, speaker):
+    """At Jack's entry, before main's copy of it (recorded next): main still hears Jack, then the cut. At the
+    last speaker's words, the same: main hears every reply, and the call is cut before the others heard Jill."""
+    home, source = demo
+    call, replies = _discuss_of_main(home, source)
+    copy = replies[speaker]
+    lines = event_lines(home, source)
+    words = [line for line in lines if line.get("role") == "assistant" and line["agent_id"] != "agent_001"
+             and number(line["message_id"]) < number(copy["message_id"])][-1]
+    assert words["content"] in copy["content"]
+    sid = fork(home, source, words["message_id"], "And then?")
+    check_fork_state(home, source, sid, words["message_id"])
+    messages = _context_after(home, sid, "agent_001", words["message_id"])
+    results = [m["content"] for m in messages if m.get("tool_call_id") == call["tool_calls"][0]["id"]]
+    assert results == [r["content"] for r in replies[:replies.index(copy) + 1]] + [FORKED_RESULT]
+
+
 def test_fork_after_everything_a_discuss_said_adds_no_result(demo):
     home, source = demo
     call, replies = _discuss_of_main(home, source)
