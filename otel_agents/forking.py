@@ -226,17 +226,17 @@ def replies_due(source: ForkSource, message_id: str) -> dict[tuple[str, str], tu
         op = ref.op
         request = (op.get("request") or {}) if op.get("kind") == KIND_TOOL else {}
         call_id = request.get("tool_call_id")
+        after = sorted(n for n in (message_id_number(e["record"]["message_id"]) for e in op.get("events", []))
+                       if n > end)  # the call's own records (its replies) after the words: cheap, checked first
+        reply = by_number.get(after[0]) if call_id and after else None
+        if not reply or reply.get("role") != "tool" or reply.get("tool_call_id") != call_id:
+            continue
         speaking = next((child for child in op.get("ops", []) if end in _ids_under(child)), None)
-        if not call_id or speaking is None:
+        if speaking is None:
             continue
         # Nothing more said in that turn after the words (a reset hook's truncation may follow them).
         if any(n > end and by_number[n].get("event_type") == sc.EVENT_TRANSCRIPT_ENTRY
                for n in _ids_under(speaking) if n in by_number):
-            return {}
-        after = sorted(n for n in (message_id_number(e["record"]["message_id"]) for e in op.get("events", []))
-                       if n > end)
-        reply = by_number.get(after[0]) if after else None
-        if not reply or reply.get("role") != "tool" or reply.get("tool_call_id") != call_id:
             return {}
         # A reply, not the call's result (task's answer): the call went on after it. A call that never
         # ended (a killed source) shows it by a later result only.
