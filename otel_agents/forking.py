@@ -25,7 +25,7 @@ from otel_agents.persistence.gc_pause import collector_paused
 from otel_agents.persistence.notices import Warn, stderr_warning
 from otel_agents.persistence.tree_kinds import KIND_TOOL, STATUS_IN_PROGRESS, STATUS_INTERRUPTED
 from otel_agents.persistence.tree_paths import node_at, position_of
-from otel_agents.persistence.tree_walk import iter_records
+from otel_agents.persistence.tree_walk import iter_ops, iter_records
 from otel_agents.restore import (
     ResumeError, SavedSession, check_records, merge_records, restore_session, with_values_cut, without_contents,
 )
@@ -127,10 +127,12 @@ def _run_of_trace(tree: Mapping[str, Any], trace_id: str | None) -> Mapping[str,
 
 def _last_message_under(tree: Mapping[str, Any], at: str) -> str:
     """The last message recorded inside the node a path label names (the state just after that node)."""
-    run_text, _, label = at.rpartition(":")
+    run_text, colon, label = at.rpartition(":")
     runs = tree.get("runs", [])
     try:
-        index = int(run_text) if run_text else 1
+        if colon and not run_text.isdigit():  # ":1" names no run: refused like "x:1", not read as "1"
+            raise ValueError(at)
+        index = int(run_text) if colon else 1
         position = position_of(label)
     except ValueError:
         raise ForkError(f"fork point {at!r} is neither a message id (msg_000017) nor a path label ([RUN:]4-3-2)") from None
@@ -197,6 +199,55 @@ def open_at(tree: Mapping[str, Any], message_id: str) -> frozenset[str]:
     return frozenset(open_ids)
 
 
+def _ids_under(node: Mapping[str, Any]) -> list[int]:
+    """Numbers of the messages recorded inside ``node`` (its sub-agents' sessions too)."""
+    ids, stack = [], [node]
+    while stack:  # a stack of our own: sub-agents may nest thousands deep
+        item = stack.pop()
+        ids.extend(message_id_number(event["record"]["message_id"]) for event in item.get("events", []))
+        stack.extend([*item.get("ops", []), *item.get("turns", [])])
+        if item.get("session") is not None:
+            stack.append(item["session"])
+    return ids
+
+
+def replies_due(source: ForkSource, message_id: str) -> dict[tuple[str, str], tuple[str, ...]]:
+    """The reply a call that replies as it goes (discuss) made to its caller for the speaker's words at
+    ``message_id``: recorded just after them, it is cut off by a fork there, though the words were said.
+    ``{(caller's agent id, tool call id): (reply,)}``; empty unless the message is a speaker's last words
+    of its turn inside such a call, and the call's next record is that reply."""
+    end = message_id_number(message_id)
+    by_number = {message_id_number(r["message_id"]): r for r in source.records}
+    said = by_number.get(end) or {}
+    if said.get("event_type") != sc.EVENT_TRANSCRIPT_ENTRY or said.get("role") != "assistant" \
+            or said.get("tool_calls"):
+        return {}
+    for ref in iter_ops(source.tree):
+        op = ref.op
+        request = (op.get("request") or {}) if op.get("kind") == KIND_TOOL else {}
+        call_id = request.get("tool_call_id")
+        after = sorted(n for n in (message_id_number(e["record"]["message_id"]) for e in op.get("events", []))
+                       if n > end)  # the call's own records (its replies) after the words: cheap, checked first
+        reply = by_number.get(after[0]) if call_id and after else None
+        if not reply or reply.get("role") != "tool" or reply.get("tool_call_id") != call_id:
+            continue
+        speaking = next((child for child in op.get("ops", []) if end in _ids_under(child)), None)
+        if speaking is None:
+            continue
+        # Nothing more said in that turn after the words (a reset hook's truncation may follow them).
+        if any(n > end and by_number[n].get("event_type") == sc.EVENT_TRANSCRIPT_ENTRY
+               for n in _ids_under(speaking) if n in by_number):
+            return {}
+        # A reply, not the call's result (task's answer): the call went on after it. A call that never
+        # ended (a killed source) shows it by a later result only.
+        response = op.get("response")
+        if (response.get("message_id") == reply["message_id"]) if response else not any(
+                (by_number.get(n) or {}).get("tool_call_id") == call_id for n in after[1:]):
+            return {}
+        return {(reply["agent_id"], call_id): (reply["content"],)}
+    return {}
+
+
 def fork_session(source: ForkSource, point: ForkPoint, new_session_id: str, pending_result: str = FORKED_RESULT,
                  **restore_kwargs: Any):
     """A runtime Session in state just after ``point``: agents, transcripts and id counters as the source had them.
@@ -211,7 +262,8 @@ def fork_session(source: ForkSource, point: ForkPoint, new_session_id: str, pend
     if source.truncated:
         raise ForkError(with_values_cut(source.session_id, source.truncated))
     prefix = records_until(source.records, point.message_id)
-    saved = SavedSession(new_session_id, prefix, open_tool_calls=open_at(source.tree, point.message_id))
+    saved = SavedSession(new_session_id, prefix, open_tool_calls=open_at(source.tree, point.message_id),
+                         late_replies=replies_due(source, point.message_id))
     try:
         session = restore_session(saved, pending_result=pending_result, **restore_kwargs)
     except ResumeError as exc:

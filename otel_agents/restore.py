@@ -19,7 +19,7 @@ and a VRB line ``model changed: <old> -> <new> for N agents``.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from opentelemetry.trace import SpanContext, TraceFlags
@@ -64,6 +64,9 @@ class SavedSession:
     redacted: bool = False  # saved without message contents: see without_contents
     truncated: int = 0  # values the sender's export cut to its caps: see with_values_cut
     open_tool_calls: frozenset[str] = frozenset()  # ids of calls whose tool span never ended (a killed run)
+    # (agent id, call id) -> replies the call made just after the records kept (a fork at a discuss speaker's
+    # words: the caller's copy, recorded next), given before the call's cut result
+    late_replies: Mapping[tuple[str, str], tuple[str, ...]] = field(default_factory=dict)
 
 
 def without_contents(session_id: str) -> str:
@@ -194,16 +197,21 @@ def interrupted_tool_calls(agent: Agent, still_open: frozenset[str] = frozenset(
     """(tool_call_id, tool name) of calls in the transcript that never got a result, and of those in
     ``still_open`` whose results so far were replies (discuss) and none says the call was cut off
     (interrupted, or ``pending_result``: a fork's)."""
+    return [(call_id, name) for _, call_id, name in _cut_calls(agent, still_open, pending_result)]
+
+
+def _cut_calls(agent: Agent, still_open: frozenset[str], pending_result: str) -> list[tuple[int, str, str]]:
+    """:func:`interrupted_tool_calls` with the number of the message that made each call."""
     tool_results = [m for m in agent.transcript if m.get("role") == "tool"]
     answered = {m.get("tool_call_id") for m in tool_results}
     said = {INTERRUPTED_RESULT, pending_result}
     cut_off = {m.get("tool_call_id") for m in tool_results if m.get("content") in said}
     answered -= still_open - cut_off
     missing = []
-    for message in agent.transcript:
+    for message, message_id in zip(agent.transcript, agent.transcript_ids):
         for call in message.get("tool_calls") or []:
             if call["id"] not in answered:
-                missing.append((call["id"], call["function"]["name"]))
+                missing.append((message_id_number(message_id), call["id"], call["function"]["name"]))
     return missing
 
 
@@ -331,11 +339,17 @@ def _restore(saved: SavedSession, tool_list: tuple[Tool, ...], model_override: s
 
     if changes:
         record_model_changes(session, changes)
-    repairs = [(agent, call_id, name) for agent in agents.values()
-               for call_id, name in interrupted_tool_calls(agent, saved.open_tool_calls, pending_result)]
+    repairs = [(number, agent, call_id, name) for agent in agents.values()
+               for number, call_id, name in _cut_calls(agent, saved.open_tool_calls, pending_result)]
+    # Inner calls first: a call made later, still open, runs inside the earlier ones (a sub-agent's call
+    # inside its caller's task), so each result is recorded after those of the calls within it and every
+    # prefix of the records closes a call only once what ran inside it is closed.
+    repairs.sort(key=lambda repair: -repair[0])  # stable: one message's calls keep their order
     if repairs:
         def repair() -> None:
-            for agent, call_id, name in repairs:
+            for _, agent, call_id, name in repairs:
+                for reply in saved.late_replies.get((agent.agent_id, call_id), ()):
+                    agent.harken_tool_result(call_id, name, reply)
                 agent.harken_tool_result(call_id, name, pending_result)
 
         session.before_next_run.append(repair)

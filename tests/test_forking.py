@@ -108,6 +108,7 @@ def test_a_label_names_the_last_message_inside_its_node(live):
 @pytest.mark.parametrize("at, needle", [
     ("msg_999999", "no message"), ("9:1", "no run 9"), ("1:99", "no node"), ("0", "neither"),
     ("1-0", "neither"), ("x:1", "neither"), ("", "neither"),
+    (":1", "neither"), ("1:", "neither"), (" 1:1", "neither"), ("+1:1", "neither"),
 ])
 def test_bad_points_are_one_line_errors(live, at, needle):
     source, _, _ = live

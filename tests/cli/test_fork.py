@@ -245,6 +245,24 @@ def test_fork_between_two_speakers_of_a_discuss_says_the_call_was_cut_after_its_
                                                                                    "content": "And then?"}
 
 
+@pytest.mark.parametrize("speaker", [0, -1])
+def test_fork_at_a_speakers_own_words_gives_the_caller_that_reply(demo, speaker):
+    """At Jack's entry, before main's copy of it (recorded next): main still hears Jack, then the cut. At the
+    last speaker's words, the same: main hears every reply, and the call is cut before the others heard Jill."""
+    home, source = demo
+    call, replies = _discuss_of_main(home, source)
+    copy = replies[speaker]
+    lines = event_lines(home, source)
+    words = [line for line in lines if line.get("role") == "assistant" and line["agent_id"] != "agent_001"
+             and number(line["message_id"]) < number(copy["message_id"])][-1]
+    assert words["content"] in copy["content"]
+    sid = fork(home, source, words["message_id"], "And then?")
+    check_fork_state(home, source, sid, words["message_id"])
+    messages = _context_after(home, sid, "agent_001", words["message_id"])
+    results = [m["content"] for m in messages if m.get("tool_call_id") == call["tool_calls"][0]["id"]]
+    assert results == [r["content"] for r in replies[:replies.index(copy) + 1]] + [FORKED_RESULT]
+
+
 def test_fork_after_everything_a_discuss_said_adds_no_result(demo):
     home, source = demo
     call, replies = _discuss_of_main(home, source)
@@ -257,7 +275,7 @@ def test_fork_after_everything_a_discuss_said_adds_no_result(demo):
     assert not [line for line in forked if line.get("content") == FORKED_RESULT]
 
 
-@pytest.mark.parametrize("at", ["msg_999999", "9-9", "not a label", "7:1", "1-0"])
+@pytest.mark.parametrize("at", ["msg_999999", "9-9", "not a label", "7:1", "1-0", ":1", "1:", "2:0"])
 def test_bad_at_is_one_line_and_exit_2(demo, at):
     home, source = demo
     before = fingerprint(home, source)
@@ -404,3 +422,36 @@ def test_fork_evicts_by_the_option_or_the_scripts_eviction_and_saves_what_keepin
     assert [core(line) for line in event_lines(home, lean)] == [core(line) for line in event_lines(home, plain)]
     assert _evicted(home, plain) == [None]
     assert _evicted(home, lean)[0] > 0  # agents really left memory, and came back from the fork's own records
+
+
+NESTED = {  # main's task makes Helper, whose own task makes Deep: two calls open while Deep answers
+    "name": "fork-nested",
+    "root": {"name": "main", "system_prompt": "Coordinate."},
+    "agents": {
+        "main": [_task("Helper", "Ask Deep."), "made a helper", "bye"],
+        "Helper": [_task("Deep", "Think."), "Deep thought so."],
+        "Deep": ["deep thought"],
+    },
+}
+
+
+def test_fork_inside_nested_calls_closes_the_inner_call_first_and_every_prefix_forks_and_resumes(tmp_path):
+    home = tmp_path / "home"
+    script = tmp_path / "nested.json"
+    script.write_text(orjson.dumps(NESTED).decode())
+    source = session_id_of(otel_agents(home, "run", "--script", str(script), "Go."))
+    lines = event_lines(home, source)
+    deep = next(line for line in lines if line.get("content") == "deep thought")
+    sid = fork(home, source, deep["message_id"])  # main's task and Helper's task are both open there
+    fillers = [line for line in event_lines(home, sid) if line.get("content") == FORKED_RESULT]
+    names = {line["agent_id"]: line["name"] for line in lines if line["event_type"] == "agent_created"}
+    # Helper's call ran inside main's: its result comes first, so no prefix has main's call closed around an open one.
+    assert [names[line["agent_id"]] for line in fillers] == ["Helper", "main"]
+    for line in fillers:
+        again = fork(home, sid, line["message_id"])  # a fork of the fork at each of them: consistent state
+        forked = event_lines(home, again)
+        assert [names[f["agent_id"]] for f in forked if f.get("content") == FORKED_RESULT].count("main") == 1
+        resumed = otel_agents(home, "resume", again, "More.")
+        assert resumed.returncode == 0, resumed.stderr
+        verified = otel_agents(home, "sessions", "verify", again)
+        assert verified.returncode == 0, verified.stdout + verified.stderr
