@@ -145,13 +145,13 @@ def verify(session_id: str, paths) -> None:
     check = verify_directory(directory, paths.billing_file, lambda m: click.echo(f"warning: {m}", err=True))
     if check.problems:
         click.echo(f"session {session_id}: {len(check.problems)} disagreement(s)")
-        for problem in check.problems:
-            click.echo(f"  {problem}")
+        for problem in check.problems:  # quoting the files' values (a ledger record's id, say)
+            click.echo(f"  {shown(problem, lines=False)}")
         sys.exit(1)
     click.echo(f"session {session_id}: tree, events.jsonl ({check.records} records) and ledger "
                f"({check.ledger_records} records) agree")
     for note in check.notes:
-        click.echo(f"  {note}")
+        click.echo(f"  {shown(note, lines=False)}")
 
 
 @sessions.command()
@@ -179,7 +179,7 @@ def repair(session_id: str, paths) -> None:
         return
     click.echo(f"session {session_id}: repaired")
     for change in changes:
-        click.echo(f"  {change}")
+        click.echo(f"  {shown(change, lines=False)}")
 
 
 @sessions.command()

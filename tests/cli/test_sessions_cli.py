@@ -444,6 +444,21 @@ def test_verify_redacts_the_values_it_quotes(env):
     assert SECRET not in verified.stdout + verified.stderr and SECRET[:20] not in verified.stdout
 
 
+def test_verify_shows_control_characters_of_the_values_it_quotes_as_escapes(env):
+    # A ledger record's id, as a copied or hand-edited ledger holds it, reached the terminal whole.
+    session_id = run_demo()
+    billing = env / "billing.jsonl"
+    ledger = [json.loads(l) for l in billing.read_text().splitlines()]
+    odd = {**next(r for r in ledger if r["session_id"] == session_id), "record_id": "odd\x1b[2J\u202ediw\r"}
+    with open(billing, "a", encoding="utf-8") as handle:
+        handle.write(json.dumps(odd) + "\n")
+    verified = invoke("sessions", "verify", session_id)
+    assert verified.exit_code == 1
+    out = verified.stdout_bytes.decode()
+    assert "ledger record odd\\x1b[2J\\u202ediw\\r names session" in out
+    assert not any(c in out for c in "\x1b\u202e\r")
+
+
 def _header(shown: str) -> list[str]:
     return shown.split("\n\n", 1)[0].splitlines()
 
