@@ -24,6 +24,7 @@ from otel_agents.cli.options import (
     refuse_storage_output,
     storage_options,
 )
+from otel_agents.terminal_text import shown
 
 DATE_FORMAT = "%Y-%m-%d"
 
@@ -73,7 +74,9 @@ def _cost_text(cost: Decimal | None) -> str:
 
 
 def format_table(header: list[str], rows: list[list[str]], numeric_from: int = 1) -> str:
-    """Aligned plain-text columns: the first left-aligned, numbers right-aligned."""
+    """Aligned plain-text columns: the first left-aligned, numbers right-aligned. A cell's control
+    characters (a model or agent name from an imported trace) are escaped before it is measured."""
+    header, rows = [shown(str(c), lines=False) for c in header], [[shown(str(c), lines=False) for c in r] for r in rows]
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
     lines = []
     for row in [header, *rows]:

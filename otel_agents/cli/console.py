@@ -16,7 +16,8 @@ A run that stops on an error ends with its ``error:`` line (``run_line``), named
 and capped.
 
 The console is a copy that leaves the session: spans and records hold content as the
-model was sent it, so every line is redacted here (``redaction.redact``).
+model was sent it, so every line is redacted here (``redaction.redact``), and shown with its
+control characters escaped (``terminal_text.shown``: a model's ESC or U+202E never reaches the terminal).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from opentelemetry.trace import Span as ApiSpan
 
 from otel_agents.tracing import semconv as sc
 from otel_agents.tracing.records import message_from_record
+from otel_agents.terminal_text import shown
 from otel_agents.tracing.redaction import redact, redact_text
 
 TXN_PREFIX = 8
@@ -158,13 +160,13 @@ class ConsoleRenderer(SpanProcessor):
         kind, ident = kind_and_id(getattr(span, "name", ""), attributes)
         label = self.label_of(format(ctx.span_id, "016x")) or "?"
         txn = self.txn or txn_of(ctx.trace_id)
-        return redact_text(f"[txn:{txn}] {label} {kind}/{ident}: {level} {message}")
+        return shown(redact_text(f"[txn:{txn}] {label} {kind}/{ident}: {level} {message}"))
 
     def run_line(self, level: str, message: str) -> str:
         """A line about the run last started as a whole (the ``error:`` it stopped with), named as the
         other lines are: ``[txn:…] run session/<agent>: error: …``; without a run, ``<level> <message>``."""
         line = self._line(self._run_root, level, message) if self._run_root is not None else None
-        return line if line is not None else redact_text(f"{level} {message}")
+        return line if line is not None else shown(redact_text(f"{level} {message}"))
 
     def _emit(self, span: ApiSpan | ReadableSpan, level: str, message: str) -> None:
         line = self._line(span, level, message)

@@ -20,6 +20,7 @@ from otel_agents.cli import stdout
 from otel_agents.cli.console import ConsoleOptions, ConsoleRenderer, one_line
 from otel_agents.cli.options import NewFilePath, utf8_text
 from otel_agents.persistence.paths import Paths
+from otel_agents.terminal_text import shown
 from otel_agents.tracing.credentials import StreamScrubber
 
 if TYPE_CHECKING:
@@ -232,24 +233,29 @@ def _as_ctrl_c(signum, frame):
 
 class _Streamed(list):
     """The root agent's text as it arrived (``[]``: nothing streamed), and its writing to stdout,
-    scrubbed of credentials as the printed utterance is (a tail held back until :meth:`end`)."""
+    scrubbed of credentials as the printed utterance is (a tail held back until :meth:`end`) and its
+    control characters shown as escapes (``shown``; a CR ending a piece waits: it may start a CRLF)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.scrubber = StreamScrubber()
         self.gone = False  # stdout could not be written (`| head` went away): the run goes on unseen
+        self.held_cr = ""
 
-    def write(self, text: str) -> None:
-        if not self.gone:
+    def write(self, text: str, last: bool = False) -> None:
+        text, self.held_cr = self.held_cr + text, ""
+        if text.endswith("\r") and not last:
+            text, self.held_cr = text[:-1], "\r"
+        if text and not self.gone:
             try:
-                sys.stdout.write(text)
+                sys.stdout.write(shown(text))
                 sys.stdout.flush()
             except (OSError, ValueError):  # raised into the model call, it would fail a call that succeeded
                 self.gone = True
 
     def end(self) -> None:
         """Write what was held back: the turn or the run ended."""
-        self.write(self.scrubber.flush())
+        self.write(self.scrubber.flush(), last=True)
 
 
 def _stream_root_text(session) -> _Streamed:
@@ -344,7 +350,7 @@ def execute(session, prompts: list[str], context, tracing, recording, steps: Nex
                 if prompt is None:
                     continue  # a fork with no prompt records its state: no one answered, stdout stays empty
                 # Streamed text is on stdout already: the line is ended, not printed twice.
-                click.echo("" if streamed else str(utterance))
+                click.echo("" if streamed else shown(str(utterance)))
                 sys.stdout.flush()  # a failed write stops here, before the next prompt runs
                 if stdout.failure() is not None:  # the streamed text's write failed: it was not raised
                     raise stdout.StdoutLost(stdout.failure())
@@ -406,7 +412,7 @@ async def _serve(watch, session, context, streamed: list[str]) -> None:
 
     def answered(text: str) -> None:
         streamed.end()
-        click.echo("" if streamed else text)
+        click.echo("" if streamed else shown(text))
         streamed.clear()
 
     await watch.serve(session, context, answered, warn=lambda text: click.echo(text, err=True))

@@ -12,6 +12,7 @@ import click
 from otel_agents.cli.options import (
     ledger_errors_are_data_errors, reads_whole_sessions, session_dir_or_exit, storage_options,
 )
+from otel_agents.terminal_text import shown
 from otel_agents.tracing import semconv as sc
 
 
@@ -60,20 +61,17 @@ def list_command(as_json: bool, paths) -> None:
     for item in listings:
         meta = item.meta
         if meta is None:
-            click.echo(f"{item.session_id:<24} {'?':<19} {'?':>4} {'unreadable':<11} {'?':>11}  {item.problem}")
+            click.echo(shown(f"{item.session_id:<24} {'?':<19} {'?':>4} {'unreadable':<11} {'?':>11}  {item.problem}",
+                             lines=False))
             continue
         totals = meta.get("totals") if isinstance(meta.get("totals"), dict) else {}
         cost = total_cost(totals.get("cost_usd", "?"), totals.get("unpriced_calls"), totals.get("llm_calls"))
-        click.echo(
+        # One row a line: a title's (a prompt's) line breaks and other control characters escaped.
+        click.echo(shown(
             f"{item.session_id:<24} {str(meta.get('created') or '?')[:19]:<19} {_count(meta.get('runs')):>4} "
-            f"{effective_status(meta, item.directory):<11} {cost:>11}  {_printable(meta.get('title') or '')}"
-            + _lineage(meta) + _cut(meta)
-        )
-
-
-def _printable(text: str) -> str:
-    """A title as one table cell: a prompt's control characters (NUL, ESC ...) escaped, never sent to the terminal."""
-    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in str(text))
+            f"{effective_status(meta, item.directory):<11} {cost:>11}  {meta.get('title') or ''}"
+            + _lineage(meta) + _cut(meta), lines=False
+        ))
 
 
 def _cut(meta) -> str:
@@ -124,7 +122,7 @@ def show(session_id: str, as_json: bool, ids: bool, paths) -> None:
         # As tree.json.gz holds it: nested, or with runs as flat node lists when too deep for JSON.
         _json(make_payload(tree, meta or make_meta(tree, created_ns=0, updated_ns=0)))
         return
-    click.echo("\n".join(render_session(tree, meta, ids=ids)))
+    click.echo(shown("\n".join(render_session(tree, meta, ids=ids))))
 
 
 @sessions.command()
@@ -147,13 +145,13 @@ def verify(session_id: str, paths) -> None:
     check = verify_directory(directory, paths.billing_file, lambda m: click.echo(f"warning: {m}", err=True))
     if check.problems:
         click.echo(f"session {session_id}: {len(check.problems)} disagreement(s)")
-        for problem in check.problems:
-            click.echo(f"  {problem}")
+        for problem in check.problems:  # quoting the files' values (a ledger record's id, say)
+            click.echo(f"  {shown(problem, lines=False)}")
         sys.exit(1)
     click.echo(f"session {session_id}: tree, events.jsonl ({check.records} records) and ledger "
                f"({check.ledger_records} records) agree")
     for note in check.notes:
-        click.echo(f"  {note}")
+        click.echo(f"  {shown(note, lines=False)}")
 
 
 @sessions.command()
@@ -181,7 +179,7 @@ def repair(session_id: str, paths) -> None:
         return
     click.echo(f"session {session_id}: repaired")
     for change in changes:
-        click.echo(f"  {change}")
+        click.echo(f"  {shown(change, lines=False)}")
 
 
 @sessions.command()
@@ -339,10 +337,10 @@ def _ingress_lines(attributes: Mapping[str, Any]) -> list[str]:
     head = f"  from {source or '?'}" + (f" (sender {ingress['sender']})" if "sender" in ingress else "")
     lines = [f"{head}: {who}, otel-agents {ingress.get('version', '?')}"]
     if "cwd" in ingress:
-        lines.append(f"  cwd {ingress['cwd']}")
+        lines.append(f"  cwd {shown(str(ingress['cwd']), lines=False)}")
     argv = ingress.get("argv")
-    if isinstance(argv, (list, tuple)):
-        lines.append("  argv " + shlex.join(str(arg) for arg in argv))
+    if isinstance(argv, (list, tuple)):  # one line, whatever line breaks a prompt in it holds
+        lines.append("  argv " + shown(shlex.join(str(arg) for arg in argv), lines=False))
     return lines
 
 

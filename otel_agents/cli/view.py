@@ -10,6 +10,7 @@ from click.core import ParameterSource
 
 from otel_agents.cli.options import NoSuchSession, SafePath, session_dir_or_exit, storage_options
 from otel_agents.persistence.paths import Paths, home_dir
+from otel_agents.terminal_text import shown
 
 
 class ViewFailed(click.ClickException):
@@ -58,7 +59,7 @@ def _emit(text_or_document, as_json: bool) -> None:
     if as_json:
         click.echo(dumps(text_or_document))
     else:
-        click.echo(text_or_document if text_or_document else "(nothing)")
+        click.echo(shown(text_or_document) if text_or_document else "(nothing)")  # --json keeps the exact content
 
 
 def _run(view):

@@ -569,3 +569,22 @@ def test_a_dry_run_rebuild_on_an_empty_home_writes_nothing(tmp_path):
     result = invoke(home, "rebuild", "--dry-run")
     assert result.exit_code == 0, result.output
     assert "0 sessions" in result.stdout and not home.exists()
+
+
+def test_summary_cells_show_control_characters_as_escapes(home):
+    # A ledger is data from imported traces (a model's name as the sender wrote it): an ESC or a
+    # RIGHT-TO-LEFT OVERRIDE in a cell drove the terminal and put the table's columns out of line.
+    home, _, _ = home
+    lines = ledger_lines(home)
+    odd = dict(next(line for line in lines if line.get("type") == "llm"), record_id="e" * 32 + ":" + "d" * 16,
+               model="evil\x1b[2J\u202eledom\a")
+    with open(home / "billing.jsonl", "ab") as handle:
+        handle.write(orjson.dumps(odd) + b"\n")
+    result = invoke(home, "summary", "--by", "model")
+    assert result.exit_code == 0, result.output
+    out = result.stdout_bytes.decode()
+    (row,) = [line for line in out.splitlines() if line.startswith("evil")]
+    assert row.startswith("evil\\x1b[2J\\u202eledom\\x07  ")
+    assert not any(c in out for c in "\x1b\u202e\a")
+    rows = json.loads(invoke(home, "summary", "--by", "model", "--json").stdout)["rows"]
+    assert odd["model"] in [r["key"] for r in rows]  # --json keeps the exact name

@@ -307,3 +307,30 @@ def test_a_run_line_without_a_run_is_a_plain_redacted_line():
 
     renderer = ConsoleRenderer(lambda span_id: None, out=io.StringIO())
     assert renderer.run_line("error:", "key sk-canary0123456789abcdefXYZ refused") == "error: key [REDACTED] refused"
+
+
+def test_a_model_s_control_characters_are_escapes_in_every_console_line(home, tmp_path):
+    # THK lines carried a model's reasoning as it was (ESC, BEL, a lone CR); TRC payloads, JSON with
+    # ensure_ascii=False, still carried C1 controls and U+202E, which shows the rest of a line reversed.
+    script = tmp_path / "ctl.json"
+    script.write_text(json.dumps({"name": "ctl", "agents": {"main": [
+        {"text": "said \u202eabc \x9b31m", "reasoning": "think\a over\rwrite \x1b[2J \u2066"}]}}))
+    result = CliRunner().invoke(cli, ["run", "-v", "--trace-llm", "--script", str(script), "go"],
+                                catch_exceptions=False)
+    assert result.exit_code == 0, result.stderr
+    stderr = result.stderr_bytes.decode()
+    assert not re.search("[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]", stderr), stderr
+    (thk,) = [line for line in stderr.splitlines() if " THK " in line]
+    assert thk.endswith("THK think\\x07 over\\rwrite \\x1b[2J \\u2066")
+    response = next(line for line in stderr.splitlines() if " TRC response " in line)
+    assert "said \\u202eabc \\x9b31m" in response
+
+
+def test_a_stopped_run_s_error_line_shows_control_characters_as_escapes():
+    import io
+
+    from otel_agents.cli.console import ConsoleRenderer
+
+    renderer = ConsoleRenderer(lambda span_id: None, out=io.StringIO())
+    line = renderer.run_line("error:", "hook said \x1b[2J\u202eabc\a")
+    assert line == "error: hook said \\x1b[2J\\u202eabc\\x07"

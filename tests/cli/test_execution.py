@@ -164,3 +164,29 @@ def test_a_streamed_reply_shows_no_credential_of_the_environment_even_split_acro
     assert streamed.exit_code == 0 and plain.exit_code == 0, streamed.stderr + plain.stderr
     assert "MnOp1234" not in streamed.stdout
     assert streamed.stdout == plain.stdout == 'Your key is [REDACTED], as JSON "[REDACTED]"; done.\n'
+
+
+UNTRUSTED = "ding\a over\rwrite \u202eabc \x1b[2J \x9b31m done"
+UNTRUSTED_SHOWN = "ding\\x07 over\\rwrite \\u202eabc \\x1b[2J \\x9b31m done"
+
+
+def test_the_answer_and_the_stream_show_control_characters_as_escapes(cli_env, tmp_path):
+    # A model's BEL, lone CR, RIGHT-TO-LEFT OVERRIDE, ESC and C1 CSI reached the terminal (click
+    # strips ESC only when stdout is not one, --stream not even then); ordinary text is unchanged.
+    script = tmp_path / "ctl.json"
+    script.write_text(json.dumps({"name": "ctl", "agents": {"main": [UNTRUSTED, "plain\r\nlines\n\tok"]}}))
+    for flags in ([], ["--stream"]):
+        result = invoke("run", *flags, "--script", str(script), "go", "again")
+        assert result.exit_code == 0, result.stderr
+        assert result.stdout_bytes.decode() == UNTRUSTED_SHOWN + "\nplain\r\nlines\n\tok\n", flags
+
+
+def test_a_streamed_cr_waits_for_the_next_piece_to_be_told_from_a_crlf(capsys):
+    from otel_agents.cli.execution import _Streamed
+
+    streamed = _Streamed()
+    for piece in ("one\r", "\ntwo\r", "three\r"):
+        streamed.write(piece)
+    streamed.end()
+    streamed.write("last\r", last=True)
+    assert capsys.readouterr().out == "one\r\ntwo\\rthree\\rlast\\r"

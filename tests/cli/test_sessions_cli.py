@@ -101,6 +101,28 @@ def test_list_escapes_a_title_s_control_characters(env):
     assert saved["title"] == "look \x1b[31mred\x00 here"  # what was said is kept as it was
 
 
+def test_list_and_show_escape_control_characters_in_every_field_as_every_text_output_does(env, tmp_path):
+    # `list` escaped the title only, `show` only its title: a fork's source named in a copied meta.json,
+    # and the prompt in the argv a run records, reached the terminal whole (ESC, BEL, a CR that
+    # overwrites, a RIGHT-TO-LEFT OVERRIDE).
+    prompt = "two\nlines \u202eabc \a over\rwrite \x1b[2J"
+    environment = {**os.environ, "OTEL_AGENTS_HOME": str(env), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    done = subprocess.run([sys.executable, "-m", "otel_agents", "run", prompt], env=environment, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    session_id = done.stderr.splitlines()[-1].split(": ", 1)[1]
+    meta_path = env / "sessions" / session_id / "meta.json"
+    meta = json.loads(meta_path.read_text())
+    meta_path.write_text(json.dumps({**meta, "forked_from": {"session": "s\x1b[2J", "message": "m\u202e\r"}}))
+    (row,) = invoke("sessions", "list").stdout_bytes.decode().splitlines()[1:]
+    assert "two lines \\u202eabc \\x07 over write \\x1b[2J" in row  # a title is one line of words
+    assert row.endswith("(fork of s\\x1b[2J at m\\u202e\\r)")
+    shown = invoke("sessions", "show", session_id).stdout_bytes.decode()
+    (argv,) = [line for line in shown.splitlines() if line.startswith("  argv ")]
+    assert "two\\nlines \\u202eabc \\x07 over\\rwrite \\x1b[2J" in argv  # the argv line is one line
+    assert not any(c in shown for c in "\u202e\a\r\x1b")
+
+
 def test_show_of_a_closed_billed_session_reads_neither_its_events_nor_the_ledger(env, monkeypatch):
     import otel_agents.persistence.saved as saved
     import otel_agents.persistence.ledger as ledger
@@ -420,6 +442,21 @@ def test_verify_redacts_the_values_it_quotes(env):
     assert verified.exit_code == 1 and "content:" in verified.stdout
     assert "[REDACTED]" in verified.stdout
     assert SECRET not in verified.stdout + verified.stderr and SECRET[:20] not in verified.stdout
+
+
+def test_verify_shows_control_characters_of_the_values_it_quotes_as_escapes(env):
+    # A ledger record's id, as a copied or hand-edited ledger holds it, reached the terminal whole.
+    session_id = run_demo()
+    billing = env / "billing.jsonl"
+    ledger = [json.loads(l) for l in billing.read_text().splitlines()]
+    odd = {**next(r for r in ledger if r["session_id"] == session_id), "record_id": "odd\x1b[2J\u202ediw\r"}
+    with open(billing, "a", encoding="utf-8") as handle:
+        handle.write(json.dumps(odd) + "\n")
+    verified = invoke("sessions", "verify", session_id)
+    assert verified.exit_code == 1
+    out = verified.stdout_bytes.decode()
+    assert "ledger record odd\\x1b[2J\\u202ediw\\r names session" in out
+    assert not any(c in out for c in "\x1b\u202e\r")
 
 
 def _header(shown: str) -> list[str]:

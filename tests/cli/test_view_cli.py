@@ -262,3 +262,33 @@ def test_a_real_view_process(saved):
         capture_output=True, text=True, env=clean_env(home), timeout=60,
     )
     assert (failed.returncode, failed.stdout, failed.stderr) == (2, "", "Error: unknown message 'msg_x'\n")
+
+
+def test_text_views_show_control_characters_as_escapes_and_json_keeps_them(home, monkeypatch, tmp_path):
+    # click strips ESC only when stdout is no terminal; BEL, a lone CR and U+202E reached it always.
+    monkeypatch.setenv("OTEL_TRACES_EXPORTER", "none")
+    prompt, answer = "ask\a \u202eabc", "line one\r\n\tsaid\rover \x1b[2J \x9b done"
+    script = tmp_path / "ctl.json"
+    script.write_text(json.dumps({"name": "ctl", "agents": {"main": [answer]}}))
+    runner = CliRunner()
+    assert runner.invoke(cli, ["run", "--script", str(script), prompt], catch_exceptions=False).exit_code == 0
+    (directory,) = (home / "sessions").iterdir()
+    for view in (["perspective", "main"], ["dialog", "main"], ["transcript", "main"]):
+        text = runner.invoke(cli, ["view", str(directory), *view], catch_exceptions=False)
+        assert text.exit_code == 0, text.output
+        out = text.stdout_bytes.decode()
+        assert "ask\\x07 \\u202eabc" in out, view
+        assert "line one\n    \tsaid\\rover \\x1b[2J \\x9b done" in out, view  # its lines kept, indented
+        document = runner.invoke(cli, ["view", str(directory), *view, "--json"], catch_exceptions=False)
+        assert {prompt, answer} <= set(_strings(json.loads(document.stdout_bytes))), view  # the exact content
+
+
+def _strings(value):
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)

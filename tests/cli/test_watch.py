@@ -180,3 +180,15 @@ def test_watching_for_an_agent_the_session_does_not_have_says_so_when_watching_s
     warnings = [line for line in err.splitlines() if line.startswith("warning:")]
     assert warnings == [f"warning: the session has no agent 'Nobody' (yet): changes to {tmp_path / 'data.json'} "
                         "are told to it only once it exists"]
+
+
+def test_a_watched_event_s_answer_shows_control_characters_as_escapes(home, tmp_path):
+    # As a prompt's answer is: a model's ESC, BEL, lone CR or RIGHT-TO-LEFT OVERRIDE never reaches the terminal.
+    script = tmp_path / "ctl.json"
+    script.write_text(json.dumps({"name": "ctl", "agents": {"main": ["first", "ding\a over\rwrite \u202eabc \x1b[2J"]}}))
+    proc = start(home, tmp_path, "run", "--script", str(script), "--watch", "data.json", "--watch-for", "5", "go")
+    wait_for_line(proc, "watching ")
+    (tmp_path / "data.json").write_text("{}")
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    assert out.split("\n") == ["first", "ding\\x07 over\\rwrite \\u202eabc \\x1b[2J", ""]
