@@ -1,4 +1,4 @@
-"""What ``run`` and ``resume`` share: prompts, tracing and recording set-up, the prompt loop.
+"""What ``run`` and ``resume`` share: tracing and recording set-up, the prompt loop (the prompts themselves: prompts.py).
 
 The commands stay thin: they decide which session to run (new or restored) and
 hand it here.
@@ -18,7 +18,7 @@ import click
 
 from otel_agents.cli import stdout
 from otel_agents.cli.console import ConsoleOptions, ConsoleRenderer, one_line
-from otel_agents.cli.options import NewFilePath, utf8_text
+from otel_agents.cli.options import NewFilePath
 from otel_agents.persistence.paths import Paths
 from otel_agents.terminal_text import shown
 from otel_agents.tracing.credentials import StreamScrubber
@@ -27,40 +27,6 @@ if TYPE_CHECKING:
     from otel_agents.cli.model_options import ModelOptions
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
-
-
-def read_prompts(arguments: tuple[str, ...], default: tuple[str, ...]) -> list[str]:
-    """Arguments, else one per line from stdin, else an interactive prompt on a terminal; each
-    checked as text that can be saved (exit 2 before any call otherwise).
-
-    With nothing given and nothing on stdin, the script's own prompts are used.
-    The interactive prompt goes to stderr: stdout carries utterances only.
-    """
-    prompts = _gather_prompts(arguments, default)
-    for number, prompt in enumerate(prompts, 1):
-        if not prompt.strip():  # it would be recorded and answered, as `send` and the Python API refuse it
-            raise click.UsageError(f"prompt {number} is empty: a prompt says something")
-        utf8_text(prompt, f"prompt {number}")
-    return prompts
-
-
-def _gather_prompts(arguments: tuple[str, ...], default: tuple[str, ...]) -> list[str]:
-    if arguments:
-        return list(arguments)
-    stdin = sys.stdin
-    if not stdin.isatty():
-        lines = [line.strip() for line in stdin.read().splitlines()]
-        return [line for line in lines if line] or list(default)
-    hint = f" [{default[0]}]" if default else ""
-    click.echo(f"Enter prompts, one per line; an empty line starts the run.{hint}", err=True)
-    prompts = []
-    while True:
-        click.echo("> ", nl=False, err=True)
-        line = stdin.readline()
-        if not line or not line.strip():
-            break
-        prompts.append(line.strip())
-    return prompts or list(default)
 
 
 def output_options(func: Callable[..., Any]) -> Callable[..., Any]:

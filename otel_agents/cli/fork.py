@@ -15,10 +15,10 @@ from otel_agents.cli.execution import (
     make_llm,
     next_steps,
     output_options,
-    read_prompts,
     start_recording,
     use_saved_script,
 )
+from otel_agents.cli.prompts import read_prompts
 from otel_agents.cli.model_options import check_scripted_model, model_options
 from otel_agents.cli.app_session import agents_by_name, install_session_hooks, load_app_or_exit
 from otel_agents.cli.budget_options import BudgetOptions, budget_options, check_session_budgets

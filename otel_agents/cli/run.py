@@ -16,9 +16,9 @@ from otel_agents.cli.execution import (
     make_llm,
     next_steps,
     output_options,
-    read_prompts,
     start_recording,
 )
+from otel_agents.cli.prompts import read_prompts
 from otel_agents.cli.budget_options import budget_options, check_session_budgets
 from otel_agents.cli.eviction_options import eviction_options
 from otel_agents.cli.options import FiniteFloat, refuse_storage_output, storage_options
