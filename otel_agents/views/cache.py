@@ -148,6 +148,21 @@ class Cached:
     by_id: RecordsById
 
 
+def cached_index(events: Path, warn: Any, cache_dir: Path) -> SessionIndex:
+    """events.jsonl's index: the saved one while the file is unchanged, else built and saved."""
+    from otel_agents.views.loading import read_event_file
+
+    cached = load(cache_dir, events)
+    if cached is not None:
+        return SessionIndex(cached.layout, cached.rows, cached.by_id)
+    key = file_key(events)  # before reading: a file that changes meanwhile is not cached
+    records, lines = read_event_file(events, warn)
+    index = SessionIndex.build(records)
+    if lines is not None:
+        save(cache_dir, events, key, lines, records, index)
+    return index
+
+
 def save(
     cache_dir: Path, events: Path, key: FileKey | None, lines: list[bytes], records: list[Record], index: SessionIndex
 ) -> bool:

@@ -23,7 +23,7 @@ from otel_agents.views.errors import AmbiguousAgent, SessionDataError, UnknownAg
 from otel_agents.views.hook_marks import hook_events, hook_marks
 from otel_agents.views.index import SessionIndex, is_utterance, paused, tool_calls_of
 from otel_agents.views.loading import (
-    TREE_FILE, checkpoint_to_compare, read_event_file, read_events, read_tree, records_from_tree, records_lacking,
+    TREE_FILE, checkpoint_to_compare, read_events, read_tree, records_from_tree, records_lacking,
 )
 from otel_agents.views.message_ids import resolve_message_id
 from otel_agents.views.model import (
@@ -100,7 +100,9 @@ class SessionViewer:
         if events.is_file():
             checkpoint = checkpoint_to_compare(path)  # None (undecoded) while meta.json's mark vouches for events
             if cache_dir is not None:
-                viewer = cls._from_events_cached(events, warn, Path(cache_dir), path.name, tree_path)
+                from otel_agents.views.cache import cached_index
+
+                viewer = cls._of_index(cached_index(events, warn, Path(cache_dir)), path.name, tree_path)
             else:
                 viewer = cls(read_events(events, warn), session_id=path.name, tree_path=tree_path)
             if checkpoint is None or not records_lacking(checkpoint, viewer._index.by_id, events, warn):
@@ -112,22 +114,6 @@ class SessionViewer:
             raise SessionDataError(f"{path} holds neither {EVENTS_FILE} nor {TREE_FILE}")
         return cls(records_from_tree(tree), tree, session_id=path.name, tree_path=tree_path)
 
-
-    @classmethod
-    def _from_events_cached(
-        cls, events: Path, warn: Warn, cache_dir: Path, session_id: str, tree_path: Path
-    ) -> "SessionViewer":
-        from otel_agents.views import cache
-
-        cached = cache.load(cache_dir, events)
-        if cached is not None:
-            return cls._of_index(SessionIndex(cached.layout, cached.rows, cached.by_id), session_id, tree_path)
-        key = cache.file_key(events)  # before reading: a file that changes meanwhile is not cached
-        records, lines = read_event_file(events, warn)
-        viewer = cls(records, session_id=session_id, tree_path=tree_path)
-        if lines is not None:
-            cache.save(cache_dir, events, key, lines, records, viewer._index)
-        return viewer
 
     @property
     def records(self) -> list[dict[str, Any]]:
