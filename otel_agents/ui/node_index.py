@@ -7,8 +7,9 @@ from typing import Any, Mapping
 
 from otel_agents.tracing import semconv as sc
 
-# Tree statuses as the UI's three: a span still open is running, any end but ok is an error.
-_ROW_STATUS = {"ok": "ok", "in_progress": "running"}
+# Tree statuses in the UI's words: a span still open is running; one whose writer died is interrupted and one
+# ended by an interrupt (Ctrl-C) cancelled, as `sessions show` prints them; any other end but ok is an error.
+_ROW_STATUS = {"ok": "ok", "in_progress": "running", "interrupted": "interrupted", "cancelled": "cancelled"}
 
 
 @dataclass

@@ -360,6 +360,10 @@ class SessionViewer:
         attrs = node["attributes"]
         agent_id = attrs.get(sc.CONTEXT_AGENT_ID)
         if agent_id is None:
+            if attrs.get(sc.GEN_AI_OPERATION_NAME) == sc.OP_CHAT:  # e.g. imported from another instrumentation
+                raise UnknownSpan(f"span {node['span_id']} ({node.get('name', '?')}) is a model call recorded without "
+                                  "its context (no otel_agents.context.* attributes, no transcript records): "
+                                  "the messages it sent cannot be rebuilt")
             raise UnknownSpan(f"span {node['span_id']} ({node.get('name', '?')}) is not a chat span")
         check_context_attributes(span_id, attrs)
         count = attrs.get(sc.CONTEXT_MESSAGE_COUNT, 0)

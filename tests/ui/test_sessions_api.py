@@ -232,6 +232,18 @@ def test_a_session_without_a_readable_meta_json_has_its_streams_status_everywher
     assert digest_tree(own_home.sessions) == before  # read, nothing written
 
 
+def test_a_killed_runs_header_and_rows_say_interrupted_as_sessions_show_does(tmp_path):
+    """The header's run and the open rows said error, with ``outcome: interrupted`` only in the node detail."""
+    sessions = killed_sessions(tmp_path)
+    (directory,) = sessions.iterdir()
+    client = TestClient(create_app(sessions, []), base_url=LOCAL)
+    base = f"/api/sessions/{directory.name}"
+    (run,) = client.get(base).json()["runs"]
+    assert run["status"] == "interrupted"
+    (top,) = client.get(f"{base}/nodes").json()["nodes"]
+    assert (top["status"], top["outcome"]) == ("interrupted", "interrupted")
+
+
 def test_a_killed_session_without_a_readable_meta_json_is_interrupted_everywhere(tmp_path):
     sessions = killed_sessions(tmp_path)
     (directory,) = sessions.iterdir()

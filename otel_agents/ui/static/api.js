@@ -33,6 +33,7 @@ export function el(tag, attrs = {}, ...children) {
     if (key === "class") node.className = value;
     else if (key === "dataset") Object.assign(node.dataset, value);
     else if (key.startsWith("on") && typeof value === "function") node.addEventListener(key.slice(2), value);
+    else if (key === "title") node.setAttribute(key, visibleText(String(value))); // a tooltip is shown text too
     else node.setAttribute(key, value === true ? "" : String(value));
   }
   append(node, children);
@@ -42,9 +43,17 @@ export function el(tag, attrs = {}, ...children) {
 export function append(node, children) {
   for (const child of children.flat()) {
     if (child === undefined || child === null || child === false) continue;
-    node.appendChild(child instanceof Node ? child : document.createTextNode(String(child)));
+    node.appendChild(child instanceof Node ? child : document.createTextNode(visibleText(String(child))));
   }
   return node;
+}
+
+// Bidi embeddings, overrides and isolates (U+202A–U+202E, U+2066–U+2069) would reorder the text after
+// them (a right-to-left override makes JSON read backwards): the page shows each as a visible ⟨U+202E⟩.
+const BIDI_CONTROLS = /[\u202A-\u202E\u2066-\u2069]/g;
+
+export function visibleText(text) {
+  return text.replace(BIDI_CONTROLS, (c) => `⟨U+${c.codePointAt(0).toString(16).toUpperCase()}⟩`);
 }
 
 export function clear(node) {

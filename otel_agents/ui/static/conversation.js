@@ -85,16 +85,41 @@ export function showDialog(context) {
     if (!dialog.items.length) list.append(el("p", { class: "muted" }, "Nothing said between these agents."));
   }
   for (const label of boxes) label.querySelector("input").addEventListener("change", () => load(0));
-  load(firstItem(context));
+  (async () => {
+    const mine = ticket;
+    let known = null;
+    try {
+      known = await transcriptAgents(context);
+    } catch {
+      known = null; // the dialog's own request says what is wrong
+    }
+    if (mine !== ticket) return;
+    if (known && !known.length) {
+      for (const label of boxes) label.querySelector("input").disabled = true;
+      clear(list).append(el("p", { class: "muted", id: "no-transcripts" }, NO_TRANSCRIPTS));
+      return;
+    }
+    load(firstItem(context));
+  })();
   return () => { ticket++; };
 }
 
+// The agents the transcript views know (events.jsonl), in the tree's order, then any only the views list.
+// A session imported from another instrumentation's spans has agents in its tree and none here.
+async function transcriptAgents(context) {
+  const known = (await getJSON(`${context.base}/agents`)).agents;
+  const ids = new Set(known.map((a) => a.agent_id));
+  const inTree = context.session.agents.filter((a) => ids.has(a.id));
+  const listed = new Set(inTree.map((a) => a.id));
+  return [...inTree, ...known.filter((a) => !listed.has(a.agent_id)).map((a) => ({ id: a.agent_id, name: a.name, path: a.path, color: null }))];
+}
+
+export const NO_TRANSCRIPTS = "This session has no transcripts to show: it was imported from spans without transcript "
+  + "records. The Tree and Costs tabs show what its spans say.";
+
 export function showPerspective(context) {
   const asked = context.link.get("agent");
-  const agents = withLinked(context.session.agents, asked ? [asked] : []);
-  const picker = el("select", { id: "perspective-agent" }, ...agents.map((a) => el("option", { value: a.id }, a.path || a.name)));
-  const match = agents.find((a) => a.id === asked || a.name === asked || a.path === asked);
-  picker.value = match ? match.id : (agents[0] && agents[0].id) || "";
+  const picker = el("select", { id: "perspective-agent" });
   const { list } = layout(context, [el("label", {}, "Agent: ", picker)]);
   let ticket = 0;
   async function load(offset = 0) {
@@ -124,8 +149,29 @@ export function showPerspective(context) {
     }
     if (!view.items.length) list.append(el("p", { class: "muted" }, "Nothing in this agent's perspective."));
   }
-  picker.addEventListener("change", () => load(0));
-  load(firstItem(context));
+  // The picker offers the views' agents, not the tree's: an agent only the tree knows has no perspective.
+  (async () => {
+    const mine = ticket;
+    let agents;
+    try {
+      agents = await transcriptAgents(context);
+    } catch (error) {
+      if (mine === ticket) list.append(errorBox(error));
+      return;
+    }
+    if (mine !== ticket) return;
+    if (!agents.length) {
+      picker.disabled = true;
+      list.append(el("p", { class: "muted", id: "no-transcripts" }, NO_TRANSCRIPTS));
+      return;
+    }
+    agents = withLinked(agents, asked ? [asked] : []);
+    picker.append(...agents.map((a) => el("option", { value: a.id }, a.path || a.name)));
+    const match = agents.find((a) => a.id === asked || a.name === asked || a.path === asked);
+    picker.value = match ? match.id : agents[0].id;
+    picker.addEventListener("change", () => load(0));
+    load(firstItem(context));
+  })();
   return () => { ticket++; };
 }
 

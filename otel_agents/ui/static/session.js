@@ -1,5 +1,5 @@
 // A session page: its header (runs, Jaeger links, totals), tabs, deep links in the URL, and the live feed.
-import { getJSON, el, clear, errorBox } from "/static/api.js";
+import { getJSON, el, clear, errorBox, visibleText } from "/static/api.js";
 import * as fmt from "/static/format.js";
 import { TreeView } from "/static/tree.js";
 import { showDialog, showPerspective } from "/static/conversation.js";
@@ -60,7 +60,7 @@ export function showSession(main, sessionId) {
         run.jaeger_url ? el("a", { href: run.jaeger_url, class: "jaeger", target: "_blank", rel: "noopener noreferrer" }, "open in Jaeger") : null));
     }
     header.append(runs);
-    document.title = `otel-agents: ${session.title || session.id}`;
+    document.title = visibleText(`otel-agents: ${session.title || session.id}`);
   }
 
   function drawTabs(current) {

@@ -174,7 +174,7 @@ def test_rows_of_a_writer_killed_mid_turn_stop_running_on_the_open_page(page, se
                                timeout=15_000)
         page.wait_for_function("() => !document.querySelector('.tree .row[data-status=\"running\"]')", timeout=10_000)
         run = page.locator(".tree .row.kind-run")
-        assert run.get_attribute("data-status") == "error" and run.get_attribute("data-ended") == "1"
+        assert run.get_attribute("data-status") == "interrupted" and run.get_attribute("data-ended") == "1"
     finally:
         if process.poll() is None:
             process.kill()

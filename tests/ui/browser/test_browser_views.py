@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import urllib.request
+from pathlib import Path
 
 
 def shown_text(value):
@@ -127,3 +130,49 @@ def test_a_busy_agent_s_perspective_and_dialog_are_drawn_a_page_at_a_time(page, 
     shown = page.eval_on_selector_all("#messages article.message", "items => items.map(i => i.dataset.message)")
     assert shown == [item["message_id"] for item in dialog["items"][:200]]
     assert f"1–200 of {len(dialog['items'])}" in page.inner_text("#messages-pager")
+
+
+def test_a_session_imported_from_spans_says_it_has_no_transcripts(page, servers, cli_env, tmp_path):
+    """The tree lists the imported agent, the views (events.jsonl) none: Perspective opened on a 404, and the
+    LLM node's context said its chat span "is not a chat span"."""
+    home = tmp_path / "home"
+    trace = Path(__file__).resolve().parents[2] / "data" / "foreign" / "jaeger-http-agent.json"
+    done = subprocess.run([sys.executable, "-m", "otel_agents", "import", str(trace)], capture_output=True, text=True,
+                          env=cli_env(home), timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    (session_id,) = [p.name for p in (home / "sessions").iterdir()]
+    server = servers.start(home / "sessions", [home / "billing.jsonl"])
+    failed = []
+
+    def on_response(response):
+        if response.status >= 400:
+            failed.append(response.url)
+
+    page.on("response", on_response)
+    try:
+        for view in ("perspective", "dialog"):
+            page.goto(f"{server.url}/s/{session_id}?view={view}")
+            page.wait_for_selector("#no-transcripts")
+            assert "imported from spans without transcript records" in page.inner_text("#no-transcripts")
+            assert page.locator("#pane .error").count() == 0
+        assert failed == []
+        llm = next(row for row in api_rows(server.url, session_id) if row["kind"] == "llm")
+        page.goto(f"{server.url}/s/{session_id}?node={llm['id']}")
+        page.wait_for_selector(f'#details[data-node="{llm["id"]}"]')
+        shown = page.inner_text("#details")
+        assert "recorded without its context" in shown and "not a chat span" not in shown
+    finally:
+        page.remove_listener("response", on_response)
+        servers.stop(server)
+
+
+def api_rows(url: str, session_id: str) -> list[dict]:
+    rows, parents = [], [None]
+    while parents:
+        parent = parents.pop()
+        query = f"?parent={parent}" if parent else ""
+        for row in json.loads(urllib.request.urlopen(f"{url}/api/sessions/{session_id}/nodes{query}").read())["nodes"]:
+            rows.append(row)
+            if row["child_count"]:
+                parents.append(row["id"])
+    return rows
