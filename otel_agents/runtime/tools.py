@@ -146,6 +146,9 @@ def _check_texts(name: Any, description: Any) -> None:
     for argument, value in (("name", name), ("description", description)):
         if value is not None and not isinstance(value, str):
             raise TypeError(f"tool: {argument}= takes a string, not {type(value).__name__}")
+    if name == "":  # else the function's own name was used, and an error named that one (``'<lambda>'``)
+        raise ValueError("tool: name= is empty: give 1 to 64 letters, digits, '_' or '-', "
+                         "or leave name= out for the function's own name")
 
 
 def make_tool(
