@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 from otel_agents.api_closing import end_runs_from_thread, save_fork_state
-from otel_agents.api_checks import check_run_options, check_scripted_model, hooks_of, tools_of
+from otel_agents.api_checks import check_hook_names, check_run_options, check_scripted_model, hooks_of, tools_of
 from otel_agents.arguments import check_agent_name, check_count, check_optional, check_required_text, check_text
 from otel_agents.api_recording import active_recording, recording
 from otel_agents.llm.budget import Budget, BudgetMeter
@@ -134,8 +134,11 @@ def _warning_on_failure(on_text: Callable[[str, str], None]) -> Callable[[Any, s
     return hand_on
 
 
-def _install(runtime: RuntimeSession, hooks: Iterable[Hook]) -> None:
-    """Hooks already checked (``hooks_of``), each to its kind's list, once the tools they name are the session's."""
+def _install(runtime: RuntimeSession, hooks: Iterable[Hook], owner: str = "") -> None:
+    """Hooks already checked (``hooks_of``), each to its kind's list, once the tools they name are the session's
+    and their names are not those of the hooks installed already (the script's)."""
+    hooks = tuple(hooks)
+    check_hook_names(owner, [hook.name for hook in hooks], taken=runtime.hooks.names(), by="the script")
     known = runtime.tool_names()
     for hook in hooks:
         if isinstance(hook, (ApprovalHook, RemindHook)):
@@ -234,7 +237,7 @@ class Session:
         if on_text is not None:
             runtime.llm.on_text = _warning_on_failure(on_text)
         runtime.llm.log_budget_warnings = True  # a program has no console to show the host notice
-        _install(runtime, hooks)
+        _install(runtime, hooks, owner={"api": "Session"}.get(source, source))
         from otel_agents.tracing import semconv as sc
 
         extra: dict[str, Any] = {sc.RUN_APP: app} if app else {}

@@ -60,7 +60,22 @@ def hooks_of(owner: str, hooks: Any) -> tuple[Any, ...]:
                             "(use approval, review, transform, reset or remind)")
         if any(other is hook for other in listed[:index]):  # it would be asked twice and decide twice
             raise ValueError(f"{owner}: hooks[{index}] ({hook.name!r}) is given twice")
+    check_hook_names(owner, [hook.name for hook in listed])
     return listed
+
+
+def check_hook_names(owner: str, names: Iterable[str], taken: Iterable[str] = (), by: str = "") -> None:
+    """Each hook's name its own: denials, hook events (``otel_agents.hook.name``) and the installed names a
+    resume warns from (``otel_agents.run.hooks``) tell hooks apart by name alone. ``taken``: names already
+    installed (a script's hooks, ``by`` saying whose)."""
+    taken = set(taken)
+    seen = set(taken)
+    for name in names:
+        if name in seen:
+            whose = f" (one of them {by}'s)" if by and name in taken else ""
+            prefix = f"{owner}: " if owner else ""
+            raise ValueError(f"{prefix}hooks: two hooks are named {name!r}{whose}; give each its own name=")
+        seen.add(name)
 
 
 def check_run_options(

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from opentelemetry.sdk.trace import TracerProvider
 
 from otel_agents.arguments import check_flag, check_optional
+from otel_agents.persistence.output_files import new_file_problem, storage_output_problem
 from otel_agents.persistence.paths import Paths
 from otel_agents.session_recording import Recording, application_provider, configure, start_recording
 
@@ -55,10 +56,14 @@ class recording:
             Path(billing_file) if billing_file else (home_path / "billing.jsonl" if home_path else None),
         )
         self.otlp_file = Path(otlp_file) if otlp_file is not None else None
-        if self.otlp_file is not None and not self.otlp_file.parent.is_dir():
+        if self.otlp_file is not None:
             # As the CLI's --otlp-file: said now, not as a warning after every session has run unexported.
-            raise ValueError(f"recording: otlp_file= {str(self.otlp_file)!r}: directory "
-                             f"{str(self.otlp_file.parent)!r} does not exist")
+            problem = new_file_problem(self.otlp_file)
+            if problem is not None:
+                raise ValueError(f"recording: otlp_file= {problem}")
+            problem = storage_output_problem(self.otlp_file, self.paths, "otlp_file=", metrics_beside=True)
+            if problem is not None:
+                raise ValueError(f"recording: {problem}")
         self.redacted_save = redacted_save
         self.tracer_provider = tracer_provider
         self.tracing: Any = None

@@ -143,6 +143,9 @@ class _RefusesInOneLine(type(BaseModel)):  # pydantic's model metaclass, named w
     and wrap its error again, and the callers that read pydantic's errors field by field keep them."""
 
     def __call__(cls, *args: Any, **data: Any) -> Any:
+        if args:  # pydantic's own words name BaseModel.__init__ and a count, not the fields to give
+            fields = ", ".join(f"{field}=" for field in cls.model_fields)
+            raise TypeError(f"{cls.__name__} takes keyword arguments only ({fields})")
         try:
             return super().__call__(*args, **data)
         except ValidationError as exc:

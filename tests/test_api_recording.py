@@ -48,6 +48,21 @@ def test_an_otlp_file_in_a_directory_that_is_not_there_is_refused_where_given(tm
         assert rec.saved_everything
 
 
+@pytest.mark.parametrize("where, says", [
+    # Accepted before, then each run warned "could not write 42 of 42 spans to ... (Is a directory)".
+    ("outside", r"^recording: otlp_file= cannot write '.*outside': it is a directory$"),
+    # As the CLI's --otlp-file: spans appended to a session's own files would leave it unreadable.
+    ("home/sessions/spans.jsonl", r"^recording: otlp_file= .*spans\.jsonl is inside the sessions directory"),
+    ("home/billing.jsonl", r"^recording: otlp_file= .*billing\.jsonl is a billing ledger; choose another file$"),
+])
+def test_an_otlp_file_that_cannot_be_written_unharmed_is_refused_where_given(tmp_path, where, says):
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "home" / "sessions").mkdir(parents=True)
+    with pytest.raises(ValueError, match=says):
+        otel_agents.recording(home=tmp_path / "home", otlp_file=tmp_path / where)
+    assert not (tmp_path / "home" / "billing.jsonl").exists()
+
+
 def in_thread(work):
     """What ``work()`` returns or raises, run in a new thread (which inherits no context)."""
     import threading

@@ -86,11 +86,10 @@ def build_app_session(app: App, script: Any, model: str | None, **session_kwargs
 
 def install_app_hooks(session: Any, app: App) -> None:
     from otel_agents.api import _install
-    from otel_agents.runtime.hooks import HookToolsError
 
     try:
         _install(session, app.hooks)
-    except (TypeError, HookToolsError) as exc:
+    except (TypeError, ValueError) as exc:  # a HookToolsError, or a hook named as one of the script's
         raise click.UsageError(f"app {app.reference!r}: {exc}") from None
 
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import functools
 import math
-import os
 from pathlib import Path
 
 import click
 
 from otel_agents.persistence.gc_pause import collector_paused
+from otel_agents.persistence.output_files import new_file_problem, storage_output_problem
 from otel_agents.persistence.paths import InvalidSessionId, Paths
 
 
@@ -34,11 +34,9 @@ class NewFilePath(SafePath):
 
     def convert(self, value, param, ctx):
         path = super().convert(value, param, ctx)
-        directory = path.parent
-        if not directory.is_dir():
-            self.fail(f"cannot write {str(path)!r}: directory {str(directory)!r} does not exist", param, ctx)
-        if not os.access(directory, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
-            self.fail(f"cannot write {str(path)!r}: permission denied", param, ctx)
+        problem = new_file_problem(path)  # shared with recording(otlp_file=)
+        if problem is not None:
+            self.fail(problem, param, ctx)
         return path
 
 
@@ -48,17 +46,10 @@ def refuse_storage_output(output: Path | None, paths: Paths, option: str, ledger
     a session's own files, or the ledger, and leave them unreadable."""
     if output is None:
         return
-    from otel_agents.tracing.metrics_setup import metrics_file_for
-
-    sessions = paths.sessions_dir.resolve()
-    ledger_files = {Path(p).resolve() for p in (paths.billing_file, *ledgers)}
     # --otlp-file also writes its metrics beside it (tracing/metrics_setup.py)
-    for target in {output.resolve(), *([metrics_file_for(output).resolve()] if option == "--otlp-file" else [])}:
-        if target == sessions or sessions in target.parents:
-            raise click.UsageError(f"{option} {output} is inside the sessions directory {paths.sessions_dir}: "
-                                   "it would damage a saved session; choose a file outside it")
-        if target in ledger_files:
-            raise click.UsageError(f"{option} {output} is a billing ledger; choose another file")
+    problem = storage_output_problem(output, paths, option, ledgers=ledgers, metrics_beside=option == "--otlp-file")
+    if problem is not None:
+        raise click.UsageError(problem)
 
 
 def storage_options(func):

@@ -38,7 +38,12 @@ def parse_hooks(raw: Any, source: str) -> tuple[HookSpec, ...]:
         return ()
     if not isinstance(raw, list):
         raise HookSpecError(f"{source}: 'hooks' must be a list")
-    return tuple(_parse_hook(h, f"{source}: hooks[{i}]") for i, h in enumerate(raw))
+    specs = tuple(_parse_hook(h, f"{source}: hooks[{i}]") for i, h in enumerate(raw))
+    for index, spec in enumerate(specs):  # names tell hooks apart in denials, hook events and run.hooks
+        if any(other.name == spec.name for other in specs[:index]):
+            raise HookSpecError(f"{source}: hooks[{index}]: two hooks are named {spec.name!r}; "
+                                "give each its own name")
+    return specs
 
 
 _HOOK_KINDS = ("approval", "review", "transform", "reset", "remind")

@@ -375,7 +375,8 @@ def reset(max_entries: int, keep: int = 1, *, name: str = "reset", agents: Itera
     check_count("reset", "max_entries", max_entries, least=0)
     check_count("reset", "keep", keep, least=0)
     if keep > max_entries:  # it would cut nothing, and say so after every utterance
-        raise ValueError(f"reset: keep= ({keep}) must not exceed max_entries= ({max_entries})")
+        raise ValueError(f"reset: max_entries= ({max_entries}) must be at least keep= ({keep}, the first entries "
+                         "a reset keeps; by default 1, the system prompt)")
     check_required_text("reset", "name", name)
     agents = names_of("reset", "agents", agents, agent_names=True)
 

@@ -12,7 +12,7 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 from otel_agents.llm.accounting import charge_tool
 from otel_agents.llm.budget import BudgetExhausted, in_force
 from otel_agents.runtime.hooks import ToolRequest
-from otel_agents.runtime.tools import InvalidToolArguments, ToolContext
+from otel_agents.runtime.tools import InvalidToolArguments, ToolContext, result_problem
 from otel_agents.tracing import content_capture, semconv as sc
 from otel_agents.tracing.records import storable_text
 from otel_agents.tracing.telemetry import marks_cancellation
@@ -106,6 +106,10 @@ async def run_tool_call(agent: "Agent", call: dict[str, Any], call_message_id: s
                     except BaseException as exc:  # stops the run as an interruption does
                         stop = exc
                         status, result = _stopped(span, exc)
+                    else:
+                        problem = result_problem(name, result)
+                        if problem is not None:  # the model is told, as of any failed call
+                            status, result = "failed", problem
         ctx.ended = True  # the tool returned or raised: a reply it kept the context for is refused
         if isinstance(result, str):  # a tool's or a hook's text, as UTF-8 can hold it: the span is saved too
             result = storable_text(result)
@@ -122,7 +126,7 @@ async def run_tool_call(agent: "Agent", call: dict[str, Any], call_message_id: s
             agent.session.hooks.tool_used(agent, name, ctx.last_reply_id)  # it ran: remind hooks hear of it
         else:
             content = result if isinstance(result, str) else storable_text(
-                json.dumps(result, ensure_ascii=False, default=str))
+                json.dumps(result, ensure_ascii=False))  # text or JSON alone get here (result_problem)
             if result is None:
                 content = ""
             out_chars = len(content)

@@ -18,6 +18,7 @@ against them before the function runs (``tool_schema.py``).
 from __future__ import annotations
 
 import inspect
+import json
 import re
 import types
 import typing
@@ -38,6 +39,23 @@ if TYPE_CHECKING:
     from otel_agents.runtime.agent import Agent
 
 __all__ = ["InvalidToolArguments", "Tool", "ToolArguments", "ToolContext", "make_tool", "tool"]
+
+
+def result_problem(name: str, result: Any) -> str | None:
+    """Why what a tool returned cannot be its result, or None: text is the result as it is, None an empty one,
+    anything else JSON can hold its JSON. Anything else had been its repr quoted as a JSON string
+    (``"<object object at 0x…>"``, ``"b'\\xff'"``), which told the model nothing and hid the mistake."""
+    if result is None or isinstance(result, str):
+        return None
+    try:
+        json.dumps(result, ensure_ascii=False)
+    except (TypeError, ValueError) as exc:  # a value JSON has no form for, or a container holding itself
+        kind = type(result).__name__
+        kind = f"{'an' if kind[:1].lower() in 'aeiou' else 'a'} {kind}"
+        if isinstance(result, (dict, list, tuple)):
+            return f"Error: tool {name!r} returned {kind} that is not JSON ({exc})"
+        return f"Error: tool {name!r} returned {kind}, not text or JSON"
+    return None
 
 
 @dataclass
@@ -146,6 +164,9 @@ def _check_texts(name: Any, description: Any) -> None:
     for argument, value in (("name", name), ("description", description)):
         if value is not None and not isinstance(value, str):
             raise TypeError(f"tool: {argument}= takes a string, not {type(value).__name__}")
+    if name == "":  # else the function's own name was used, and an error named that one (``'<lambda>'``)
+        raise ValueError("tool: name= is empty: give 1 to 64 letters, digits, '_' or '-', "
+                         "or leave name= out for the function's own name")
 
 
 def make_tool(

@@ -117,6 +117,19 @@ def test_a_scripts_hook_naming_a_tool_no_agent_has_is_refused_before_anything_is
         assert "Error: Action blocked by hook 'NoDelete'" in str(contents(home, session_of(done)))
 
 
+def test_an_apps_hook_named_as_one_of_the_scripts_is_refused_before_anything_is_saved(tmp_path):
+    """Both were installed, and denials, hook events and run.hooks could not tell them apart."""
+    home = tmp_path / "home"
+    path = tmp_path / "guarded.json"
+    path.write_text(json.dumps({**SCRIPT, "hooks": [{"kind": "approval", "name": "keep_notes",
+                                                     "deny_tools": ["delete_notes"]}]}))
+    done = cli("run", "--app", "city_app:make", "--script", str(path), "How big is Paris?", home=home, check=False)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().splitlines()[-1] == ("Error: app 'city_app:make': hooks: two hooks are named "
+                                                    "'keep_notes' (one of them the script's); give each its own name=")
+    assert not (home / "sessions").exists() or not any((home / "sessions").iterdir())
+
+
 def test_resume_exits_2_naming_the_app_when_it_cannot_be_imported_and_changes_nothing(tmp_path, script):
     home = tmp_path / "home"
     session_id = session_of(cli("run", "--app", "city_app:make", "--script", str(script), "Paris?", home=home))

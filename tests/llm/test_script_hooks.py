@@ -53,6 +53,9 @@ def test_each_kind_becomes_a_spec_with_its_fields_and_defaults():
     ([{"kind": "review", "name": " ", "reject_if_contains": "x"}], "a hook needs a string 'name'"),
     ([{"kind": "approval", "name": "h", "agent": ""}], "'agent' must be a non-empty string"),
     ([{"kind": "approval", "name": "h", "deny_tools": [""]}], "'deny_tools' must be a list of non-empty strings"),
+    # One name for two hooks: denials, hook events and run.hooks could not tell them apart.
+    ([{"kind": "approval", "name": "h", "deny_tools": ["t"]}, {"kind": "review", "name": "h", "reject_if_contains": "x"}],
+     r"hooks\[1\]: two hooks are named 'h'; give each its own name"),
 ])
 def test_an_unusable_hook_is_one_line_naming_where(raw, message):
     with pytest.raises(HookSpecError, match=message) as caught:

@@ -10,7 +10,7 @@ from opentelemetry.trace import StatusCode
 from otel_agents.runtime.agent import MaxTurnsExceeded
 from otel_agents.runtime.hooks import ApprovalHook, Decision, ReviewHook, TransformHook
 from otel_agents.runtime.logged_string import LoggedString
-from otel_agents.runtime.tools import ToolContext, tool
+from otel_agents.runtime.tools import ToolContext, make_tool, tool
 from otel_agents.tracing import semconv as sc
 
 
@@ -87,6 +87,35 @@ async def test_tool_errors_become_results_and_the_agent_goes_on(scripted, span_t
     assert {s.attributes[sc.TOOL_STATUS] for s in tools} == {"failed"}
     assert all(s.status.status_code == StatusCode.ERROR for s in tools)
     assert all(s.attributes[sc.ERROR_TYPE] == "tool_failed" for s in tools)
+
+
+async def test_a_tool_returns_text_as_it_is_json_as_json_and_anything_else_as_an_error(scripted, span_tree):
+    """An object or bytes became its repr quoted as a JSON string ("\\"<object object at 0x…>\\""), which told
+    the model nothing and the program no mistake; now the call fails saying what the tool returned."""
+    returns = {"text": "plain \"text\"", "data": {"a": [1, 2.5, None, True], "é": "ü"}, "number": 7, "nothing": None,
+               "thing": object(), "raw": b"\xff\xfe", "nested": {"when": {1, 2}}}
+    made = [make_tool(returning(value), name=key, description=key) for key, value in returns.items()]
+    turn = calls(*((key, {}) for key in returns))
+    session = scripted({"agents": {"main": [turn, "done"]}}, tools=made)
+    assert await session.run("go") == "done"
+    results = {m["name"]: m["content"] for m in tool_results(session.root)}
+    assert results == {
+        "text": 'plain "text"',
+        "data": '{"a": [1, 2.5, null, true], "é": "ü"}',
+        "number": "7",
+        "nothing": "",
+        "thing": "Error: tool 'thing' returned an object, not text or JSON",
+        "raw": "Error: tool 'raw' returned a bytes, not text or JSON",
+        "nested": "Error: tool 'nested' returned a dict that is not JSON (Object of type set is not JSON serializable)",
+    }
+    status = {s.name.removeprefix("execute_tool "): s.attributes[sc.TOOL_STATUS]
+              for s in span_tree().spans if s.name.startswith("execute_tool ")}
+    assert status == {"text": "ok", "data": "ok", "number": "ok", "nothing": "ok",
+                      "thing": "failed", "raw": "failed", "nested": "failed"}
+
+
+def returning(value):
+    return lambda: value
 
 
 async def test_review_hook_rejects_and_the_agent_tries_again(scripted, span_tree):

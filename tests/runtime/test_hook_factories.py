@@ -84,7 +84,9 @@ def test_right_arguments_make_hooks_watching_the_names_given():
     (lambda: ReviewHook("critic", rewrite), TypeError, r"ReviewHook: rewrite\(sender, recipient, text\) cannot be"),
     (lambda: TransformHook("redact", judge), TypeError, r"TransformHook: judge\(agent, utterance\) cannot be"),
     (lambda: RemindHook("nudge", "", after_turns=1), ValueError, r"RemindHook: message must be a non-empty string"),
-    (lambda: reset(2, keep=3), ValueError, r"reset: keep= \(3\) must not exceed max_entries= \(2\)"),
+    (lambda: reset(2, keep=3), ValueError, r"reset: max_entries= \(2\) must be at least keep= \(3, "),
+    # keep= left at its default: the message names max_entries=, the argument given.
+    (lambda: reset(0), ValueError, r"reset: max_entries= \(0\) must be at least keep= \(1, .*by default 1"),
 ])
 def test_the_hook_classes_check_what_they_are_given_directly(make, error, says):
     with pytest.raises(error, match=says):

@@ -31,6 +31,14 @@ def test_a_wrong_argument_is_a_type_error_naming_tool(make, message):
         make()
 
 
+def test_an_empty_name_is_refused_naming_name_not_the_functions_own():
+    """tool(name="") fell back to the function's name and said "tool name '<lambda>': ..."."""
+    with pytest.raises(ValueError, match=r"^tool: name= is empty"):
+        tool(name="")
+    with pytest.raises(ValueError, match=r"^tool: name= is empty"):
+        tool(lambda city: city, name="")
+
+
 def test_an_agent_given_a_function_without_a_signature_names_the_list_entry():
     with pytest.raises(TypeError, match=r"Agent\('a'\): tools\[0\]: tool: 'int' has no signature"):
         Agent("a", tools=[int])
