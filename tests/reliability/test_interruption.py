@@ -144,6 +144,45 @@ def test_sigterm_while_litellm_is_imported_before_the_first_run_ends_it_cleanly(
     assert INTERRUPTED in proc.stderr and session_id, proc.stderr
 
 
+# The command with a SIGTERM sent to itself just after the session's lock is taken, before the prompt loop.
+SIGTERM_AFTER_THE_LOCK = """
+import os, signal, sys
+import otel_agents.session_recording as recording
+real = recording.start_recording
+def start(*args, **kwargs):
+    started = real(*args, **kwargs)
+    os.kill(os.getpid(), signal.SIGTERM)
+    return started
+recording.start_recording = start
+from otel_agents.cli import main
+sys.argv = ["otel-agents", *sys.argv[1:]]
+main()
+"""
+
+
+@pytest.mark.parametrize("command", [["run", "Hello."], ["fork", "SOURCE", "--at", "msg_000002", "Then?"]])
+def test_a_signal_between_the_lock_and_the_prompt_loop_is_held_and_ends_the_command_cleanly(command, rel_home):
+    """SIGTERM's default action killed the command in that moment (on a loaded machine it is seconds
+    long): no word, no exit code of ours, a session of its lock alone. It is held and taken up at once."""
+    import sys
+
+    env = subprocess_env(rel_home)
+    if "SOURCE" in command:
+        source = subprocess.run([*cli_command(), "run", "Hello."], env=env, capture_output=True, text=True,
+                                timeout=180)
+        source_id = session_id_of(source.stderr)
+        command = [source_id if part == "SOURCE" else part for part in command]
+    done = subprocess.run([sys.executable, "-c", SIGTERM_AFTER_THE_LOCK, *command], env=env, capture_output=True,
+                          text=True, timeout=180)
+    assert done.returncode == 130, (done.returncode, done.stderr)
+    assert INTERRUPTED in done.stderr and "Traceback" not in done.stderr, done.stderr
+    session_id = session_id_of(done.stderr)
+    listed = json.loads(subprocess.run([*cli_command(), "sessions", "list", "--json"], env=env, capture_output=True,
+                                       text=True, timeout=120).stdout)
+    assert any(row["id"] == session_id for row in listed)
+    assert verify(session_id).exit_code == 0
+
+
 def test_sigterm_in_the_first_model_call_says_only_what_happened(rel_home, tmp_path):
     """Cut in the first call (litellm still busy in its worker thread), Python warned on stderr
     that litellm's coroutine for the call was never awaited: the one line naming no operation.
