@@ -12,7 +12,7 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 from otel_agents.llm.accounting import charge_tool
 from otel_agents.llm.budget import BudgetExhausted, in_force
 from otel_agents.runtime.hooks import ToolRequest
-from otel_agents.runtime.tools import InvalidToolArguments, ToolContext, result_problem
+from otel_agents.runtime.tools import InvalidToolArguments, ToolContext, plain_result, result_problem
 from otel_agents.tracing import content_capture, semconv as sc
 from otel_agents.tracing.records import storable_text
 from otel_agents.tracing.telemetry import marks_cancellation
@@ -107,6 +107,7 @@ async def run_tool_call(agent: "Agent", call: dict[str, Any], call_message_id: s
                         stop = exc
                         status, result = _stopped(span, exc)
                     else:
+                        result = plain_result(result)
                         problem = result_problem(name, result)
                         if problem is not None:  # the model is told, as of any failed call
                             status, result = "failed", problem

@@ -17,6 +17,7 @@ against them before the function runs (``tool_schema.py``).
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import json
 import re
@@ -41,6 +42,17 @@ if TYPE_CHECKING:
 __all__ = ["InvalidToolArguments", "Tool", "ToolArguments", "ToolContext", "make_tool", "tool"]
 
 
+def plain_result(result: Any) -> Any:
+    """A pydantic model or a dataclass instance as the JSON value it stands for (tools' arguments are
+    pydantic models too); anything else as it is, for :func:`result_problem` to judge."""
+    dump = getattr(result, "model_dump", None)
+    if callable(dump) and not isinstance(result, type):
+        return dump(mode="json")
+    if dataclasses.is_dataclass(result) and not isinstance(result, type):
+        return dataclasses.asdict(result)
+    return result
+
+
 def result_problem(name: str, result: Any) -> str | None:
     """Why what a tool returned cannot be its result, or None: text is the result as it is, None an empty one,
     anything else JSON can hold its JSON. Anything else had been its repr quoted as a JSON string
@@ -48,7 +60,7 @@ def result_problem(name: str, result: Any) -> str | None:
     if result is None or isinstance(result, str):
         return None
     try:
-        json.dumps(result, ensure_ascii=False)
+        json.dumps(result, ensure_ascii=False, allow_nan=False)  # NaN is no JSON a provider takes
     except (TypeError, ValueError) as exc:  # a value JSON has no form for, or a container holding itself
         kind = type(result).__name__
         kind = f"{'an' if kind[:1].lower() in 'aeiou' else 'a'} {kind}"

@@ -114,6 +114,31 @@ async def test_a_tool_returns_text_as_it_is_json_as_json_and_anything_else_as_an
                       "thing": "failed", "raw": "failed", "nested": "failed"}
 
 
+async def test_a_tool_returning_a_pydantic_model_or_a_dataclass_gives_its_json_and_nan_fails(scripted):
+    """Tools take pydantic arguments: a model (or a dataclass) returned is the JSON it stands for, not
+    a failed call; a NaN, which json writes as no JSON a provider takes, fails the call."""
+    import dataclasses
+
+    import pydantic
+
+    class City(pydantic.BaseModel):
+        name: str
+        people: int
+
+    @dataclasses.dataclass
+    class Place:
+        name: str
+        tags: list
+
+    returns = {"model": City(name="Paris", people=2), "record": Place("Rome", ["old"]), "nan": float("nan")}
+    made = [make_tool(returning(value), name=key, description=key) for key, value in returns.items()]
+    session = scripted({"agents": {"main": [calls(*((key, {}) for key in returns)), "done"]}}, tools=made)
+    assert await session.run("go") == "done"
+    results = {m["name"]: m["content"] for m in tool_results(session.root)}
+    assert results == {"model": '{"name": "Paris", "people": 2}', "record": '{"name": "Rome", "tags": ["old"]}',
+                       "nan": "Error: tool 'nan' returned a float, not text or JSON"}
+
+
 def returning(value):
     return lambda: value
 
