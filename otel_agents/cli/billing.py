@@ -254,12 +254,12 @@ def rebuild(dry_run: bool, reprice: bool, prices_file: Path | None, paths) -> No
         adjust = partial(reprice_plan, prices=_current_prices(prices_file), sessions_dir=paths.sessions_dir)
     done = rebuild_ledger(paths.billing_file, paths.sessions_dir, _warn, dry_run=dry_run, adjust=adjust)
     plan, written, unreadable = done.plan, done.written, done.unreadable
-    for rid in plan.added:
-        click.echo(f"+ {rid}")
+    for rid in plan.added:  # ids and models are a ledger's text, which a hand may have edited
+        click.echo(f"+ {shown(str(rid), lines=False)}")
     for rid, fields in plan.changed:
-        click.echo(f"~ {rid} ({', '.join(fields)})")
+        click.echo(f"~ {shown(str(rid), lines=False)} ({', '.join(fields)})")
     for rid in plan.removed:
-        click.echo(f"- {rid}")
+        click.echo(f"- {shown(str(rid), lines=False)}")
     # Their records are kept as they are: a live writer bills its own, a damaged tree implies none.
     not_rebuilt = [f"{n} {why}" for n, why in ((done.live, "being written"), (unreadable, "unreadable"),
                                                (done.incomplete, "not whole")) if n]
@@ -305,7 +305,8 @@ def _report_prices(plan) -> None:
         if change.snapshot_disagrees:
             snapshot += f" [the snapshot gives {usd(change.snapshot_cost)}]"
         click.echo(
-            f"$ {change.record_id} {change.model}: {usd(change.old_cost)} ({change.old_source}) -> "
+            f"$ {shown(str(change.record_id), lines=False)} {shown(str(change.model), lines=False)}: "
+            f"{usd(change.old_cost)} ({change.old_source}) -> "
             f"{usd(change.new_cost)} ({change.new_source}){delta}{snapshot}"
         )
     _report_kept(plan.prices_kept)

@@ -357,6 +357,19 @@ def test_rebuild_restores_the_ledger_and_reports_differences(home):
     assert "0 added, 0 changed, 0 removed, 0 duplicate lines dropped, 1 kept" in again.stdout
 
 
+def test_rebuild_shows_a_hand_edited_record_id_with_its_control_characters_escaped(home):
+    """A ledger is text a hand may edit: an id holding ESC or U+202E must not drive or reorder the terminal."""
+    home, _, _ = home
+    ledger = home / "billing.jsonl"
+    lines = ledger_lines(home)
+    odd = dict(lines[1], record_id=lines[1]["trace_id"] + ":\x1b[2J\u202eff", span_id="ffffffffffffffff")
+    ledger.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in [*lines, odd]))
+    dry = invoke(home, "rebuild", "--dry-run")
+    assert dry.exit_code == 0, dry.output
+    assert f"- {lines[1]['trace_id']}:\\x1b[2J\\u202eff" in dry.stdout.splitlines()
+    assert "\x1b" not in dry.stdout and "\u202e" not in dry.stdout
+
+
 def test_rebuild_keeps_records_of_a_damaged_tree(home):
     home, priced, unpriced = home
     (home / "sessions" / unpriced / "tree.json.gz").write_bytes(b"\x1f\x8b not really gzip")
