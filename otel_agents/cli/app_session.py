@@ -37,6 +37,20 @@ def new_session(app: App | None, script: Any, model: str | None, **session_kwarg
     return session
 
 
+def check_script_names(session: Any, script: Any) -> None:
+    """A resumed session's script, when its root answers from it: its hooks and per-agent keys name agents the
+    session has or the script's turns create, as ``run`` checks them (exit 2 otherwise: a typo guards nothing)."""
+    from otel_agents.llm.scripts import ScriptError
+
+    root = session.root
+    if root is None or root.model != script.model:
+        return
+    try:
+        script.check_agent_names(root.name, known={agent.name for agent in session.agents.values()})
+    except ScriptError as exc:
+        raise click.UsageError(str(exc)) from None
+
+
 def install_session_hooks(session: Any, script: Any, app: App | None) -> None:
     """The script's hooks, then the app's (in the order a new session has them), or exit 2."""
     from otel_agents.runtime.hooks import HookToolsError

@@ -19,7 +19,7 @@ from otel_agents.cli.execution import (
 )
 from otel_agents.cli.prompts import read_prompts
 from otel_agents.cli.model_options import check_scripted_model, model_options
-from otel_agents.cli.app_session import agents_by_name, install_session_hooks, load_app_or_exit
+from otel_agents.cli.app_session import agents_by_name, check_script_names, install_session_hooks, load_app_or_exit
 from otel_agents.cli.budget_options import BudgetOptions, budget_options, check_session_budgets
 from otel_agents.cli.eviction_options import EvictionOptions, eviction_options
 from otel_agents.cli.options import (
@@ -155,7 +155,9 @@ def _resume_owned(session_dir, session_id, prompts, script_name, model_opts, otl
         except ResumeError as exc:
             raise click.UsageError(str(exc)) from None
         target = _target_or_exit(session, delivery)
-        if not fresh:  # a new session has its hooks installed already
+        if not fresh:  # a new session has its hooks installed already (and its names checked)
+            if script is not None and app is None:
+                check_script_names(session, script)
             install_session_hooks(session, script, app)
         for name in hooks_left_behind(session_dir, tree, meta, session.hooks.names()):
             click.echo(f"warning: hook {name!r} watched this session and is not installed now (hooks are code, "

@@ -98,15 +98,16 @@ class Script:
                          if call.name == "task" and isinstance(call.arguments.get("name"), str))
 
     def check_agent_names(self, root_name: str, *, keys: bool = True, hooks: Iterable[Any] = (),
-                          owner: str = "") -> None:
+                          owner: str = "", known: Iterable[str] = ()) -> None:
         """For a session whose root (named ``root_name``) answers from this script: refuse an ``agents`` key
         no agent can have (the root's name nor a ``task`` name), whose turns would never be said while the
         agent meant answers the fallback, and a hook watching, or an ``agent_params``/``agent_budgets`` key
         naming, an agent the script neither defines nor creates, which would never act (a misspelt budget's
         limit dropped in silence). A real model's agents are its own choice, so its session is not checked;
         ``keys=False`` (a program's own root, which may borrow a shared script) leaves the ``agents`` keys;
-        ``hooks``: a program's own as well (its errors start with ``owner``)."""
-        known = self.created_names() | {root_name}
+        ``hooks``: a program's own as well (its errors start with ``owner``); ``known``: agents a resumed
+        session has already."""
+        known = self.created_names() | {root_name} | set(known)
         for key in self.agents if keys else ():
             if key not in known:
                 raise _fail(self.source, f"'agents' key {key!r} is no agent this script has: not its root "

@@ -251,6 +251,24 @@ def test_a_missing_script_file_is_a_usage_error(home, tmp_path):
     assert ok.stdout.strip() == "Deep done."
 
 
+def test_a_resume_script_whose_hooks_name_no_agent_of_the_session_is_refused(home, tmp_path):
+    """`run` refuses a script whose hook watches an agent it can never have (a typo guards nothing); a resume
+    on another script was not checked. The session's own agents count, as the script's turns' do."""
+    sid = session_id_of(invoke(["run", "--script", DEEP, "Start."]))
+    directory = home / "sessions" / sid
+    before = snapshot(directory)
+    data = json.loads(Path(DEEP).read_text())
+    typo = tmp_path / "typo.json"
+    typo.write_text(json.dumps({**data, "hooks": [{**data["hooks"][0], "agents": ["Aa"]}]}))
+    assert_usage_error(invoke(["resume", sid, "--script", str(typo), "Go deep."]), "hook 'NoDiscussForA': agents names 'Aa'")
+    assert snapshot(directory) == before
+    # An agent only the saved session has (created by a turn of the script it ran on) is one a hook may watch.
+    only_saved = tmp_path / "only_saved.json"
+    only_saved.write_text(json.dumps({**data, "agents": {"main": ["Fine."]}}))
+    done = invoke(["resume", sid, "--script", str(only_saved), "Go deep."])
+    assert done.exit_code == 0, done.stderr
+
+
 def test_a_redacted_save_keeps_no_contents_and_cannot_be_resumed(home):
     result = invoke(["run", "--redacted-save", "Create Jack and Jill for a cafe discussion"])
     assert result.exit_code == 0, result.stderr
