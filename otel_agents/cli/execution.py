@@ -19,6 +19,7 @@ import click
 from otel_agents.cli import stdout
 from otel_agents.cli.console import ConsoleOptions, ConsoleRenderer, one_line
 from otel_agents.cli.options import NewFilePath
+from otel_agents.cli.signal_hold import holding
 from otel_agents.persistence.paths import Paths
 from otel_agents.terminal_text import shown
 from otel_agents.tracing.credentials import StreamScrubber
@@ -120,15 +121,6 @@ def own_session(directory: Path, *, create: bool = False):
         raise _as_click(exc) from None
 
 
-# A Ctrl-C or SIGTERM between the session's lock and execute's handlers: held, then taken up by execute.
-_held_signals: list[int] = []
-_before_holding: dict[int, Any] = {}
-
-
-def _hold(signum, frame):
-    _held_signals.append(signum)
-
-
 def start_recording(tracing, paths: Paths, session_id: str, ownership=None, **recorder_kwargs: Any):
     """``session_recording.start_recording``, its errors as exit-2 click exceptions.
 
@@ -136,9 +128,7 @@ def start_recording(tracing, paths: Paths, session_id: str, ownership=None, **re
     default action in that moment, a command left a session of its lock alone and said nothing."""
     from otel_agents.session_recording import RecordingError, start_recording as start
 
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        previous = signal.signal(signum, _hold)
-        _before_holding.setdefault(signum, previous)
+    holding.start()
     try:
         return start(tracing, paths, session_id, ownership, warn=lambda text: click.echo(text, err=True),
                      **recorder_kwargs)
@@ -157,8 +147,6 @@ def load_model_library() -> None:
     # As in execute: a background job starts with SIGINT ignored, and SIGTERM must end it cleanly too.
     previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)
     previous = signal.signal(signal.SIGTERM, _as_ctrl_c)
-    if previous_int is _hold:  # what was there before the set-up comes back after the command
-        previous_int, previous = _before_holding[signal.SIGINT], _before_holding[signal.SIGTERM]
     try:
         load_litellm()
     except KeyboardInterrupt:
@@ -314,6 +302,7 @@ def execute(session, prompts: list[str], context, tracing, recording, steps: Nex
 
     # A shell starts background jobs with SIGINT ignored; asyncio.Runner only takes
     # over the default handler, and Ctrl-C or SIGTERM must always end a run cleanly.
+    came_during_setup = holding.release()  # the handlers from before the lock, put back after the command
     previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)
     previous = signal.signal(signal.SIGTERM, _as_ctrl_c)
     exit_code = EXIT_OK
@@ -322,8 +311,7 @@ def execute(session, prompts: list[str], context, tracing, recording, steps: Nex
     lost: stdout.StdoutLost | None = None
     streamed = _stream_root_text(session)
     try:
-        if _held_signals:  # Ctrl-C or SIGTERM while the session was set up: stopped as if it came now
-            _held_signals.clear()
+        if came_during_setup:  # Ctrl-C or SIGTERM while the session was set up: stopped as if it came now
             raise KeyboardInterrupt
         with asyncio.Runner() as runner:  # one loop for every prompt of the process
             for index, prompt in enumerate(prompts):
