@@ -392,3 +392,15 @@ def test_file_names_are_the_persistence_layers():
 
     assert VIEWS_TREE_FILE == TREE_FILE
     assert VIEWS_JOURNAL_FILE == JOURNAL_FILE
+
+
+def test_file_stamps_are_the_checkpoint_marks(tmp_path):
+    """The views compare meta.json's checkpoint mark with their own stamps of the files (without importing
+    session_meta on their fast path): both must stamp a file, and a missing one, alike."""
+    from otel_agents.persistence import session_meta
+    from otel_agents.views import loading
+
+    present = tmp_path / "events.jsonl"
+    present.write_bytes(b"{}\n")
+    for path in (present, tmp_path / "missing.jsonl"):
+        assert loading._stamp(path) == session_meta._stamp(path)
