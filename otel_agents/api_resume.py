@@ -44,7 +44,9 @@ def resume(
     limits (its last run's carry on, these on top), counting what it spent before unless
     ``budget_scope="run"``; agents' budgets count what each spent before likewise. ``eviction``: as
     for ``Session`` (default: the script's); the limit holds from the resume on. Raises ``ResumeError``
-    (one line) when the session cannot be resumed; nothing is run or billed then.
+    (one line) when the session cannot be resumed, and ``ScriptError`` when the root answers from a script
+    whose hooks or per-agent keys name no agent the session has or the script creates; nothing is run or
+    billed then.
     """
     from otel_agents.apps import reimport_app
     from otel_agents.llm.api_base import ApiBaseError, carried_api_base
@@ -98,6 +100,10 @@ def resume(
             budget=BudgetMeter.for_session(saved_budget(saved, budget)),  # the session's limits, these on top
             eviction=eviction or eviction_policy(loaded.eviction if loaded else None),
         )
+        if loaded is not None and app is None and not tools and runtime.root is not None \
+                and runtime.root.model == loaded.model:  # as `otel-agents resume` checks them: a typo guards nothing
+            loaded.check_agent_names(runtime.root.name, keys=False, hooks=hooks or (), owner="resume",
+                                     known={agent.name for agent in runtime.agents.values()})
         if not allow_unpriced:
             runtime.refuse_unpriced()
         if budget_scope == "session":

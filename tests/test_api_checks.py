@@ -286,3 +286,38 @@ def test_session_agent_looks_up_and_returns_none_where_run_raises(tmp_path):
         assert session.agent("Nobody") is None
         with pytest.raises(ValueError, match="no agent 'Nobody' in session"):
             session.run_sync("hi", agent="Nobody")
+
+
+def test_resume_refuses_a_scripts_hook_watching_an_agent_the_session_never_has(tmp_path, monkeypatch):
+    """As ``otel-agents resume --script`` refuses it; agents the session already has (Jack's) are known."""
+    import otel_agents
+    from otel_agents import review
+    from otel_agents.llm.scripts import ScriptError
+
+    monkeypatch.setenv("OTEL_AGENTS_RECORDER", "inline")
+    home = tmp_path / "home"
+    with otel_agents.recording(home=home):
+        with Session(Agent("main", "x"), script="jack-and-jill") as saved:
+            saved.run_sync("hi")
+    events = (home / "sessions" / saved.id / "events.jsonl").read_bytes()
+    script = tmp_path / "s.json"
+    # the same model as the session's, so its root answers from it; its turns create no agent
+    script.write_text(json.dumps({"name": "jack-and-jill", "agents": {"main": ["again"]},
+                                  "hooks": [{"kind": "review", "name": "G", "agents": ["Nobdy"],
+                                             "reject_if_contains": "x"}]}))
+
+    @review(agents=["Jil"])
+    def picky(agent, utterance):
+        return None
+
+    with otel_agents.recording(home=home):
+        with pytest.raises(ScriptError, match=r"hook 'G': agents names 'Nobdy', no agent of this script"):
+            resume(saved.id, script=str(script))
+        with pytest.raises(ScriptError, match=r"^resume: hook 'picky': agents names 'Jil'"):
+            resume(saved.id, hooks=[picky])
+        script.write_text(json.dumps({"name": "jack-and-jill", "agents": {"main": ["again"]},
+                                      "hooks": [{"kind": "review", "name": "G", "agents": ["Jack", "Jill"],
+                                                 "reject_if_contains": "x"}]}))
+        with resume(saved.id, script=str(script)):  # the session's own agents, though this script creates none
+            pass
+    assert (home / "sessions" / saved.id / "events.jsonl").read_bytes() == events
