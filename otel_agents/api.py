@@ -11,19 +11,19 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
-import warnings
 import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 from otel_agents.api_closing import end_runs_from_thread, save_fork_state
-from otel_agents.api_checks import check_hook_names, check_run_options, check_scripted_model, hooks_of, tools_of
+from otel_agents.api_checks import check_run_options, check_scripted_model, hooks_of, tools_of
+from otel_agents.api_parts import install, load_script_arg, make_llm, warning_on_failure
 from otel_agents.arguments import check_agent_name, check_count, check_optional, check_required_text, check_text
 from otel_agents.api_recording import active_recording, recording
 from otel_agents.llm.budget import Budget, BudgetMeter
 from otel_agents.llm.model_settings import ModelSettings
 from otel_agents.runtime.eviction import EvictionPolicy, eviction_policy
-from otel_agents.runtime.hooks import ApprovalHook, Hook, RemindHook, ReviewHook, TransformHook, check_tools_named
+from otel_agents.runtime.hooks import Hook
 from otel_agents.runtime.session import DEFAULT_MAX_TURNS, AgentSpec, RunContext
 from otel_agents.runtime.session import Session as RuntimeSession
 from otel_agents.runtime.tools import Tool
@@ -66,7 +66,7 @@ class Agent:
 
     def budgets_by_name(self, script: Script | str | os.PathLike[str] | None = None) -> dict[str, Budget]:
         """Limits by agent name: a script's (a file, a built-in name or a loaded one), this root agent's own on top."""
-        loaded = _load_script(script)
+        loaded = load_script_arg(script)
         if loaded is not None:
             return loaded.budgets_by_name(self.name, self.budget)
         return {self.name: self.budget} if self.budget is not None else {}
@@ -76,7 +76,7 @@ class Agent:
 
     def settings_by_name(self, script: Script | str | os.PathLike[str] | None = None) -> dict[str, ModelSettings]:
         """Request parameters by agent name: a script's (as for ``budgets_by_name``), this root agent's own on top."""
-        loaded = _load_script(script)
+        loaded = load_script_arg(script)
         if loaded is not None:
             return loaded.agent_settings(self.name, self.model_settings)
         return {self.name: self.model_settings or ModelSettings()}
@@ -88,69 +88,6 @@ def _saved_root(name: str) -> Agent:
     agent = Agent("saved")
     agent.name = name
     return agent
-
-
-def _make_llm(telemetry: Any, tracing: Any, max_attempts: int, timeout: float, api_base: str | None,
-              stream: bool = False) -> Any:
-    from otel_agents.llm.client import LLMClient
-    from otel_agents.llm.pricing import PriceTable
-    from otel_agents.llm.retry import RetryPolicy
-
-    return LLMClient(
-        telemetry,
-        retry=RetryPolicy(max_attempts=max_attempts),
-        prices=PriceTable.from_env(),
-        timeout_s=timeout,
-        api_base=api_base,
-        capture_input_messages=bool(tracing and tracing.options.capture_input_messages),
-        stream=stream,
-    )
-
-
-def _load_script(script: Script | str | os.PathLike[str] | None, saved: bool = False) -> Script | None:
-    """What ``Session(script=)`` and ``Agent.*_by_name`` take, loaded (one already loaded is kept);
-    ``saved``: a session's recorded source (``load_script``)."""
-    if script is None:
-        return None
-    from otel_agents.llm.scripts import Script, load_script
-
-    if isinstance(script, Script):
-        return script
-    return load_script(os.fspath(script), saved=saved)
-
-
-def _warning_on_failure(on_text: Callable[[str, str], None]) -> Callable[[Any, str], None]:
-    """``on_text`` as the client calls it; its failure is also a RuntimeWarning, since a program has no
-    console to see the span's WRN line (the client stops handing that answer on, and says so there)."""
-    def hand_on(request: Any, text: str) -> None:
-        try:
-            on_text(request.agent_name, text)
-        except Exception as exc:
-            from otel_agents.llm.streaming import on_text_failure
-
-            warnings.warn(on_text_failure(exc), RuntimeWarning, stacklevel=2)
-            raise
-
-    return hand_on
-
-
-def _install(runtime: RuntimeSession, hooks: Iterable[Hook], owner: str = "") -> None:
-    """Hooks already checked (``hooks_of``), each to its kind's list, once the tools they name are the session's
-    and their names are not those of the hooks installed already (the script's)."""
-    hooks = tuple(hooks)
-    check_hook_names(owner, [hook.name for hook in hooks], taken=runtime.hooks.names(), by="the script")
-    known = runtime.tool_names()
-    for hook in hooks:
-        if isinstance(hook, (ApprovalHook, RemindHook)):
-            check_tools_named(f"hook {hook.name!r}: tools=", hook.tools, known)
-        if isinstance(hook, ApprovalHook):
-            runtime.hooks.approvers.append(hook)
-        elif isinstance(hook, ReviewHook):
-            runtime.hooks.reviewers.append(hook)
-        elif isinstance(hook, TransformHook):
-            runtime.hooks.transformers.append(hook)
-        else:
-            runtime.hooks.reminders.append(hook)
 
 
 class Session:
@@ -195,7 +132,7 @@ class Session:
                           model_settings=model_settings, stream=stream, on_text=on_text, budget=budget,
                           allow_unpriced=allow_unpriced, eviction=eviction)
         hooks = hooks_of("Session", hooks)
-        loaded = _load_script(script)
+        loaded = load_script_arg(script)
         check_scripted_model("Session", model, loaded)
         if model is None:  # else the session's model is every agent's
             check_scripted_model(f"Session: Agent({agent.name!r})", agent.model, loaded)
@@ -211,7 +148,7 @@ class Session:
         runtime = RuntimeSession(
             session_id,
             telemetry=telemetry,
-            llm=_make_llm(telemetry, tracing, max_attempts, timeout, api_base, stream),
+            llm=make_llm(telemetry, tracing, max_attempts, timeout, api_base, stream),
             root=AgentSpec(agent.name, chosen, agent.system_prompt, agent.tool_list(), agent.max_turns),
             max_turns=max_turns,
             agent_settings=agent.settings_by_name(loaded),
@@ -235,9 +172,9 @@ class Session:
             runtime.llm.stream = runtime.llm.stream or script.stream
             install_hooks(runtime, script.hooks)
         if on_text is not None:
-            runtime.llm.on_text = _warning_on_failure(on_text)
+            runtime.llm.on_text = warning_on_failure(on_text)
         runtime.llm.log_budget_warnings = True  # a program has no console to show the host notice
-        _install(runtime, hooks, owner={"api": "Session"}.get(source, source))
+        install(runtime, hooks, owner={"api": "Session"}.get(source, source))
         from otel_agents.tracing import semconv as sc
 
         extra: dict[str, Any] = {sc.RUN_APP: app} if app else {}

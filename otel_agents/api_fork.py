@@ -6,7 +6,8 @@ import os
 from dataclasses import replace
 from typing import Any, Callable, Iterable, Sequence
 
-from otel_agents.api import DEFAULT_MAX_TURNS, Hook, Session, _load_script, _make_llm, _saved_root, active_recording
+from otel_agents.api_parts import load_script_arg, make_llm
+from otel_agents.api import DEFAULT_MAX_TURNS, Hook, Session, _saved_root, active_recording
 from otel_agents.api_recording import session_dir_of
 from otel_agents.api_checks import check_run_options, check_scripted_model, hooks_of, tools_of
 from otel_agents.arguments import check_required_text
@@ -83,7 +84,7 @@ def fork(
         tools = app.agent.tools if tools is None else tools
         hooks = app.hooks if hooks is None else hooks
     saved_script = attributes.get(sc.RUN_SCRIPT) if isinstance(attributes.get(sc.RUN_SCRIPT), str) else None
-    loaded = _load_script(script if script is not None else saved_script, saved=script is None)
+    loaded = load_script_arg(script if script is not None else saved_script, saved=script is None)
     check_scripted_model("fork", model, loaded)
     root_agent = app.agent if app is not None else _saved_root(root_name(SavedSession(session_id, source.records)))
     saved_base = attributes.get(sc.RUN_API_BASE)
@@ -98,7 +99,7 @@ def fork(
         model_override=model,
         script_model=loaded.model if loaded else None,
         telemetry=rec.tracing.telemetry,
-        llm=_make_llm(rec.tracing.telemetry, rec.tracing, max_attempts, timeout, api_base, stream),
+        llm=make_llm(rec.tracing.telemetry, rec.tracing, max_attempts, timeout, api_base, stream),
         max_turns=max_turns,
         agent_settings=root_agent.settings_by_name(loaded),
         settings_override=settings,

@@ -6,7 +6,8 @@ import logging
 import os
 from typing import Any, Callable, Iterable, Sequence
 
-from otel_agents.api import DEFAULT_MAX_TURNS, Hook, Session, _load_script, _make_llm, _saved_root
+from otel_agents.api_parts import load_script_arg, make_llm
+from otel_agents.api import DEFAULT_MAX_TURNS, Hook, Session, _saved_root
 from otel_agents.api_checks import check_run_options, check_scripted_model, hooks_of, tools_of
 from otel_agents.api_recording import active_recording, session_dir_of
 from otel_agents.arguments import check_required_text
@@ -78,7 +79,7 @@ def resume(
         if app is not None:
             tools = app.agent.tools if tools is None else tools
             hooks = app.hooks if hooks is None else hooks
-        loaded = _load_script(script if script is not None else (last.script if last else None), saved=script is None)
+        loaded = load_script_arg(script if script is not None else (last.script if last else None), saved=script is None)
         check_scripted_model("resume", model, loaded)
         model = model or carried_model(last.model_override if last else None)  # as `otel-agents resume` does
         root_agent = app.agent if app is not None else _saved_root(root_name(saved))
@@ -92,7 +93,7 @@ def resume(
             model_override=model,
             script_model=loaded.model if loaded else None,
             telemetry=rec.tracing.telemetry,
-            llm=_make_llm(rec.tracing.telemetry, rec.tracing, max_attempts, timeout, api_base, stream),
+            llm=make_llm(rec.tracing.telemetry, rec.tracing, max_attempts, timeout, api_base, stream),
             max_turns=max_turns,
             agent_settings=root_agent.settings_by_name(loaded),
             settings_override=saved_params(saved, model_settings),

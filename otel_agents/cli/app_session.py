@@ -99,10 +99,10 @@ def build_app_session(app: App, script: Any, model: str | None, **session_kwargs
 
 
 def install_app_hooks(session: Any, app: App) -> None:
-    from otel_agents.api import _install
+    from otel_agents.api_parts import install
 
     try:
-        _install(session, app.hooks)
+        install(session, app.hooks)
     except (TypeError, ValueError) as exc:  # a HookToolsError, or a hook named as one of the script's
         raise click.UsageError(f"app {app.reference!r}: {exc}") from None
 
