@@ -381,7 +381,7 @@ def _stopped_line(tracing, text: str) -> str:
 async def _serve(watch, session, context, streamed: list[str]) -> None:
     """Say what is watched and for how long, then deliver its events until it ends."""
     until = "until interrupted" if watch.duration is None else f"for {watch.duration:g}s"
-    paths = ", ".join(str(trigger.path) for trigger in watch.triggers)
+    paths = ", ".join(shown(str(trigger.path), lines=False) for trigger in watch.triggers)
     click.echo(f"watching {paths} {until} (Ctrl-C stops)", err=True)
 
     def answered(text: str) -> None:

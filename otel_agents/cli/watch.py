@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from otel_agents.terminal_text import shown
 from otel_agents.tracing import semconv as sc
 
 POLL_S = 0.25
@@ -100,7 +101,7 @@ class FileWatch:
             for trigger, words in self.due():
                 agent = session.find_agent(trigger.agent) if trigger.agent else None
                 if trigger.agent and agent is None:
-                    warn(f"warning: {trigger.path} changed, but the session has no agent {trigger.agent!r} to tell")
+                    warn(f"warning: {shown(str(trigger.path), lines=False)} changed, but the session has no agent {trigger.agent!r} to tell")
                     continue
                 event_context = replace(context, source="external", sender=trigger.sender,
                                         extra={**context.extra, sc.INGRESS_SENDER: trigger.sender})
@@ -120,7 +121,7 @@ class FileWatch:
         paths_of: dict[str, list[str]] = {}
         for trigger in self.triggers:
             if trigger.agent and session.find_agent(trigger.agent) is None:
-                paths_of.setdefault(trigger.agent, []).append(str(trigger.path))
+                paths_of.setdefault(trigger.agent, []).append(shown(str(trigger.path), lines=False))
         for agent, paths in paths_of.items():
             warn(f"warning: the session has no agent {agent!r} (yet): changes to {', '.join(paths)} "
                  "are told to it only once it exists")

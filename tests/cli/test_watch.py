@@ -192,3 +192,16 @@ def test_a_watched_event_s_answer_shows_control_characters_as_escapes(home, tmp_
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err
     assert out.split("\n") == ["first", "ding\\x07 over\\rwrite \\u202eabc \\x1b[2J", ""]
+
+
+def test_the_watched_paths_on_stderr_show_control_characters_as_escapes(home, tmp_path):
+    """The `watching` line wrote a path's ESC raw to the terminal (click strips it only when stderr is no tty)."""
+    name = "red\x1b[31mX.txt"
+    proc = start(home, tmp_path, "run", "--watch", name, "--watch-to", "Nobody", "--watch-for", "0.5", PROMPT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    escaped = str(tmp_path / "red\\x1b[31mX.txt")
+    (watching,) = [line for line in err.splitlines() if line.startswith("watching ")]
+    assert watching.startswith(f"watching {escaped} for 0.5s")
+    (warning,) = [line for line in err.splitlines() if line.startswith("warning:")]
+    assert f"changes to {escaped} are told" in warning
