@@ -24,7 +24,7 @@ class CollectRefused(click.ClickException):
 @click.option("--log-every", type=FiniteFloat(min=0.1), default=60.0, hidden=True)
 @click.option("--max-queued", type=click.IntRange(min=1), default=256, hidden=True,
               help="Decoded requests waiting for the writer before the receiver answers 429/RESOURCE_EXHAUSTED.")
-@click.option("--settle", type=FiniteFloat(min=0.0), default=1.0, hidden=True,
+@click.option("--settle", type=FiniteFloat(min=0.0), default=1.0, show_default=True,
               help="Seconds without a new span before a session's tree, meta.json and ledger records are written.")
 @click.option("--write-delay", type=FiniteFloat(min=0.0), default=0.0, hidden=True,
               help="Make the writer slow (tests of backpressure).")

@@ -1,4 +1,4 @@
-"""``--max-live-agents --evict-idle`` of ``run`` and ``resume``: the session's eviction policy (runtime/eviction.py)."""
+"""``--max-live-agents --evict-idle`` of ``run``, ``resume`` and ``fork``: the session's eviction policy (runtime/eviction.py)."""
 
 from __future__ import annotations
 

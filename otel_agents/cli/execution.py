@@ -1,4 +1,4 @@
-"""What ``run`` and ``resume`` share: tracing and recording set-up, the prompt loop (the prompts themselves: prompts.py).
+"""What the commands that run a session share: tracing and recording set-up, the prompt loop (prompts: prompts.py).
 
 The commands stay thin: they decide which session to run (new or restored) and
 hand it here.

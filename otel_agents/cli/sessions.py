@@ -1,4 +1,4 @@
-"""``otel-agents sessions``: list, show, verify, rm."""
+"""``otel-agents sessions``: list, show, verify, repair, rm."""
 
 from __future__ import annotations
 
