@@ -23,9 +23,11 @@ control characters escaped (``terminal_text.shown``: a model's ESC or U+202E nev
 from __future__ import annotations
 
 import json
+import math
 import sys
 import threading
 from dataclasses import dataclass, field
+from decimal import ROUND_HALF_EVEN, Context, Decimal
 from typing import Any, Callable, Mapping, TextIO
 
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
@@ -124,8 +126,22 @@ def _operation(span: ApiSpan) -> Any:
     return (getattr(span, "attributes", None) or {}).get(sc.GEN_AI_OPERATION_NAME)
 
 
+_MICRO = Decimal("0.000001")
+
+
+def dollars(cost: float | int) -> str:
+    """A cost to the micro-dollar, rounded half-even as `billing summary` rounds its exact sums (a float's
+    ``:.6f`` rounds its binary value: 0.0000135 showed as $0.000013 here and 0.000014 there). Costs are
+    rounded to 12 decimals where they are made, so rounding a float sum to 12 first gives the exact sum."""
+    if not math.isfinite(cost):
+        return f"${cost}"  # a hand-edited meta.json: the listing still lists
+    exact = Decimal(repr(round(cost, 12)))
+    # enough digits for any total (the default 28 cannot show 1e22 to the micro-dollar)
+    return f"${exact.quantize(_MICRO, rounding=ROUND_HALF_EVEN, context=Context(prec=max(28, exact.adjusted() + 8)))}"
+
+
 def _money(cost: Any) -> str:
-    return "unpriced" if cost is None else f"${cost:.6f}"
+    return "unpriced" if cost is None else dollars(cost)
 
 
 def total_cost(cost: Any, unpriced_calls: Any, llm_calls: Any) -> str:
@@ -136,7 +152,7 @@ def total_cost(cost: Any, unpriced_calls: Any, llm_calls: Any) -> str:
     unpriced = unpriced_calls if isinstance(unpriced_calls, int) and not isinstance(unpriced_calls, bool) else 0
     if unpriced > 0 and isinstance(llm_calls, int) and unpriced >= llm_calls:
         return "unpriced"
-    return f"${cost:.6f}" + ("+" if unpriced > 0 else "")
+    return dollars(cost) + ("+" if unpriced > 0 else "")
 
 
 @dataclass

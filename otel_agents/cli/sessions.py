@@ -206,7 +206,9 @@ def _money(cost: float | None) -> str:
         return "unpriced"
     if isinstance(cost, bool) or not isinstance(cost, (int, float)):
         return "?"  # a hand-edited meta.json: the listing still lists
-    return f"${cost:.6f}"
+    from otel_agents.cli.console import dollars
+
+    return dollars(cost)
 
 
 def _total_cost(totals: Mapping[str, Any]) -> str:

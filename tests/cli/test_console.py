@@ -334,3 +334,18 @@ def test_a_stopped_run_s_error_line_shows_control_characters_as_escapes():
     renderer = ConsoleRenderer(lambda span_id: None, out=io.StringIO())
     line = renderer.run_line("error:", "hook said \x1b[2J\u202eabc\a")
     assert line == "error: hook said \\x1b[2J\\u202eabc\\x07"
+
+
+def test_costs_show_to_the_micro_dollar_as_billing_summary_rounds_them():
+    """A float's :.6f rounded its binary value: $0.000013 in `sessions list`, 0.000014 in `billing summary`."""
+    from decimal import ROUND_HALF_EVEN, Decimal
+
+    from otel_agents.cli.console import dollars, total_cost
+
+    for cost in (0.0000135, 0.0000125, 0.1 + 0.2, 1.0000005, 0.000000499999, 123.4567895):
+        exact = Decimal(repr(round(cost, 12))).quantize(Decimal("0.000001"), rounding=ROUND_HALF_EVEN)
+        assert dollars(cost) == f"${exact}"
+    assert dollars(0.0000135) == "$0.000014" and dollars(0.0000125) == "$0.000012"  # half-even, as Decimal sums round
+    assert dollars(1.3499999999999998e-05) == "$0.000014"  # a float sum of costs rounded to 12 digits first
+    assert total_cost(0.0000135, 1, 2) == "$0.000014+"
+    assert dollars(1e22) == "$10000000000000000000000.000000"
