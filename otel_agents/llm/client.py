@@ -145,6 +145,10 @@ class LLMClient:
         """Call the model until an attempt succeeds; ``on_message`` records the reply
         inside the successful attempt's span and returns its message id; ``on_notice(kind, text)``
         records a host notice (a retry) inside the failed attempt's span."""
+        if not request.model.startswith(IN_PROCESS_PREFIXES):  # before the first attempt's clock starts
+            from otel_agents.llm.litellm_loader import warm_provider_path
+
+            await warm_provider_path()
         attempt = 0
         while True:
             attempt += 1
