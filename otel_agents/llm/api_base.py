@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from urllib.parse import unquote_plus, urlsplit, urlunsplit
+import base64
+from urllib.parse import unquote, unquote_plus, urlsplit, urlunsplit
 
 from otel_agents.tracing.credentials import MARKER, scrub_text
 from otel_agents.tracing.ip_masking import IP_MARKER
@@ -15,6 +16,23 @@ _SECRET_QUERY_WORDS = ("key", "token", "secret", "auth", "pass", "sig", "credent
 
 class ApiBaseError(ValueError):
     """The recorded api base cannot be gone on with (a secret of it was not recorded); the message says why."""
+
+
+def sent_api_base(api_base: str) -> tuple[str, dict[str, str]]:
+    """``api_base`` without its ``user:password@``, and the headers that send them (HTTP Basic), as curl and
+    httpx send a URL's credentials. litellm's async transport (aiohttp) refuses a URL with credentials next to
+    the provider's own ``Authorization`` header, before sending anything: no request could ever go out."""
+    try:
+        parts = urlsplit(api_base)
+        user, password = parts.username, parts.password
+    except ValueError:  # not a URL urllib can take apart: sent as given, for the provider to judge
+        return api_base, {}
+    if user is None and password is None:
+        return api_base, {}
+    host = parts.netloc.rpartition("@")[2]
+    pair = f"{unquote(user or '')}:{unquote(password or '')}".encode("utf-8")
+    token = base64.b64encode(pair).decode("ascii")
+    return urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment)), {"Authorization": f"Basic {token}"}
 
 
 def recorded_api_base(api_base: str) -> str:

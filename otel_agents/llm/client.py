@@ -18,6 +18,7 @@ from urllib.parse import unquote, urlparse
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
+from otel_agents.llm.api_base import sent_api_base
 from otel_agents.llm.price_snapshot import PriceEntries
 from otel_agents.llm.providers import provider_of, request_model_of
 from otel_agents.llm.pricing import PriceTable, Usage
@@ -108,11 +109,15 @@ class LLMClient:
     # trace id -> ids of the tool definitions already on a chat span of that trace
     _tools_sent: dict[int, set[str]] = field(default_factory=dict, init=False, repr=False)
     _price_entries: PriceEntries = field(default_factory=PriceEntries, init=False, repr=False)  # once per trace
+    _sent_base: tuple[str, dict[str, str]] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         add_credential(self.api_key)  # it travels in a header only: never in a span, file or line
         if self.api_base:  # the password of the URL's user-info is one too (``http://bob:pw@host``)
             add_credential(unquote(urlparse(self.api_base).password or ""))
+            self._sent_base = sent_api_base(self.api_base)
+            for value in self._sent_base[1].values():  # its Basic header as well
+                add_credential(value.removeprefix("Basic "))
 
     def use_script(self, script: Any) -> str:
         """Answer ``scripted/<name>`` calls from ``script`` (an ``llm.scripts.Script``); returns that model."""
@@ -140,6 +145,10 @@ class LLMClient:
         """Call the model until an attempt succeeds; ``on_message`` records the reply
         inside the successful attempt's span and returns its message id; ``on_notice(kind, text)``
         records a host notice (a retry) inside the failed attempt's span."""
+        if not request.model.startswith(IN_PROCESS_PREFIXES):  # before the first attempt's clock starts
+            from otel_agents.llm.litellm_loader import warm_provider_path
+
+            await warm_provider_path()
         attempt = 0
         while True:
             attempt += 1
@@ -247,8 +256,10 @@ class LLMClient:
         if self.stream:
             kwargs["stream"] = True
             kwargs["stream_options"] = dict(STREAM_OPTIONS)
-        if self.api_base:
-            kwargs["api_base"] = self.api_base
+        if self._sent_base is not None:
+            kwargs["api_base"], headers = self._sent_base
+            if headers:  # the URL's user:password@, as a header: it replaces the key's bearer token
+                kwargs["extra_headers"] = dict(headers)
         if self.api_key:
             kwargs["api_key"] = self.api_key
 

@@ -5,10 +5,13 @@ Importing litellm costs seconds; commands that call no LLM never reach this.
 
 from __future__ import annotations
 
+import asyncio
 import gc
+import importlib
 import logging
 import os
 import sys
+import threading
 import warnings
 from types import ModuleType
 
@@ -69,3 +72,41 @@ def load_litellm() -> ModuleType:
         # (benchmarks/run.py, docs/performance.md).
         gc.freeze()
     return litellm
+
+
+# What litellm imports lazily at its first HTTP call (~460 modules, about 1 s: the provider SDK's resource
+# classes, mostly): inside the first attempt it would be timed, and bounded by --timeout, as the request's.
+_PROVIDER_PATH = (
+    "openai.resources",
+    "litellm.llms.openai.openai",
+    "litellm.llms.openai.chat.gpt_audio_transformation",
+    "litellm.llms.openai_like.dynamic_config",
+    "litellm.llms.litellm_proxy.chat.transformation",
+    "litellm.llms.vertex_ai.vertex_ai_partner_models.anthropic.transformation",
+    "litellm.proxy.openai_files_endpoints.common_utils",
+    "litellm._service_logger",
+)
+_warm_lock = threading.Lock()
+_warmed = False
+
+
+async def warm_provider_path() -> None:
+    """Import what litellm's first HTTP call would (about 1 s), before a first attempt: its ``timeout`` bounds,
+    and its ``latency_ms`` measures, the request alone. Once per process, on a worker thread (as ``prepare``
+    imports litellm), so the event loop goes on meanwhile."""
+    if not _warmed:
+        await asyncio.to_thread(_warm)
+
+
+def _warm() -> None:
+    global _warmed
+    with _warm_lock:
+        if _warmed:
+            return
+        load_litellm()
+        for name in _PROVIDER_PATH:
+            try:
+                importlib.import_module(name)
+            except Exception:  # another litellm version moved it: its first call loads what it needs
+                pass
+        _warmed = True

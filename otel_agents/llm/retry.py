@@ -65,6 +65,9 @@ def error_text(exc: BaseException, whole: bool = False) -> str:
     name = error_type(exc)
     names = {cls.__name__ for cls in type(exc).__mro__}
     message = str(exc).strip()
+    wrong = configuration_error(exc)
+    if wrong is not None and str(wrong) not in message:  # "Connection error." alone hides what to fix
+        message = f"{message} ({error_type(wrong)}: {wrong})"
     while True:  # "litellm.X: X: ..." where X is the exception's type or one of its bases
         head, colon, rest = message.partition(":")
         if not colon or head.removeprefix("litellm.") not in names:
@@ -92,11 +95,38 @@ def _before_traceback(message: str) -> str:
 _NO_CREDENTIALS = ("Missing credentials", "api_key client option must be set")
 
 
+def _causes(exc: BaseException) -> list[BaseException]:
+    found: list[BaseException] = []
+    while exc is not None and exc not in found and len(found) < 16:
+        found.append(exc)
+        exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
+    return found
+
+
+def configuration_error(exc: BaseException) -> BaseException | None:
+    """The error in the request's own making under a provider's wrapping, or None: a header or URL the
+    transport refuses (an API key with a newline or non-ASCII character, credentials both in the URL and
+    a header) is raised before anything is sent, and wrapped by the provider's client as a "Connection
+    error" that litellm reports as an InternalServerError. Sending it again cannot go otherwise."""
+    chain = _causes(exc)
+    for cause in chain:
+        if isinstance(cause, UnicodeEncodeError):  # encoding what is sent: never a reply's fault
+            return cause
+        # The provider SDK's connection error wraps only what sending raised; a ValueError there is the request's.
+        if type(cause).__name__ == "APIConnectionError" and type(cause).__module__.startswith("openai"):
+            root = chain[-1]
+            if isinstance(root, (ValueError, TypeError)) and not isinstance(root, OSError) and root is not cause:
+                return root
+    return None
+
+
 def is_transient(exc: BaseException) -> bool:
     names = {cls.__name__ for cls in type(exc).__mro__}
     if names & _PERMANENT_NAMES:
         return False
     if any(text in str(exc) for text in _NO_CREDENTIALS):
+        return False
+    if configuration_error(exc) is not None:
         return False
     if names & _TRANSIENT_NAMES:
         return True

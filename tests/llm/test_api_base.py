@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+
 import pytest
 
 from otel_agents.llm.api_base import ApiBaseError, carried_api_base, recorded_api_base
@@ -41,3 +43,13 @@ def test_a_recorded_base_missing_its_secret_is_refused_unless_one_is_given():
 def test_a_base_whose_address_was_masked_on_export_is_refused_too():
     with pytest.raises(ApiBaseError, match=r"ran on api base http://\[IP\]:8000/v1, recorded without its address"):
         carried_api_base(None, "http://[IP]:8000/v1", "s")
+
+
+def test_a_url_s_user_info_is_sent_as_basic_auth_and_the_rest_as_given():
+    from otel_agents.llm.api_base import sent_api_base
+
+    assert sent_api_base("http://h:1/v1?x=1") == ("http://h:1/v1?x=1", {})
+    base, headers = sent_api_base("https://al%20ice:p%40ss@h.example:8443/v1?x=1")
+    assert base == "https://h.example:8443/v1?x=1"
+    assert headers == {"Authorization": "Basic " + base64.b64encode(b"al ice:p@ss").decode()}
+    assert sent_api_base("http://bob@h/v1")[1] == {"Authorization": "Basic " + base64.b64encode(b"bob:").decode()}

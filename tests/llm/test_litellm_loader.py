@@ -91,3 +91,36 @@ print(importers, beats.count(True) > 5)
     assert done.returncode == 0, done.stderr
     # Imported once, on a worker thread; the loop's other task ticked while the import went on.
     assert done.stdout.strip() == "[False] True", done.stdout
+
+
+def test_a_fresh_process_s_first_http_attempt_is_timed_without_litellm_s_first_use_loading(tmp_path):
+    # litellm loads its provider path (~460 modules, about 1 s) at its first call: inside the attempt, a
+    # --timeout 0.5 failed a request never sent, counted against --max-llm-calls, and timed it as ~1.5 s.
+    import gzip
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from support.openai_server import OpenAIServer
+
+    home = tmp_path / "home"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_EXPORTER_OTLP")}
+    env.update(OTEL_TRACES_EXPORTER="none", OTEL_AGENTS_HOME=str(home), HOME=str(tmp_path),
+               OPENAI_API_KEY="sk-abcdefgh12345678")
+    with OpenAIServer() as server:
+        base = server.api_base.replace("http://", "http://alice:p4ssw0rdSecretQ@")  # the user's command, whole
+        done = subprocess.run(
+            [sys.executable, "-m", "otel_agents", "run", "--model", "openai/gpt-4o-mini", "--api-base", base,
+             "--timeout", "0.5", "--max-llm-calls", "1", "hi"],
+            capture_output=True, text=True, env=env, cwd=tmp_path, timeout=180,
+        )
+        requests = server.requests
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "ok\n" and "Timeout" not in done.stderr
+    (headers, _), = requests
+    assert headers["authorization"].startswith("Basic ")
+    (session_dir,) = (home / "sessions").iterdir()
+    tree = json.loads(gzip.decompress((session_dir / "tree.json.gz").read_bytes()))
+    (attempt,) = [op for op in tree["session"]["runs"][0]["turns"][0]["ops"] if op["kind"] == "llm"]
+    assert (attempt["ended_ns"] - attempt["started_ns"]) / 1e9 < 0.5

@@ -308,3 +308,31 @@ async def test_a_failed_attempt_names_its_error_type_once_and_keeps_litellm_s_tr
     assert chat.status.description.startswith("InternalServerError: OpenAIException - Invalid response object Traceback")
     assert attr(chat, sc.ERROR_TYPE) == "InternalServerError"
     assert not [w for w in recwarn if "Pydantic" in str(w.message)]
+
+
+async def test_an_api_base_with_user_info_sends_its_credentials_as_basic_auth(server, http_session, memory_tracing):
+    import base64
+
+    from otel_agents.llm.client import LLMClient
+
+    base = server.api_base.replace("http://", "http://alice:p4ss%40word@")
+    session = http_session()
+    session.llm = LLMClient(memory_tracing.telemetry, api_base=base, api_key="sk-test", timeout_s=5.0)
+    assert await session.run("hi") == "ok"
+    (headers, body), = server.requests  # it reached the server, the URL's credentials not in its path
+    assert headers["authorization"] == "Basic " + base64.b64encode(b"alice:p4ss@word").decode()
+    assert body["messages"][-1] == {"role": "user", "content": "hi"}
+    (chat,) = chats(memory_tracing)
+    assert attr(chat, sc.SERVER_ADDRESS) == "127.0.0.1" and attr(chat, sc.LLM_ATTEMPT) == 1
+
+
+async def test_a_request_the_transport_refuses_fails_at_once_saying_why(server, http_session, memory_tracing):
+    session = http_session(max_attempts=4)
+    session.llm.api_key = "sk-test\nX"  # a header no transport sends: raised before any request
+    with pytest.raises(LLMCallFailed) as caught:
+        await session.run("hi")
+    assert caught.value.attempts == 1
+    assert "Forbidden control character detected in headers" in str(caught.value)
+    (chat,) = chats(memory_tracing)
+    assert attr(chat, sc.LLM_RETRYABLE) is False
+    assert server.requests == []
