@@ -25,6 +25,10 @@ make a receiver reject a whole batch:
    that is not enough are its last events dropped, counted as OTLP
    ``dropped_events_count``.
 
+The standard OTEL_*_LIMIT variables (span_limits.py), when set, bound the copy further: string
+lengths in characters (cut, no marker, counted in ``otel_agents.export.truncated``), attribute
+counts per span, event and link, events and links per span (the first kept, the rest counted).
+
 Cost: one pass over a span's attributes and events (content switch, redaction, count and
 cap together) that also sums an upper bound of its encoded size (``export_size``); the OTLP
 encoder measures a span only when that bound exceeds the span budget. A span the rules leave
