@@ -104,11 +104,15 @@ def dropped_count(attributes: Any) -> int:
 
 def rebuild_span(
     span: ReadableSpan, attributes: Any, events: Sequence[Event], dropped_events: int = 0, status: Status | None = None,
-    name: str | None = None,
+    name: str | None = None, links: Any = None,
 ) -> ReadableSpan:
     bounded_events = BoundedList(None)
     bounded_events.extend(events)
     bounded_events.dropped = span.dropped_events + dropped_events  # OTLP dropped_events_count
+    if links is None and span.dropped_links:  # span.links is a plain tuple: the count goes in a BoundedList
+        links = BoundedList(None)
+        links.extend(span.links)
+        links.dropped = span.dropped_links
     return ReadableSpan(
         name=span.name if name is None else name,
         context=span.context,
@@ -116,7 +120,7 @@ def rebuild_span(
         resource=span.resource,
         attributes=attributes,
         events=bounded_events,
-        links=span.links,
+        links=span.links if links is None else links,
         kind=span.kind,
         status=status or span.status,
         start_time=span.start_time,

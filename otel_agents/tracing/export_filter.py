@@ -37,6 +37,7 @@ from otel_agents.tracing.export_rules import (
     ExportLimits,
     keeps_attribute,
     network_copy,
+    within_counts,
 )
 from otel_agents.tracing.export_size import EnvelopeSizes, chunk_by_size
 from otel_agents.tracing.export_unchanged import UnchangedSpans
@@ -124,9 +125,11 @@ class NetworkExportFilter(SpanExporter):
         limits, content = self.limits, self.export_content
 
         def keeps(key: str, value: Any, is_event: bool) -> bool:
-            return keeps_attribute(key, value, limits, content, CONTENT_EVENT_KEYS if is_event else sc.CONTENT_ATTRIBUTES, seen)
+            content_keys = CONTENT_EVENT_KEYS if is_event else sc.CONTENT_ATTRIBUTES
+            return keeps_attribute(key, value, limits, content, content_keys, seen, is_event)
 
-        return UnchangedSpans(keeps, lambda name: redact_text_once(name, seen) == name, limits.max_attributes)
+        return UnchangedSpans(keeps, lambda name: redact_text_once(name, seen) == name, limits.max_attributes,
+                              limits.max_event_attributes, lambda span: within_counts(span, limits))
 
     def _filtered(self, span: ReadableSpan, seen: dict[str, str], unchanged: UnchangedSpans | None) -> tuple[Any, int]:
         """What is sent for ``span`` and a bound of its request size: written already when unchanged, else ``network_copy``."""

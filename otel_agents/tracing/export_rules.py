@@ -25,6 +25,10 @@ make a receiver reject a whole batch:
    that is not enough are its last events dropped, counted as OTLP
    ``dropped_events_count``.
 
+The standard OTEL_*_LIMIT variables (span_limits.py), when set, bound the copy further: string
+lengths in characters (cut, no marker, counted in ``otel_agents.export.truncated``), attribute
+counts per span, event and link, events and links per span (the first kept, the rest counted).
+
 Cost: one pass over a span's attributes and events (content switch, redaction, count and
 cap together) that also sums an upper bound of its encoded size (``export_size``); the OTLP
 encoder measures a span only when that bound exceeds the span budget. A span the rules leave
@@ -37,7 +41,8 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from opentelemetry.sdk.trace import Event, ReadableSpan
-from opentelemetry.trace import Status
+from opentelemetry.sdk.util import BoundedList
+from opentelemetry.trace import Link, Status
 
 from otel_agents.tracing import semconv as sc
 from otel_agents.tracing.credentials import MARKER
@@ -83,12 +88,21 @@ class ExportLimits:
     max_attributes: int = MAX_ATTRIBUTES
     span_bytes: int = MAX_SPAN_BYTES
     batch_bytes: int = MAX_BATCH_BYTES
+    # The standard OTEL_*_LIMIT variables (span_limits.py); None: no such bound but the ones above.
+    max_event_attributes: int | None = None  # None: max_attributes
+    max_link_attributes: int | None = None
+    span_value_length: int | None = None  # characters of a span attribute's string (each, in an array)
+    value_length: int | None = None  # the same for event and link attributes
+    max_events: int | None = None
+    max_links: int | None = None
 
     def __post_init__(self) -> None:
         if self.value_cap < MIN_VALUE_CAP:
             raise ValueError(f"the export value cap must be at least {MIN_VALUE_CAP} bytes, not {self.value_cap}")
-        if self.max_attributes < 1:
-            raise ValueError("max_attributes must be at least 1")
+        counts = (self.max_attributes, self.max_event_attributes, self.max_link_attributes, self.span_value_length,
+                  self.value_length, self.max_events, self.max_links)
+        if any(n is not None and n < 0 for n in counts):
+            raise ValueError("attribute, event and link limits must be at least 0")
         if self.span_bytes < 4 * MIN_SHARED_CAP or self.batch_bytes < self.span_bytes:
             raise ValueError("need span_bytes >= 2048 and batch_bytes >= span_bytes")
 
@@ -100,12 +114,14 @@ def export_attributes(
     content_keys: frozenset[str],
     already_dropped: int,
     seen: dict[str, str],
+    on_event: bool = False,
 ) -> tuple[dict[str, Any], int, bool, int, int]:
     """One pass over a span's or event's attributes: content switch, redaction, count, cap.
 
     Returns (attributes, dropped, changed, size bound, values cut): ``changed`` is False when the
     result would encode exactly as the original, so the original can be sent as is.
-    ``seen``: texts already redacted in this export, each redacted once.
+    ``seen``: texts already redacted in this export, each redacted once. ``on_event``: an event's
+    attributes (the event limits apply), else a span's.
     """
     out: dict[str, Any] = {}
     dropped = already_dropped
@@ -113,7 +129,8 @@ def export_attributes(
     size = 0
     cut = 0
     cap = limits.value_cap
-    most = limits.max_attributes
+    most = _most(limits, on_event)
+    length = limits.value_length if on_event else limits.span_value_length
     for key, value in (attributes or {}).items():
         if not export_content and key in content_keys:
             changed = True
@@ -126,26 +143,31 @@ def export_attributes(
             new: Any = MARKER
         elif type(value) is str:
             new = redact_text_once(value, seen)
-            length = len(new) if new.isascii() else text_bytes(new)  # isascii: O(1), no copy
-            if length > cap:
+            shortened = length is not None and len(new) > length
+            if shortened:
+                new = new[:length]  # the standard limit: characters, no marker (the span counts it)
+            encoded = len(new) if new.isascii() else text_bytes(new)  # isascii: O(1), no copy
+            if encoded > cap:
                 new = cap_value(new, cap)
-                length = text_bytes(new)
+                encoded = text_bytes(new)
+                shortened = True
+            if shortened:
                 changed = True
                 cut += 1
             elif new is not value and new != value:
                 changed = True
             out[key] = new
             # attribute_bound, inlined: this loop runs for every attribute of every exported span
-            size += _STRING_ATTRIBUTE + length + (len(key) if key.isascii() else text_bytes(key))
+            size += _STRING_ATTRIBUTE + encoded + (len(key) if key.isascii() else text_bytes(key))
             continue
         elif type(value) in _SCALARS:
             out[key] = value
             size += _SCALAR_ATTRIBUTE + (len(key) if key.isascii() else text_bytes(key))
             continue
         else:
-            whole = redact(value)
+            whole, shortened = shorten(redact(value), length)
             new = cap_value(whole, cap)
-            cut += (is_text(whole) or isinstance(whole, bytes)) and value_bytes(whole) > cap
+            cut += shortened or ((is_text(whole) or isinstance(whole, bytes)) and value_bytes(whole) > cap)
             if isinstance(value, tuple) and isinstance(new, list) and new == list(value):
                 new = value
         if new is not value and new != value:
@@ -155,8 +177,26 @@ def export_attributes(
     return out, dropped, changed, size, cut
 
 
+def _most(limits: ExportLimits, on_event: bool) -> int:
+    if on_event and limits.max_event_attributes is not None:
+        return limits.max_event_attributes
+    return limits.max_attributes
+
+
+def shorten(value: Any, length: int | None) -> tuple[Any, bool]:
+    """``value`` within the standard length limit (a string, or each string of an array), and whether it was cut."""
+    if length is None:
+        return value, False
+    if isinstance(value, (str, bytes)):
+        return (value[:length], True) if len(value) > length else (value, False)
+    if isinstance(value, (list, tuple)) and any(isinstance(v, (str, bytes)) and len(v) > length for v in value):
+        return [v[:length] if isinstance(v, (str, bytes)) else v for v in value], True
+    return value, False
+
+
 def keeps_attribute(
     key: str, value: Any, limits: ExportLimits, export_content: bool, content_keys: frozenset[str], seen: dict[str, str],
+    on_event: bool = False,
 ) -> bool:
     """Whether :func:`export_attributes` leaves this one attribute as it is: its loop's verdict, building nothing.
 
@@ -170,10 +210,12 @@ def keeps_attribute(
     kind = type(value)
     if kind is str:
         new = redact_text_once(value, seen)
-        return (new is value or new == value) and (len(value) if value.isascii() else text_bytes(value)) <= limits.value_cap
+        length = limits.value_length if on_event else limits.span_value_length
+        return ((new is value or new == value) and (length is None or len(value) <= length)
+                and (len(value) if value.isascii() else text_bytes(value)) <= limits.value_cap)
     if kind in _SCALARS:
         return True
-    return not export_attributes({key: value}, limits, export_content, content_keys, 0, seen)[2]
+    return not export_attributes({key: value}, limits, export_content, content_keys, 0, seen, on_event)[2]
 
 
 def _attributes_with_count(attributes: dict[str, Any], dropped: int) -> Any:
@@ -204,10 +246,14 @@ def network_copy(
     events: list[tuple[str, dict[str, Any], int, int | None]] = []  # made Events only for a copy
     event_sizes: list[int] = []
     cut = 0
-    for e in span.events:
+    kept_events = span.events
+    if limits.max_events is not None and len(kept_events) > limits.max_events:
+        kept_events = kept_events[:limits.max_events]  # the first ones, as for attributes and the span budget
+        changed = True
+    for e in kept_events:
         name = redact_text_once(e.name, seen)
         attributes, dropped, event_changed, size, event_cut = export_attributes(
-            e.attributes, limits, export_content, CONTENT_EVENT_KEYS, dropped_count(e.attributes), seen
+            e.attributes, limits, export_content, CONTENT_EVENT_KEYS, dropped_count(e.attributes), seen, True
         )
         changed = changed or event_changed or name != e.name
         cut += event_cut
@@ -217,6 +263,9 @@ def network_copy(
         span.attributes, limits, export_content, sc.CONTENT_ATTRIBUTES, span.dropped_attributes, seen
     )
     cut += attributes_cut
+    links, links_cut = limited_links(span, limits)
+    cut += links_cut
+    changed = changed or links is not None
     if not export_content and sc.RUN_SOURCE in attributes:
         # What collect or import builds from this copy has no contents: marked as --redacted-save
         # runs are, it is never resumed by sending the model empty messages.
@@ -240,7 +289,8 @@ def network_copy(
     name = redact_text_once(span.name, seen)
     if changed or attributes_changed or name != span.name:
         copied = [Event(n, _attributes_with_count(a, d), t) for n, a, d, t in events]
-        span = rebuild_span(span, _attributes_with_count(attributes, dropped), copied, status=status, name=name)
+        span = rebuild_span(span, _attributes_with_count(attributes, dropped), copied, status=status, name=name,
+                            dropped_events=len(span.events) - len(kept_events), links=links)
     bound = envelope(span) + span_bound(span, size, event_sizes)
     if bound <= limits.span_bytes:
         return span, bound
@@ -251,10 +301,47 @@ def network_copy(
     return fitted, encoded_size([fitted])
 
 
+def within_counts(span: ReadableSpan, limits: ExportLimits) -> bool:
+    """The span's events and links, and the links' attributes, are within the standard count and length limits."""
+    if limits.max_events is not None and len(span.events) > limits.max_events:
+        return False
+    return limited_links(span, limits)[0] is None
+
+
+def limited_links(span: ReadableSpan, limits: ExportLimits) -> tuple[BoundedList | None, int]:
+    """The span's links within the link limits (None: all are within them) and how many values were cut."""
+    links = span.links
+    most, length = limits.max_link_attributes, limits.value_length
+    if not links or (limits.max_links is None and most is None and length is None):
+        return None, 0
+    kept = links if limits.max_links is None else links[:limits.max_links]
+    changed = len(kept) < len(links)
+    cut = 0
+    out = []
+    for link in kept:
+        attributes = dict(link.attributes or {})
+        dropped = dropped_count(link.attributes)
+        if most is not None and len(attributes) > most:
+            dropped += len(attributes) - most
+            attributes = dict(list(attributes.items())[:most])
+        for key, value in attributes.items():
+            attributes[key], shortened = shorten(value, length)
+            cut += shortened
+        if dropped != dropped_count(link.attributes) or attributes != dict(link.attributes or {}):
+            changed = True
+        out.append(Link(link.context, bounded_attributes(attributes, dropped)))
+    if not changed:
+        return None, 0
+    bounded = BoundedList(None)
+    bounded.extend(out)
+    bounded.dropped = span.dropped_links + len(links) - len(kept)  # OTLP dropped_links_count
+    return bounded, cut
+
+
 def _mark(attributes: dict[str, Any], key: str, value: Any, limits: ExportLimits) -> int:
     """Set a mark the receiver must see, within the attribute count: the last other attribute gives way (1 dropped)."""
     dropped = 0
-    if key not in attributes and len(attributes) >= limits.max_attributes:
+    if key not in attributes and attributes and len(attributes) >= limits.max_attributes:
         attributes.pop(next(reversed(attributes)))
         dropped = 1
     attributes[key] = value

@@ -12,8 +12,8 @@ the filter's copying path (``export_rules.network_copy``) as before.
 The rule is the filter's own, never restated here: a pair is unchanged when
 ``keeps(key, value, is_event)`` says so (``export_rules.keeps_attribute``, the verdict of
 the filter's attribute pass on that one pair). What
-this module adds is only what holds for a whole span: no more attributes than the filter
-keeps, names redaction leaves alone, no status message (the filter rewrites those).
+this module adds is only what holds for a whole span: no more attributes, events or links than
+the filter keeps, names redaction leaves alone, no status message (the filter rewrites those).
 """
 
 from __future__ import annotations
@@ -34,13 +34,18 @@ class UnchangedSpans:
 
     ``keeps(key, value, is_event)``: the filter leaves this attribute of a span (or of an
     event) as it is. ``same_name(text)``: redaction leaves this span or event name as it is.
-    ``max_attributes``: the filter's count limit (a span or event over it is changed).
+    ``max_attributes``: the filter's count limit (a span or event over it is changed), events'
+    own when ``max_event_attributes`` is given. ``within_counts(span)``: its events and links are
+    within the standard limits (span_limits.py), else the filter would cut them.
     """
 
-    def __init__(self, keeps: Callable[[str, Any, bool], bool], same_name: Callable[[str], bool], max_attributes: int):
+    def __init__(self, keeps: Callable[[str, Any, bool], bool], same_name: Callable[[str], bool], max_attributes: int,
+                 max_event_attributes: int | None = None, within_counts: Callable[[Any], bool] | None = None):
         self._keeps = keeps
         self._same_name = same_name
         self._max = max_attributes
+        self._max_event = max_attributes if max_event_attributes is None else max_event_attributes
+        self._within_counts = within_counts
         self._written: dict[bytes, dict[tuple, bytes]] = {}  # tag -> (key, value[, type]) -> its field
 
     def write(self, span: Any) -> EncodedSpan | None:
@@ -49,6 +54,8 @@ class UnchangedSpans:
         if status is not None and status.description:
             return None
         if not self._same_name(span.name) or not all(self._same_name(e.name) for e in span.events):
+            return None
+        if self._within_counts is not None and not self._within_counts(span):
             return None
         try:
             data = span_field(span, self._attributes)
@@ -59,7 +66,7 @@ class UnchangedSpans:
     def _attributes(self, tag: bytes, attributes: Mapping[str, Any] | None) -> bytes:
         if not attributes:
             return b""
-        if len(attributes) > self._max:
+        if len(attributes) > (self._max if tag == _SPAN_ATTRIBUTES else self._max_event):
             raise _Changed
         written = self._written.get(tag)
         if written is None:

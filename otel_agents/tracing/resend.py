@@ -122,7 +122,7 @@ def resend(spans: Sequence[SpanData], target: ResendTarget, options: TracingOpti
         otlp_exporter(target.protocol, target.timeout_s, **kwargs),
         export_content=options.export_content,
         describe=f"OTLP endpoint {target.endpoint} ({target.protocol})",
-        limits=ExportLimits(value_cap=options.value_cap),
+        limits=ExportLimits(value_cap=options.value_cap, **options.span_limits),
         pause_after_failure_s=0.0,
     )
     try:

@@ -15,6 +15,8 @@ is sent and nothing warns. Project switches:
 - OTEL_AGENTS_EXPORT_VALUE_CAP=N: bytes per exported attribute value (default 65536,
   at least 256); longer values reach the network truncated with a marker and stay
   whole in the local artifacts (export_filter.py has every network-side limit).
+- OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT, OTEL_SPAN_EVENT_COUNT_LIMIT and the other standard span
+  limits bound the network copy only (span_limits.py); the provider itself has none.
 - OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true (or SPAN_ONLY; alias
   OTEL_AGENTS_CAPTURE_INPUT_MESSAGES): the GenAI content attributes on chat and tool
   spans (content_capture.py; off by default: every call repeats the history, quadratic growth).
@@ -51,6 +53,7 @@ from otel_agents.tracing.export_rules import DEFAULT_VALUE_CAP, MIN_VALUE_CAP, E
 from otel_agents.tracing.network_export import NetworkExportProcessor
 from otel_agents.tracing.otlp_json import OtlpJsonFileExporter
 from otel_agents.tracing.sampling import SamplerConfigError, TraceSampling, sampler_from_env
+from otel_agents.tracing.span_limits import LimitError, export_limits_from_env
 from otel_agents.tracing.telemetry import EventListener, Telemetry
 
 TRACER_NAME = "otel_agents"
@@ -85,6 +88,14 @@ def env_value_cap() -> int:
     if cap < MIN_VALUE_CAP:
         raise ConfigError(f"OTEL_AGENTS_EXPORT_VALUE_CAP must be at least {MIN_VALUE_CAP} bytes, not {cap}")
     return cap
+
+
+def env_export_limits() -> dict[str, Any]:
+    """The standard OTEL_*_LIMIT variables as ``ExportLimits`` arguments, validated (span_limits.py)."""
+    try:
+        return export_limits_from_env()
+    except LimitError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def export_timeout_s() -> float:
@@ -129,6 +140,8 @@ class TracingOptions:
     otlp_file: Path | None = None
     export_content: bool = field(default_factory=lambda: env_flag("OTEL_AGENTS_EXPORT_CONTENT", True))
     value_cap: int = field(default_factory=env_value_cap)
+    # OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT and the other standard limits: the network copy's, never the local files'.
+    span_limits: dict[str, Any] = field(default_factory=env_export_limits)
     # All GenAI content attributes, not only input messages (the name predates the others).
     capture_input_messages: bool = field(default_factory=env_capture_content)
     # Batch for network exporters; tests use synchronous export to inspect results.
@@ -238,7 +251,7 @@ def configure_tracing(options: TracingOptions | None = None) -> Tracing:
                 otlp_exporter(protocol, timeout_s),
                 export_content=options.export_content,
                 describe=f"OTLP endpoint {endpoint} ({protocol})",
-                limits=ExportLimits(value_cap=options.value_cap),
+                limits=ExportLimits(value_cap=options.value_cap, **options.span_limits),
             )
         else:
             raise ConfigError(f"unsupported OTEL_TRACES_EXPORTER {name!r} (use otlp, console or none)")
@@ -279,6 +292,8 @@ def _recording_provider() -> TracerProvider:
             max_span_attribute_length=SpanLimits.UNSET,
             max_attributes=SpanLimits.UNSET,
             max_span_attributes=SpanLimits.UNSET,  # max_attributes alone leaves spans at 128
+            max_links=SpanLimits.UNSET,  # else the SDK reads OTEL_SPAN_LINK_COUNT_LIMIT here
+            max_link_attributes=SpanLimits.UNSET,
         ),
     )
 

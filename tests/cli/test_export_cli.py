@@ -219,3 +219,28 @@ def test_a_copy_with_values_cut_imports_as_a_session_that_refuses_to_resume(save
         refused = CliRunner().invoke(cli, command, catch_exceptions=False)
         assert refused.exit_code == 2, refused.output
         assert "cut to the sender's export caps" in refused.output
+
+
+def test_a_copy_cut_by_the_standard_length_limit_imports_as_a_session_known_cut(saved, env, tmp_path):
+    # The standard length limits cut with no marker: the span's count is what says the values are not whole.
+    # (The span-specific one: cut, an event's JSON-valued record field would not import at all.)
+    from google.protobuf.json_format import MessageToJson
+
+    home, session_id = saved
+    env.setenv("OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT", "30")  # session ids (22) whole
+    with HttpTraceReceiver() as receiver:
+        assert invoke(session_id, "--endpoint", receiver.endpoint).exit_code == 0
+        requests = receiver.requests
+    strings = [a.value.string_value for r in requests for rs in r.resource_spans for ss in rs.scope_spans
+               for span in ss.spans for a in span.attributes]
+    assert strings and max(map(len, strings)) == 30
+    copy = tmp_path / "copy.jsonl"
+    copy.write_text("".join(MessageToJson(r, indent=None) + "\n" for r in requests))
+    env.delenv("OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT")
+    env.setenv("OTEL_AGENTS_HOME", str(tmp_path / "central"))
+    imported = CliRunner().invoke(cli, ["import", str(copy)], catch_exceptions=False)
+    assert imported.exit_code == 0, imported.output
+    meta = orjson.loads((tmp_path / "central" / "sessions" / session_id / "meta.json").read_bytes())
+    assert meta["truncated_values"] > 0
+    refused = CliRunner().invoke(cli, ["resume", session_id, "again"], catch_exceptions=False)
+    assert refused.exit_code == 2 and "cut to the sender's export caps" in refused.output

@@ -126,3 +126,28 @@ def test_a_copy_with_values_cut_says_how_many():
     assert filter_span(cut, limits).attributes[sc.EXPORT_TRUNCATED] == 2
     assert filter_span(whole, limits) is whole
     assert sc.EXPORT_TRUNCATED not in cut.attributes  # the local span stays whole and unmarked
+
+
+def test_the_standard_limits_cut_lengths_counts_events_and_links_and_the_copy_says_so():
+    # OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT and the rest (span_limits.py): the first kept, the rest counted.
+    def build(tracer):
+        from opentelemetry.trace import Link, SpanContext
+
+        links = [Link(SpanContext(7, n, is_remote=False), {"why": "previous run", "n": n}) for n in (1, 2)]
+        with tracer.start_as_current_span("chat m", links=links,
+                                          attributes={"a": "x" * 30, "b": ("yy", "z" * 30), "c": 1, "d": 2}) as span:
+            for n in range(3):
+                span.add_event(f"e{n}", {"text": "é" * 30, "n": n, "m": n})
+
+    (span,) = _finished(build)
+    limits = ExportLimits(max_attributes=4, span_value_length=10, value_length=5, max_events=2,
+                          max_event_attributes=2, max_links=1, max_link_attributes=1)
+    out = filter_span(span, limits)
+    assert dict(out.attributes) == {"a": "x" * 10, "b": ("yy", "z" * 10), "c": 1, sc.EXPORT_TRUNCATED: 5}
+    assert [e.name for e in out.events] == ["e0", "e1"] and dict(out.events[1].attributes) == {"text": "é" * 5, "n": 1}
+    assert [dict(link.attributes) for link in out.links] == [{"why": "previ"}]
+    proto = encode_spans([out]).resource_spans[0].scope_spans[0].spans[0]
+    assert (proto.dropped_attributes_count, proto.dropped_events_count, proto.dropped_links_count) == (1, 1, 1)
+    assert proto.events[0].dropped_attributes_count == 1 and proto.links[0].dropped_attributes_count == 1
+    assert len(span.events) == 3 and span.attributes["a"] == "x" * 30  # the local span is untouched
+    assert filter_span(span, ExportLimits(span_value_length=30, value_length=30)) is span  # nothing over: not copied

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
-from opentelemetry.trace import SpanContext, Status, StatusCode
+from opentelemetry.trace import Link, SpanContext, Status, StatusCode
 
 from otel_agents.tracing import semconv as sc
 from otel_agents.tracing.export_filter import NetworkExportFilter
@@ -19,6 +19,9 @@ from test_otlp_proto_encode import stock, values
 
 SECRET = "sk-" + "Q1w2E3r4" * 4
 SMALL = ExportLimits(value_cap=256, max_attributes=4, span_bytes=4096, batch_bytes=8192)
+# The standard OTEL_*_LIMIT variables' bounds (span_limits.py) on top: a span they cut takes the copying path.
+STANDARD = ExportLimits(value_cap=256, max_attributes=4, span_bytes=4096, batch_bytes=8192, max_event_attributes=2,
+                        span_value_length=12, value_length=6, max_events=1, max_links=1, max_link_attributes=1)
 # Keys the filter treats specially (secret, content on spans and events) among plain ones.
 keys = st.sampled_from([
     "gen_ai.operation.name", "otel_agents.agent.id", "n", "authorization", "x.api_key",
@@ -72,6 +75,8 @@ def filtered_spans(draw) -> ReadableSpan:
         name=draw(st.sampled_from(["chat m", "execute_tool t", f"x {SECRET}"])),
         context=SpanContext(1, draw(st.integers(1, 2**64 - 1)), is_remote=False),
         attributes=draw(attribute_maps), events=events,
+        links=[Link(SpanContext(2, i + 1, is_remote=False), draw(st.dictionaries(keys, texts, max_size=2)))
+               for i in range(draw(st.integers(0, 2)))],
         status=Status(code, draw(texts) if code is StatusCode.ERROR else None),
         start_time=1, end_time=2,
     )
@@ -80,7 +85,7 @@ def filtered_spans(draw) -> ReadableSpan:
 @settings(max_examples=200)
 @given(st.lists(st.lists(filtered_spans(), min_size=1, max_size=4), min_size=1, max_size=3), st.booleans())
 def test_written_spans_make_the_requests_filtering_then_encoding_makes(batches, content):
-    for limits in (SMALL, ExportLimits()):
+    for limits in (SMALL, STANDARD, ExportLimits()):
         fast = requests(batches, True, limits=limits, export_content=content)
         assert fast[2] == [None] * len(batches)
         assert fast[0] == requests(batches, False, limits=limits, export_content=content)[0]
@@ -99,9 +104,9 @@ def test_any_span_unchanged_by_the_filter_is_written_as_the_stock_encoder_writes
 @given(keys, st.one_of(attribute_values, values), st.booleans(), st.booleans())
 def test_the_one_attribute_verdict_is_the_filter_passes_verdict(key, value, content, on_event):
     content_keys = CONTENT_EVENT_KEYS if on_event else sc.CONTENT_ATTRIBUTES
-    for limits in (SMALL, ExportLimits()):
-        changed = export_attributes({key: value}, limits, content, content_keys, 0, {})[2]
-        assert keeps_attribute(key, value, limits, content, content_keys, {}) is not changed
+    for limits in (SMALL, STANDARD, ExportLimits()):
+        changed = export_attributes({key: value}, limits, content, content_keys, 0, {}, on_event)[2]
+        assert keeps_attribute(key, value, limits, content, content_keys, {}, on_event) is not changed
 
 
 def test_values_equal_across_types_keep_their_own_encoding_within_one_export():
