@@ -167,8 +167,11 @@ def reload_credentials() -> None:
         _values = None
 
 
-def scrub_text(text: str) -> str:
-    """``text`` with every known credential, in any of its forms, replaced by the marker."""
+def scrub_text(text: str, *, any_base64: bool = False) -> str:
+    """``text`` with every known credential, in any of its forms, replaced by the marker.
+
+    Base64 forms are looked for when a Basic scheme word is in ``text``, or always with ``any_base64``
+    (a piece of a stream, whose scheme word may have been in a piece already shown)."""
     if len(text) < MIN_CREDENTIAL_CHARS:
         return text
     if _values is None:
@@ -179,7 +182,7 @@ def scrub_text(text: str) -> str:
             for form in forms:
                 if form in text:
                     text = text.replace(form, MARKER)
-    if _basic_forms and _BASIC_WORD in text:
+    if _basic_forms and (any_base64 or _BASIC_WORD in text):
         for form in _basic_forms:
             if form in text:
                 text = text.replace(form, MARKER)
@@ -188,14 +191,17 @@ def scrub_text(text: str) -> str:
 
 class StreamScrubber:
     """Text arriving in pieces (a streamed reply), scrubbed before it is shown: a credential may
-    be split across pieces, so the last ``longest_form() - 1`` characters wait for the next piece."""
+    be split across pieces, so the last ``longest_form() - 1`` characters wait for the next piece.
+
+    Base64 forms are replaced wherever they occur: the ``Basic`` word before one may be in a piece
+    already shown, and one shown before a later ``Basic`` word could not be taken back."""
 
     def __init__(self) -> None:
         self._held = ""
 
     def feed(self, text: str) -> str:
         """What of the text so far can be shown now."""
-        text = scrub_text(self._held + text)
+        text = scrub_text(self._held + text, any_base64=True)
         hold = longest_form() - 1
         # A credential starting before the held tail ends inside ``text``: it was replaced whole.
         cut = max(0, len(text) - hold) if hold > 0 else len(text)
@@ -205,4 +211,4 @@ class StreamScrubber:
     def flush(self) -> str:
         """The text held back: the stream ended."""
         text, self._held = self._held, ""
-        return scrub_text(text)
+        return scrub_text(text, any_base64=True)

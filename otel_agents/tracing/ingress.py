@@ -10,7 +10,7 @@ from typing import Any, Mapping, Sequence
 
 from otel_agents.tracing import semconv as sc
 from otel_agents.tracing.credentials import MARKER
-from otel_agents.tracing.redaction import is_secret_key, redact_text
+from otel_agents.tracing.redaction import is_secret_key, redact_secrets
 from otel_agents.version import __version__
 
 
@@ -22,7 +22,8 @@ _SECRET_ENDINGS = ("key", "token", "secret", "password", "passwd", "credentials"
 def redacted_argv(argv: Sequence[str]) -> list[str]:
     """``argv`` with secrets replaced: key-shaped values anywhere, the value of a secret-named
     ``NAME=VALUE``, and the argument after a secret-named option (``--api-key VALUE``), which
-    has no shape to be recognised by."""
+    has no shape to be recognised by. IP addresses are kept, as the session keeps the run's api
+    base: copies that leave the session mask them (``redaction.redact_text``)."""
     out: list[str] = []
     secret_value_next = False
     for arg in map(str, argv):
@@ -35,7 +36,7 @@ def redacted_argv(argv: Sequence[str]) -> list[str]:
             out.append(f"{name}={MARKER}")
             continue
         secret_value_next = arg.startswith("-") and not equals and secret_name(arg)
-        out.append(redact_text(arg))
+        out.append(redact_secrets(arg))
     return out
 
 

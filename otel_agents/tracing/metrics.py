@@ -7,6 +7,7 @@ same instruments (:meth:`GenAiMetrics.observe`). Names, units, bucket boundaries
 attributes are those of the GenAI semantic conventions (model/gen-ai/metrics.yaml and
 docs/gen-ai/gen-ai-metrics.md); the cost counter is ours (``otel_agents.usage.cost``, USD),
 summed from the same ``gen_ai.usage.cost`` span attribute the billing ledger is built from.
+Metric attributes are redacted (IP addresses masked) as every copy that leaves the session is.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 from opentelemetry.trace import StatusCode
 
 from otel_agents.tracing import semconv as sc
+from otel_agents.tracing.redaction import redact_text
 from otel_agents.tracing.spandata import SpanData
 
 if TYPE_CHECKING:
@@ -66,7 +68,10 @@ def _number(value: Any) -> float | None:
 
 
 def _pick(attributes: Mapping[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
-    return {k: attributes[k] for k in keys if attributes.get(k) not in (None, "")}
+    # Metrics only leave the session (a metrics file, a Collector): redacted as spans' copies are,
+    # so `server.address` says [IP] there too (unless OTEL_AGENTS_KEEP_IPS).
+    return {k: redact_text(v) if isinstance(v, str) else v
+            for k in keys if (v := attributes.get(k)) not in (None, "")}
 
 
 @dataclass(frozen=True)

@@ -166,6 +166,35 @@ def test_a_streamed_reply_shows_no_credential_of_the_environment_even_split_acro
     assert streamed.stdout == plain.stdout == 'Your key is [REDACTED], as JSON "[REDACTED]"; done.\n'
 
 
+def test_a_streamed_basic_auth_header_shows_no_credential_when_its_base64_straddles_a_chunk(cli_env, monkeypatch):
+    import base64
+
+    from otel_agents.tracing.credentials import longest_form, reload_credentials
+    from support.openai_server import OpenAIServer, Reply
+
+    key = "sk-proj-AbCd/EfGh+IjKl/MnOp1234"
+    basic = base64.b64encode(f"alice:{key}".encode()).decode()
+    head, tail = "Use the header Authorization: Basic ", " for the proxy."
+    # Dots make the server's first chunk end 5 characters into the base64, the Basic word shown before.
+    size = len(head) + len(basic) - 5
+    content = head + basic + tail + "." * (3 * size - len(head + basic + tail))
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    reload_credentials()
+    try:
+        assert size - (longest_form() - 1) > len(head)  # the word is out of the held tail
+        with OpenAIServer() as server:
+            server.plan(Reply(content=content), Reply(content=content))
+            streamed = invoke("run", "--model", "openai/gpt-4o-mini", "--api-base", server.api_base, "--stream", "how do I auth")
+            plain = invoke("run", "--model", "openai/gpt-4o-mini", "--api-base", server.api_base, "how do I auth")
+    finally:
+        monkeypatch.delenv("OPENAI_API_KEY")
+        reload_credentials()
+    assert streamed.exit_code == 0 and plain.exit_code == 0, streamed.stderr + plain.stderr
+    assert basic[:-8] not in streamed.stdout
+    assert streamed.stdout == plain.stdout
+    assert streamed.stdout.startswith(head) and "[REDACTED]" in streamed.stdout
+
+
 UNTRUSTED = "ding\a over\rwrite \u202eabc \x1b[2J \x9b31m done"
 UNTRUSTED_SHOWN = "ding\\x07 over\\rwrite \\u202eabc \\x1b[2J \\x9b31m done"
 

@@ -179,3 +179,43 @@ def test_a_stream_split_anywhere_shows_what_the_whole_text_scrubbed_shows(enviro
     scrubber = credentials.StreamScrubber()
     shown = "".join(scrubber.feed(text[a:b]) for a, b in zip(bounds, bounds[1:])) + scrubber.flush()
     assert shown == scrub_text(text)
+
+
+def _basic(user, value):
+    return base64.b64encode(f"{user}:{value}".encode()).decode()
+
+
+# Each form a credential takes, with a Basic scheme word before or after its base64 (the one word
+# and the base64 a chunk apart once the dots make the text longer than the held tail).
+_STREAMED_TEXTS = [
+    *(f"Use the header Authorization: Basic {_basic(user, KEY)} for the proxy.{'.' * 40}" for user in ("alice", "bo", "b")),
+    f"{'.' * 50} basic {_basic('', SLASHED)}{'.' * 50}",
+    f"token {_basic('bob', TOKEN)} is the Basic credential",
+    f"error: {json.dumps(json.dumps(SLASHED))} and {quote(SLASHED, safe='')} and {quote_plus(KEY)}{'.' * 30}",
+    f"{KEY}{'.' * 40}{TOKEN}",
+]
+
+
+def _streamed(text, bounds):
+    scrubber = credentials.StreamScrubber()
+    return "".join(scrubber.feed(text[a:b]) for a, b in zip(bounds, bounds[1:])) + scrubber.flush()
+
+
+@pytest.mark.parametrize("text", _STREAMED_TEXTS)
+def test_a_stream_split_at_any_point_of_any_form_shows_what_the_whole_text_scrubbed_shows(environment, monkeypatch, text):
+    monkeypatch.setattr(credentials, "_added", {SLASHED})
+    reload_credentials()
+    whole = scrub_text(text)
+    assert KEY not in whole and "MnOp1234" not in whole and all(_basic(u, KEY) not in whole for u in ("alice", "bo", "b"))
+    for cut in range(len(text) + 1):
+        assert _streamed(text, [0, cut, len(text)]) == whole, cut
+    assert _streamed(text, list(range(len(text) + 1))) == whole  # a character a chunk
+
+
+@settings(_ONE_ENVIRONMENT, max_examples=300)
+@given(st.sampled_from(_STREAMED_TEXTS), st.lists(st.integers(0, 200), max_size=8))
+def test_a_stream_cut_into_many_chunks_shows_what_the_whole_text_scrubbed_shows(environment, monkeypatch, text, cuts):
+    monkeypatch.setattr(credentials, "_added", {SLASHED})
+    reload_credentials()
+    bounds = [0, *sorted(c for c in cuts if c < len(text)), len(text)]
+    assert _streamed(text, bounds) == scrub_text(text)

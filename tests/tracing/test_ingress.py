@@ -111,3 +111,28 @@ def test_the_user_info_of_a_url_is_redacted_in_the_command_line():
     assert redacted[4] == f"--api-base=http://{MARKER}@example.com:8080/v1"
     assert redacted[5] == f"see http://{MARKER}@h/x and mail me@example.com"  # an address is not a URL's user-info
     assert redacted_argv(redacted) == redacted
+
+
+def test_the_command_line_keeps_an_address_as_the_api_base_does_and_copies_that_leave_mask_both(home, tmp_path):
+    from support.openai_server import OpenAIServer, Reply
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    env.update(OTEL_TRACES_EXPORTER="none", OTEL_AGENTS_HOME=str(home), OPENAI_API_KEY="sk-test-ingress-0000")
+    otlp_file = tmp_path / "run.jsonl"
+    with OpenAIServer() as server:
+        server.plan(Reply(content="hello"))
+        base = server.api_base
+        done = subprocess.run([sys.executable, "-m", "otel_agents", "run", "--model", "openai/gpt-4o-mini",
+                               "--api-base", base, "--otlp-file", str(otlp_file), "hi"],
+                              env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    (directory,) = (home / "sessions").iterdir()
+    shown = subprocess.run([sys.executable, "-m", "otel_agents", "sessions", "show", directory.name], env=env,
+                           capture_output=True, text=True, timeout=60)
+    assert shown.returncode == 0, shown.stderr
+    # `sessions show` reads the session directory, which keeps the address: both lines say where the run went.
+    [argv] = [line for line in shown.stdout.splitlines() if line.startswith("  argv ")]
+    assert f"--api-base {base} " in argv and f"  api base {base}\n" in shown.stdout
+    exported = otlp_file.read_text()
+    assert "127.0.0.1" in base and "127.0.0.1" not in exported
+    assert exported.count("otel_agents.ingress.argv") == 1 and "http://[IP]:" in exported

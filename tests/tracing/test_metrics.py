@@ -101,7 +101,7 @@ def test_a_chat_span_gives_duration_token_usage_and_cost():
     assert duration.count == 1 and duration.sum > 0
     assert duration.attributes == {
         sc.GEN_AI_OPERATION_NAME: "chat", sc.GEN_AI_PROVIDER_NAME: "openai", sc.GEN_AI_REQUEST_MODEL: "gpt-4o-mini",
-        sc.GEN_AI_RESPONSE_MODEL: "gpt-4o-mini-2024-07-18", sc.SERVER_ADDRESS: "127.0.0.1", sc.SERVER_PORT: 8080,
+        sc.GEN_AI_RESPONSE_MODEL: "gpt-4o-mini-2024-07-18", sc.SERVER_ADDRESS: "[IP]", sc.SERVER_PORT: 8080,
     }
     tokens = {p.attributes[gm.GEN_AI_TOKEN_TYPE]: p for p in named(points, gm.CLIENT_TOKEN_USAGE)}
     assert (tokens["input"].count, tokens["input"].sum) == (1, 120)
@@ -109,6 +109,30 @@ def test_a_chat_span_gives_duration_token_usage_and_cost():
     [cost] = named(points, gm.USAGE_COST)
     assert cost.value == pytest.approx(0.0025) and cost.monotonic and cost.kind == "sum"
     assert named(points, gm.CLIENT_TIME_TO_FIRST_CHUNK) == []  # not streamed: not reported, as the conventions say
+
+
+@pytest.mark.parametrize("keep", [False, True])
+def test_a_server_address_is_masked_in_every_instrument_unless_ips_are_kept(monkeypatch, keep):
+    from otel_agents.tracing import ip_masking
+
+    monkeypatch.setenv(ip_masking.KEEP_IPS_ENV, "true" if keep else "false")
+    ip_masking.reload_ip_setting()
+    try:
+        meters = Meters()
+        for address in ("10.1.2.3", "fe80::1"):
+            meters.span("chat gpt-4o-mini", chat_attrs(**{
+                sc.SERVER_ADDRESS: address, sc.GEN_AI_USAGE_INPUT_TOKENS: 3, sc.GEN_AI_USAGE_OUTPUT_TOKENS: 2,
+                sc.GEN_AI_USAGE_COST: 0.5, gm.TIME_TO_FIRST_CHUNK_ATTRIBUTE: 0.1,
+            }))
+        points = meters.points()
+    finally:
+        monkeypatch.delenv(ip_masking.KEEP_IPS_ENV)
+        ip_masking.reload_ip_setting()
+    chat = [p for p in points if p.name != gm.INVOKE_AGENT_DURATION]
+    assert {p.name for p in chat} == {gm.CLIENT_OPERATION_DURATION, gm.CLIENT_TOKEN_USAGE, gm.USAGE_COST,
+                                      gm.CLIENT_TIME_TO_FIRST_CHUNK}
+    addresses = {p.attributes[sc.SERVER_ADDRESS] for p in chat}
+    assert addresses == ({"10.1.2.3", "fe80::1"} if keep else {"[IP]"})
 
 
 def test_a_failed_attempt_is_timed_with_its_error_type_and_bills_nothing():
@@ -304,3 +328,25 @@ def test_metrics_exporter_none_sends_spans_but_no_metrics(tmp_path):
         run_cli(tmp_path, "none", OTEL_EXPORTER_OTLP_ENDPOINT=receiver.endpoint, OTEL_METRICS_EXPORTER="none")
         assert receiver.trace_requests >= 1
         assert receiver.metric_requests == []
+
+
+def test_a_run_against_a_server_exports_its_address_masked_in_the_metrics_file_and_over_otlp(tmp_path):
+    from support.openai_server import OpenAIServer, Reply
+
+    with OpenAIServer() as server, HttpMetricsReceiver() as receiver:
+        server.plan(Reply(content="hello"))
+        otlp_file = tmp_path / "run.jsonl"
+        out = subprocess.run(
+            [sys.executable, "-m", "otel_agents", "run", "--model", "openai/gpt-4o-mini", "--api-base",
+             server.api_base, "--otlp-file", str(otlp_file), "hi"],
+            env=clean_env(OTEL_AGENTS_HOME=str(tmp_path / "home"), OPENAI_API_KEY="sk-test-metrics-0000",
+                          OTEL_EXPORTER_OTLP_ENDPOINT=receiver.endpoint, OTEL_EXPORTER_OTLP_PROTOCOL="http/protobuf"),
+            capture_output=True, text=True, timeout=180, cwd=tmp_path,
+        )
+        assert out.returncode == 0, out.stderr
+        requests = receiver.wait_for_metrics(1)
+        assert "127.0.0.1" in server.api_base
+    for points in (file_points(metrics_file_for(otlp_file)), metric_points(requests)):
+        durations = named(points, gm.CLIENT_OPERATION_DURATION)
+        assert durations and {p.attributes[sc.SERVER_ADDRESS] for p in durations} == {"[IP]"}
+    assert "127.0.0.1" not in metrics_file_for(otlp_file).read_text()
