@@ -71,9 +71,11 @@ def wanted_exporters() -> list[str]:
     return out
 
 
-def configure_metrics(otlp_file: Path | None = None) -> Any:
-    """A :class:`GenAiMetricsProcessor` for the tracer provider, or None when nothing asks for metrics."""
-    exporters = wanted_exporters()
+def configure_metrics(otlp_file: Path | None = None, *, network: bool = True) -> Any:
+    """A :class:`GenAiMetricsProcessor` for the tracer provider, or None when nothing asks for metrics.
+
+    ``network=False`` (OTEL_SDK_DISABLED): only the ``--otlp-file`` metrics file, nothing sent."""
+    exporters = wanted_exporters() if network else []
     interval = export_interval_ms()
     if not exporters and otlp_file is None:
         return None  # the offline default: no metrics SDK import, no MeterProvider, no reader thread
@@ -95,6 +97,9 @@ def configure_metrics(otlp_file: Path | None = None) -> Any:
     # shutdown would log a warning).
     provider = MeterProvider(metric_readers=readers, resource=make_resource(),
                              exemplar_filter=AlwaysOffExemplarFilter(), shutdown_on_exit=False)
+    # OTEL_SDK_DISABLED would make its meters no-ops; here it means only that nothing is sent (network=False),
+    # and the --otlp-file metrics are still written, as the spans are (setup._recording_only).
+    provider._disabled = False  # noqa: SLF001 - test_metrics_setup.py catches an SDK change
     return GenAiMetricsProcessor(provider)
 
 

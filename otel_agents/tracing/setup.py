@@ -289,12 +289,17 @@ def _recording_only(options: TracingOptions) -> Tracing:
     The session directory and the ledger are derived from the spans, so a provider that made no
     spans would leave the run unbilled and its budget uncounted at resume. The SDK's provider reads
     the variable itself and would hand out no-op tracers; ours is told it is not disabled. A
-    ``--otlp-file`` asked for explicitly is still written: it is a local file, not a sending."""
+    ``--otlp-file`` asked for explicitly is still written, and its metrics file beside it: they are
+    local files, not a sending."""
     provider = _recording_provider()
     provider._disabled = False  # noqa: SLF001 - see above; tests/tracing/test_setup.py catches an SDK change
     tracing = Tracing(provider, Telemetry(provider.get_tracer(TRACER_NAME, __version__)), options)
     if options.otlp_file is not None:
         provider.add_span_processor(SimpleSpanProcessor(OtlpJsonFileExporter(options.otlp_file)))
+        from otel_agents.tracing.metrics_setup import configure_metrics
+
+        # The file's sibling run.metrics.jsonl is as local as the file: written, whatever OTEL_METRICS_EXPORTER says.
+        provider.add_span_processor(configure_metrics(options.otlp_file, network=False))
     return tracing
 
 
