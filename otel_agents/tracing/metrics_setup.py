@@ -75,32 +75,39 @@ def configure_metrics(otlp_file: Path | None = None, *, network: bool = True) ->
     """A :class:`GenAiMetricsProcessor` for the tracer provider, or None when nothing asks for metrics.
 
     ``network=False`` (OTEL_SDK_DISABLED): only the ``--otlp-file`` metrics file, nothing sent."""
+    return build_metrics(otlp_file, network=network)[0]
+
+
+def build_metrics(otlp_file: Path | None = None, *, network: bool = True) -> tuple[Any, list[Any]]:
+    """:func:`configure_metrics`'s processor, and its OTLP exporters (``ReportingMetricExporter``) for the exit report."""
     exporters = wanted_exporters() if network else []
     interval = export_interval_ms()
     if not exporters and otlp_file is None:
-        return None  # the offline default: no metrics SDK import, no MeterProvider, no reader thread
+        return None, []  # the offline default: no metrics SDK import, no MeterProvider, no reader thread
     from opentelemetry.sdk.metrics import AlwaysOffExemplarFilter, MeterProvider
     from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
 
     from otel_agents.tracing.metrics import GenAiMetricsProcessor
     from otel_agents.tracing.metrics_exporters import OtlpJsonMetricsFileExporter
 
-    readers = []
+    readers, reporting = [], []
     for name in exporters:
         exporter = _console_exporter() if name == "console" else _otlp_exporter()
+        if name == "otlp":
+            reporting.append(exporter)
         readers.append(PeriodicExportingMetricReader(exporter, export_interval_millis=interval))
     if otlp_file is not None:
         readers.append(PeriodicExportingMetricReader(OtlpJsonMetricsFileExporter(metrics_file_for(otlp_file)),
                                                      export_interval_millis=interval))
     # Exemplars would tie metric points to span ids: off, they cost and say nothing the spans do not.
-    # shutdown_on_exit=False: the processor shuts it down with the tracer provider (a second, at-exit
-    # shutdown would log a warning).
+    # shutdown_on_exit=False: the processor shuts it down with the tracer provider, or Tracing.shutdown
+    # beside it (exit_wait.py); a second, at-exit shutdown would log a warning.
     provider = MeterProvider(metric_readers=readers, resource=make_resource(),
                              exemplar_filter=AlwaysOffExemplarFilter(), shutdown_on_exit=False)
     # OTEL_SDK_DISABLED would make its meters no-ops; here it means only that nothing is sent (network=False),
     # and the --otlp-file metrics are still written, as the spans are (setup._recording_only).
     provider._disabled = False  # noqa: SLF001 - test_metrics_setup.py catches an SDK change
-    return GenAiMetricsProcessor(provider)
+    return GenAiMetricsProcessor(provider), reporting
 
 
 def _console_exporter() -> Any:

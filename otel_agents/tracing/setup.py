@@ -32,7 +32,6 @@ from __future__ import annotations
 import logging
 import os
 import sys
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -145,6 +144,8 @@ class Tracing:
     network_exporters: list[SpanExporter] = field(default_factory=list)
     network_processors: list[NetworkExportProcessor] = field(default_factory=list)
     export_timeout_s: float = DEFAULT_EXPORT_TIMEOUT_S
+    metrics: Any = None  # exit_wait.ShutdownOnce around the GenAI metrics processor, shut down beside the provider
+    metric_reporters: list[Any] = field(default_factory=list)  # its OTLP exporters, for the exit report
     _shut_down: bool | None = field(default=None, init=False, repr=False)  # the first shutdown's answer
 
     @property
@@ -158,13 +159,22 @@ class Tracing:
     def add_listener(self, listener: EventListener) -> None:
         self.telemetry.listeners.append(listener)
 
+    def add_metrics(self, processor: SpanProcessor, reporters: list[Any]) -> None:
+        from otel_agents.tracing.exit_wait import ShutdownOnce
+
+        self.metrics = ShutdownOnce(processor)
+        self.metric_reporters = reporters
+        self.add_processor(self.metrics)
+
     def shutdown(self, bound_s: float | None = None) -> bool:
         """Flush and stop, bounded: a hanging receiver never holds the process.
 
-        ``bound_s`` defaults to the export timeout plus SHUTDOWN_GRACE_S. Returns False
-        when the bound was reached (the flush goes on in a daemon thread that dies with
-        the process; only network copies can be lost). One warning per endpoint that
-        did not get every span says how many it missed. Only the first call shuts down (the
+        ``bound_s`` defaults to the export timeout plus SHUTDOWN_GRACE_S. The metrics flush
+        beside the spans, each side given the whole bound (exit_wait.py): spans to an endpoint
+        that is down do not use up the metrics' time. Returns False when the bound was reached
+        (the flush goes on in a daemon thread that dies with the process; only network copies
+        can be lost). One warning per endpoint that did not get every span says how many it
+        missed, one per metrics endpoint that failed or did not answer in time. Only the first call shuts down (the
         command's own, or its owner's on the way out); later ones return its answer.
         """
         if self.provider is None:
@@ -175,15 +185,19 @@ class Tracing:
             bound_s = self.export_timeout_s + SHUTDOWN_GRACE_S
         for processor in self.network_processors:
             processor.begin_exit()
-        worker = threading.Thread(target=self.provider.shutdown, name="otel-agents-shutdown", daemon=True)
-        worker.start()
-        worker.join(bound_s)
-        finished = self._shut_down = not worker.is_alive()
+        from otel_agents.tracing.exit_wait import bounded_exit
+
+        spans_done, metrics_done = bounded_exit(self.provider, self.metrics, bound_s)
+        self._shut_down = spans_done and metrics_done
         for processor in self.network_processors:
-            report = processor.exit_report(finished, bound_s)
+            report = processor.exit_report(spans_done, bound_s)
             if report is not None:
                 processor.exporter.warn(report)
-        return finished
+        for reporter in self.metric_reporters:
+            report = reporter.exit_report(metrics_done, bound_s)
+            if report is not None:
+                print(report, file=sys.stderr, flush=True)
+        return self._shut_down
 
 
 def otlp_exporter(protocol: str, timeout_s: float, **kwargs: Any) -> SpanExporter:
@@ -255,11 +269,11 @@ def configure_tracing(options: TracingOptions | None = None) -> Tracing:
     if options.otlp_file is not None:
         provider.add_span_processor(SimpleSpanProcessor(OtlpJsonFileExporter(options.otlp_file)))
     # GenAI metrics from ended spans (metrics_setup.py); None, at no cost, unless something asks for them.
-    from otel_agents.tracing.metrics_setup import configure_metrics
+    from otel_agents.tracing.metrics_setup import build_metrics
 
-    metrics = configure_metrics(options.otlp_file)
+    metrics, reporters = build_metrics(options.otlp_file)
     if metrics is not None:
-        provider.add_span_processor(metrics)
+        tracing.add_metrics(metrics, reporters)
     return tracing
 
 
@@ -299,7 +313,7 @@ def _recording_only(options: TracingOptions) -> Tracing:
         from otel_agents.tracing.metrics_setup import configure_metrics
 
         # The file's sibling run.metrics.jsonl is as local as the file: written, whatever OTEL_METRICS_EXPORTER says.
-        provider.add_span_processor(configure_metrics(options.otlp_file, network=False))
+        tracing.add_metrics(configure_metrics(options.otlp_file, network=False), [])
     return tracing
 
 

@@ -33,7 +33,7 @@ def test_nothing_configured_builds_no_meter_provider_and_imports_no_metrics_sdk(
         "from otel_agents.tracing.metrics import GenAiMetricsProcessor\n"
         "t = configure_tracing()\n"
         "procs = t.provider._active_span_processor._span_processors\n"
-        "print(any(isinstance(p, GenAiMetricsProcessor) for p in procs), 'opentelemetry.sdk.metrics' in sys.modules)\n"
+        "print(any(isinstance(getattr(p, 'inner', p), GenAiMetricsProcessor) for p in procs), 'opentelemetry.sdk.metrics' in sys.modules)\n"
     )
     def run(**env):
         out = subprocess.run([sys.executable, "-c", code], env=clean_env(**env), capture_output=True, text=True, timeout=60)
