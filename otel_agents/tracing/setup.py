@@ -5,8 +5,9 @@ OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES,
 OTEL_TRACES_EXPORTER (otlp | console | none), OTEL_EXPORTER_OTLP_ENDPOINT,
 OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, OTEL_EXPORTER_OTLP_PROTOCOL /
 OTEL_EXPORTER_OTLP_TRACES_PROTOCOL (grpc | http/protobuf), OTEL_EXPORTER_OTLP_HEADERS,
-OTEL_EXPORTER_OTLP_TIMEOUT / OTEL_EXPORTER_OTLP_TRACES_TIMEOUT (seconds, as the Python
-OTLP exporters read them), OTEL_TRACES_SAMPLER / OTEL_TRACES_SAMPLER_ARG (what is sent:
+OTEL_EXPORTER_OTLP_TIMEOUT / OTEL_EXPORTER_OTLP_TRACES_TIMEOUT (seconds, as the installed
+Python OTLP exporters read them; the specification says milliseconds, so a value of
+LIKELY_MILLISECONDS_S or more is warned about), OTEL_TRACES_SAMPLER / OTEL_TRACES_SAMPLER_ARG (what is sent:
 the provider records every span, see sampling.py). With no endpoint configured nothing
 is sent and nothing warns. Project switches:
 
@@ -23,7 +24,8 @@ A receiver that is down, refuses or hangs costs one warning line at exit, giving
 number of spans not delivered, and a bounded delay: each export attempt gives up
 after the export timeout (OTEL_EXPORTER_OTLP_TRACES_TIMEOUT, else
 OTEL_EXPORTER_OTLP_TIMEOUT, else DEFAULT_EXPORT_TIMEOUT_S), and ``Tracing.shutdown``
-waits at most that timeout plus SHUTDOWN_GRACE_S for the final flush. Local
+waits at most that timeout plus SHUTDOWN_GRACE_S for the final flush, and never more
+than MAX_EXIT_WAIT_S whatever the timeout (what it did not confirm is warned about). Local
 artifacts are written by their own synchronous processors and never wait for the network.
 """
 
@@ -57,6 +59,10 @@ DEFAULT_SERVICE_NAME = "otel-agents"
 # A receiver that is down or hangs may cost at most the export timeout plus the grace at exit.
 DEFAULT_EXPORT_TIMEOUT_S = 3.0
 SHUTDOWN_GRACE_S = 1.0
+# Whatever the timeout, the exit waits no longer: a spec-minded OTEL_EXPORTER_OTLP_TIMEOUT=10000 (10 s in
+# milliseconds) is 10000 s to the installed exporters, which read seconds.
+MAX_EXIT_WAIT_S = 30.0
+LIKELY_MILLISECONDS_S = 1000.0
 TIMEOUT_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT")
 PROTOCOLS = ("grpc", "http/protobuf")
 
@@ -102,9 +108,21 @@ def export_timeout_s() -> float:
     return DEFAULT_EXPORT_TIMEOUT_S
 
 
+def exit_bound_s(timeout_s: float) -> float:
+    """The longest ``Tracing.shutdown`` waits for the network: the export timeout plus the grace, at most MAX_EXIT_WAIT_S."""
+    return min(timeout_s + SHUTDOWN_GRACE_S, MAX_EXIT_WAIT_S)
+
+
 def shutdown_bound_s() -> float:
-    """The longest ``Tracing.shutdown`` waits for the network: the export timeout plus the grace."""
-    return export_timeout_s() + SHUTDOWN_GRACE_S
+    return exit_bound_s(export_timeout_s())
+
+
+def warn_about_millisecond_timeout(timeout_s: float) -> None:
+    """One line when the timeout looks like the specification's milliseconds, read here as seconds."""
+    if timeout_s >= LIKELY_MILLISECONDS_S:
+        print(f"warning: the OTLP export timeout {timeout_s:g} is read as seconds, as the installed OTLP exporters "
+              f"read OTEL_EXPORTER_OTLP_TIMEOUT (not the specification's milliseconds); the exit waits at most "
+              f"{MAX_EXIT_WAIT_S:g} s", file=sys.stderr, flush=True)
 
 
 def check_env_list_variables(*, resource: bool = True) -> None:
@@ -169,7 +187,7 @@ class Tracing:
     def shutdown(self, bound_s: float | None = None) -> bool:
         """Flush and stop, bounded: a hanging receiver never holds the process.
 
-        ``bound_s`` defaults to the export timeout plus SHUTDOWN_GRACE_S. The metrics flush
+        ``bound_s`` defaults to the export timeout plus SHUTDOWN_GRACE_S, at most MAX_EXIT_WAIT_S. The metrics flush
         beside the spans, each side given the whole bound (exit_wait.py): spans to an endpoint
         that is down do not use up the metrics' time. Returns False when the bound was reached
         (the flush goes on in a daemon thread that dies with the process; only network copies
@@ -182,7 +200,7 @@ class Tracing:
         if self._shut_down is not None:
             return self._shut_down
         if bound_s is None:
-            bound_s = self.export_timeout_s + SHUTDOWN_GRACE_S
+            bound_s = exit_bound_s(self.export_timeout_s)
         for processor in self.network_processors:
             processor.begin_exit()
         from otel_agents.tracing.exit_wait import bounded_exit
@@ -247,6 +265,7 @@ def configure_tracing(options: TracingOptions | None = None) -> Tracing:
                 continue  # nothing configured: nothing sent, nothing said
             protocol = otlp_protocol()
             check_endpoint(endpoint, protocol)
+            warn_about_millisecond_timeout(timeout_s)
             quiet_exporter_loggers()
             exporter = NetworkExportFilter(
                 otlp_exporter(protocol, timeout_s),

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
+import sys
 import time
 
 import pytest
 
 from otel_agents.tracing import semconv as sc
+from otel_agents.tracing import setup
 from otel_agents.tracing.setup import configure_tracing
 
 
@@ -60,3 +63,38 @@ def test_what_the_bound_cut_short_is_said_for_metrics_too(monkeypatch, silent_en
     assert lines[1].startswith("warning: could not send metrics to OTLP endpoint")
     assert tracing.shutdown() is False  # the first call's answer, nothing said again
     assert capsys.readouterr().err == ""
+
+
+def test_a_timeout_meant_as_milliseconds_neither_holds_the_exit_nor_goes_unsaid(monkeypatch, silent_endpoint, capsys):
+    # OTEL_EXPORTER_OTLP_TIMEOUT=10000 is 10 s to the specification, 10000 s to the installed exporters
+    # (seconds): the exit waited for hours.
+    monkeypatch.setattr(setup, "MAX_EXIT_WAIT_S", 1.0)
+    tracing = _traced_run(monkeypatch, silent_endpoint, "10000")
+    (said,) = capsys.readouterr().err.splitlines()
+    assert said.startswith("warning: the OTLP export timeout 10000 is read as seconds")
+    started = time.monotonic()
+    assert tracing.shutdown() is False
+    assert time.monotonic() - started < 1.5
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 2 and all("no answer within 1 s at exit" in line for line in lines)
+
+
+def test_the_process_exits_once_the_wait_is_over(tmp_path, silent_endpoint):
+    # Nothing left behind (the SDK's at-exit shutdown, reader or exporter threads) holds the interpreter.
+    code = (
+        "import time\n"
+        "from otel_agents.tracing import setup\n"
+        "setup.MAX_EXIT_WAIT_S = 1.0\n"
+        "t = setup.configure_tracing()\n"
+        "with t.telemetry.tracer.start_as_current_span('invoke_agent a') as s:\n"
+        "    s.set_attribute('gen_ai.operation.name', 'invoke_agent')\n"
+        "t.shutdown()\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    env.update(OTEL_EXPORTER_OTLP_ENDPOINT=silent_endpoint, OTEL_METRICS_EXPORTER="otlp",
+               OTEL_EXPORTER_OTLP_TIMEOUT="10000")
+    started = time.monotonic()
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert time.monotonic() - started < 15
+    assert out.returncode == 0 and "Traceback" not in out.stderr
+    assert out.stderr.count("no answer within 1 s at exit") == 2
