@@ -24,6 +24,7 @@ from typing import Any
 from otel_agents.tracing.setup import (
     DEFAULT_EXPORT_TIMEOUT_S,
     ConfigError,
+    check_compression,
     check_endpoint,
     make_resource,
     otlp_protocol,
@@ -120,6 +121,7 @@ def _otlp_exporter() -> Any:
     endpoint = metrics_endpoint()
     protocol = otlp_protocol("METRICS")
     check_endpoint(endpoint, protocol)
+    check_compression("METRICS")
     timeout_set = any(os.environ.get(v) for v in ("OTEL_EXPORTER_OTLP_TIMEOUT", "OTEL_EXPORTER_OTLP_METRICS_TIMEOUT"))
     kwargs = {} if timeout_set else {"timeout": DEFAULT_EXPORT_TIMEOUT_S}
     # The exporters log a traceback per failure; ReportingMetricExporter says it once.

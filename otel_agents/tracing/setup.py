@@ -1,10 +1,12 @@
 """TracerProvider set-up from the standard OTEL_* variables.
 
-Honoured: OTEL_SDK_DISABLED (nothing is sent; the session is still recorded and billed),
+Honoured: OTEL_SDK_DISABLED (only `true`; nothing is sent; the session is still recorded and billed),
 OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES,
-OTEL_TRACES_EXPORTER (otlp | console | none), OTEL_EXPORTER_OTLP_ENDPOINT,
+OTEL_TRACES_EXPORTER (otlp | console | none; otel_agents, the application's entry point, is
+ignored), OTEL_EXPORTER_OTLP_ENDPOINT,
 OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, OTEL_EXPORTER_OTLP_PROTOCOL /
-OTEL_EXPORTER_OTLP_TRACES_PROTOCOL (grpc | http/protobuf), OTEL_EXPORTER_OTLP_HEADERS,
+OTEL_EXPORTER_OTLP_TRACES_PROTOCOL (grpc | http/protobuf), OTEL_EXPORTER_OTLP_[TRACES_]COMPRESSION
+(gzip | deflate | none; these three read and checked in otlp_env.py), OTEL_EXPORTER_OTLP_HEADERS,
 OTEL_EXPORTER_OTLP_TIMEOUT / OTEL_EXPORTER_OTLP_TRACES_TIMEOUT (seconds, as the installed
 Python OTLP exporters read them; the specification says milliseconds, so a value of
 LIKELY_MILLISECONDS_S or more is warned about), OTEL_TRACES_SAMPLER / OTEL_TRACES_SAMPLER_ARG (what is sent:
@@ -37,7 +39,6 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
 
 from opentelemetry.sdk.resources import OTELResourceDetector, Resource
 from opentelemetry.sdk.trace import SpanLimits, SpanProcessor, TracerProvider
@@ -50,6 +51,14 @@ from otel_agents.tracing.env_lists import ListFormatError, check_env_lists
 from otel_agents.tracing.export_filter import NetworkExportFilter
 from otel_agents.tracing.export_rules import DEFAULT_VALUE_CAP, MIN_VALUE_CAP, ExportLimits
 from otel_agents.tracing.network_export import NetworkExportProcessor
+from otel_agents.tracing.otlp_env import (  # noqa: F401 - re-exported: the other modules import them from here
+    COMPRESSIONS,
+    PROTOCOLS,
+    ConfigError,
+    check_compression,
+    check_endpoint,
+    otlp_protocol,
+)
 from otel_agents.tracing.otlp_json import OtlpJsonFileExporter
 from otel_agents.tracing.sampling import SamplerConfigError, TraceSampling, sampler_from_env
 from otel_agents.tracing.telemetry import EventListener, Telemetry
@@ -64,11 +73,6 @@ SHUTDOWN_GRACE_S = 1.0
 MAX_EXIT_WAIT_S = 30.0
 LIKELY_MILLISECONDS_S = 1000.0
 TIMEOUT_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT")
-PROTOCOLS = ("grpc", "http/protobuf")
-
-
-class ConfigError(ValueError):
-    """Bad tracing configuration (reported as a usage error)."""
 
 
 def env_flag(name: str, default: bool) -> bool:
@@ -76,6 +80,16 @@ def env_flag(name: str, default: bool) -> bool:
     if value is None or value.strip() == "":
         return default
     return value.strip().lower() in {"1", "true", "yes", "on"}
+
+
+def sdk_disabled() -> bool:
+    """OTEL_SDK_DISABLED as the specification reads it: only ``true`` (any case) is true; a value that is
+    neither true nor false is false, said in one warning line."""
+    value = (os.environ.get("OTEL_SDK_DISABLED") or "").strip().lower()
+    if value not in {"", "true", "false"}:
+        print(f"warning: OTEL_SDK_DISABLED={value!r} is taken as false (only 'true' disables)", file=sys.stderr,
+              flush=True)
+    return value == "true"
 
 
 def env_value_cap() -> int:
@@ -234,7 +248,7 @@ def otlp_exporter(protocol: str, timeout_s: float, **kwargs: Any) -> SpanExporte
 def configure_tracing(options: TracingOptions | None = None) -> Tracing:
     options = options or TracingOptions()
     check_env_list_variables()  # also when disabled: the recording's resource reads OTEL_RESOURCE_ATTRIBUTES
-    if env_flag("OTEL_SDK_DISABLED", False):
+    if sdk_disabled():
         return _recording_only(options)
 
     try:
@@ -249,7 +263,9 @@ def configure_tracing(options: TracingOptions | None = None) -> Tracing:
     exporters = [e.strip().lower() for e in (os.environ.get("OTEL_TRACES_EXPORTER") or "otlp").split(",")]
     endpoint = os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
     for name in exporters:
-        if name in {"none", ""}:
+        # otel_agents is the entry point recording an application's sessions (docs/exporter.md); the CLI
+        # records its own, so the variable set for an application in the shell does not stop it.
+        if name in {"none", "", "otel_agents"}:
             continue
         if name == "console":
             from opentelemetry.sdk.trace.export import ConsoleSpanExporter
@@ -265,6 +281,7 @@ def configure_tracing(options: TracingOptions | None = None) -> Tracing:
                 continue  # nothing configured: nothing sent, nothing said
             protocol = otlp_protocol()
             check_endpoint(endpoint, protocol)
+            check_compression()
             warn_about_millisecond_timeout(timeout_s)
             quiet_exporter_loggers()
             exporter = NetworkExportFilter(
@@ -344,35 +361,6 @@ def make_resource() -> Resource:
     if OTELResourceDetector().detect().attributes.get("service.name"):
         return detected
     return detected.merge(Resource({"service.name": DEFAULT_SERVICE_NAME}))
-
-
-def otlp_protocol(signal: str = "TRACES") -> str:
-    """The signal's protocol variable (TRACES or METRICS), else the general one; http/protobuf by default."""
-    name = f"OTEL_EXPORTER_OTLP_{signal}_PROTOCOL"
-    value = os.environ.get(name)
-    if not value:
-        name, value = "OTEL_EXPORTER_OTLP_PROTOCOL", os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL")
-    protocol = (value or "http/protobuf").strip().lower()
-    if protocol not in PROTOCOLS:
-        raise ConfigError(f"unsupported {name} {value!r} (use grpc or http/protobuf)")
-    return protocol
-
-
-def check_endpoint(endpoint: str, protocol: str) -> None:
-    """Catch a malformed endpoint at start-up rather than as an export failure."""
-    try:
-        # urlparse itself raises ValueError on an unbalanced IPv6 bracket ("http://[::1").
-        parsed = urlparse(endpoint if "://" in endpoint else f"//{endpoint}")
-        scheme_ok = parsed.scheme in {"http", "https"} or (protocol == "grpc" and parsed.scheme == "")
-        port_ok = parsed.port is None or parsed.port > 0
-        host_ok = bool(parsed.hostname)
-    except ValueError:
-        scheme_ok = port_ok = host_ok = False
-    if not (scheme_ok and host_ok and port_ok):
-        hint = "http://host:4317" if protocol == "grpc" else "http://host:4318"
-        from otel_agents.tracing.redaction import redact_secrets
-
-        raise ConfigError(f"invalid OTLP endpoint {redact_secrets(endpoint)!r} for {protocol} (expected e.g. {hint})")
 
 
 def quiet_exporter_loggers() -> None:
