@@ -104,14 +104,14 @@ def application_provider() -> TracerProvider | None:
 def configure(otlp_file: Path | None = None, *, adopt: TracerProvider | None = None, batch: bool = True) -> Tracing:
     """Tracing from OTEL_*; with ``adopt``, our processors join that provider instead (its exporters
     already carry our spans, so no OTLP exporter is added twice)."""
-    from otel_agents.tracing.setup import ConfigError, check_env_list_variables, configure_tracing, env_flag
+    from otel_agents.tracing.setup import ConfigError, check_env_list_variables, configure_tracing, sdk_disabled
     from otel_agents.tracing.telemetry import Telemetry
 
     from otel_agents.tracing.metrics_setup import configure_metrics
 
     try:
         options = TracingOptions(otlp_file=otlp_file, batch=batch)
-        if adopt is None or env_flag("OTEL_SDK_DISABLED", False):
+        if adopt is None or sdk_disabled():
             return configure_tracing(options)
         check_env_list_variables()  # our meter provider reads them as the tracer provider would
         metrics = configure_metrics(otlp_file)  # ours, from OTEL_*: the application's provider has no meters of ours

@@ -28,6 +28,7 @@ class ReportingMetricExporter(MetricExporter):
         self.describe = describe
         self.failed_exports = 0
         self.warn = warn
+        self._reported = False  # said by exit_report: a late shutdown says nothing more
 
     def export(self, metrics_data: Any, timeout_millis: float = 10_000, **kwargs: Any) -> Any:
         try:
@@ -43,9 +44,16 @@ class ReportingMetricExporter(MetricExporter):
 
     def shutdown(self, timeout_millis: float = 30_000, **kwargs: Any) -> None:
         self.inner.shutdown(timeout_millis=timeout_millis)
-        if self.failed_exports and self.warn:
+        if self.failed_exports and self.warn and not self._reported:
             print(f"warning: could not send metrics to {self.describe} ({self.failed_exports} export(s) failed)",
                   file=sys.stderr, flush=True)
+
+    def exit_report(self, finished: bool, waited_s: float) -> str | None:
+        """The warning when the exit wait ended before the last export was answered (shutdown never got to say)."""
+        if finished or not self.warn:
+            return None
+        self._reported = True
+        return f"warning: could not send metrics to {self.describe} (no answer within {waited_s:g} s at exit)"
 
 
 class OtlpJsonMetricsFileExporter(MetricExporter):

@@ -24,6 +24,7 @@ from typing import Any
 from otel_agents.tracing.setup import (
     DEFAULT_EXPORT_TIMEOUT_S,
     ConfigError,
+    check_compression,
     check_endpoint,
     make_resource,
     otlp_protocol,
@@ -71,31 +72,43 @@ def wanted_exporters() -> list[str]:
     return out
 
 
-def configure_metrics(otlp_file: Path | None = None) -> Any:
-    """A :class:`GenAiMetricsProcessor` for the tracer provider, or None when nothing asks for metrics."""
-    exporters = wanted_exporters()
+def configure_metrics(otlp_file: Path | None = None, *, network: bool = True) -> Any:
+    """A :class:`GenAiMetricsProcessor` for the tracer provider, or None when nothing asks for metrics.
+
+    ``network=False`` (OTEL_SDK_DISABLED): only the ``--otlp-file`` metrics file, nothing sent."""
+    return build_metrics(otlp_file, network=network)[0]
+
+
+def build_metrics(otlp_file: Path | None = None, *, network: bool = True) -> tuple[Any, list[Any]]:
+    """:func:`configure_metrics`'s processor, and its OTLP exporters (``ReportingMetricExporter``) for the exit report."""
+    exporters = wanted_exporters() if network else []
     interval = export_interval_ms()
     if not exporters and otlp_file is None:
-        return None  # the offline default: no metrics SDK import, no MeterProvider, no reader thread
+        return None, []  # the offline default: no metrics SDK import, no MeterProvider, no reader thread
     from opentelemetry.sdk.metrics import AlwaysOffExemplarFilter, MeterProvider
     from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
 
     from otel_agents.tracing.metrics import GenAiMetricsProcessor
     from otel_agents.tracing.metrics_exporters import OtlpJsonMetricsFileExporter
 
-    readers = []
+    readers, reporting = [], []
     for name in exporters:
         exporter = _console_exporter() if name == "console" else _otlp_exporter()
+        if name == "otlp":
+            reporting.append(exporter)
         readers.append(PeriodicExportingMetricReader(exporter, export_interval_millis=interval))
     if otlp_file is not None:
         readers.append(PeriodicExportingMetricReader(OtlpJsonMetricsFileExporter(metrics_file_for(otlp_file)),
                                                      export_interval_millis=interval))
     # Exemplars would tie metric points to span ids: off, they cost and say nothing the spans do not.
-    # shutdown_on_exit=False: the processor shuts it down with the tracer provider (a second, at-exit
-    # shutdown would log a warning).
+    # shutdown_on_exit=False: the processor shuts it down with the tracer provider, or Tracing.shutdown
+    # beside it (exit_wait.py); a second, at-exit shutdown would log a warning.
     provider = MeterProvider(metric_readers=readers, resource=make_resource(),
                              exemplar_filter=AlwaysOffExemplarFilter(), shutdown_on_exit=False)
-    return GenAiMetricsProcessor(provider)
+    # OTEL_SDK_DISABLED would make its meters no-ops; here it means only that nothing is sent (network=False),
+    # and the --otlp-file metrics are still written, as the spans are (setup._recording_only).
+    provider._disabled = False  # noqa: SLF001 - test_metrics_setup.py catches an SDK change
+    return GenAiMetricsProcessor(provider), reporting
 
 
 def _console_exporter() -> Any:
@@ -108,6 +121,7 @@ def _otlp_exporter() -> Any:
     endpoint = metrics_endpoint()
     protocol = otlp_protocol("METRICS")
     check_endpoint(endpoint, protocol)
+    check_compression("METRICS")
     timeout_set = any(os.environ.get(v) for v in ("OTEL_EXPORTER_OTLP_TIMEOUT", "OTEL_EXPORTER_OTLP_METRICS_TIMEOUT"))
     kwargs = {} if timeout_set else {"timeout": DEFAULT_EXPORT_TIMEOUT_S}
     # The exporters log a traceback per failure; ReportingMetricExporter says it once.

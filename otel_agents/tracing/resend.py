@@ -26,6 +26,7 @@ from otel_agents.tracing.export_rules import ExportLimits
 from otel_agents.tracing.setup import (
     ConfigError,
     TracingOptions,
+    check_compression,
     check_endpoint,
     check_env_list_variables,
     export_timeout_s,
@@ -75,6 +76,7 @@ def resolve_target(endpoint: str | None = None, headers: str | None = None) -> R
     else:
         raise ConfigError("no OTLP endpoint: give --endpoint URL or set OTEL_EXPORTER_OTLP_ENDPOINT")
     check_endpoint(url, protocol)
+    check_compression()
     # The HTTP exporter parses the header variables even when --headers is given (saved spans keep
     # their resource: OTEL_RESOURCE_ATTRIBUTES is not read).
     check_env_list_variables(resource=False)

@@ -1,12 +1,15 @@
 """TracerProvider set-up from the standard OTEL_* variables.
 
-Honoured: OTEL_SDK_DISABLED (nothing is sent; the session is still recorded and billed),
+Honoured: OTEL_SDK_DISABLED (only `true`; nothing is sent; the session is still recorded and billed),
 OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES,
-OTEL_TRACES_EXPORTER (otlp | console | none), OTEL_EXPORTER_OTLP_ENDPOINT,
+OTEL_TRACES_EXPORTER (otlp | console | none; otel_agents, the application's entry point, is
+ignored), OTEL_EXPORTER_OTLP_ENDPOINT,
 OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, OTEL_EXPORTER_OTLP_PROTOCOL /
-OTEL_EXPORTER_OTLP_TRACES_PROTOCOL (grpc | http/protobuf), OTEL_EXPORTER_OTLP_HEADERS,
-OTEL_EXPORTER_OTLP_TIMEOUT / OTEL_EXPORTER_OTLP_TRACES_TIMEOUT (seconds, as the Python
-OTLP exporters read them), OTEL_TRACES_SAMPLER / OTEL_TRACES_SAMPLER_ARG (what is sent:
+OTEL_EXPORTER_OTLP_TRACES_PROTOCOL (grpc | http/protobuf), OTEL_EXPORTER_OTLP_[TRACES_]COMPRESSION
+(gzip | deflate | none; these three read and checked in otlp_env.py), OTEL_EXPORTER_OTLP_HEADERS,
+OTEL_EXPORTER_OTLP_TIMEOUT / OTEL_EXPORTER_OTLP_TRACES_TIMEOUT (seconds, as the installed
+Python OTLP exporters read them; the specification says milliseconds, so a value of
+LIKELY_MILLISECONDS_S or more is warned about), OTEL_TRACES_SAMPLER / OTEL_TRACES_SAMPLER_ARG (what is sent:
 the provider records every span, see sampling.py). With no endpoint configured nothing
 is sent and nothing warns. Project switches:
 
@@ -25,7 +28,8 @@ A receiver that is down, refuses or hangs costs one warning line at exit, giving
 number of spans not delivered, and a bounded delay: each export attempt gives up
 after the export timeout (OTEL_EXPORTER_OTLP_TRACES_TIMEOUT, else
 OTEL_EXPORTER_OTLP_TIMEOUT, else DEFAULT_EXPORT_TIMEOUT_S), and ``Tracing.shutdown``
-waits at most that timeout plus SHUTDOWN_GRACE_S for the final flush. Local
+waits at most that timeout plus SHUTDOWN_GRACE_S for the final flush, and never more
+than MAX_EXIT_WAIT_S whatever the timeout (what it did not confirm is warned about). Local
 artifacts are written by their own synchronous processors and never wait for the network.
 """
 
@@ -34,11 +38,9 @@ from __future__ import annotations
 import logging
 import os
 import sys
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
 
 from opentelemetry.sdk.resources import OTELResourceDetector, Resource
 from opentelemetry.sdk.trace import SpanLimits, SpanProcessor, TracerProvider
@@ -51,6 +53,14 @@ from otel_agents.tracing.env_lists import ListFormatError, check_env_lists
 from otel_agents.tracing.export_filter import NetworkExportFilter
 from otel_agents.tracing.export_rules import DEFAULT_VALUE_CAP, MIN_VALUE_CAP, ExportLimits
 from otel_agents.tracing.network_export import NetworkExportProcessor
+from otel_agents.tracing.otlp_env import (  # noqa: F401 - re-exported: the other modules import them from here
+    COMPRESSIONS,
+    PROTOCOLS,
+    ConfigError,
+    check_compression,
+    check_endpoint,
+    otlp_protocol,
+)
 from otel_agents.tracing.otlp_json import OtlpJsonFileExporter
 from otel_agents.tracing.sampling import SamplerConfigError, TraceSampling, sampler_from_env
 from otel_agents.tracing.span_limits import LimitError, export_limits_from_env
@@ -61,12 +71,11 @@ DEFAULT_SERVICE_NAME = "otel-agents"
 # A receiver that is down or hangs may cost at most the export timeout plus the grace at exit.
 DEFAULT_EXPORT_TIMEOUT_S = 3.0
 SHUTDOWN_GRACE_S = 1.0
+# Whatever the timeout, the exit waits no longer: a spec-minded OTEL_EXPORTER_OTLP_TIMEOUT=10000 (10 s in
+# milliseconds) is 10000 s to the installed exporters, which read seconds.
+MAX_EXIT_WAIT_S = 30.0
+LIKELY_MILLISECONDS_S = 1000.0
 TIMEOUT_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT")
-PROTOCOLS = ("grpc", "http/protobuf")
-
-
-class ConfigError(ValueError):
-    """Bad tracing configuration (reported as a usage error)."""
 
 
 def env_flag(name: str, default: bool) -> bool:
@@ -74,6 +83,16 @@ def env_flag(name: str, default: bool) -> bool:
     if value is None or value.strip() == "":
         return default
     return value.strip().lower() in {"1", "true", "yes", "on"}
+
+
+def sdk_disabled() -> bool:
+    """OTEL_SDK_DISABLED as the specification reads it: only ``true`` (any case) is true; a value that is
+    neither true nor false is false, said in one warning line."""
+    value = (os.environ.get("OTEL_SDK_DISABLED") or "").strip().lower()
+    if value not in {"", "true", "false"}:
+        print(f"warning: OTEL_SDK_DISABLED={value!r} is taken as false (only 'true' disables)", file=sys.stderr,
+              flush=True)
+    return value == "true"
 
 
 def env_value_cap() -> int:
@@ -114,9 +133,21 @@ def export_timeout_s() -> float:
     return DEFAULT_EXPORT_TIMEOUT_S
 
 
+def exit_bound_s(timeout_s: float) -> float:
+    """The longest ``Tracing.shutdown`` waits for the network: the export timeout plus the grace, at most MAX_EXIT_WAIT_S."""
+    return min(timeout_s + SHUTDOWN_GRACE_S, MAX_EXIT_WAIT_S)
+
+
 def shutdown_bound_s() -> float:
-    """The longest ``Tracing.shutdown`` waits for the network: the export timeout plus the grace."""
-    return export_timeout_s() + SHUTDOWN_GRACE_S
+    return exit_bound_s(export_timeout_s())
+
+
+def warn_about_millisecond_timeout(timeout_s: float) -> None:
+    """One line when the timeout looks like the specification's milliseconds, read here as seconds."""
+    if timeout_s >= LIKELY_MILLISECONDS_S:
+        print(f"warning: the OTLP export timeout {timeout_s:g} is read as seconds, as the installed OTLP exporters "
+              f"read OTEL_EXPORTER_OTLP_TIMEOUT (not the specification's milliseconds); the exit waits at most "
+              f"{MAX_EXIT_WAIT_S:g} s", file=sys.stderr, flush=True)
 
 
 def check_env_list_variables(*, resource: bool = True) -> None:
@@ -158,6 +189,8 @@ class Tracing:
     network_exporters: list[SpanExporter] = field(default_factory=list)
     network_processors: list[NetworkExportProcessor] = field(default_factory=list)
     export_timeout_s: float = DEFAULT_EXPORT_TIMEOUT_S
+    metrics: Any = None  # exit_wait.ShutdownOnce around the GenAI metrics processor, shut down beside the provider
+    metric_reporters: list[Any] = field(default_factory=list)  # its OTLP exporters, for the exit report
     _shut_down: bool | None = field(default=None, init=False, repr=False)  # the first shutdown's answer
 
     @property
@@ -171,13 +204,22 @@ class Tracing:
     def add_listener(self, listener: EventListener) -> None:
         self.telemetry.listeners.append(listener)
 
+    def add_metrics(self, processor: SpanProcessor, reporters: list[Any]) -> None:
+        from otel_agents.tracing.exit_wait import ShutdownOnce
+
+        self.metrics = ShutdownOnce(processor)
+        self.metric_reporters = reporters
+        self.add_processor(self.metrics)
+
     def shutdown(self, bound_s: float | None = None) -> bool:
         """Flush and stop, bounded: a hanging receiver never holds the process.
 
-        ``bound_s`` defaults to the export timeout plus SHUTDOWN_GRACE_S. Returns False
-        when the bound was reached (the flush goes on in a daemon thread that dies with
-        the process; only network copies can be lost). One warning per endpoint that
-        did not get every span says how many it missed. Only the first call shuts down (the
+        ``bound_s`` defaults to the export timeout plus SHUTDOWN_GRACE_S, at most MAX_EXIT_WAIT_S. The metrics flush
+        beside the spans, each side given the whole bound (exit_wait.py): spans to an endpoint
+        that is down do not use up the metrics' time. Returns False when the bound was reached
+        (the flush goes on in a daemon thread that dies with the process; only network copies
+        can be lost). One warning per endpoint that did not get every span says how many it
+        missed, one per metrics endpoint that failed or did not answer in time. Only the first call shuts down (the
         command's own, or its owner's on the way out); later ones return its answer.
         """
         if self.provider is None:
@@ -185,18 +227,22 @@ class Tracing:
         if self._shut_down is not None:
             return self._shut_down
         if bound_s is None:
-            bound_s = self.export_timeout_s + SHUTDOWN_GRACE_S
+            bound_s = exit_bound_s(self.export_timeout_s)
         for processor in self.network_processors:
             processor.begin_exit()
-        worker = threading.Thread(target=self.provider.shutdown, name="otel-agents-shutdown", daemon=True)
-        worker.start()
-        worker.join(bound_s)
-        finished = self._shut_down = not worker.is_alive()
+        from otel_agents.tracing.exit_wait import bounded_exit
+
+        spans_done, metrics_done = bounded_exit(self.provider, self.metrics, bound_s)
+        self._shut_down = spans_done and metrics_done
         for processor in self.network_processors:
-            report = processor.exit_report(finished, bound_s)
+            report = processor.exit_report(spans_done, bound_s)
             if report is not None:
                 processor.exporter.warn(report)
-        return finished
+        for reporter in self.metric_reporters:
+            report = reporter.exit_report(metrics_done, bound_s)
+            if report is not None:
+                print(report, file=sys.stderr, flush=True)
+        return self._shut_down
 
 
 def otlp_exporter(protocol: str, timeout_s: float, **kwargs: Any) -> SpanExporter:
@@ -215,7 +261,7 @@ def otlp_exporter(protocol: str, timeout_s: float, **kwargs: Any) -> SpanExporte
 def configure_tracing(options: TracingOptions | None = None) -> Tracing:
     options = options or TracingOptions()
     check_env_list_variables()  # also when disabled: the recording's resource reads OTEL_RESOURCE_ATTRIBUTES
-    if env_flag("OTEL_SDK_DISABLED", False):
+    if sdk_disabled():
         return _recording_only(options)
 
     try:
@@ -230,7 +276,9 @@ def configure_tracing(options: TracingOptions | None = None) -> Tracing:
     exporters = [e.strip().lower() for e in (os.environ.get("OTEL_TRACES_EXPORTER") or "otlp").split(",")]
     endpoint = os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
     for name in exporters:
-        if name in {"none", ""}:
+        # otel_agents is the entry point recording an application's sessions (docs/exporter.md); the CLI
+        # records its own, so the variable set for an application in the shell does not stop it.
+        if name in {"none", "", "otel_agents"}:
             continue
         if name == "console":
             from opentelemetry.sdk.trace.export import ConsoleSpanExporter
@@ -246,6 +294,8 @@ def configure_tracing(options: TracingOptions | None = None) -> Tracing:
                 continue  # nothing configured: nothing sent, nothing said
             protocol = otlp_protocol()
             check_endpoint(endpoint, protocol)
+            check_compression()
+            warn_about_millisecond_timeout(timeout_s)
             quiet_exporter_loggers()
             exporter = NetworkExportFilter(
                 otlp_exporter(protocol, timeout_s),
@@ -268,11 +318,11 @@ def configure_tracing(options: TracingOptions | None = None) -> Tracing:
     if options.otlp_file is not None:
         provider.add_span_processor(SimpleSpanProcessor(OtlpJsonFileExporter(options.otlp_file)))
     # GenAI metrics from ended spans (metrics_setup.py); None, at no cost, unless something asks for them.
-    from otel_agents.tracing.metrics_setup import configure_metrics
+    from otel_agents.tracing.metrics_setup import build_metrics
 
-    metrics = configure_metrics(options.otlp_file)
+    metrics, reporters = build_metrics(options.otlp_file)
     if metrics is not None:
-        provider.add_span_processor(metrics)
+        tracing.add_metrics(metrics, reporters)
     return tracing
 
 
@@ -304,12 +354,17 @@ def _recording_only(options: TracingOptions) -> Tracing:
     The session directory and the ledger are derived from the spans, so a provider that made no
     spans would leave the run unbilled and its budget uncounted at resume. The SDK's provider reads
     the variable itself and would hand out no-op tracers; ours is told it is not disabled. A
-    ``--otlp-file`` asked for explicitly is still written: it is a local file, not a sending."""
+    ``--otlp-file`` asked for explicitly is still written, and its metrics file beside it: they are
+    local files, not a sending."""
     provider = _recording_provider()
     provider._disabled = False  # noqa: SLF001 - see above; tests/tracing/test_setup.py catches an SDK change
     tracing = Tracing(provider, Telemetry(provider.get_tracer(TRACER_NAME, __version__)), options)
     if options.otlp_file is not None:
         provider.add_span_processor(SimpleSpanProcessor(OtlpJsonFileExporter(options.otlp_file)))
+        from otel_agents.tracing.metrics_setup import configure_metrics
+
+        # The file's sibling run.metrics.jsonl is as local as the file: written, whatever OTEL_METRICS_EXPORTER says.
+        tracing.add_metrics(configure_metrics(options.otlp_file, network=False), [])
     return tracing
 
 
@@ -321,35 +376,6 @@ def make_resource() -> Resource:
     if OTELResourceDetector().detect().attributes.get("service.name"):
         return detected
     return detected.merge(Resource({"service.name": DEFAULT_SERVICE_NAME}))
-
-
-def otlp_protocol(signal: str = "TRACES") -> str:
-    """The signal's protocol variable (TRACES or METRICS), else the general one; http/protobuf by default."""
-    name = f"OTEL_EXPORTER_OTLP_{signal}_PROTOCOL"
-    value = os.environ.get(name)
-    if not value:
-        name, value = "OTEL_EXPORTER_OTLP_PROTOCOL", os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL")
-    protocol = (value or "http/protobuf").strip().lower()
-    if protocol not in PROTOCOLS:
-        raise ConfigError(f"unsupported {name} {value!r} (use grpc or http/protobuf)")
-    return protocol
-
-
-def check_endpoint(endpoint: str, protocol: str) -> None:
-    """Catch a malformed endpoint at start-up rather than as an export failure."""
-    try:
-        # urlparse itself raises ValueError on an unbalanced IPv6 bracket ("http://[::1").
-        parsed = urlparse(endpoint if "://" in endpoint else f"//{endpoint}")
-        scheme_ok = parsed.scheme in {"http", "https"} or (protocol == "grpc" and parsed.scheme == "")
-        port_ok = parsed.port is None or parsed.port > 0
-        host_ok = bool(parsed.hostname)
-    except ValueError:
-        scheme_ok = port_ok = host_ok = False
-    if not (scheme_ok and host_ok and port_ok):
-        hint = "http://host:4317" if protocol == "grpc" else "http://host:4318"
-        from otel_agents.tracing.redaction import redact_secrets
-
-        raise ConfigError(f"invalid OTLP endpoint {redact_secrets(endpoint)!r} for {protocol} (expected e.g. {hint})")
 
 
 def quiet_exporter_loggers() -> None:

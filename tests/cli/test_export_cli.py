@@ -65,6 +65,12 @@ def _files(directory: Path) -> dict[str, tuple[bytes, int]]:
          "Error: OTEL_EXPORTER_OTLP_TIMEOUT must be a positive number of seconds, not 'soon'"),
         (("--endpoint", "http://127.0.0.1:4318"), {"OTEL_EXPORTER_OTLP_PROTOCOL": "thrift"},
          "Error: unsupported OTEL_EXPORTER_OTLP_PROTOCOL 'thrift'"),
+        # gRPC takes host:port without a scheme, but a bare word was sent to and failed as exit 1.
+        (("--endpoint", "notaurl"), {"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"},
+         "Error: invalid OTLP endpoint 'notaurl' for grpc"),
+        (("--endpoint", "notaurl"), {}, "Error: invalid OTLP endpoint 'notaurl' for http/protobuf"),
+        (("--endpoint", "http://127.0.0.1:4318"), {"OTEL_EXPORTER_OTLP_COMPRESSION": "brotli"},
+         "Error: unsupported OTEL_EXPORTER_OTLP_COMPRESSION 'brotli' (use gzip, deflate or none)"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(saved, env, args, variables, message):

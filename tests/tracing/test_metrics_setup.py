@@ -33,7 +33,7 @@ def test_nothing_configured_builds_no_meter_provider_and_imports_no_metrics_sdk(
         "from otel_agents.tracing.metrics import GenAiMetricsProcessor\n"
         "t = configure_tracing()\n"
         "procs = t.provider._active_span_processor._span_processors\n"
-        "print(any(isinstance(p, GenAiMetricsProcessor) for p in procs), 'opentelemetry.sdk.metrics' in sys.modules)\n"
+        "print(any(isinstance(getattr(p, 'inner', p), GenAiMetricsProcessor) for p in procs), 'opentelemetry.sdk.metrics' in sys.modules)\n"
     )
     def run(**env):
         out = subprocess.run([sys.executable, "-c", code], env=clean_env(**env), capture_output=True, text=True, timeout=60)
@@ -63,3 +63,13 @@ def test_bad_metrics_configuration_is_a_one_line_usage_error(tmp_path, variables
     assert out.returncode == 2
     assert message in out.stderr and "Traceback" not in out.stderr
     assert not (tmp_path / "home" / "billing.jsonl").exists()  # refused before anything was run
+
+
+def test_sdk_disabled_still_writes_the_metrics_file_beside_an_asked_for_otlp_file(tmp_path):
+    # README: "an --otlp-file asked for is still written"; its run.metrics.jsonl is part of it.
+    env = clean_env(OTEL_AGENTS_HOME=str(tmp_path / "home"), OTEL_SDK_DISABLED="true", OTEL_METRICS_EXPORTER="none")
+    out = subprocess.run([sys.executable, "-m", "otel_agents", "run", "--otlp-file", str(tmp_path / "x.jsonl"), PROMPT],
+                         env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert (tmp_path / "x.jsonl").read_text().strip()
+    assert '"resourceMetrics"' in (tmp_path / "x.metrics.jsonl").read_text()

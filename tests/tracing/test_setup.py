@@ -87,6 +87,9 @@ def test_traces_endpoint_alone_enables_export(configured, monkeypatch):
         ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json", "unsupported OTEL_EXPORTER_OTLP_PROTOCOL 'http/json'"),
         ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "thrift", "unsupported OTEL_EXPORTER_OTLP_TRACES_PROTOCOL 'thrift'"),
         ("OTEL_TRACES_EXPORTER", "zipkin", "unsupported OTEL_TRACES_EXPORTER 'zipkin'"),
+        # The exporters sent uncompressed, silently, where every other bad OTEL_* value is exit 2.
+        ("OTEL_EXPORTER_OTLP_COMPRESSION", "brotli", "unsupported OTEL_EXPORTER_OTLP_COMPRESSION 'brotli'"),
+        ("OTEL_EXPORTER_OTLP_TRACES_COMPRESSION", "zstd", "unsupported OTEL_EXPORTER_OTLP_TRACES_COMPRESSION 'zstd'"),
         ("OTEL_EXPORTER_OTLP_ENDPOINT", "localhost:4318", "invalid OTLP endpoint 'localhost:4318' for http/protobuf"),
         ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://:4318", "invalid OTLP endpoint"),
         ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://host:99999", "invalid OTLP endpoint"),
@@ -233,3 +236,24 @@ def test_cli_reports_bad_tracing_configuration_as_usage_error(tmp_path):
     assert "unsupported OTEL_EXPORTER_OTLP_PROTOCOL 'carrier-pigeon'" in result.stderr
     assert "Traceback" not in result.stderr
     assert not (tmp_path / "s.jsonl").exists()
+
+
+@pytest.mark.parametrize(("value", "disabled", "warned"),
+                         [("true", True, False), ("TRUE ", True, False), ("false", False, False),
+                          ("1", False, True), ("yes", False, True), ("on", False, True)])
+def test_only_true_disables_the_sdk_as_the_specification_says(configured, monkeypatch, capsys, value, disabled,
+                                                              warned):
+    # 1, yes and on disabled sending, which the specification (and the SDK's own providers) read as false.
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318")
+    monkeypatch.setenv("OTEL_SDK_DISABLED", value)
+    assert (configured().network_exporters == []) is disabled
+    err = capsys.readouterr().err
+    assert (f"warning: OTEL_SDK_DISABLED={value.strip().lower()!r} is taken as false" in err) is warned
+
+
+def test_the_cli_takes_the_application_exporter_entry_point_name_and_ignores_it(configured, monkeypatch):
+    # docs/exporter.md's OTEL_TRACES_EXPORTER=otlp,otel_agents, left set in the shell, made the CLI exit 2.
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318")
+    monkeypatch.setenv("OTEL_TRACES_EXPORTER", "otlp,otel_agents")
+    (exporter,) = configured().network_exporters
+    assert isinstance(exporter, NetworkExportFilter)
