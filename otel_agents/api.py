@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 from otel_agents.api_closing import end_runs_from_thread, save_fork_state
 from otel_agents.api_checks import check_run_options, check_scripted_model, hooks_of, tools_of
-from otel_agents.api_parts import install, load_script_arg, make_llm, warning_on_failure
+from otel_agents.api_parts import install, load_script_arg, make_llm, warn_of_triggers, warning_on_failure
 from otel_agents.arguments import (
     check_agent_name, check_count, check_optional, check_required_text, check_sender, check_text,
 )
@@ -174,6 +174,7 @@ class Session:
             runtime.llm.use_script(script)
             runtime.llm.stream = runtime.llm.stream or script.stream
             install_hooks(runtime, script.hooks)
+            warn_of_triggers(script, {"api": "Session"}.get(source, source))
         if on_text is not None:
             runtime.llm.on_text = warning_on_failure(on_text)
         runtime.llm.log_budget_warnings = True  # a program has no console to show the host notice

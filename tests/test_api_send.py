@@ -1,11 +1,12 @@
 """Outside events from Python as ``otel-agents send`` records them: ``Session.send`` answers at once,
-``Session.external(source=)`` names the sender."""
+``Session.external(source=)`` names the sender; a script's ``triggers`` are not silently dropped."""
 
 from __future__ import annotations
 
 import asyncio
 import gzip
 import json
+import warnings
 from pathlib import Path
 
 import orjson
@@ -97,3 +98,13 @@ def test_a_bad_source_or_text_is_refused_where_given_and_nothing_runs(script):
     with pytest.raises(RuntimeError, match="is closed"):
         session.send_sync("hi")
 
+
+def test_a_scripts_triggers_are_a_warning_naming_them_not_silently_dropped(tmp_path, script):
+    path = tmp_path / "watching.json"
+    path.write_text(json.dumps({**SCRIPT, "triggers": [{"watch": "data.json", "agent": "main"}]}))
+    with pytest.warns(RuntimeWarning, match=r"Session: script .*watching.json's triggers \('data.json'\) are not "
+                                            r"watched from Python, only by otel-agents run; .*session.send"):
+        Session(Agent("main"), script=path).close()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        Session(Agent("main"), script=script).close()  # no triggers: no warning
