@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from otel_agents.llm.scripts import ScriptError
     from otel_agents.restore import ResumeError
     from otel_agents.runtime.eviction import EvictionPolicy
+    from otel_agents.runtime.logged_string import LoggedString
     from otel_agents.runtime.hooks import (
         ApprovalHook,
         Decision,
@@ -55,6 +56,7 @@ _HOMES = {
     "tool": "otel_agents.runtime.tools",
     "Tool": "otel_agents.runtime.tools",
     "ToolContext": "otel_agents.runtime.tools",
+    "LoggedString": "otel_agents.runtime.logged_string",
     "approval": "otel_agents.runtime.hooks",
     "review": "otel_agents.runtime.hooks",
     "transform": "otel_agents.runtime.hooks",

@@ -12,13 +12,15 @@ import asyncio
 import os
 import threading
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 from otel_agents.api_closing import end_runs_from_thread, save_fork_state
 from otel_agents.api_checks import check_run_options, check_scripted_model, hooks_of, tools_of
-from otel_agents.api_parts import install, load_script_arg, make_llm, warning_on_failure
-from otel_agents.arguments import check_agent_name, check_count, check_optional, check_required_text, check_text
+from otel_agents.api_parts import install, load_script_arg, make_llm, warn_of_triggers, warning_on_failure
+from otel_agents.arguments import (
+    check_agent_name, check_count, check_optional, check_required_text, check_sender, check_text,
+)
 from otel_agents.api_recording import active_recording, recording
 from otel_agents.llm.budget import Budget, BudgetMeter
 from otel_agents.llm.model_settings import ModelSettings
@@ -27,6 +29,7 @@ from otel_agents.runtime.hooks import Hook
 from otel_agents.runtime.session import DEFAULT_MAX_TURNS, AgentSpec, RunContext
 from otel_agents.runtime.session import Session as RuntimeSession
 from otel_agents.runtime.tools import Tool
+from otel_agents.tracing import semconv as sc
 from otel_agents.tracing.telemetry import noop_telemetry
 
 if TYPE_CHECKING:
@@ -171,12 +174,11 @@ class Session:
             runtime.llm.use_script(script)
             runtime.llm.stream = runtime.llm.stream or script.stream
             install_hooks(runtime, script.hooks)
+            warn_of_triggers(script, {"api": "Session"}.get(source, source))
         if on_text is not None:
             runtime.llm.on_text = warning_on_failure(on_text)
         runtime.llm.log_budget_warnings = True  # a program has no console to show the host notice
         install(runtime, hooks, owner={"api": "Session"}.get(source, source))
-        from otel_agents.tracing import semconv as sc
-
         extra: dict[str, Any] = {sc.RUN_APP: app} if app else {}
         if runtime.settings_override is not None:
             extra[sc.RUN_PARAMS] = runtime.settings_override.to_json()  # a resume gives them to every agent
@@ -234,12 +236,28 @@ class Session:
         Runs of one session take turns: one started while another is in progress waits for it."""
         self._open()
         check_required_text("Session.run", "prompt", prompt)
-        target = self._target(agent, "Session.run")
+        return await self._run(prompt, self._target(agent, "Session.run"), self._context)
+
+    async def send(self, text: str, *, agent: str | None = None, source: str | None = None) -> str:
+        """An outside event the agent (default the root) hears and answers at once, as ``otel-agents send``:
+        a user message with source ``external`` (``external:<source>``) and a run of source ``external``;
+        returns the answer. ``external`` is the event heard without an answer."""
+        self._open()
+        check_required_text("Session.send", "text", text)
+        check_sender("Session.send", "source", source)
+        return await self._run(text, self._target(agent, "Session.send"), self._event_context(source))
+
+    def _event_context(self, sender: str | None) -> RunContext:
+        """This session's run facts for an outside event's answer: what the CLI's ``send`` records of one."""
+        extra = {**self._context.extra, **({sc.INGRESS_SENDER: sender} if sender else {})}
+        return replace(self._context, source="external", sender=sender, extra=extra)
+
+    async def _run(self, prompt: str, target: Any, context: RunContext) -> str:
         task = asyncio.current_task()
         ended = self._runs.setdefault(task, threading.Event()) if task is not None else None
         self._state_unsaved = False
         try:
-            return await self.runtime.run(prompt, agent=target, context=self._context)
+            return await self.runtime.run(prompt, agent=target, context=context)
         finally:
             if ended is not None:
                 self._runs.pop(task, None)  # type: ignore[arg-type]
@@ -251,12 +269,24 @@ class Session:
         self._open()
         check_required_text("Session.run_sync", "prompt", prompt)
         check_text("Session.run_sync", "agent", agent)
+        return self._sync("run_sync", "run", lambda: self.run(prompt, agent=agent))
+
+    def send_sync(self, text: str, *, agent: str | None = None, source: str | None = None) -> str:
+        """``send`` on this session's own event loop, as ``run_sync`` is ``run``."""
+        self._open()
+        check_required_text("Session.send_sync", "text", text)
+        check_text("Session.send_sync", "agent", agent)
+        check_sender("Session.send_sync", "source", source)
+        return self._sync("send_sync", "send", lambda: self.send(text, agent=agent, source=source))
+
+    def _sync(self, name: str, awaited: str, call: Callable[[], Any]) -> str:
         try:
             asyncio.get_running_loop()
         except RuntimeError:
             pass  # no loop running: ours may
         else:
-            raise RuntimeError("Session.run_sync() cannot be called from a running event loop: await session.run() there")
+            raise RuntimeError(f"Session.{name}() cannot be called from a running event loop: "
+                               f"await session.{awaited}() there")
         with self._runner_turn:  # another thread's run_sync in progress: wait for it to return
             self._open()  # closed while this waited: close() cancelled the run it waited for
             if self._runner is None:
@@ -265,7 +295,7 @@ class Session:
                 # otherwise litellm's logging task is destroyed pending, and Python says so on stderr.
                 self._runner_closer = weakref.finalize(self, self._runner.close)
             try:
-                return self._runner.run(self.run(prompt, agent=agent))
+                return self._runner.run(call())
             except (KeyboardInterrupt, SystemExit):
                 self._end_runs_left_behind()
                 raise
@@ -287,13 +317,15 @@ class Session:
         if left:
             loop.run_until_complete(asyncio.wait(left))
 
-    def external(self, text: str, *, agent: str | None = None) -> str | None:
+    def external(self, text: str, *, agent: str | None = None, source: str | None = None) -> str | None:
         """An outside event the agent (default the root) hears without answering yet; returns its message id,
-        or None while the agent waits for its tool calls' results (heard once they are all in)."""
+        or None while the agent waits for its tool calls' results (heard once they are all in).
+        ``source``: who sent it, named in the record's source (``external:<source>``), as ``send``'s."""
         self._open()
         check_required_text("Session.external", "text", text)
+        check_sender("Session.external", "source", source)
         target = self._target(agent, "Session.external") or self.runtime.ensure_root()
-        return self.runtime.external(target, text)
+        return self.runtime.external(target, text, source)
 
     def close(self) -> bool:
         """Write everything and release the session's lock; False when something could not be saved.

@@ -76,3 +76,13 @@ def install(runtime: RuntimeSession, hooks: Iterable[Hook], owner: str = "") -> 
             runtime.hooks.transformers.append(hook)
         else:
             runtime.hooks.reminders.append(hook)
+
+
+def warn_of_triggers(script: Script, owner: str) -> None:
+    """A script's ``triggers`` are watched by ``otel-agents run`` alone: a program has no idle time the
+    session owns to poll files in, so it is told, once, rather than left to wait for events that never come."""
+    if script.triggers:
+        watched = ", ".join(repr(trigger.watch) for trigger in script.triggers)
+        warnings.warn(f"{owner}: script {script.source}'s triggers ({watched}) are not watched from Python, only by "
+                      "otel-agents run; deliver a change with session.send(text, agent=..., source=...)",
+                      RuntimeWarning, stacklevel=4)

@@ -38,6 +38,21 @@ def check_required_text(owner: str, argument: str, value: Any) -> None:
     check_storable(owner, argument, value)
 
 
+SENDER_LIMIT = 200  # characters of an outside event's sender: it is a label, not a payload
+
+
+def check_sender(owner: str, argument: str, value: Any) -> None:
+    """None, or who sent an outside event (``send --source``): one printable line, as it lands in records,
+    spans and console lines (``external:<sender>``)."""
+    if value is None:
+        return
+    if not isinstance(value, str):
+        raise TypeError(f"{owner}: {argument} must be a string, not {kind_of(value)}")
+    if not value.strip() or len(value) > SENDER_LIMIT or not value.isprintable():
+        raise ValueError(f"{owner}: {argument} must be one printable line of 1 to {SENDER_LIMIT} characters, "
+                         f"not {value[:40]!r}")
+
+
 def check_storable(owner: str, argument: str, value: str) -> None:
     """Text UTF-8 can hold: a lone surrogate (``"\\ud83d"``, half of an emoji's pair; an undecodable
     byte read with ``surrogateescape``) could be neither saved nor sent, so it is refused where given."""

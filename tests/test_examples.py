@@ -26,6 +26,9 @@ EXAMPLES = {
     "debate": ("The Judge gave the debate to Pro.",
                "Pro wins: the argument about space was not answered.",
                "The Judge still favours Pro.", "No: Pro's point stands."),
+    "whisper": ("Jack and Jill said hello; Jill knows the cake is gone.",
+                "[Jack whispers]: Don't order the cake, it's gone.",
+                "Jack had nothing more to say aloud.", "[Jack whispers]: Bring an umbrella."),  # the tool, re-imported
 }
 
 
@@ -66,3 +69,20 @@ def test_an_example_runs_offline_verifies_and_resumes_from_the_cli(tmp_path, nam
     assert not [c for c in said if isinstance(c, str) and "unknown tool" in c]
     assert "Carry on" in said and resumed_recorded in said
     assert cli("sessions", "verify", session_id, home=home).returncode == 0
+
+
+def test_a_whisper_reaches_one_agent_with_its_substance_and_cause_recorded(tmp_path):
+    """The whisper tool uses only ToolContext.tell: Jill's entry points at a piece of text caused by Jack's call."""
+    home = tmp_path / "home"
+    done = run("-m", "examples.whisper", home=home)
+    session_id = done.stderr.strip().splitlines()[-1].removeprefix("session: ")
+    path = home / "sessions" / session_id / "events.jsonl"
+    records = [orjson.loads(line) for line in path.read_bytes().splitlines()]
+    by_id = {r["message_id"]: r for r in records}
+    names = {r["agent_id"]: r["name"] for r in records if r["event_type"] == "agent_created" and r.get("name")}
+    heard = [r for r in records if "whispers" in (r.get("content") or "") and r["event_type"] == "transcript_entry"]
+    assert [(names[r["agent_id"]], r["role"]) for r in heard] == [("Jill", "user")]  # Jack never hears it back
+    piece = by_id[heard[0]["substance"]]
+    assert (piece["event_type"], names[piece["agent_id"]]) == ("piece_of_text", "Jack")
+    call = by_id[piece["cause"]]
+    assert [c["function"]["name"] for c in call["tool_calls"]] == ["whisper"] and names[call["agent_id"]] == "Jack"

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import click
 
+from otel_agents.arguments import SENDER_LIMIT as SOURCE_LIMIT  # the Python API's Session.send takes the same
 from otel_agents.cli.execution import finish, output_options
 from otel_agents.cli.model_options import model_options
 from otel_agents.cli.options import storage_options, utf8_text
 from otel_agents.cli.resume import Delivery, resume_session_command
-
-SOURCE_LIMIT = 200  # characters of a sender's name: it is a label, not a payload
 
 
 def _checked_source(ctx, param, value: str | None) -> str | None:

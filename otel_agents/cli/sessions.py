@@ -335,8 +335,10 @@ def _ingress_lines(attributes: Mapping[str, Any]) -> list[str]:
     source = attributes.get(sc.RUN_SOURCE)
     if not ingress:
         return []
-    who = f"{ingress.get('user', '?')}@{ingress.get('host', '?')} pid {ingress.get('pid', '?')}"
     head = f"  from {source or '?'}" + (f" (sender {ingress['sender']})" if "sender" in ingress else "")
+    if set(ingress) == {"sender"}:  # Session.send: a program's run says who sent the event, no process facts
+        return [head]
+    who = f"{ingress.get('user', '?')}@{ingress.get('host', '?')} pid {ingress.get('pid', '?')}"
     lines = [f"{head}: {who}, otel-agents {ingress.get('version', '?')}"]
     if "cwd" in ingress:
         lines.append(f"  cwd {shown(str(ingress['cwd']), lines=False)}")

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from pydantic import BaseModel, PydanticUserError
 
+from otel_agents.runtime.logged_string import LoggedString, substance_of
 from otel_agents.runtime.tool_schema import (
     InvalidToolArguments,
     ToolArguments,
@@ -72,7 +73,8 @@ def result_problem(name: str, result: Any) -> str | None:
 
 @dataclass
 class ToolContext:
-    """What a tool may know about its call. ``reply`` appends a tool result at once."""
+    """What a tool may know about its call. ``reply`` appends a tool result at once; ``tell`` passes text on to
+    another agent with its substance (``piece_of_text`` records text to pass on to several)."""
 
     agent: "Agent"
     tool_call_id: str
@@ -96,6 +98,31 @@ class ToolContext:
         self.replies.append(content)
         self.last_reply_id = self.agent.harken_tool_result(self.tool_call_id, self.name, content)
         return self.last_reply_id
+
+    def piece_of_text(self, text: str) -> LoggedString:
+        """Record ``text`` as a piece of text this call made (seed 001: in no transcript, its cause this call)
+        and return it carrying its id: told to several agents with ``tell``, it is stored once, each entry's substance."""
+        if not isinstance(text, str):
+            raise TypeError(f"ToolContext.piece_of_text takes text (str), not {type(text).__name__}")
+        session = self.agent.session
+        return LoggedString(text, session.log_piece_of_text(self.agent.agent_id, str(text), cause=self.call_message_id))
+
+    def tell(self, agent: "str | Agent", text: str) -> str:
+        """Tell another agent (name, id, path of names, or the runtime agent) ``text`` now, as ``task`` and ``discuss``
+        do: a user entry in its transcript whose substance is what ``text`` carries (a ``LoggedString``: a piece of
+        text, an utterance), else a new piece of text caused by this call. Transform hooks may rewrite the words;
+        the substance stays. Returns the entry's message id. An agent waiting for its own tool calls' results
+        (the caller among them) cannot take a message before them: ``RuntimeError``."""
+        if not isinstance(text, str):
+            raise TypeError(f"ToolContext.tell takes text (str), not {type(text).__name__}")
+        target = self.agent.session.find_agent(agent) if isinstance(agent, str) else agent
+        if target is None:
+            raise ValueError(f"ToolContext.tell: no agent {agent!r} in session {self.agent.session.id}")
+        if target.awaiting_tool_results():
+            raise RuntimeError(f"ToolContext.tell: {target.name} ({target.agent_id}) waits for its tool calls' "
+                               "results; a message now would come between a call and its result")
+        said = text if substance_of(text) else self.piece_of_text(text)
+        return self.agent.inform(target, said)
 
 
 TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")

@@ -54,3 +54,73 @@ def test_a_reply_after_the_call_ended_is_refused_and_the_transcript_is_unchanged
     assert not [r for r in memory_tracing.recorder.records if r.get("content") == "late result"]
     assert asyncio.run(session.run("more")) == "again"
     assert_provider_valid(session.root.transcript)
+
+
+# --- tell and piece_of_text: new tools pass text on with its substance, the logging unchanged (seed 001) ---
+
+WHISPERS = {"name": "whispers", "agents": {
+    "main": [{"tool_calls": [{"name": "task", "arguments": {"name": "Jack"}},
+                             {"name": "task", "arguments": {"name": "Jill"}}]},
+             {"tool_calls": [{"name": "whisper", "arguments": {"to": "Jill", "text": "The cake is a lie"}}]},
+             {"tool_calls": [{"name": "broadcast", "arguments": {"to": ["Jack", "Jill"], "text": "Closing time"}}]},
+             {"tool_calls": [{"name": "whisper", "arguments": {"to": "main", "text": "Note to self"}},
+                             {"name": "whisper", "arguments": {"to": "Nobody", "text": "Hello?"}}]},
+             "done"]}}
+
+
+@tool
+def whisper(to: str, text: str, ctx: ToolContext) -> str:
+    """Say something to one agent only.
+
+    to: the agent's name
+    text: what to say
+    """
+    return f"whispered as {ctx.tell(to, text)}"
+
+
+@tool
+def broadcast(to: list[str], text: str, ctx: ToolContext) -> str:
+    """Say the same thing to several agents.
+
+    to: their names
+    text: what to say
+    """
+    piece = ctx.piece_of_text(text)  # stored once, every entry's substance
+    return ", ".join(ctx.tell(name, piece) for name in to)
+
+
+def test_tell_and_piece_of_text_record_what_task_and_discuss_record_of_text_passed_on(tmp_path, monkeypatch):
+    import orjson
+
+    import otel_agents
+    from otel_agents import Agent, Session
+
+    monkeypatch.setenv("OTEL_AGENTS_RECORDER", "inline")
+    path = tmp_path / "whispers.json"
+    path.write_text(orjson.dumps(WHISPERS).decode())
+    with otel_agents.recording(home=tmp_path):
+        with Session(Agent("main", tools=[whisper, broadcast]), script=path) as session:
+            assert session.run_sync("Gossip") == "done"
+            jack, jill = session.agent("Jack"), session.agent("Jill")
+            assert_provider_valid(session.agent("main").transcript)
+    records = [orjson.loads(line) for line in (tmp_path / "sessions" / session.id / "events.jsonl").read_bytes().splitlines()]
+    by_id = {r["message_id"]: r for r in records}
+    calls = {c["function"]["name"] + c["function"]["arguments"]: r["message_id"] for r in records
+             if r.get("tool_calls") for c in r["tool_calls"]}
+    told = [r for r in records if r["event_type"] == "transcript_entry" and r["role"] == "user"
+            and r["agent_id"] in (jack.agent_id, jill.agent_id)]
+    assert [(r["agent_id"], r["content"]) for r in told] == [
+        (jill.agent_id, "The cake is a lie"), (jack.agent_id, "Closing time"), (jill.agent_id, "Closing time")]
+    whispered, *broadcast_entries = told
+    piece = by_id[whispered["substance"]]  # a piece of text caused by the whisper call, in no transcript
+    assert (piece["event_type"], piece["content"], piece["agent_id"]) == ("piece_of_text", "The cake is a lie",
+                                                                           session.agent("main").agent_id)
+    assert piece["cause"] == next(v for k, v in calls.items() if k.startswith("whisper") and "cake" in k)
+    (shared,) = {r["substance"] for r in broadcast_entries}  # one piece, two entries
+    assert by_id[shared]["cause"] == next(v for k, v in calls.items() if k.startswith("broadcast"))
+    results = {r["content"] for r in records if r.get("role") == "tool"}
+    assert f"whispered as {whispered['message_id']}" in results
+    # Telling an agent waiting for its own calls' results (the caller), or no agent, is the call's error result.
+    assert any("ToolContext.tell: main (" in r and "waits for its tool calls' results" in r for r in results)
+    assert any("ToolContext.tell: no agent 'Nobody'" in r for r in results)
+    assert not [r for r in records if r.get("content") in ("Note to self", "Hello?")]  # nothing recorded

@@ -1,0 +1,110 @@
+"""Outside events from Python as ``otel-agents send`` records them: ``Session.send`` answers at once,
+``Session.external(source=)`` names the sender; a script's ``triggers`` are not silently dropped."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import json
+import warnings
+from pathlib import Path
+
+import orjson
+import pytest
+
+import otel_agents
+from otel_agents import Agent, LoggedString, Session
+from support.in_process import run_in_process
+
+SCRIPT = {"name": "cron", "agents": {"main": ["Backup noted.", "Both noted."]}}
+
+
+@pytest.fixture
+def script(tmp_path) -> Path:
+    path = tmp_path / "cron.json"
+    path.write_text(json.dumps(SCRIPT))
+    return path
+
+
+@pytest.fixture(autouse=True)
+def inline_recorder(monkeypatch):
+    monkeypatch.setenv("OTEL_AGENTS_RECORDER", "inline")
+
+
+def entries(home: Path, session_id: str) -> list[tuple]:
+    path = home / "sessions" / session_id / "events.jsonl"
+    records = [orjson.loads(line) for line in path.read_bytes().splitlines()]
+    return [(r["role"], r["content"], r.get("source"), r["message_id"]) for r in records
+            if r["event_type"] == "transcript_entry"]
+
+
+def runs(home: Path, session_id: str) -> list[dict]:
+    tree = orjson.loads(gzip.decompress((home / "sessions" / session_id / "tree.json.gz").read_bytes()))
+    return tree["session"]["runs"]
+
+
+def test_send_is_seed_example_4_an_outside_event_and_its_answer_recorded_as_the_cli_send_does(tmp_path, script):
+    with otel_agents.recording(home=tmp_path):
+        with Session(Agent("main"), script=script) as session:
+            answer = session.send_sync("Nightly backup finished", source="cron")
+    assert answer == "Backup noted." and isinstance(answer, LoggedString)
+    (event_role, event, source, _), (role, said, _, said_id) = entries(tmp_path, session.id)
+    assert (event_role, event, source) == ("user", "Nightly backup finished", "external:cron")  # no made-up prompt
+    assert (role, said) == ("assistant", "Backup noted.") and answer.message_id == said_id
+    (run,) = runs(tmp_path, session.id)
+    assert run["attributes"]["otel_agents.run.source"] == "external"
+    assert run["attributes"]["otel_agents.ingress.sender"] == "cron"
+    meta = orjson.loads((tmp_path / "sessions" / session.id / "meta.json").read_bytes())
+    assert meta["last_run"]["ingress"] == {"sender": "cron"}  # a program's run: no process facts, as run's
+    shown = run_in_process("sessions", "show", session.id, home=tmp_path)
+    assert "from external (sender cron)\n" in shown.stdout and "?@?" not in shown.stdout, shown.stdout
+    assert run_in_process("sessions", "verify", session.id, home=tmp_path).returncode == 0
+
+
+def test_send_without_a_source_is_plain_external_and_external_names_its_sender(tmp_path, script):
+    async def program() -> str:
+        async with otel_agents.recording(home=tmp_path):
+            async with Session(Agent("main"), script=script) as session:
+                await session.send("ping")
+                session.external("Disk 80% full", source="monitor")
+                await session.send("Disk 90% full", agent="main", source="monitor")
+                return session.id
+
+    session_id = asyncio.run(program())
+    assert [e[:3] for e in entries(tmp_path, session_id)] == [
+        ("user", "ping", "external"), ("assistant", "Backup noted.", None),
+        ("user", "Disk 80% full", "external:monitor"),
+        ("user", "Disk 90% full", "external:monitor"), ("assistant", "Both noted.", None)]
+    first, second = runs(tmp_path, session_id)
+    assert "otel_agents.ingress.sender" not in first["attributes"]
+    assert first["attributes"]["otel_agents.run.source"] == second["attributes"]["otel_agents.run.source"] == "external"
+
+
+def test_a_bad_source_or_text_is_refused_where_given_and_nothing_runs(script):
+    session = Session(Agent("main"), script=script)
+    for call, match in [
+        (lambda: session.send_sync("hi", source="two\nlines"), "Session.send_sync: source must be one printable line"),
+        (lambda: session.send_sync("hi", source="x" * 201), "1 to 200 characters"),
+        (lambda: session.external("hi", source=""), "Session.external: source must be one printable line"),
+        (lambda: session.send_sync("  "), "Session.send_sync: text must be a non-empty string"),
+        (lambda: session.send_sync("hi", agent="Nobody"), "no agent 'Nobody'"),
+    ]:
+        with pytest.raises(ValueError, match=match):
+            call()
+    with pytest.raises(TypeError, match="Session.send_sync: source must be a string, not int"):
+        session.send_sync("hi", source=3)
+    assert session.agent("main") is None  # nothing ran: not even the root was made
+    session.close()
+    with pytest.raises(RuntimeError, match="is closed"):
+        session.send_sync("hi")
+
+
+def test_a_scripts_triggers_are_a_warning_naming_them_not_silently_dropped(tmp_path, script):
+    path = tmp_path / "watching.json"
+    path.write_text(json.dumps({**SCRIPT, "triggers": [{"watch": "data.json", "agent": "main"}]}))
+    with pytest.warns(RuntimeWarning, match=r"Session: script .*watching.json's triggers \('data.json'\) are not "
+                                            r"watched from Python, only by otel-agents run; .*session.send"):
+        Session(Agent("main"), script=path).close()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        Session(Agent("main"), script=script).close()  # no triggers: no warning
