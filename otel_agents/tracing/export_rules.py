@@ -309,17 +309,18 @@ def within_counts(span: ReadableSpan, limits: ExportLimits) -> bool:
 
 
 def limited_links(span: ReadableSpan, limits: ExportLimits) -> tuple[BoundedList | None, int]:
-    """The span's links within the link limits (None: all are within them) and how many values were cut."""
+    """The span's links within the link limits, their attributes redacted (None: all are as they were) and how
+    many values were cut."""
     links = span.links
     most, length = limits.max_link_attributes, limits.value_length
-    if not links or (limits.max_links is None and most is None and length is None):
+    if not links or (limits.max_links is None and not any(link.attributes for link in links)):
         return None, 0
     kept = links if limits.max_links is None else links[:limits.max_links]
     changed = len(kept) < len(links)
     cut = 0
     out = []
     for link in kept:
-        attributes = dict(link.attributes or {})
+        attributes = _redacted_link_attributes(link.attributes)
         dropped = dropped_count(link.attributes)
         if most is not None and len(attributes) > most:
             dropped += len(attributes) - most
@@ -336,6 +337,16 @@ def limited_links(span: ReadableSpan, limits: ExportLimits) -> tuple[BoundedList
     bounded.extend(out)
     bounded.dropped = span.dropped_links + len(links) - len(kept)  # OTLP dropped_links_count
     return bounded, cut
+
+
+def _redacted_link_attributes(attributes: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A link's attributes as every exported value is: secret keys' values and secrets in text replaced (an
+    application's own links may carry any); a value redaction leaves alone is kept as it was (a tuple stays one)."""
+    out = {}
+    for key, value in (attributes or {}).items():
+        new = redact({key: value})[key]
+        out[key] = value if new == (list(value) if isinstance(value, tuple) else value) else new
+    return out
 
 
 def _mark(attributes: dict[str, Any], key: str, value: Any, limits: ExportLimits) -> int:

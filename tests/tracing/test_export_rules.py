@@ -151,3 +151,30 @@ def test_the_standard_limits_cut_lengths_counts_events_and_links_and_the_copy_sa
     assert proto.events[0].dropped_attributes_count == 1 and proto.links[0].dropped_attributes_count == 1
     assert len(span.events) == 3 and span.attributes["a"] == "x" * 30  # the local span is untouched
     assert filter_span(span, ExportLimits(span_value_length=30, value_length=30)) is span  # nothing over: not copied
+
+
+def test_a_links_attributes_are_redacted_as_every_exported_value_is():
+    # An application's own links may carry anything; they went out as they were.
+    def build(tracer):
+        from opentelemetry.trace import Link, SpanContext
+
+        links = [Link(SpanContext(7, 1, is_remote=False), {"api_key": "k-123", "note": "password=hunter2",
+                                                            "from": "10.1.2.3", "ok": ("a", "b")})]
+        with tracer.start_as_current_span("s", links=links):
+            pass
+
+    (span,) = _finished(build)
+    out = filter_span(span)
+    (link,) = out.links
+    assert dict(link.attributes) == {"api_key": "[REDACTED]", "note": "password=[REDACTED]", "from": "[IP]",
+                                     "ok": ("a", "b")}
+    assert dict(span.links[0].attributes)["api_key"] == "k-123"  # the local span is untouched
+
+    def plain(tracer):
+        from opentelemetry.trace import Link, SpanContext
+
+        with tracer.start_as_current_span("s", links=[Link(SpanContext(7, 1, is_remote=False), {"ok": ("a", "b")})]):
+            pass
+
+    (span,) = _finished(plain)
+    assert filter_span(span) is span  # nothing to redact: not copied
