@@ -15,7 +15,7 @@ import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
-from otel_agents.api_closing import end_runs_from_thread, save_fork_state
+from otel_agents.api_closing import closed_during_run, end_runs_from_thread, save_fork_state
 from otel_agents.api_checks import check_run_options, check_scripted_model, hooks_of, tools_of
 from otel_agents.api_parts import install, load_script_arg, make_llm, warning_on_failure
 from otel_agents.arguments import check_agent_name, check_count, check_optional, check_required_text, check_text
@@ -247,7 +247,8 @@ class Session:
 
     def run_sync(self, prompt: str, *, agent: str | None = None) -> str:
         """``run`` on this session's own event loop (one loop for all its prompts); not inside a running loop.
-        Called from several threads at once, each waits for the one in progress to return, as runs take turns."""
+        Called from several threads at once, each waits for the one in progress to return, as runs take turns.
+        ``close()`` from another thread cancels the run: ``RuntimeError`` (session closed while the run was in progress)."""
         self._open()
         check_required_text("Session.run_sync", "prompt", prompt)
         check_text("Session.run_sync", "agent", agent)
@@ -266,6 +267,10 @@ class Session:
                 self._runner_closer = weakref.finalize(self, self._runner.close)
             try:
                 return self._runner.run(self.run(prompt, agent=agent))
+            except asyncio.CancelledError:
+                if self._closed:  # close() from another thread cancelled it: say so, not an empty CancelledError
+                    raise closed_during_run(self) from None
+                raise
             except (KeyboardInterrupt, SystemExit):
                 self._end_runs_left_behind()
                 raise
