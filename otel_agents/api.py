@@ -15,7 +15,7 @@ import weakref
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
-from otel_agents.api_closing import end_runs_from_thread, save_fork_state
+from otel_agents.api_closing import closed_during_run, end_runs_from_thread, save_fork_state
 from otel_agents.api_checks import check_run_options, check_scripted_model, hooks_of, tools_of
 from otel_agents.api_parts import install, load_script_arg, make_llm, warn_of_triggers, warning_on_failure
 from otel_agents.arguments import (
@@ -265,7 +265,8 @@ class Session:
 
     def run_sync(self, prompt: str, *, agent: str | None = None) -> str:
         """``run`` on this session's own event loop (one loop for all its prompts); not inside a running loop.
-        Called from several threads at once, each waits for the one in progress to return, as runs take turns."""
+        Called from several threads at once, each waits for the one in progress to return, as runs take turns.
+        ``close()`` from another thread cancels the run: ``RuntimeError`` (session closed while the run was in progress)."""
         self._open()
         check_required_text("Session.run_sync", "prompt", prompt)
         check_text("Session.run_sync", "agent", agent)
@@ -296,6 +297,10 @@ class Session:
                 self._runner_closer = weakref.finalize(self, self._runner.close)
             try:
                 return self._runner.run(call())
+            except asyncio.CancelledError:
+                if self._closed:  # close() from another thread cancelled it: say so, not an empty CancelledError
+                    raise closed_during_run(self) from None
+                raise
             except (KeyboardInterrupt, SystemExit):
                 self._end_runs_left_behind()
                 raise
@@ -318,8 +323,9 @@ class Session:
             loop.run_until_complete(asyncio.wait(left))
 
     def external(self, text: str, *, agent: str | None = None, source: str | None = None) -> str | None:
-        """An outside event the agent (default the root) hears without answering yet; returns its message id,
-        or None while the agent waits for its tool calls' results (heard once they are all in).
+        """An outside event the agent (default the root) hears without answering yet; returns its message id, or
+        None while it is held: during the agent's LLM request, until its tool calls' results are in, or until a
+        run called for it records its prompt (heard then, in that order; docs/python-api.md).
         ``source``: who sent it, named in the record's source (``external:<source>``), as ``send``'s."""
         self._open()
         check_required_text("Session.external", "text", text)

@@ -38,6 +38,11 @@ def save_fork_state(session: Session) -> None:
         raise failed[0]
 
 
+def closed_during_run(session: Session) -> RuntimeError:
+    """What ``run_sync`` raises when ``close()`` from another thread cancelled its run."""
+    return RuntimeError(f"session {session.id} was closed while the run was in progress: the run was cancelled")
+
+
 def end_runs_from_thread(session: Session) -> None:
     """Cancels each run in progress and waits for its end, from a thread that is not running its loop."""
     try:

@@ -76,7 +76,8 @@ class Agent:
         self._transcript: list[dict[str, Any]] | None = []
         self._transcript_ids: list[str] | None = []
         self.busy = 0  # responses of this agent in progress: never evicted meanwhile
-        self._held_events: list[tuple[str, str]] = []  # outside events waiting for its tool results (hear_external)
+        self._held_events: list[tuple[str, str]] = []  # outside events waiting their turn (holds_events)
+        self._requests = 0  # its LLM requests in flight: an outside event then waits for the answer
         self.turn = Turn()  # held by whoever talks to it: one conversation at a time (turn_taking.py)
         self.description: str | None = None  # from the first system prompt, also when resumed
         session.register(self)
@@ -180,10 +181,12 @@ class Agent:
         del self.transcript_ids[keep:]
 
     def _log_entry(self, message: dict[str, Any], substance: str | None = None, source: str | None = None) -> str:
-        self._live()  # revived before its new record is saved: revival rebuilds what it held
-        message_id, record = self.session.log_transcript_entry(self.agent_id, message, substance, source)
-        self._append(record, message_id)
-        return message_id
+        # Under the outside-events lock: an event told from another thread never splits an id from its entry.
+        with self.session.outside.lock:
+            self._live()  # revived before its new record is saved: revival rebuilds what it held
+            message_id, record = self.session.log_transcript_entry(self.agent_id, message, substance, source)
+            self._append(record, message_id)
+            return message_id
 
     def add_system(self, content: str) -> str:
         return self._log_entry({"role": "system", "content": content})
@@ -218,14 +221,16 @@ class Agent:
         return self.session.host_notice(self.agent_id, notice, content, cause)
 
     # --- outside events ---
-    def hear_external(self, text: str, source: str) -> str | None:
-        """An outside event heard now; or, while a tool call of this agent waits for its result, held until
-        every result is in and heard before its next LLM call: a provider refuses any message between a
-        call and its results. The entry's message id, or None when held."""
-        if self.awaiting_tool_results():
-            self._held_events.append((text, source))
-            return None
-        return self.harken(text, source=source)
+    def holds_events(self) -> bool:
+        """Whether an outside event told now must wait (``Session.external``): while an LLM request of it is
+        in flight (the answer was asked without it, so it follows the answer), while a tool call of it waits
+        for its result (a provider refuses any message between a call and its results), and behind events
+        held already (they keep their order). Call it, and hold or hear, under ``session.outside.lock``."""
+        return bool(self._requests or self._held_events) or self.awaiting_tool_results()
+
+    def hold_event(self, text: str, source: str) -> None:
+        """Keep an outside event until ``hear_held_events`` can give it (under ``session.outside.lock``)."""
+        self._held_events.append((text, source))
 
     def awaiting_tool_results(self) -> bool:
         """Whether its last assistant message called tools whose results are not all in the transcript."""
@@ -237,10 +242,20 @@ class Agent:
             results += 1
         return False
 
-    def _hear_held_events(self) -> None:
-        held, self._held_events = self._held_events, []
-        for text, source in held:
-            self.harken(text, source=source)
+    def hear_held_events(self) -> None:
+        """The held outside events, in order, unless a request is still in flight or results are awaited."""
+        with self.session.outside.lock:
+            if self._requests or self.awaiting_tool_results():
+                return
+            held, self._held_events = self._held_events, []
+            for text, source in held:
+                self.harken(text, source=source)
+
+    def _requesting(self, delta: int) -> None:
+        with self.session.outside.lock:
+            self._requests += delta
+            if delta < 0:  # the answer is in (or none comes): what arrived meanwhile follows it
+                self.hear_held_events()
 
     # --- the loop ---
     async def response(self) -> LoggedString:
@@ -260,8 +275,7 @@ class Agent:
                 return await self._turns()
         finally:
             self.busy -= 1
-            if self._held_events and not self.awaiting_tool_results():  # its turns ran out after the results
-                self._hear_held_events()
+            self.hear_held_events()  # its turns ran out after the results (or were stopped)
             if self.session.evictor is not None:  # a response's end is when agents may be evicted
                 self.session.evictor.sweep()
 
@@ -275,23 +289,27 @@ class Agent:
             with tracer.start_as_current_span(sc.OP_TURN, kind=SpanKind.INTERNAL, attributes=attrs) as span, scope(
                 "turn", span
             ):
-                self._hear_held_events()
-                self.session.hooks.remind(self)
-                request = ChatRequest(
-                    model=self.model,
-                    messages=self.transcript,
-                    tools=self.tool_schemas() or None,
-                    agent_name=self.name,
-                    agent_id=self.agent_id,
-                    session_id=self.session.id,
-                    context_last_message_id=self.transcript_ids[-1] if self.transcript_ids else None,
-                    settings=self.session.request_settings(self),
-                )
-                await self.session.llm.complete(request, on_message=self._log_entry, on_notice=self.host_notice)
+                self.hear_held_events()
+                self._requesting(+1)  # from here to its answer an outside event waits (it was not asked)
+                try:
+                    self.session.hooks.remind(self)
+                    request = ChatRequest(
+                        model=self.model,
+                        messages=self.transcript,
+                        tools=self.tool_schemas() or None,
+                        agent_name=self.name,
+                        agent_id=self.agent_id,
+                        session_id=self.session.id,
+                        context_last_message_id=self.transcript_ids[-1] if self.transcript_ids else None,
+                        settings=self.session.request_settings(self),
+                    )
+                    await self.session.llm.complete(request, on_message=self._log_entry, on_notice=self.host_notice)
+                    message_id = self.transcript_ids[-1]
+                    # The reply as recorded (credentials scrubbed), as a resumed agent would hold it.
+                    message = self.transcript[-1]
+                finally:
+                    self._requesting(-1)
                 self.session.hooks.turn_taken(self)
-                message_id = self.transcript_ids[-1]
-                # The reply as recorded (credentials scrubbed), as a resumed agent would hold it.
-                message = self.transcript[-1]
                 calls = message.get("tool_calls")
                 if calls:
                     await self._run_tool_calls(calls, message_id)

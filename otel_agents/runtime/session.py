@@ -18,6 +18,7 @@ from otel_agents.llm.model_settings import ModelSettings
 from otel_agents.runtime.eviction import EvictionPolicy, Evictor
 from otel_agents.runtime.hook_dispatch import SessionHooks
 from otel_agents.runtime.logged_string import LoggedString
+from otel_agents.runtime.outside_events import OutsideEvents, PendingPrompt
 from otel_agents.runtime.run_span import run_attributes
 from otel_agents.runtime.turn_taking import Turn, hold
 from otel_agents.tracing import semconv as sc
@@ -119,6 +120,7 @@ class Session:
         self.eviction = eviction  # the policy; it applies once the records are saved (eviction.keep_saved_records)
         self.evictor: Evictor | None = None
         self.run_turn = Turn()  # one run at a time (turn_taking.py)
+        self.outside = OutsideEvents(self)  # held until the model's context may take them (outside_events.py)
 
     # --- ids ---
     def allocate_message_id(self) -> str:
@@ -321,33 +323,25 @@ class Session:
         an ``external_input {agent}`` span, so the trace holds it like any other.
         To have the agent answer at once, use ``run(text, agent=..., context=
         RunContext(source="external"))`` instead. ``sender`` is named in the record's source.
-        While the agent waits for tool results the event is held and heard before its next LLM
-        call (``Agent.hear_external``): None is returned then.
+        The transcript is what the model was sent, in order, so an event is held (None is returned)
+        while the agent has an LLM request in flight (heard once the answer is recorded: the answer
+        was made without it), waits for tool results (heard once they are all in: ``Agent.holds_events``)
+        or has a run called whose prompt is not recorded yet (heard after that prompt). Held events are
+        heard however the run ends (failed, cancelled). Safe to call from another thread than the run's.
         """
-        if agent.awaiting_tool_results():
-            return agent.hear_external(text, external_source(sender))
-        if trace.get_current_span().is_recording():
-            return agent.harken(text, source=external_source(sender))
-        attrs = {
-            sc.GEN_AI_CONVERSATION_ID: self.id,
-            sc.SESSION_ID: self.id,
-            sc.GEN_AI_AGENT_NAME: agent.name,
-            sc.AGENT_ID: agent.agent_id,
-        }
-        with self.telemetry.tracer.start_as_current_span(
-            sc.span_name(sc.OP_EXTERNAL_INPUT, agent.name), kind=SpanKind.INTERNAL, attributes=attrs
-        ):
-            return agent.harken(text, source=external_source(sender))
+        return self.outside.tell(agent, text, external_source(sender))
 
     async def run(self, prompt: str | None, *, agent: "Agent | None" = None,
                   context: RunContext | None = None) -> LoggedString:
         """One user prompt = one trace, rooted at ``invoke_agent {agent}``; ``None``: only the work due
         before the next run (a fork that records its inherited state and runs no prompt). Runs of one
         session take turns: one started while another is in progress waits for it (turn_taking.py)."""
-        async with hold(self.run_turn):
-            return await self._run(prompt, agent, context or RunContext())
+        with self.outside.prompt_pending(agent, prompt) as pending:
+            async with hold(self.run_turn):
+                return await self._run(prompt, agent, context or RunContext(), pending)
 
-    async def _run(self, prompt: str | None, agent: "Agent | None", context: RunContext) -> LoggedString:
+    async def _run(self, prompt: str | None, agent: "Agent | None", context: RunContext,
+                   pending: PendingPrompt | None = None) -> LoggedString:
         if prompt is not None:
             await self.llm.prepare()  # a fork with no prompt calls no model, and loads nothing
         self.runs += 1
@@ -378,8 +372,9 @@ class Session:
                 return LoggedString("")
             try:
                 async with hold(target.turn):  # told and asked in one exchange
-                    target.harken(prompt, source=context.record_source)
+                    self.outside.record_prompt(pending, lambda: target.harken(prompt, source=context.record_source))
                     return await target.respond_in_current_span()
             finally:
                 if self.evictor is not None:
                     self.evictor.report(span)
+
