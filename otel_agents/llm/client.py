@@ -291,8 +291,9 @@ class LLMClient:
                     usage, cost = self._record_usage(span, request, exc.response, progress)
                 else:
                     span.set_attribute(sc.LLM_PRICE_SOURCE, self.prices.lookup(request.model)[1])
-                span.set_status(Status(StatusCode.ERROR, _short(error_text(exc, whole=True))))
-                self.telemetry.log("WRN" if transient else "ERR", _short(error_text(exc)), span=span)
+                said = _short(error_text(exc))  # the console's line is the status and the ledger's error
+                span.set_status(Status(StatusCode.ERROR, said))
+                self.telemetry.log("WRN" if transient else "ERR", said, span=span)
                 if on_notice is not None and transient and attempt < self.retry.max_attempts:
                     on_notice("retry", f"attempt {attempt} of {request.model} failed ({error_type(exc)}); retrying")
                 charge_llm(usage, cost, failed=True)
