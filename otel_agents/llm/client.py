@@ -323,6 +323,10 @@ class LLMClient:
                 )
             if message.get("reasoning_content"):
                 self.telemetry.log("THK", message["reasoning_content"], span=span)
+            if finish == "length" and not (message.get("content") or "").strip() and not message.get("tool_calls"):
+                # An empty answer is printed as an empty line: without this, nothing says why.
+                self.telemetry.log("WRN", "the model stopped at max_tokens with no text (finish_reason length)",
+                                   span=span)
             charge_llm(usage, cost, failed=False,
                        counted=counted_cost(request.model, str(request.agent_name), attempt, cost))
             message_id = on_message(message)

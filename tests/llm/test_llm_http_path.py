@@ -337,3 +337,18 @@ async def test_a_request_the_transport_refuses_fails_at_once_saying_why(server, 
     (chat,) = chats(memory_tracing)
     assert attr(chat, sc.LLM_RETRYABLE) is False
     assert server.requests == []
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_reply_cut_at_max_tokens_with_no_text_is_said_with_a_warning(server, http_session, memory_tracing,
+                                                                             stream):
+    """An empty answer is printed as an empty line: the WRN line says why, the span keeps the finish reason."""
+    server.plan(Reply(content="", finish_reason="length", completion_tokens=16), Reply(content="cut off here",
+                                                                                      finish_reason="length"))
+    session = http_session(stream=stream)
+    assert await session.run("hi") == ""
+    assert await session.run("again") == "cut off here"
+    empty, cut = chats(memory_tracing)
+    assert list(attr(empty, sc.GEN_AI_RESPONSE_FINISH_REASONS)) == ["length"] == list(attr(cut, sc.GEN_AI_RESPONSE_FINISH_REASONS))
+    warned = [(e.attributes[sc.LOG_LEVEL], e.attributes[sc.LOG_MESSAGE]) for e in empty.events if e.name == sc.EVENT_LOG]
+    assert warned == [("WRN", "the model stopped at max_tokens with no text (finish_reason length)")]
+    assert not [e for e in cut.events if e.name == sc.EVENT_LOG]  # its text shows where it stopped
