@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import click
+from opentelemetry import trace
 
 from otel_agents.cli import stdout
 from otel_agents.cli.console import ConsoleOptions, ConsoleRenderer, one_line
@@ -228,6 +229,13 @@ class _Streamed(list):
         """Write what was held back: the turn or the run ended."""
         self.write(self.scrubber.flush(), last=True)
 
+    def end_line(self) -> None:
+        """:meth:`end`, and end the line written, if any, unless it is ended."""
+        self.end()
+        if self and not self[-1].endswith("\n"):
+            self.append("\n")
+            self.write("\n")
+
 
 def _stream_root_text(session) -> _Streamed:
     """With streaming on, the root agent's text goes to stdout as it arrives; returns what was written."""
@@ -235,20 +243,22 @@ def _stream_root_text(session) -> _Streamed:
     if not session.llm.stream:
         return written
     turn: Any = None  # the LLM call (one per turn) whose text was written last
+    attempt = 0  # the span id of its attempt
 
     def on_text(request, text: str) -> None:
-        nonlocal turn
+        nonlocal turn, attempt
         root = session.root
         if root is None or request.agent_id != root.agent_id or written.gone:
             return
-        # A later turn of the same run (after its tool calls) starts a line of its own, as it
-        # would be a separate utterance; the run's last line is ended once, by execute.
-        if written and request is not turn:
-            written.end()
-            if not written[-1].endswith("\n"):
-                written.append("\n")
-                written.write("\n")
-        turn = request
+        span_id = trace.get_current_span().get_span_context().span_id  # a cut stream's retry is another attempt
+        # A later turn of the same run (after its tool calls) starts a line of its own, as it would be a
+        # separate utterance, and so does the retry of a cut stream (the cut text stays on stdout, and
+        # must not read as the start of the retry's); the run's last line is ended once, by execute.
+        if written and (request is not turn or span_id != attempt):
+            written.end_line()
+            if request is turn:
+                session.llm.telemetry.log("WRN", "the streamed text above was cut off; the retry's answer follows")
+        turn, attempt = request, span_id
         written.append(text)
         written.write(written.scrubber.feed(text))
 
@@ -332,6 +342,7 @@ def execute(session, prompts: list[str], context, tracing, recording, steps: Nex
                 watching = True
                 runner.run(_serve(watch, session, context, streamed))
     except (LLMCallFailed, MaxTurnsExceeded, BudgetExhausted, HookFailed, RecordingLost) as exc:  # a run that stopped: exit 1
+        streamed.end_line()  # a reply cut off mid-stream: stdout still ends its line
         click.echo(_stopped_line(tracing, one_line(exc)), err=True)  # a multi-line text joined, as WRN lines
         exit_code = EXIT_FAILED
     except stdout.StdoutLost as exc:  # said below, with what it cost, once the session is closed
@@ -341,6 +352,7 @@ def execute(session, prompts: list[str], context, tracing, recording, steps: Nex
         if watching and not watch.busy:  # the way to stop watching: nothing was cut short
             click.echo("stopped watching", err=True)
         else:
+            streamed.end_line()
             click.echo("interrupted: open spans were ended as cancelled and the session was saved", err=True)
             exit_code = EXIT_INTERRUPTED
     except SystemExit as exc:  # a tool's sys.exit(): its code is the process's, said once why

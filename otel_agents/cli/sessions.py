@@ -255,7 +255,8 @@ def _op_detail(op: Mapping[str, Any]) -> str:
         model = op["attributes"].get("otel_agents.llm.model") or op["attributes"].get("gen_ai.request.model") or op["name"]
         attempt = op["attributes"].get("otel_agents.llm.attempt")
         text = f"llm {model}" + (f" attempt {attempt}" if attempt else "")
-        if entry is not None and entry["status"] == "ok":
+        # A failed attempt shows what it was billed (a reply without choices reports its usage), if anything.
+        if entry is not None and (entry["status"] == "ok" or entry["tokens"]["total"] or entry["cost_usd"]):
             tokens = entry["tokens"]
             text += f"  in {tokens['input']} out {tokens['output']}  {_money(entry['cost_usd'])}"
         return text

@@ -276,6 +276,15 @@ def tell_warnings(notice: Notice | None, log: bool = False) -> None:
                 LOGGER.warning(text)
 
 
+def refusal() -> str | None:
+    """What :func:`check` would say now (the next attempt refused), without saying it; None: it may start."""
+    for meter in _METERS.get():
+        reached = meter.exhausted()
+        if reached is not None:
+            return str(BudgetExhausted(meter, *reached))
+    return None
+
+
 def check(telemetry: Telemetry, notice: Notice | None = None) -> None:
     """Raise ``BudgetExhausted`` for the outermost meter in force whose budget is spent, said by a
     span event, an ERR log line and a ``budget`` host notice on the operation that wanted the attempt.

@@ -27,7 +27,7 @@ from otel_agents.llm.responses import (IN_PROCESS_PREFIXES, MalformedReply, assi
 from otel_agents.llm.retry import RetryPolicy, error_text, error_type, is_transient, retry_after_seconds
 from otel_agents.llm.served import served_attributes
 from otel_agents.llm.accounting import charge_llm
-from otel_agents.llm.budget import check as check_budgets, counted_cost
+from otel_agents.llm.budget import check as check_budgets, counted_cost, refusal as budget_refusal
 from otel_agents.llm.budget import tell_warnings as tell_budget_warnings
 from otel_agents.llm.model_settings import ModelSettings
 from otel_agents.llm.streaming import (STREAM_OPTIONS, StreamCutShort, StreamProgress, assemble, read_stream, text_listener,
@@ -161,12 +161,12 @@ class LLMClient:
                 exc = failed.cause
                 if not is_transient(exc) or attempt >= self.retry.max_attempts:
                     raise LLMCallFailed(request.model, attempt, exc) from exc
-                delay = self.retry.delay(attempt, exc)
-                self.telemetry.log(
-                    "WRN",
-                    f"attempt {attempt} of {request.model} failed ({error_type(exc)}); retrying in {delay:.2f}s",
-                )
-                await self.sleep(delay)
+                # A retry the budget refuses is not announced nor waited for: check says why at once.
+                delay = None if budget_refusal() else self.retry.delay(attempt, exc)
+                self.telemetry.log("WRN", f"attempt {attempt} of {request.model} failed ({error_type(exc)}); "
+                                   + ("the budget allows no retry" if delay is None else f"retrying in {delay:.2f}s"))
+                if delay is not None:
+                    await self.sleep(delay)
 
     def _start_attributes(self, request: ChatRequest, attempt: int) -> dict[str, Any]:
         attrs: dict[str, Any] = {
@@ -291,11 +291,13 @@ class LLMClient:
                     usage, cost = self._record_usage(span, request, exc.response, progress)
                 else:
                     span.set_attribute(sc.LLM_PRICE_SOURCE, self.prices.lookup(request.model)[1])
-                span.set_status(Status(StatusCode.ERROR, _short(error_text(exc, whole=True))))
-                self.telemetry.log("WRN" if transient else "ERR", _short(error_text(exc)), span=span)
-                if on_notice is not None and transient and attempt < self.retry.max_attempts:
+                said = _short(error_text(exc))  # the console's line is the status and the ledger's error
+                span.set_status(Status(StatusCode.ERROR, said))
+                self.telemetry.log("WRN" if transient else "ERR", said, span=span)
+                charge_llm(usage, cost, failed=True)  # first: a budget it spends refuses the retry
+                if (on_notice is not None and transient and attempt < self.retry.max_attempts
+                        and budget_refusal() is None):
                     on_notice("retry", f"attempt {attempt} of {request.model} failed ({error_type(exc)}); retrying")
-                charge_llm(usage, cost, failed=True)
                 tell_budget_warnings(on_notice, self.log_budget_warnings)
                 raise _AttemptFailed(exc) from exc
             except BaseException:  # cancelled: what streamed until then stays on the attempt
@@ -322,6 +324,10 @@ class LLMClient:
                 )
             if message.get("reasoning_content"):
                 self.telemetry.log("THK", message["reasoning_content"], span=span)
+            if finish == "length" and not (message.get("content") or "").strip() and not message.get("tool_calls"):
+                # An empty answer is printed as an empty line: without this, nothing says why.
+                self.telemetry.log("WRN", "the model stopped at max_tokens with no text (finish_reason length)",
+                                   span=span)
             charge_llm(usage, cost, failed=False,
                        counted=counted_cost(request.model, str(request.agent_name), attempt, cost))
             message_id = on_message(message)

@@ -54,27 +54,32 @@ def error_type(exc: BaseException) -> str:
 _TRACEBACK = "Traceback (most recent call last)"
 
 
-def error_text(exc: BaseException, whole: bool = False) -> str:
+def error_text(exc: BaseException) -> str:
     """``<type>: <message>`` naming the type once: litellm's messages repeat it
-    (``litellm.InternalServerError: InternalServerError: OpenAIException - ...``).
+    (``litellm.InternalServerError: InternalServerError: OpenAIException - ...``), and a
+    mid-stream failure repeats the error it wraps (``litellm.MidStreamFallbackError:
+    litellm.APIConnectionError: APIConnectionError: ... Original exception: APIConnectionError: ...``).
 
     A traceback in the message (litellm quotes one for a reply it could not convert) is cut
-    off unless ``whole``: a one-line error keeps the text before it, or else the exception
-    line it ends on. ``whole`` is for a span's status message, where it may help.
+    off: a one-line error keeps the text before it, or else the exception line it ends on.
+    The same text is on the console, the span's status and the ledger.
     """
     name = error_type(exc)
     names = {cls.__name__ for cls in type(exc).__mro__}
     message = str(exc).strip()
+    original = getattr(exc, "original_exception", None)
+    if isinstance(original, BaseException):  # its text is in the message already, and again after this mark
+        names |= {cls.__name__ for cls in type(original).__mro__}
+        message = message.partition(" Original exception: ")[0].strip()
     wrong = configuration_error(exc)
     if wrong is not None and str(wrong) not in message:  # "Connection error." alone hides what to fix
         message = f"{message} ({error_type(wrong)}: {wrong})"
-    while True:  # "litellm.X: X: ..." where X is the exception's type or one of its bases
+    while True:  # "litellm.X: X: ..." where X is the exception's type or one of its bases (or the wrapped one's)
         head, colon, rest = message.partition(":")
         if not colon or head.removeprefix("litellm.") not in names:
             break
         message = rest.strip()
-    if not whole:
-        message = _before_traceback(message)
+    message = _before_traceback(message)
     return f"{name}: {message}" if message else name
 
 

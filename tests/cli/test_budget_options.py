@@ -355,3 +355,21 @@ def test_a_reply_with_usage_is_not_marked_estimated(cli_env, monkeypatch):
         assert result.exit_code == 0, result.stderr
     (record,) = llm_records(cli_env, session_of(result.stderr))
     assert record["tokens"]["input"] == 10 and "usage_estimated" not in record
+
+
+def test_a_retry_the_budget_refuses_is_not_announced(cli_env, monkeypatch):
+    """With one call allowed, a failed attempt said "retrying in 0.35s", then the retry was refused."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    with OpenAIServer() as server:
+        server.plan(Reply.error(500), Reply(content="never asked for"))
+        result = otel(cli_env, "run", "--model", "openai/x", "--api-base", server.api_base, "--max-attempts", "3",
+                      "--max-llm-calls", "1", "hi")
+        assert len(server.requests) == 1
+    assert result.exit_code == 1, result.stderr
+    assert "retrying" not in result.stderr, result.stderr
+    assert "attempt 1 of openai/x failed (InternalServerError); the budget allows no retry" in result.stderr
+    assert error_lines(result.stderr) == ["error: budget exhausted for session: 1 of 1 LLM calls made"]
+    records = [json.loads(x) for x in (cli_env / "sessions" / session_of(result.stderr) / "events.jsonl")
+               .read_text().splitlines()]
+    notices = [r["notice"] for r in records if r["event_type"] == "host_notice"]
+    assert "retry" not in notices and "budget" in notices

@@ -219,3 +219,25 @@ def test_a_streamed_cr_waits_for_the_next_piece_to_be_told_from_a_crlf(capsys):
     streamed.end()
     streamed.write("last\r", last=True)
     assert capsys.readouterr().out == "one\r\ntwo\\rthree\\rlast\\r"
+
+
+def test_a_stream_cut_and_retried_shows_the_break_and_a_failed_one_ends_its_line(cli_env, monkeypatch):
+    """`partial answer that neveslow trifinal whole answer`: the cut texts and the retry's ran together,
+    and a run whose every attempt was cut left stdout without its last newline."""
+    from support.openai_server import OpenAIServer, Reply
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    with OpenAIServer() as server:
+        server.plan(Reply.cut_stream("partial answer that never ends"), Reply.cut_stream("slow trickle of words"),
+                    Reply(content="final whole answer"), Reply.cut_stream("partial answer that never ends"))
+        retried = invoke("run", "--model", "openai/x", "--api-base", server.api_base, "--stream", "Hi")
+        failed = invoke("run", "--model", "openai/x", "--api-base", server.api_base, "--stream",
+                        "--max-attempts", "1", "Hi")
+    assert retried.exit_code == 0, retried.stderr
+    first, second, last = retried.stdout.split("\n")[:3]
+    assert retried.stdout == f"{first}\n{second}\n{last}\n" and last == "final whole answer"
+    assert "partial answer that never ends".startswith(first) and "slow trickle of words".startswith(second)
+    said = "WRN the streamed text above was cut off; the retry's answer follows"
+    assert retried.stderr.count(said) == 2, retried.stderr
+    assert failed.exit_code == 1 and "error: model 'openai/x' failed after 1 attempt" in failed.stderr
+    assert failed.stdout.endswith("\n") and "partial answer that never ends".startswith(failed.stdout[:-1])

@@ -398,6 +398,22 @@ def test_a_session_of_an_unpriced_model_is_never_listed_or_finished_at_zero(env,
     assert " unpriced " in row and "$" not in row
 
 
+def test_show_gives_a_failed_attempt_that_was_billed_its_tokens_and_cost(env, monkeypatch):
+    """A 200 reply without choices fails its attempt but reports usage: billed, so its row says so."""
+    from support.openai_server import OpenAIServer, Reply
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    with OpenAIServer() as server:
+        server.plan(Reply(patch={"choices": []}, prompt_tokens=500, completion_tokens=50), Reply(content="fine"))
+        result = invoke("run", "--model", "openai/gpt-4o-mini", "--api-base", server.api_base, "hi")
+    assert result.exit_code == 0, result.stderr
+    session_id = result.stderr.splitlines()[-1].split(": ", 1)[1]
+    rows = [line for line in invoke("sessions", "show", session_id).stdout.splitlines() if " llm " in line]
+    failed, answered = rows
+    assert " error " in failed and "attempt 1  in 500 out 50  $0.000105  — MalformedReply" in failed, failed
+    assert " ok " in answered and " in 41 out 1 " in answered
+
+
 @pytest.mark.parametrize("cost, unpriced, calls, text", [
     (0.0012, 0, 3, "$0.001200"), (0.0012, 1, 3, "$0.001200+"), (0.0, 3, 3, "unpriced"), ("x", 0, 1, "?"),
     (0.0, None, 0, "$0.000000"),

@@ -291,7 +291,7 @@ async def test_negative_usage_is_estimated_with_a_warning_never_billed_negative(
     assert logs == ["the provider sent invalid usage (prompt_tokens=-5); its counts are estimated"]
 
 
-async def test_a_failed_attempt_names_its_error_type_once_and_keeps_litellm_s_traceback_off_its_line(
+async def test_a_failed_attempt_names_its_error_type_once_and_keeps_litellm_s_traceback_off_its_record(
         server, http_session, memory_tracing, recwarn):
     """litellm's messages repeat the type (``litellm.InternalServerError: InternalServerError: ...``) and,
     for a usage of the wrong types, quote a traceback; pydantic also warns about that usage on stderr."""
@@ -305,7 +305,8 @@ async def test_a_failed_attempt_names_its_error_type_once_and_keeps_litellm_s_tr
     (chat,) = chats(memory_tracing)
     logs = [e.attributes[sc.LOG_MESSAGE] for e in chat.events if e.name == sc.EVENT_LOG]
     assert logs == ["InternalServerError: OpenAIException - Invalid response object"]
-    assert chat.status.description.startswith("InternalServerError: OpenAIException - Invalid response object Traceback")
+    # The status (the tree's and the ledger's error) says what the console says: no litellm paths.
+    assert chat.status.description == "InternalServerError: OpenAIException - Invalid response object"
     assert attr(chat, sc.ERROR_TYPE) == "InternalServerError"
     assert not [w for w in recwarn if "Pydantic" in str(w.message)]
 
@@ -336,3 +337,18 @@ async def test_a_request_the_transport_refuses_fails_at_once_saying_why(server, 
     (chat,) = chats(memory_tracing)
     assert attr(chat, sc.LLM_RETRYABLE) is False
     assert server.requests == []
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_reply_cut_at_max_tokens_with_no_text_is_said_with_a_warning(server, http_session, memory_tracing,
+                                                                             stream):
+    """An empty answer is printed as an empty line: the WRN line says why, the span keeps the finish reason."""
+    server.plan(Reply(content="", finish_reason="length", completion_tokens=16), Reply(content="cut off here",
+                                                                                      finish_reason="length"))
+    session = http_session(stream=stream)
+    assert await session.run("hi") == ""
+    assert await session.run("again") == "cut off here"
+    empty, cut = chats(memory_tracing)
+    assert list(attr(empty, sc.GEN_AI_RESPONSE_FINISH_REASONS)) == ["length"] == list(attr(cut, sc.GEN_AI_RESPONSE_FINISH_REASONS))
+    warned = [(e.attributes[sc.LOG_LEVEL], e.attributes[sc.LOG_MESSAGE]) for e in empty.events if e.name == sc.EVENT_LOG]
+    assert warned == [("WRN", "the model stopped at max_tokens with no text (finish_reason length)")]
+    assert not [e for e in cut.events if e.name == sc.EVENT_LOG]  # its text shows where it stopped

@@ -106,7 +106,7 @@ def test_backoff_is_exponential_with_equal_jitter_and_capped():
     assert policy.delay(1, WithHeaders(headers={"retry-after": "300"})) == 5.0
 
 
-def test_error_text_names_the_type_once_and_cuts_a_traceback_unless_asked_for_whole():
+def test_error_text_names_the_type_once_and_cuts_a_traceback():
     from litellm.exceptions import APIConnectionError, InternalServerError
 
     from otel_agents.llm.retry import error_text
@@ -121,7 +121,19 @@ def test_error_text_names_the_type_once_and_cuts_a_traceback_unless_asked_for_wh
               "    raise ValueError('bad')\nValueError: bad\n\nreceived_args={}")
     cut = APIConnectionError(quoted, llm_provider="openai", model="m")
     assert error_text(cut) == "APIConnectionError: OpenAIException - ValueError: bad"
-    assert error_text(cut, whole=True).startswith("APIConnectionError: OpenAIException - Traceback")
     assert error_text(ValueError("Traceback (most recent call last):\n  File \"x\"\nKeyError: 'k'")) == "ValueError: KeyError: 'k'"
     assert error_text(RuntimeError("plain: text")) == "RuntimeError: plain: text"
     assert error_text(TimeoutError()) == "TimeoutError"
+
+
+def test_error_text_of_a_mid_stream_failure_says_the_error_it_wraps_once():
+    from litellm.exceptions import APIConnectionError, MidStreamFallbackError
+
+    from otel_agents.llm.retry import error_text
+
+    load_litellm()
+    broken = APIConnectionError("APIConnectionError: OpenAIException - Response payload is not completed",
+                                llm_provider="openai", model="m")
+    cut = MidStreamFallbackError(str(broken), model="m", llm_provider="openai", original_exception=broken)
+    assert "Original exception: APIConnectionError" in str(cut)  # as litellm says it: every type twice or more
+    assert error_text(cut) == "MidStreamFallbackError: OpenAIException - Response payload is not completed"

@@ -79,6 +79,9 @@ async def test_a_stream_cut_midway_is_a_failed_attempt_with_its_partial_output_a
     cut, retried = chats(memory_tracing)
     assert cut.status.status_code == StatusCode.ERROR
     assert cut.attributes[sc.LLM_RETRYABLE] is True and cut.attributes[sc.ERROR_TYPE] == "MidStreamFallbackError"
+    # Each type named once: litellm's text says the wrapped error's type three times and the whole text twice.
+    assert cut.status.description.startswith("MidStreamFallbackError: OpenAIException - ")
+    assert "APIConnectionError" not in cut.status.description and "Original exception" not in cut.status.description
     partial = cut.attributes[sc.LLM_PARTIAL_OUTPUT]
     assert partial and "partial answer that never ends".startswith(partial) and partial != "partial answer that never ends"
     assert cut.attributes[sc.LLM_PARTIAL_CHARS] == len(partial)
