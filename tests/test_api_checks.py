@@ -321,3 +321,27 @@ def test_resume_refuses_a_scripts_hook_watching_an_agent_the_session_never_has(t
         with resume(saved.id, script=str(script)):  # the session's own agents, though this script creates none
             pass
     assert (home / "sessions" / saved.id / "events.jsonl").read_bytes() == events
+
+
+def test_a_misspelt_agent_approval_hook_is_refused_as_a_scripts_is(tmp_path, monkeypatch):
+    """Its agent never existed, so it approved every call (a task the monitor was to deny made an agent)."""
+    import otel_agents
+    from otel_agents import agent_approval_hook
+    from otel_agents.llm.scripts import ScriptError
+
+    monkeypatch.setenv("OTEL_AGENTS_RECORDER", "inline")
+    script = tmp_path / "typo.json"
+    script.write_text(json.dumps({"name": f"typo-{tmp_path.name}", "agents": {
+        "main": [{"tool_calls": [{"name": "task", "arguments": {"name": "ResourceMonitor"}}]}, "x"],
+        "ResourceMonitor": ["DENY. no"]}}))
+    typo = agent_approval_hook("ResourceMonitr", tools=["task"])
+    with pytest.raises(ScriptError, match=r"^Session: hook 'ResourceMonitr': agent 'ResourceMonitr' answers it and "
+                                          r"is no agent of this script .*: it would approve everything"):
+        Session(Agent("main"), hooks=[typo], script=str(script))
+    home = tmp_path / "home"
+    with otel_agents.recording(home=home):
+        with Session(Agent("main"), hooks=[agent_approval_hook("ResourceMonitor", tools=["task"])],
+                     script=str(script)) as saved:
+            saved.run_sync("hi")
+        with pytest.raises(ScriptError, match=r"^resume: hook 'ResourceMonitr': agent 'ResourceMonitr' answers it"):
+            resume(saved.id, hooks=[typo], script=str(script))

@@ -85,7 +85,7 @@ def build_app_session(app: App, script: Any, model: str | None, **session_kwargs
         from otel_agents.llm.scripts import ScriptError
 
         try:
-            script.check_agent_names(agent.name, keys=False)
+            script.check_agent_names(agent.name, keys=False, hooks=app.hooks, owner=f"app {app.reference!r}")
         except ScriptError as exc:
             raise click.UsageError(str(exc)) from None
     root = AgentSpec(agent.name, chosen, agent.system_prompt, agent.tool_list(), agent.max_turns)

@@ -1,4 +1,5 @@
-"""The prompts of ``run``, ``resume`` and ``fork``: arguments, else lines on stdin, else asked on the terminal."""
+"""The prompts of ``run``, ``resume`` and ``fork`` (arguments, else lines on stdin, else asked on the terminal)
+and ``send``'s text (``-``: all of stdin)."""
 
 from __future__ import annotations
 
@@ -41,3 +42,16 @@ def _gather_prompts(arguments: tuple[str, ...], default: tuple[str, ...]) -> lis
             break
         prompts.append(line.strip())
     return prompts or list(default)
+
+
+def text_or_stdin(text: str, what: str) -> str:
+    """``text``, or for ``-`` all of stdin as one text (its lines kept, its final line break dropped):
+    an argument is limited by the system (an event of ~128 KiB fails with "Argument list too long")."""
+    if text != "-":
+        return text
+    stdin = sys.stdin
+    if stdin.isatty():
+        click.echo(f"Enter {what}; end it with Ctrl-D.", err=True)
+    raw = getattr(stdin, "buffer", None)  # bytes that are not UTF-8 reach utf8_text's one line, not a traceback
+    data = raw.read().decode("utf-8", "surrogateescape") if raw is not None else stdin.read()
+    return data.removesuffix("\n").removesuffix("\r")

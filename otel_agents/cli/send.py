@@ -1,4 +1,4 @@
-"""``otel-agents send SESSION_ID --to AGENT [--source NAME] TEXT``: an outside event for a saved session's agent."""
+"""``otel-agents send SESSION_ID --to AGENT [--source NAME] TEXT|-``: an outside event for a saved session's agent."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from otel_agents.arguments import SENDER_LIMIT as SOURCE_LIMIT  # the Python API
 from otel_agents.cli.execution import finish, output_options
 from otel_agents.cli.model_options import model_options
 from otel_agents.cli.options import storage_options, utf8_text
+from otel_agents.cli.prompts import text_or_stdin
 from otel_agents.cli.resume import Delivery, resume_session_command
 
 
@@ -40,10 +41,11 @@ def send(session_id, text, agent, sender, script_name, model_opts, otlp_file, re
     The event is a user message with source ``external`` (``external:NAME`` with --source) in the
     agent's transcript; the answer is a new run of the session, linked to the previous one like a
     resume, and refused (exit 2) while another live process owns the session. stdout carries the
-    agent's answer.
+    agent's answer. TEXT ``-`` reads the event from stdin, all of it (for text too long for an argument).
     """
     if redacted_save:
         raise click.UsageError("--redacted-save applies to new sessions only")
+    text = utf8_text(text_or_stdin(text, "TEXT"), "TEXT")
     if not text.strip():
         raise click.UsageError("TEXT is empty: an outside event says something")
     utf8_text(agent, "--to")  # --source has its own check (_checked_source)

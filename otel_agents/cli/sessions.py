@@ -292,6 +292,16 @@ def _budget_mark(turn: Mapping[str, Any]) -> str:
     return ""
 
 
+def _rejection_mark(turn: Mapping[str, Any]) -> str:
+    """A turn whose answer a review hook rejected, marked as a denied tool call is by its error."""
+    from otel_agents.cli.console import one_line
+
+    marks = [f"  — answer rejected by hook {attrs.get(sc.HOOK_NAME)!r}: {one_line(str(attrs.get(sc.HOOK_REASON) or ''))}"
+             for log in turn.get("logs") or () if log.get("event") == sc.EVENT_HOOK
+             for attrs in [log.get("attributes") or {}] if attrs.get(sc.HOOK_DECISION) == "reject"]
+    return "".join(marks)
+
+
 def _session_lines(node: Mapping[str, Any], indent: int, ids: bool = False) -> list[str]:
     """The lines of a session's turns and operations, sub-agents' sessions nested, with a
     stack instead of recursion (a chain of sub-agents can be thousands deep)."""
@@ -317,6 +327,7 @@ def _session_lines(node: Mapping[str, Any], indent: int, ids: bool = False) -> l
             lines.append(
                 f"{pad}{item.get('path') or '?':<14} {_status(item):<11} {_duration(item):>8}  "
                 f"turn {item.get('index')}  {_tokens(item['totals']['inclusive'])}" + _budget_mark(item)
+                + _rejection_mark(item)
                 + _span_id(item, ids)
             )
             continue

@@ -18,6 +18,7 @@ from typing import Any, AsyncIterator, Callable
 import httpx
 
 from otel_agents.llm.litellm_loader import load_litellm
+from otel_agents.llm.pricing import override_entry
 from otel_agents.llm.scripts import Script, ScriptedFailure
 
 litellm = load_litellm()
@@ -211,14 +212,17 @@ def register_script(script: Script) -> str:
 
 
 def register_demo_price(model: str) -> None:
-    """Give ``scripted/<name>`` its demo price in litellm's map (also for re-pricing its past records)."""
+    """Give ``scripted/<name>`` its demo price in litellm's map (also for re-pricing its past records).
+
+    Its cache rates are its input rate, as a price file's entry without them gets (``override_entry``):
+    litellm would bill absent ones at 0, so a script's cached tokens would be free by omission."""
     if model not in litellm.model_cost:
-        litellm.model_cost[model] = {
+        litellm.model_cost[model] = override_entry(model, {
             "input_cost_per_token": DEMO_INPUT_PRICE,
             "output_cost_per_token": DEMO_OUTPUT_PRICE,
             "litellm_provider": PROVIDER,
             "mode": "chat",
-        }
+        }, "demo price")
         price_map_changed()
 
 

@@ -113,9 +113,14 @@ class ApprovalHook:
     check: Callable[[ToolRequest], MaybeAwaitable]  # returns Decision (or bool)
     tools: frozenset[str] | None = None  # None: every tool
     agents: frozenset[str] | None = None  # names of the agents watched; None: every agent
+    # The agent whose answer decides (agent_approval_hook's): a scripted session refuses a name its
+    # script has no agent of, since until that agent exists the hook approves everything.
+    agent: str | None = field(default=None, kw_only=True)
 
     def __post_init__(self) -> None:  # made directly too, not only by the decorators
         check_required_text("ApprovalHook", "name", self.name)
+        if self.agent is not None:
+            check_agent_name("ApprovalHook", "agent", self.agent)
         _hook_function("ApprovalHook", self.check, "request")
         self.tools = names_of("ApprovalHook", "tools", self.tools)
         self.agents = names_of("ApprovalHook", "agents", self.agents, agent_names=True)
@@ -214,7 +219,7 @@ def agent_approval_hook(
             answer = await hook_agent.response()
         return parse_verdict(answer)
 
-    return ApprovalHook(name or agent_name, check, tools, agents)
+    return ApprovalHook(name or agent_name, check, tools, agents, agent=agent_name)
 
 
 @dataclass

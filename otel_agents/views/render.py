@@ -242,4 +242,14 @@ def render_context(context: ChatContext) -> str:
         f"chat span {context.span_id}{attempt}: {context.message_count} messages sent by "
         f"{context.agent} ({context.agent_id}){upto}"
     )
-    return "\n".join([head] + [f"[{i}] {_message_text(m, None)}" for i, m in enumerate(context.messages)])
+    return "\n".join([head] + [f"[{i}] {_message_text(m, None)}{_reasoning_text(m)}"
+                               for i, m in enumerate(context.messages)])
+
+
+def _reasoning_text(message: Mapping[str, Any]) -> str:
+    """The reasoning sent back with an assistant message, on its own indented line: it is part of
+    the request (``--json`` has it), so the text view hides none of it."""
+    reasoning = message.get("reasoning_content")
+    if not reasoning:
+        return ""
+    return f"\n{INDENT}reasoning_content: {block(reasoning, INDENT * 2)}"

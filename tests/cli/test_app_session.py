@@ -34,8 +34,8 @@ SCRIPT = {
 
 def cli(*args: str, home: Path, extra_env: dict | None = None, check: bool = True) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
-    env.update(OTEL_AGENTS_HOME=str(home), PYTHONPATH=os.pathsep.join([str(ROOT), str(APPS)]),
-               LITELLM_LOCAL_MODEL_COST_MAP="True", **(extra_env or {}))
+    env.update({"OTEL_AGENTS_HOME": str(home), "PYTHONPATH": os.pathsep.join([str(ROOT), str(APPS)]),
+                "LITELLM_LOCAL_MODEL_COST_MAP": "True", **(extra_env or {})})
     done = subprocess.run([sys.executable, "-m", "otel_agents", *args], env=env, capture_output=True, text=True,
                           timeout=120)
     if check:
@@ -227,3 +227,23 @@ def test_a_tool_that_interrupts_or_exits_leaves_its_call_answered_and_the_sessio
     resumed = cli("resume", session_dir.name, "Go on", home=home)
     assert resumed.stdout.strip() == "after the stop"
     assert "repair" not in resumed.stderr.lower()
+
+
+def test_an_apps_agent_approval_hook_answered_by_no_agent_of_the_script_is_refused(tmp_path):
+    """Answered by an agent that never exists, it approved everything the script's turns did."""
+    home = tmp_path / "home"
+    (tmp_path / "gated_app.py").write_text(
+        "from otel_agents import Agent, agent_approval_hook\n"
+        "def make():\n"
+        "    return Agent('main'), [agent_approval_hook('ResourceMonitr', tools=['task'])]\n")
+    path = tmp_path / "gated.json"
+    path.write_text(json.dumps({"name": "gated", "agents": {
+        "main": [{"tool_calls": [{"name": "task", "arguments": {"name": "ResourceMonitor"}}]}, "x"],
+        "ResourceMonitor": ["DENY. no"]}}))
+    done = cli("run", "--app", "gated_app:make", "--script", str(path), "hi", home=home, check=False,
+               extra_env={"PYTHONPATH": os.pathsep.join([str(ROOT), str(tmp_path)])})
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().splitlines()[-1] == (
+        "Error: app 'gated_app:make': hook 'ResourceMonitr': agent 'ResourceMonitr' answers it and is no agent of "
+        "this script (its agents: ResourceMonitor, main): it would approve everything")
+    assert not (home / "sessions").exists() or not any((home / "sessions").iterdir())

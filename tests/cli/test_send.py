@@ -160,3 +160,21 @@ def test_send_bad_input_is_one_line_exit_2_and_nothing_written(home):
         assert expected in done.stderr, (args, done.stderr)
         assert "Traceback" not in done.stderr, done.stderr
     assert snapshot(directory, home / "billing.jsonl") == before
+
+
+def test_send_dash_reads_the_event_from_stdin_whole_however_long(home):
+    """``-`` was delivered as the event itself, and an event past ~128 KiB failed: "Argument list too long"."""
+    sid = demo_session(home)
+    event = "File changed: data.json\n" + "x" * 200_000 + "\nend"
+    done = run_in_process("send", sid, "--to", "Jack", "--source", "ci", "-", home=home,
+                          env={"OTEL_TRACES_EXPORTER": "none"}, stdin=event + "\n")
+    assert done.returncode == 0, done.stderr
+    (sent,) = [r for r in records(home, sid) if r.get("source") == "external:ci"]
+    assert sent["content"] == event  # its lines kept, the final line break of the input dropped
+    directory = home / "sessions" / sid
+    before = snapshot(directory, home / "billing.jsonl")
+    for stdin, expected in [("  \n", "TEXT is empty"), (b"caf\xe9\n", "TEXT is not valid UTF-8 text (byte 0xe9")]:
+        done = run_in_process("send", sid, "--to", "Jack", "-", home=home, env={"OTEL_TRACES_EXPORTER": "none"},
+                              stdin=stdin)
+        assert done.returncode == 2 and expected in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert snapshot(directory, home / "billing.jsonl") == before

@@ -570,3 +570,18 @@ def test_an_events_jsonl_cut_to_nothing_is_named_once_refused_by_repair_and_show
     (error,) = [line for line in repaired.stderr.splitlines() if line.startswith("Error:")]
     assert "events.jsonl lacks" in error and "nothing was changed" in error
     assert {path.name: path.read_bytes() for path in directory.iterdir() if path.name != "owner.lock"} == before
+
+
+def test_show_marks_a_turn_whose_answer_a_review_hook_rejected_as_it_marks_a_denial(env, tmp_path):
+    """The denied tool call's line said so; the turn whose answer was rejected showed nothing."""
+    script = tmp_path / "rj.json"
+    script.write_text(json.dumps({"name": "rj", "agents": {"main": [
+        {"tool_calls": [{"name": "task", "arguments": {"name": "Jack"}}]}, "bad\nanswer", "good answer"]},
+        "hooks": [{"kind": "review", "name": "Picky", "reject_if_contains": "bad"},
+                  {"kind": "approval", "name": "NoTask", "deny_tools": ["task"]}]}))
+    session_id = run_demo("--script", str(script))
+    shown = invoke("sessions", "show", session_id, "--ids").stdout.splitlines()
+    marked = {line.split()[0]: line for line in shown if " hook " in line and "argv" not in line}
+    assert sorted(marked) == ["1-2", "2"]  # the denied call and the rejected answer's turn, nothing else
+    assert "tool task" in marked["1-2"] and "— Error: Action blocked by hook 'NoTask'" in marked["1-2"]
+    assert "turn 2 " in marked["2"] and "  — answer rejected by hook 'Picky': the answer must not contain 'bad'  span " in marked["2"]

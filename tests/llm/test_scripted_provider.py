@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 
 import pytest
@@ -84,3 +85,18 @@ async def test_unknown_scripted_model_is_an_error():
     make_model({"main": ["x"]})  # registers the provider
     with pytest.raises(Exception, match="no scripted model"):
         await ask("scripted/never-registered", [{"role": "user", "content": "x"}])
+
+
+def test_the_demo_price_bills_cache_tokens_as_a_price_file_with_its_rates_does(tmp_path):
+    """litellm bills an absent cache rate at 0: a script's cached tokens were free, a price file's at the input rate."""
+    from otel_agents.llm.scripted_provider import DEMO_INPUT_PRICE, DEMO_OUTPUT_PRICE, register_demo_price
+
+    model = f"scripted/cache-{tmp_path.name}"
+    register_demo_price(model)
+    usage = Usage(1_000, 100, cache_read_tokens=800, cache_write_tokens=100)
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({model: {"input_cost_per_token": DEMO_INPUT_PRICE,
+                                          "output_cost_per_token": DEMO_OUTPUT_PRICE, "litellm_provider": "scripted"}}))
+    demo, source = PriceTable().cost(model, usage)
+    assert source == "litellm" and demo == PriceTable.from_file(prices).cost(model, usage)[0]
+    assert demo == pytest.approx(1_000 * DEMO_INPUT_PRICE + 100 * DEMO_OUTPUT_PRICE)

@@ -71,6 +71,7 @@ def test_right_arguments_make_hooks_watching_the_names_given():
     assert review(lambda *args: True).agents is None  # any function that can take the arguments
     assert transform(name="Redact")(rewrite).name == "Redact"
     assert agent_approval_hook("Gate", tools=["task"]).tools == frozenset({"task"})
+    assert agent_approval_hook("Gate", name="g").agent == "Gate"  # a scripted session checks it is one of its agents
     assert reset(0, keep=0).agents is None
     assert remind("m", tools=["discuss"]).tools == frozenset({"discuss"})
     # A partial has no __name__: the hook is named after its type rather than failing.

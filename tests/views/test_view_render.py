@@ -79,6 +79,27 @@ def test_a_heard_delivery_names_its_speaker_once():
     )
 
 
+def test_the_context_shows_the_reasoning_sent_with_an_assistant_message():
+    """The request carried it (``--json`` shows it); the text view left it out."""
+    from otel_agents.views.model import ChatContext
+
+    messages = [{"role": "user", "content": "hi"},
+                {"role": "assistant", "content": "Hello", "reasoning_content": "Greet\nback"},
+                {"role": "assistant", "content": None, "reasoning_content": "Ask Jack",
+                 "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "task", "arguments": "{}"}}]},
+                {"role": "assistant", "content": "ok", "reasoning_content": ""}]
+    context = ChatContext("ab12", "chat", "a1", "Ann", "msg_000009", 4, 1, messages)
+    assert R.render_context(context).splitlines()[1:] == [
+        "[0] user: hi",
+        "[1] assistant: Hello",
+        "    reasoning_content: Greet",
+        "        back",
+        "[2] assistant -> task()",
+        "    reasoning_content: Ask Jack",
+        "[3] assistant: ok",
+    ]
+
+
 def test_content_parts_render_as_their_text():
     """A record's content may be a list of content parts (the OpenAI shape): views show its text."""
     parts = [{"type": "text", "text": "Look at\nthis: "}, {"type": "image_url", "image_url": {"url": "x"}}, "done"]
