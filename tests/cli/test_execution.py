@@ -211,9 +211,9 @@ def test_the_answer_and_the_stream_show_control_characters_as_escapes(cli_env, t
 
 
 def test_a_streamed_cr_waits_for_the_next_piece_to_be_told_from_a_crlf(capsys):
-    from otel_agents.cli.execution import _Streamed
+    from otel_agents.cli.streamed_text import StreamedText
 
-    streamed = _Streamed()
+    streamed = StreamedText()
     for piece in ("one\r", "\ntwo\r", "three\r"):
         streamed.write(piece)
     streamed.end()
