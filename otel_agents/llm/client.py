@@ -8,14 +8,11 @@ context is referred to by the transcript ids it consists of, not repeated.
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
 import time
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
 from urllib.parse import unquote, urlparse
 
-from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from otel_agents.llm.api_base import sent_api_base
@@ -30,15 +27,13 @@ from otel_agents.llm.accounting import charge_llm
 from otel_agents.llm.budget import check as check_budgets, counted_cost, refusal as budget_refusal
 from otel_agents.llm.budget import tell_warnings as tell_budget_warnings
 from otel_agents.llm.model_settings import ModelSettings
+from otel_agents.llm.tool_definitions import ToolDefinitions
 from otel_agents.llm.streaming import (STREAM_OPTIONS, StreamCutShort, StreamProgress, assemble, read_stream, text_listener,
                                        usage_sent)
 from otel_agents.tracing import content_capture, semconv as sc
 from otel_agents.tracing.credentials import add_credential
 from otel_agents.tracing.redaction import redact_text
 from otel_agents.tracing.telemetry import RecordingLost, Telemetry, marks_cancellation
-
-# Traces whose chat spans' tool definitions are remembered (a run is one trace; older runs are done).
-_TRACES_REMEMBERED = 16
 
 META_AGENT_NAME = "otel_agents_agent_name"
 META_ATTEMPT = "otel_agents_attempt"
@@ -84,11 +79,6 @@ class ChatResult:
     attempts: int
 
 
-def tools_id(definitions_json: str) -> str:
-    """Content id of tool definitions as sent (their compact JSON): equal definitions, equal id."""
-    return "tools_" + hashlib.sha256(definitions_json.encode("utf-8")).hexdigest()[:16]
-
-
 @dataclass
 class LLMClient:
     telemetry: Telemetry
@@ -106,8 +96,7 @@ class LLMClient:
     stream: bool = False
     on_text: Callable[[ChatRequest, str], None] | None = None
     log_budget_warnings: bool = False  # also on budget.LOGGER: a program's sessions have no console
-    # trace id -> ids of the tool definitions already on a chat span of that trace
-    _tools_sent: dict[int, set[str]] = field(default_factory=dict, init=False, repr=False)
+    _tools_sent: ToolDefinitions = field(default_factory=ToolDefinitions, init=False, repr=False)  # once per trace
     _price_entries: PriceEntries = field(default_factory=PriceEntries, init=False, repr=False)  # once per trace
     _sent_base: tuple[str, dict[str, str]] | None = field(default=None, init=False, repr=False)
 
@@ -188,7 +177,7 @@ class LLMClient:
         if request.context_last_message_id:
             attrs[sc.CONTEXT_LAST_MESSAGE_ID] = request.context_last_message_id
         if request.tools:
-            attrs.update(self._tools_attributes(request.tools))
+            attrs.update(self._tools_sent.attributes(request.tools, full=self.capture_input_messages))
         if self.api_base:
             parsed = urlparse(self.api_base)
             if parsed.hostname:
@@ -204,29 +193,6 @@ class LLMClient:
             if instructions:
                 attrs[sc.GEN_AI_SYSTEM_INSTRUCTIONS] = content_capture.as_json(instructions)
             attrs[sc.GEN_AI_INPUT_MESSAGES] = content_capture.as_json(history)
-        return attrs
-
-    def _tools_attributes(self, tools: list[dict[str, Any]]) -> dict[str, str]:
-        """The definitions' id and the tools' names (``gen_ai.tool.definitions``) on every chat span;
-        the definitions themselves (``otel_agents.request.tools``, which views read) once per trace.
-
-        Agents send the same definitions on every call: repeating them made a quarter of
-        the journal. Once per trace (not per session), so a trace fetched alone from
-        Jaeger or a Collector still holds every definition its spans refer to.
-        """
-        text = json.dumps(tools, separators=(",", ":"))
-        definitions_id = tools_id(text)
-        definitions = content_capture.tool_definitions(tools, full=self.capture_input_messages)
-        attrs = {sc.REQUEST_TOOLS_ID: definitions_id, sc.GEN_AI_TOOL_DEFINITIONS: content_capture.as_json(definitions)}
-        trace_id = trace.get_current_span().get_span_context().trace_id
-        sent = self._tools_sent.get(trace_id)
-        if sent is None:
-            if len(self._tools_sent) >= _TRACES_REMEMBERED:
-                del self._tools_sent[next(iter(self._tools_sent))]
-            sent = self._tools_sent[trace_id] = set()
-        if definitions_id not in sent:
-            sent.add(definitions_id)
-            attrs[sc.REQUEST_TOOLS] = text
         return attrs
 
     async def _attempt(

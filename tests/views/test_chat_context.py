@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from otel_agents.llm.client import tools_id
+from otel_agents.llm.tool_definitions import tools_id
 from otel_agents.runtime.tools import tool
 from otel_agents.tracing import semconv as sc
 from otel_agents.tracing.content_capture import as_json, request_content
