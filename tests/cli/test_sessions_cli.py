@@ -498,7 +498,7 @@ def test_show_gives_a_session_that_carried_on_after_a_failed_run_no_error_of_tha
 
 
 def test_show_of_a_tree_saved_with_an_earlier_run_s_error_on_an_ok_session_leaves_it_to_that_run():
-    from otel_agents.cli.sessions import render_session
+    from otel_agents.cli.session_render import render_session
 
     counts = {"input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0, "llm_calls": 0}
     totals = {"inclusive": counts, "self": counts}
@@ -526,7 +526,7 @@ def test_a_session_holding_only_its_lock_is_shown_new_as_it_is_listed(env):
 
 def test_show_puts_an_error_of_several_lines_on_its_own_line():
     """A tool's or hook's error text may hold line breaks: shown as is, its lines posed as rows of the tree."""
-    from otel_agents.cli.sessions import render_session
+    from otel_agents.cli.session_render import render_session
 
     counts = {"input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0, "llm_calls": 0}
     totals = {"inclusive": counts, "self": counts}

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from otel_agents.cli.sessions import MAX_INDENT
+from otel_agents.cli.session_render import MAX_INDENT
 from otel_agents.persistence.store import NESTED_LEVELS, SessionStore, StoreError, decode_payload, make_payload
 from otel_agents.persistence.tree import build_tree
 from otel_agents.persistence.tree_paths import node_at, position_of
