@@ -195,4 +195,5 @@ def fit_span_counted(span: ReadableSpan, span_bytes: int, value_cap: int) -> tup
         if used > span_bytes:
             break
         kept.append(event)
-    return rebuild_span(span, shrunk.attributes, kept, dropped_events=len(events) - len(kept)), cut
+    # A dropped event (a record among them) is as lost to a session built from the copy as a value cut.
+    return rebuild_span(span, shrunk.attributes, kept, dropped_events=len(events) - len(kept)), cut + len(events) - len(kept)

@@ -250,6 +250,7 @@ def network_copy(
     if limits.max_events is not None and len(kept_events) > limits.max_events:
         kept_events = kept_events[:limits.max_events]  # the first ones, as for attributes and the span budget
         changed = True
+        cut += len(span.events) - len(kept_events)  # a dropped record is lost to a session built from the copy
     for e in kept_events:
         name = redact_text_once(e.name, seen)
         attributes, dropped, event_changed, size, event_cut = export_attributes(

@@ -15,6 +15,7 @@ from typing import Any, Callable, Mapping
 import orjson
 
 from otel_agents.tracing import semconv as sc
+from otel_agents.tracing.cut_json import loads_cut
 
 # Field order is the order written to events.jsonl.
 RECORD_FIELDS: dict[str, tuple[str, ...]] = {
@@ -138,7 +139,10 @@ def from_span_event(name: str, attributes: Mapping[str, Any]) -> dict[str, Any] 
         if value is None:
             continue
         if field in _JSON_FIELDS and isinstance(value, str):
-            value = json.loads(value)
+            try:
+                value = json.loads(value)
+            except ValueError:  # a network copy's length limit cut it: what it kept is read
+                value = _cut_field(field, loads_cut(value))
         elif field == "cause" and isinstance(value, str) and value.startswith("["):
             value = json.loads(value)  # a list of causes through a backend without arrays (Jaeger): JSON text
         elif isinstance(value, tuple):
@@ -149,6 +153,22 @@ def from_span_event(name: str, attributes: Mapping[str, Any]) -> dict[str, Any] 
     if record.get("substance") is not None and record.get("cause") is not None:
         raise RecordError("an event has substance or cause, never both")
     return record
+
+
+def _cut_field(field: str, value: Any) -> Any:
+    """A JSON-valued field as a cut copy kept it, in the shape records have: tool calls cut before their id are
+    left out, the rest keep their id and what they had of their function (a name or arguments cut away: empty)."""
+    if not isinstance(value, list):
+        return value  # refused by the record's check, as before
+    if field == "tool_calls":
+        calls = []
+        for call in value:
+            if isinstance(call, dict) and isinstance(call.get("id"), str):
+                function = call.get("function") if isinstance(call.get("function"), dict) else {}
+                calls.append({**call, "function": {**function, "name": str(function.get("name") or ""),
+                                                   "arguments": str(function.get("arguments") or "")}})
+        return calls
+    return [block for block in value if isinstance(block, dict)]
 
 
 _MESSAGE_ID = re.compile(r"^msg_\d+$")

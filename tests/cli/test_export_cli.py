@@ -250,3 +250,37 @@ def test_a_copy_cut_by_the_standard_length_limit_imports_as_a_session_known_cut(
     assert meta["truncated_values"] > 0
     refused = CliRunner().invoke(cli, ["resume", session_id, "again"], catch_exceptions=False)
     assert refused.exit_code == 2 and "cut to the sender's export caps" in refused.output
+
+
+@pytest.mark.parametrize("limit", [25, 40])  # 25: within the first call's id (session ids, 22, stay whole)
+def test_a_copy_whose_tool_calls_a_length_limit_cut_imports_with_what_they_kept(saved, env, tmp_path, limit):
+    # The general limit cuts event values too: an assistant entry's tool_calls JSON, cut mid-text, made
+    # `import` refuse the whole copy ("Unterminated string"); what the cut kept (ids, names) is read now.
+    from google.protobuf.json_format import MessageToJson
+
+    home, session_id = saved
+    env.setenv("OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT", str(limit))
+    with HttpTraceReceiver() as receiver:
+        assert invoke(session_id, "--endpoint", receiver.endpoint).exit_code == 0
+        requests = receiver.requests
+    cut_calls = [a.value.string_value for r in requests for rs in r.resource_spans for ss in rs.scope_spans
+                 for span in ss.spans for e in span.events for a in e.attributes
+                 if a.key.endswith("tool_calls")]
+    assert cut_calls and all(len(text) == limit for text in cut_calls)  # every call's JSON was cut mid-way
+    copy = tmp_path / "copy.jsonl"
+    copy.write_text("".join(MessageToJson(r, indent=None) + "\n" for r in requests))
+    env.delenv("OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT")
+    env.setenv("OTEL_AGENTS_HOME", str(tmp_path / "central"))
+    imported = CliRunner().invoke(cli, ["import", str(copy)], catch_exceptions=False)
+    assert imported.exit_code == 0, imported.output
+    central = tmp_path / "central" / "sessions" / session_id
+    assert orjson.loads((central / "meta.json").read_bytes())["truncated_values"] > 0
+    records = [orjson.loads(line) for line in (central / "events.jsonl").read_bytes().splitlines()]
+    originals = {r["message_id"]: r for r in map(orjson.loads, (home / "sessions" / session_id / "events.jsonl")
+                                                   .read_bytes().splitlines())}
+    called = [r for r in records if "tool_calls" in r]
+    assert called and len(called) == len([r for r in originals.values() if r.get("tool_calls")])
+    for record in called:  # each call kept what came before the cut: at 40 characters, its whole id
+        (original,) = originals[record["message_id"]]["tool_calls"]
+        (kept,) = record["tool_calls"]
+        assert original["id"].startswith(kept["id"]) and (limit < 40 or kept["id"] == original["id"])

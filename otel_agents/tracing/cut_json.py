@@ -1,0 +1,71 @@
+"""JSON text an export's length limits cut short, closed so that what it held before the cut reads back."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+# A ``\uXX`` escape cut at the end of a string, or a high surrogate's whose low half was cut (alone, no file holds it).
+_PARTIAL_UNICODE = re.compile(r"\\u(?:[0-9a-fA-F]{0,3}|[dD][89abAB][0-9a-fA-F]{2})$")
+_PARTIAL_TOKEN = re.compile(r"[-+0-9.eE]+$|[a-z]+$")  # a cut number or literal (``12.``, ``tru``)
+
+
+def loads_cut(text: str) -> Any:
+    """``json.loads(text)``, or, for text cut short (a record's ``tool_calls`` cut to a standard length limit
+    or a cap on the network copy), the value its whole part gives: the open string, arrays and objects
+    closed, a cut number or literal or a key without its value left out. The cut string keeps what it had
+    (a tool call's ``id`` and ``name`` come before its ``arguments``). Text that is not a cut JSON value
+    raises the first error, as ``json.loads`` would."""
+    try:
+        return json.loads(text)
+    except ValueError as first:
+        for candidate in _closings(text):
+            try:
+                return json.loads(candidate)
+            except ValueError:
+                continue
+        raise first
+
+
+def _closings(text: str) -> list[str]:
+    """Closings of ``text`` to try, most faithful first (a wrong guess does not parse, and the next is tried)."""
+    stack: list[str] = []
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+            continue
+        if ch == '"':
+            in_string = True
+        elif ch in "[{":
+            stack.append(ch)
+        elif ch in "]}":
+            if not stack:
+                return []  # more closed than opened: not a value cut short
+            stack.pop()
+    if not stack and not in_string:
+        return []  # whole, and still unreadable: nothing was cut
+    closers = "".join("}" if c == "{" else "]" for c in reversed(stack))
+    if in_string:
+        head = text[:-1] if escaped else text  # a lone backslash cut from what it escaped
+        # Without a cut escape first (and a high surrogate its cut left alone, which would load, and no file holds);
+        # as it is, if the backslash was itself escaped (``\\u12`` is text).
+        bare = head
+        while (partial := _PARTIAL_UNICODE.search(bare)) is not None:
+            bare = bare[:partial.start()]
+        bodies = ([bare + '"'] if bare != head else []) + [head + '"']
+    else:
+        bodies = [text.rstrip()]
+    out = []
+    for body in bodies:
+        if stack[-1:] == ["{"] and body.endswith('"'):
+            out.append(body + ":null" + closers)  # a key whose value was cut
+        for tail in (body, _PARTIAL_TOKEN.sub("", body).rstrip()):
+            out += [tail + closers, tail.rstrip(",: ") + closers, tail + "null" + closers]
+    return out
