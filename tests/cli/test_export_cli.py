@@ -284,3 +284,16 @@ def test_a_copy_whose_tool_calls_a_length_limit_cut_imports_with_what_they_kept(
         (original,) = originals[record["message_id"]]["tool_calls"]
         (kept,) = record["tool_calls"]
         assert original["id"].startswith(kept["id"]) and (limit < 40 or kept["id"] == original["id"])
+
+
+def test_a_timeout_that_looks_like_milliseconds_is_warned_of(saved, env):
+    # The specification's OTEL_EXPORTER_OTLP_TIMEOUT=10000 (10 s) is read as seconds, as the exporters read it:
+    # against a receiver that never answers, export would wait hours without a word.
+    env.setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "10000")
+    with HttpTraceReceiver() as receiver:
+        result = invoke(saved[1], "--endpoint", receiver.endpoint)
+    assert result.exit_code == 0, result.output
+    assert result.stderr.startswith("warning: the OTLP export timeout 10000 is read as seconds")
+    env.setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "10")
+    with HttpTraceReceiver() as receiver:
+        assert invoke(saved[1], "--endpoint", receiver.endpoint).stderr == ""
