@@ -18,9 +18,9 @@ from typing import Any, Mapping
 from otel_agents.llm.pricing import (
     PRICE_SOURCE_CONFIG, PRICE_SOURCE_LITELLM, PRICE_SOURCE_UNPRICED, PriceTable, Usage,
 )
+from otel_agents.llm.once_per_trace import OncePerTrace
 from otel_agents.tracing import semconv as sc
 
-_TRACES_REMEMBERED = 16
 # litellm's model info holds limits and feature flags too; a price is the keys that bill.
 _PRICE_KEYS = ("tiered_pricing", "litellm_provider")
 
@@ -77,7 +77,7 @@ class PriceEntries:
     """Chat-span attributes naming the price used; the entry itself once per trace and id."""
 
     def __init__(self) -> None:
-        self._sent: dict[int, set[str]] = {}  # trace id -> price ids already on a span of it
+        self._sent = OncePerTrace()  # price ids already on a span of a trace
 
     def attributes(self, prices: PriceTable, model: str, trace_id: int) -> dict[str, str]:
         entry = price_entry(prices, model)
@@ -85,13 +85,7 @@ class PriceEntries:
             return {}
         pid = price_id(entry)
         attrs = {sc.LLM_PRICE_ID: pid}
-        sent = self._sent.get(trace_id)
-        if sent is None:
-            if len(self._sent) >= _TRACES_REMEMBERED:
-                del self._sent[next(iter(self._sent))]
-            sent = self._sent[trace_id] = set()
-        if pid not in sent:
-            sent.add(pid)
+        if self._sent.first(trace_id, pid):
             attrs[sc.LLM_PRICE_ENTRY] = _entry_json(entry, pid)
         return attrs
 

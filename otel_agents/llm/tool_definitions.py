@@ -9,10 +9,8 @@ from typing import Any
 
 from opentelemetry import trace
 
+from otel_agents.llm.once_per_trace import OncePerTrace
 from otel_agents.tracing import content_capture, semconv as sc
-
-# Traces whose chat spans' tool definitions are remembered (a run is one trace; older runs are done).
-_TRACES_REMEMBERED = 16
 
 
 def tools_id(definitions_json: str) -> str:
@@ -24,7 +22,7 @@ def tools_id(definitions_json: str) -> str:
 class ToolDefinitions:
     """Which definitions the chat spans of the latest traces already carry."""
 
-    _sent: dict[int, set[str]] = field(default_factory=dict)  # trace id -> definitions ids on its chat spans
+    _sent: OncePerTrace = field(default_factory=OncePerTrace)  # definitions ids on a chat span of a trace
 
     def attributes(self, tools: list[dict[str, Any]], full: bool) -> dict[str, str]:
         """The definitions' id and the tools' names (``gen_ai.tool.definitions``, whole with ``full``) on every
@@ -38,13 +36,6 @@ class ToolDefinitions:
         definitions_id = tools_id(text)
         definitions = content_capture.tool_definitions(tools, full=full)
         attrs = {sc.REQUEST_TOOLS_ID: definitions_id, sc.GEN_AI_TOOL_DEFINITIONS: content_capture.as_json(definitions)}
-        trace_id = trace.get_current_span().get_span_context().trace_id
-        sent = self._sent.get(trace_id)
-        if sent is None:
-            if len(self._sent) >= _TRACES_REMEMBERED:
-                del self._sent[next(iter(self._sent))]
-            sent = self._sent[trace_id] = set()
-        if definitions_id not in sent:
-            sent.add(definitions_id)
+        if self._sent.first(trace.get_current_span().get_span_context().trace_id, definitions_id):
             attrs[sc.REQUEST_TOOLS] = text
         return attrs
