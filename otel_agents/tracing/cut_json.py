@@ -32,7 +32,8 @@ def _closings(text: str) -> list[str]:
     """Closings of ``text`` to try, most faithful first (a wrong guess does not parse, and the next is tried)."""
     stack: list[str] = []
     in_string = escaped = False
-    for ch in text:
+    string_start = 0  # where the last string opened
+    for i, ch in enumerate(text):
         if in_string:
             if escaped:
                 escaped = False
@@ -42,7 +43,7 @@ def _closings(text: str) -> list[str]:
                 in_string = False
             continue
         if ch == '"':
-            in_string = True
+            in_string, string_start = True, i
         elif ch in "[{":
             stack.append(ch)
         elif ch in "]}":
@@ -52,20 +53,23 @@ def _closings(text: str) -> list[str]:
     if not stack and not in_string:
         return []  # whole, and still unreadable: nothing was cut
     closers = "".join("}" if c == "{" else "]" for c in reversed(stack))
+    # An object's key cut, or left without its value, is left out: what precedes it, its comma dropped.
+    without_key = text[:string_start].rstrip().rstrip(",").rstrip() + closers if stack[-1:] == ["{"] else None
+    out = []
     if in_string:
         head = text[:-1] if escaped else text  # a lone backslash cut from what it escaped
-        # Without a cut escape first (and a high surrogate its cut left alone, which would load, and no file holds);
-        # as it is, if the backslash was itself escaped (``\\u12`` is text).
+        # Without a cut escape first (and a high surrogate its cut left alone, which would load, and no file
+        # holds); as it is, if the backslash was itself escaped (``\\u12`` is text).
         bare = head
         while (partial := _PARTIAL_UNICODE.search(bare)) is not None:
             bare = bare[:partial.start()]
-        bodies = ([bare + '"'] if bare != head else []) + [head + '"']
-    else:
-        bodies = [text.rstrip()]
-    out = []
-    for body in bodies:
-        if stack[-1:] == ["{"] and body.endswith('"'):
-            out.append(body + ":null" + closers)  # a key whose value was cut
-        for tail in (body, _PARTIAL_TOKEN.sub("", body).rstrip()):
-            out += [tail + closers, tail.rstrip(",: ") + closers, tail + "null" + closers]
+        out += [body + '"' + closers for body in ([bare] if bare != head else []) + [head]]  # a value cut
+        if without_key is not None:
+            out.append(without_key)
+        return out
+    body = text.rstrip()
+    if without_key is not None and body.rstrip(":").rstrip().endswith('"'):
+        out.append(without_key)  # before ``"key":null``, which would parse
+    for tail in (body, _PARTIAL_TOKEN.sub("", body).rstrip()):
+        out += [tail + closers, tail.rstrip(",: ") + closers, tail + "null" + closers]
     return out

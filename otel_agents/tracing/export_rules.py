@@ -107,6 +107,11 @@ class ExportLimits:
             raise ValueError("need span_bytes >= 2048 and batch_bytes >= span_bytes")
 
 
+# The ids a receiver places a span by (collect, import: its session): never cut to a standard length limit, and
+# kept within a count limit by the last other attribute giving way. Cut, two sessions merged under one cut id.
+PLACING_KEYS = frozenset({sc.SESSION_ID, sc.GEN_AI_CONVERSATION_ID})
+
+
 def export_attributes(
     attributes: Mapping[str, Any] | None,
     limits: ExportLimits,
@@ -136,14 +141,16 @@ def export_attributes(
             changed = True
             continue
         if len(out) >= most:
-            dropped += 1
             changed = True
-            continue
+            if key not in PLACING_KEYS:
+                dropped += 1
+                continue
+            dropped += _give_way(out)  # none to give way (a limit of 0): kept over it, as the truncation mark is
         if not known_safe_key(key) and is_secret_key(key):
             new: Any = MARKER
         elif type(value) is str:
             new = redact_text_once(value, seen)
-            shortened = length is not None and len(new) > length
+            shortened = length is not None and len(new) > length and key not in PLACING_KEYS
             if shortened:
                 new = new[:length]  # the standard limit: characters, no marker (the span counts it)
             encoded = len(new) if new.isascii() else text_bytes(new)  # isascii: O(1), no copy
@@ -175,6 +182,15 @@ def export_attributes(
         out[key] = new
         size += attribute_bound(key, new)
     return out, dropped, changed, size, cut
+
+
+def _give_way(out: dict[str, Any]) -> bool:
+    """Drop the last attribute kept that places no span (its count is the caller's), so a placing one fits."""
+    for key in reversed(out):
+        if key not in PLACING_KEYS:
+            del out[key]
+            return True
+    return False
 
 
 def _most(limits: ExportLimits, on_event: bool) -> int:
@@ -211,7 +227,7 @@ def keeps_attribute(
     if kind is str:
         new = redact_text_once(value, seen)
         length = limits.value_length if on_event else limits.span_value_length
-        return ((new is value or new == value) and (length is None or len(value) <= length)
+        return ((new is value or new == value) and (length is None or len(value) <= length or key in PLACING_KEYS)
                 and (len(value) if value.isascii() else text_bytes(value)) <= limits.value_cap)
     if kind in _SCALARS:
         return True
@@ -354,8 +370,7 @@ def _mark(attributes: dict[str, Any], key: str, value: Any, limits: ExportLimits
     """Set a mark the receiver must see, within the attribute count: the last other attribute gives way (1 dropped)."""
     dropped = 0
     if key not in attributes and attributes and len(attributes) >= limits.max_attributes:
-        attributes.pop(next(reversed(attributes)))
-        dropped = 1
+        dropped = int(_give_way(attributes))  # never a placing id: the span would lose its session
     attributes[key] = value
     return dropped
 

@@ -55,3 +55,10 @@ def test_a_cut_tool_call_keeps_its_id_and_name():
     (call,) = loads_cut(cut)
     assert call["id"] == "call_1" and call["function"]["name"] == "write"
     assert call["function"]["arguments"].startswith('{"t')
+
+
+@pytest.mark.parametrize("cut", ['{"name":"probe","a', '{"name":"probe","arguments"', '{"name":"probe","arguments":',
+                                 '{"name":"probe", "arguments" : '])
+def test_a_key_cut_or_left_without_its_value_is_left_out_never_invented(cut):
+    # A cut mid-key read back as {"name": "probe", "a": null}: a key the sender never had.
+    assert loads_cut(cut) == {"name": "probe"}

@@ -180,3 +180,24 @@ def test_a_links_attributes_are_redacted_as_every_exported_value_is():
 
     (span,) = _finished(plain)
     assert filter_span(span) is span  # nothing to redact: not copied
+
+
+def test_the_ids_that_place_a_span_are_never_cut_nor_dropped_by_the_standard_limits():
+    # Cut to 16 characters, two sessions started in the same second arrived at collect as one (the second's
+    # spans refused as diverging); a count limit of 3 dropped the id, and the session was never placed.
+    def build(tracer):
+        with tracer.start_as_current_span("chat m", attributes={"a": "x" * 30, "b": 1, "c": 2}) as span:
+            span.set_attribute(sc.GEN_AI_CONVERSATION_ID, "20261129-164535-a0855a")
+            span.set_attribute(sc.SESSION_ID, "20261129-164535-a0855a")
+
+    (span,) = _finished(build)
+    out = filter_span(span, ExportLimits(span_value_length=16, max_attributes=3))
+    # the others gave way (the last kept first), the count held; the mark of the cut "a" too
+    assert dict(out.attributes) == {sc.GEN_AI_CONVERSATION_ID: "20261129-164535-a0855a",
+                                    sc.SESSION_ID: "20261129-164535-a0855a", sc.EXPORT_TRUNCATED: 1}
+    proto = encode_spans([out]).resource_spans[0].scope_spans[0].spans[0]
+    assert proto.dropped_attributes_count == 3  # c, b, then a for the mark
+    longer = filter_span(span, ExportLimits(span_value_length=16))
+    assert longer.attributes[sc.SESSION_ID] == "20261129-164535-a0855a" and longer.attributes["a"] == "x" * 16
+    zero = filter_span(span, ExportLimits(max_attributes=0))
+    assert {sc.GEN_AI_CONVERSATION_ID, sc.SESSION_ID} <= set(zero.attributes)  # over a limit of 0, as the mark is
