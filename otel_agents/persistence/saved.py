@@ -315,14 +315,15 @@ def _torn_record(
 
 
 def no_run_recorded(store: SessionStore) -> bool:
-    """A session stopped (or killed) before its first span: its start took the lock (and, stopped cleanly,
-    wrote meta.json), nothing else. It reads as a session with no runs, which resume carries on; a
-    directory with neither file is no session of ours and stays unreadable, and so does one whose meta.json
-    counts runs (their files are gone: damage, not a new session) or cannot be read."""
+    """A session stopped (or killed) before its first span: its start made its directory, took the lock (and,
+    stopped cleanly, wrote meta.json), nothing else; killed between the first two, the directory is empty.
+    It reads as a session with no runs, which resume carries on; a directory holding other files and neither
+    of these is no session of ours and stays unreadable, and so does one whose meta.json counts runs (their
+    files are gone: damage, not a new session) or cannot be read."""
     if any(path.exists() for path in (store.events_path, store.journal_path, store.tree_path)):
         return False
     if not store.meta_path.exists():
-        return (store.directory / LOCK_FILE).exists()
+        return (store.directory / LOCK_FILE).exists() or next(store.directory.iterdir(), None) is None
     meta = _read_meta(store)
     return meta is not None and not meta.get("runs")
 

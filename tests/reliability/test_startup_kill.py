@@ -143,3 +143,59 @@ def test_sigterm_during_the_import_of_fork_and_replay_exits_130_saving_nothing(r
     assert proc.stderr.strip().splitlines()[-1] == "interrupted before the session started: nothing was saved"
     assert "Traceback" not in proc.stderr and proc.stdout == ""
     assert [p.name for p in (rel_home / "sessions").iterdir()] == [source]  # no new session, not even its lock
+
+
+def test_a_session_killed_before_its_lock_was_made_reads_as_new_and_resumes(rel_home, tmp_path):
+    # take() makes the directory, then the lock: killed in between, the empty directory was "unreadable" to
+    # list, refused by show, damaged to verify, and "nothing to repair" to repair.
+    script = ScriptBuilder("greet", {"main": ["hello", "hello again"]}).write(tmp_path / "greet.json")
+    directory = rel_home / "sessions" / "20261129-165641-318b9d"
+    directory.mkdir(parents=True, mode=0o700)
+    listed = invoke(["sessions", "list"])
+    (row,) = [line for line in listed.output.splitlines() if line.startswith(directory.name)]
+    assert row.split()[2:4] == ["0", "new"], row
+    assert invoke(["sessions", "show", directory.name]).exit_code == 0
+    checked = verify(directory.name)
+    assert checked.exit_code == 0 and "no run was recorded" in checked.output, checked.output
+    resumed = invoke(["resume", directory.name, "--script", str(script), "hi"])
+    assert resumed.exit_code == 0 and resumed.stdout.strip() == "hello", resumed.output
+    assert verify(directory.name).exit_code == 0
+
+
+# The CLI with the runtime's agent creation wrapped: the process SIGKILLs itself as its first agent is made,
+# after the run's span started (argv: the CLI's).
+KILLED_AT_FIRST_AGENT = """
+import os, signal, sys
+import otel_agents.runtime.session as runtime
+made = runtime.Session.create_agent
+def die(*args, **kwargs):
+    import time
+    time.sleep(0.5)  # the recorder process writes the run's start meanwhile
+    os.kill(os.getpid(), signal.SIGKILL)
+runtime.Session.create_agent = die
+from otel_agents.cli import cli
+cli(sys.argv[1:], prog_name="otel-agents")
+"""
+
+
+def test_a_session_killed_as_its_first_run_began_resumes_with_its_root_started_afresh(rel_home, tmp_path):
+    # Its run's span was saved and no agent: verify said to resume it, resume said "no agents to resume".
+    script = ScriptBuilder("greet", {"main": ["hello", "hello again"]}).write(tmp_path / "greet.json")
+    proc = subprocess.run([sys.executable, "-c", KILLED_AT_FIRST_AGENT, "run", "--script", str(script), "hi"],
+                          capture_output=True, text=True, env=subprocess_env(rel_home), cwd=rel_home.parent, timeout=120)
+    assert proc.returncode == -9, proc.stderr
+    (directory,) = (rel_home / "sessions").iterdir()
+    assert (directory / "spans.jsonl").exists() and not (directory / "events.jsonl").exists()
+    resumed = invoke(["resume", directory.name, "--script", str(script), "hi"])
+    assert resumed.exit_code == 0, resumed.output
+    assert resumed.stdout.strip() == "hello"  # its root started afresh, from the script given
+    assert verify(directory.name).exit_code == 0
+
+
+def test_an_imported_trace_of_another_tool_has_no_agents_of_ours_and_is_not_started_afresh(rel_home):
+    # Its runs hold model calls and no records: a resume starting a new root there would mix two histories.
+    imported = invoke(["import", str(Path(__file__).parents[1] / "data" / "foreign" / "openinference.json")])
+    assert imported.exit_code == 0, imported.output
+    (directory,) = (rel_home / "sessions").iterdir()
+    refused = invoke(["resume", directory.name, "hi"])
+    assert refused.exit_code == 2 and "has no agents to resume" in refused.output, refused.output
