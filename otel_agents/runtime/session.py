@@ -304,16 +304,18 @@ class Session:
         return agent
 
     def ensure_root(self, agent_id: str | None = None) -> "Agent":
-        """The root agent, created from the root spec (with ``agent_id`` when allocated already) if need be."""
-        if self.root is None:
-            if self.root_spec is None:
-                raise ValueError("this session has no root agent and no root spec")
-            spec = self.root_spec
-            self.root = self.create_agent(
-                spec.name, spec.model, system_prompt=spec.system_prompt, tools=spec.tools, max_turns=spec.max_turns,
-                agent_id=agent_id,
-            )
-        return self.root
+        """The root agent, created from the root spec (with ``agent_id`` when allocated already) if need be.
+        Once: ``Session.external`` may ask for it from several threads, and a run from its loop."""
+        with self.outside.lock:
+            if self.root is None:
+                if self.root_spec is None:
+                    raise ValueError("this session has no root agent and no root spec")
+                spec = self.root_spec
+                self.root = self.create_agent(
+                    spec.name, spec.model, system_prompt=spec.system_prompt, tools=spec.tools,
+                    max_turns=spec.max_turns, agent_id=agent_id,
+                )
+            return self.root
 
     # --- runs and outside events ---
     def external(self, agent: "Agent", text: str, sender: str | None = None) -> str | None:
