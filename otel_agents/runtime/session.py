@@ -131,6 +131,11 @@ class Session:
         self._agent_counter += 1
         return f"agent_{self._agent_counter:03d}"
 
+    def has_record(self, message_id: str) -> bool:
+        """Whether a record of this session has ``message_id`` (each id made is recorded, in order)."""
+        number = message_id[4:] if message_id.startswith("msg_") else ""
+        return number.isdigit() and 0 < int(number) <= self._message_counter
+
     @property
     def counters(self) -> tuple[int, int]:
         return self._message_counter, self._agent_counter
