@@ -34,7 +34,7 @@ def inline_recorder(monkeypatch):
 def entries(home: Path, session_id: str) -> list[tuple]:
     path = home / "sessions" / session_id / "events.jsonl"
     records = [orjson.loads(line) for line in path.read_bytes().splitlines()]
-    return [(r["role"], r["content"], r.get("source"), r["message_id"]) for r in records
+    return [(r["role"], r.get("content"), r.get("source"), r["message_id"]) for r in records
             if r["event_type"] == "transcript_entry"]
 
 
@@ -147,3 +147,33 @@ def test_a_scripts_triggers_are_a_warning_naming_them_not_silently_dropped(tmp_p
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         Session(Agent("main"), script=script).close()  # no triggers: no warning
+
+
+def test_a_run_awaited_inside_a_tool_of_the_same_sessions_run_is_refused_not_run_out_of_turn(tmp_path):
+    from otel_agents import tool
+
+    opened: list[Session] = []
+
+    @tool
+    async def nested(how: str) -> str:
+        """Start another run of this session.
+
+        how: send or run
+        """
+        session = opened[0]
+        return await (session.send("inner") if how == "send" else session.run("inner"))
+
+    script = tmp_path / "nested.json"
+    script.write_text(json.dumps({"name": "nested", "agents": {"main": [
+        {"tool_calls": [{"name": "nested", "arguments": {"how": "send"}},
+                        {"name": "nested", "arguments": {"how": "run"}}]}, "done", "later"]}}))
+    with otel_agents.recording(home=tmp_path):
+        with Session(Agent("main", tools=[nested]), script=script) as session:
+            opened.append(session)
+            assert session.run_sync("outer") == "done"
+            assert session.run_sync("after") == "later"  # the session goes on
+    results = [e[1] for e in entries(tmp_path, session.id) if e[0] == "tool"]
+    assert len(results) == 2 and all("a run cannot start inside one of its own runs" in r for r in results), results
+    assert "inner" not in [e[1] for e in entries(tmp_path, session.id)]
+    assert len(runs(tmp_path, session.id)) == 2
+    assert run_in_process("sessions", "verify", session.id, home=tmp_path).returncode == 0

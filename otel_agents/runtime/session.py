@@ -20,7 +20,7 @@ from otel_agents.runtime.hook_dispatch import SessionHooks
 from otel_agents.runtime.logged_string import LoggedString
 from otel_agents.runtime.outside_events import OutsideEvents, PendingPrompt
 from otel_agents.runtime.run_span import run_attributes
-from otel_agents.runtime.turn_taking import Turn, hold
+from otel_agents.runtime.turn_taking import Turn, held_here, hold
 from otel_agents.tracing import semconv as sc
 from otel_agents.tracing.records import make_record
 from otel_agents.tracing.session_ids import new_session_id, valid_session_id
@@ -342,10 +342,21 @@ class Session:
                   context: RunContext | None = None) -> LoggedString:
         """One user prompt = one trace, rooted at ``invoke_agent {agent}``; ``None``: only the work due
         before the next run (a fork that records its inherited state and runs no prompt). Runs of one
-        session take turns: one started while another is in progress waits for it (turn_taking.py)."""
+        session take turns: one started while another is in progress waits for it (turn_taking.py).
+        One started inside a run of this session (by a tool or a hook) could only wait for the run it is
+        inside: ``RuntimeError``."""
+        self.refuse_nested_run()
         with self.outside.prompt_pending(agent, prompt) as pending:
             async with hold(self.run_turn):
                 return await self._run(prompt, agent, context or RunContext(), pending)
+
+    def refuse_nested_run(self) -> None:
+        """``RuntimeError`` inside a run of this session: a run there would have to wait for the one it is in
+        (re-entrant turns let it run at once instead, its spending counted in the outer run's spans)."""
+        if held_here(self.run_turn):
+            raise RuntimeError(f"session {self.id}: a run cannot start inside one of its own runs (from a tool or "
+                               "a hook): it would wait for the run it is inside; tell the agent with "
+                               "ToolContext.tell or Session.external instead, or run once this run has returned")
 
     async def _run(self, prompt: str | None, agent: "Agent | None", context: RunContext,
                    pending: PendingPrompt | None = None) -> LoggedString:
