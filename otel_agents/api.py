@@ -253,6 +253,7 @@ class Session:
         return replace(self._context, source="external", sender=sender, extra=extra)
 
     async def _run(self, prompt: str, target: Any, context: RunContext) -> str:
+        self.runtime.refuse_nested_run()  # before this task is taken for a run of its own
         task = asyncio.current_task()
         ended = self._runs.setdefault(task, threading.Event()) if task is not None else None
         self._state_unsaved = False

@@ -34,7 +34,7 @@ def inline_recorder(monkeypatch):
 def entries(home: Path, session_id: str) -> list[tuple]:
     path = home / "sessions" / session_id / "events.jsonl"
     records = [orjson.loads(line) for line in path.read_bytes().splitlines()]
-    return [(r["role"], r["content"], r.get("source"), r["message_id"]) for r in records
+    return [(r["role"], r.get("content"), r.get("source"), r["message_id"]) for r in records
             if r["event_type"] == "transcript_entry"]
 
 
@@ -78,6 +78,45 @@ def test_send_without_a_source_is_plain_external_and_external_names_its_sender(t
     first, second = runs(tmp_path, session_id)
     assert "otel_agents.ingress.sender" not in first["attributes"]
     assert first["attributes"]["otel_agents.run.source"] == second["attributes"]["otel_agents.run.source"] == "external"
+    shown = run_in_process("sessions", "show", session_id, home=tmp_path).stdout
+    assert shown.count("  from external\n") == 1 and "from external (sender monitor)\n" in shown, shown  # as CLI send
+
+
+def test_external_from_several_threads_before_the_root_exists_makes_one_root(tmp_path, monkeypatch):
+    import threading
+    import time
+
+    from otel_agents.runtime.session import Session as RuntimeSession
+
+    made = RuntimeSession.create_agent
+
+    def slow_create(self, *args, **kwargs):  # widen the window two threads would both find no root in
+        time.sleep(0.05)
+        return made(self, *args, **kwargs)
+
+    monkeypatch.setattr(RuntimeSession, "create_agent", slow_create)
+    script = tmp_path / "t3.json"
+    script.write_text(json.dumps({"name": "t3", "agents": {"main": ["warm ok", "x"]}}))
+    barrier = threading.Barrier(2)
+    with otel_agents.recording(home=tmp_path):
+        with Session(Agent("main", "sys"), script=script) as session:
+            def tell(k: int) -> None:
+                barrier.wait()
+                session.external(f"hello from {k}")
+
+            threads = [threading.Thread(target=tell, args=(k,)) for k in range(2)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            assert session.run_sync("warm") == "warm ok"
+    path = tmp_path / "sessions" / session.id / "events.jsonl"
+    records = [orjson.loads(line) for line in path.read_bytes().splitlines()]
+    (root,) = [r["agent_id"] for r in records if r["event_type"] == "agent_created"]
+    assert sorted(e[1] for e in entries(tmp_path, session.id) if e[0] == "user") == [
+        "hello from 0", "hello from 1", "warm"]
+    assert {r["agent_id"] for r in records if r["event_type"] == "transcript_entry"} == {root}
+    assert run_in_process("view", session.id, "transcript", "main", home=tmp_path).returncode == 0
 
 
 def test_a_bad_source_or_text_is_refused_where_given_and_nothing_runs(script):
@@ -108,3 +147,33 @@ def test_a_scripts_triggers_are_a_warning_naming_them_not_silently_dropped(tmp_p
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         Session(Agent("main"), script=script).close()  # no triggers: no warning
+
+
+def test_a_run_awaited_inside_a_tool_of_the_same_sessions_run_is_refused_not_run_out_of_turn(tmp_path):
+    from otel_agents import tool
+
+    opened: list[Session] = []
+
+    @tool
+    async def nested(how: str) -> str:
+        """Start another run of this session.
+
+        how: send or run
+        """
+        session = opened[0]
+        return await (session.send("inner") if how == "send" else session.run("inner"))
+
+    script = tmp_path / "nested.json"
+    script.write_text(json.dumps({"name": "nested", "agents": {"main": [
+        {"tool_calls": [{"name": "nested", "arguments": {"how": "send"}},
+                        {"name": "nested", "arguments": {"how": "run"}}]}, "done", "later"]}}))
+    with otel_agents.recording(home=tmp_path):
+        with Session(Agent("main", tools=[nested]), script=script) as session:
+            opened.append(session)
+            assert session.run_sync("outer") == "done"
+            assert session.run_sync("after") == "later"  # the session goes on
+    results = [e[1] for e in entries(tmp_path, session.id) if e[0] == "tool"]
+    assert len(results) == 2 and all("a run cannot start inside one of its own runs" in r for r in results), results
+    assert "inner" not in [e[1] for e in entries(tmp_path, session.id)]
+    assert len(runs(tmp_path, session.id)) == 2
+    assert run_in_process("sessions", "verify", session.id, home=tmp_path).returncode == 0

@@ -154,8 +154,8 @@ def _ingress_lines(attributes: Mapping[str, Any]) -> list[str]:
 
     ingress = ingress_of(attributes)
     source = attributes.get(sc.RUN_SOURCE)
-    if not ingress:
-        return []
+    if not ingress:  # Session.send without a source: an outside event all the same, as CLI send's
+        return [f"  from {source}"] if source == "external" else []
     head = f"  from {source or '?'}" + (f" (sender {ingress['sender']})" if "sender" in ingress else "")
     if set(ingress) == {"sender"}:  # Session.send: a program's run says who sent the event, no process facts
         return [head]

@@ -76,7 +76,7 @@ class Agent:
         self._transcript: list[dict[str, Any]] | None = []
         self._transcript_ids: list[str] | None = []
         self.busy = 0  # responses of this agent in progress: never evicted meanwhile
-        self._held_events: list[tuple[str, str]] = []  # outside events waiting their turn (holds_events)
+        self._held_events: list[tuple[str, str | None]] = []  # outside events waiting their turn (holds_events)
         self._requests = 0  # its LLM requests in flight: an outside event then waits for the answer
         self.turn = Turn()  # held by whoever talks to it: one conversation at a time (turn_taking.py)
         self.description: str | None = None  # from the first system prompt, also when resumed
@@ -228,7 +228,7 @@ class Agent:
         held already (they keep their order). Call it, and hold or hear, under ``session.outside.lock``."""
         return bool(self._requests or self._held_events) or self.awaiting_tool_results()
 
-    def hold_event(self, text: str, source: str) -> None:
+    def hold_event(self, text: str, source: str | None) -> None:
         """Keep an outside event until ``hear_held_events`` can give it (under ``session.outside.lock``)."""
         self._held_events.append((text, source))
 

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import re
+
+MESSAGE_ID = re.compile(r"msg_[0-9]{6,}")  # as Session.allocate_message_id makes them
+
 
 class LoggedString(str):
     """A string with its message_id for logging.
@@ -14,6 +18,11 @@ class LoggedString(str):
     message_id: str | None
 
     def __new__(cls, content: str, message_id: str | None = None) -> "LoggedString":
+        # Checked here: a record whose substance is no message id made the session unreadable for good.
+        if message_id is not None and not isinstance(message_id, str):
+            raise TypeError(f"LoggedString: message_id must be a message id (str) or None, not {type(message_id).__name__}")
+        if message_id is not None and not MESSAGE_ID.fullmatch(message_id):
+            raise ValueError(f"LoggedString: message_id {message_id!r} is not a message id (msg_000001 and on)")
         obj = super().__new__(cls, content)
         obj.message_id = message_id
         return obj

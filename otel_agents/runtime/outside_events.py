@@ -40,8 +40,9 @@ class OutsideEvents:
         self.lock = threading.RLock()
         self._pending: list[PendingPrompt] = []
 
-    def tell(self, agent: "Agent", text: str, source: str) -> str | None:
-        """Heard now (its message id) or held (None) until the agent's context may take it."""
+    def tell(self, agent: "Agent", text: str, source: str | None) -> str | None:
+        """Heard now (its message id) or held (None) until the agent's context may take it; a ``LoggedString``
+        keeps its substance either way (``ToolContext.tell``'s entries, of no source)."""
         with self.lock:
             if agent.holds_events() or self._prompt_pending_for(agent):
                 agent.hold_event(text, source)

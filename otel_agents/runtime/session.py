@@ -20,7 +20,7 @@ from otel_agents.runtime.hook_dispatch import SessionHooks
 from otel_agents.runtime.logged_string import LoggedString
 from otel_agents.runtime.outside_events import OutsideEvents, PendingPrompt
 from otel_agents.runtime.run_span import run_attributes
-from otel_agents.runtime.turn_taking import Turn, hold
+from otel_agents.runtime.turn_taking import Turn, held_here, hold
 from otel_agents.tracing import semconv as sc
 from otel_agents.tracing.records import make_record
 from otel_agents.tracing.session_ids import new_session_id, valid_session_id
@@ -130,6 +130,11 @@ class Session:
     def allocate_agent_id(self) -> str:
         self._agent_counter += 1
         return f"agent_{self._agent_counter:03d}"
+
+    def has_record(self, message_id: str) -> bool:
+        """Whether a record of this session has ``message_id`` (each id made is recorded, in order)."""
+        number = message_id[4:] if message_id.startswith("msg_") else ""
+        return number.isdigit() and 0 < int(number) <= self._message_counter
 
     @property
     def counters(self) -> tuple[int, int]:
@@ -304,16 +309,18 @@ class Session:
         return agent
 
     def ensure_root(self, agent_id: str | None = None) -> "Agent":
-        """The root agent, created from the root spec (with ``agent_id`` when allocated already) if need be."""
-        if self.root is None:
-            if self.root_spec is None:
-                raise ValueError("this session has no root agent and no root spec")
-            spec = self.root_spec
-            self.root = self.create_agent(
-                spec.name, spec.model, system_prompt=spec.system_prompt, tools=spec.tools, max_turns=spec.max_turns,
-                agent_id=agent_id,
-            )
-        return self.root
+        """The root agent, created from the root spec (with ``agent_id`` when allocated already) if need be.
+        Once: ``Session.external`` may ask for it from several threads, and a run from its loop."""
+        with self.outside.lock:
+            if self.root is None:
+                if self.root_spec is None:
+                    raise ValueError("this session has no root agent and no root spec")
+                spec = self.root_spec
+                self.root = self.create_agent(
+                    spec.name, spec.model, system_prompt=spec.system_prompt, tools=spec.tools,
+                    max_turns=spec.max_turns, agent_id=agent_id,
+                )
+            return self.root
 
     # --- runs and outside events ---
     def external(self, agent: "Agent", text: str, sender: str | None = None) -> str | None:
@@ -335,10 +342,21 @@ class Session:
                   context: RunContext | None = None) -> LoggedString:
         """One user prompt = one trace, rooted at ``invoke_agent {agent}``; ``None``: only the work due
         before the next run (a fork that records its inherited state and runs no prompt). Runs of one
-        session take turns: one started while another is in progress waits for it (turn_taking.py)."""
+        session take turns: one started while another is in progress waits for it (turn_taking.py).
+        One started inside a run of this session (by a tool or a hook) could only wait for the run it is
+        inside: ``RuntimeError``."""
+        self.refuse_nested_run()
         with self.outside.prompt_pending(agent, prompt) as pending:
             async with hold(self.run_turn):
                 return await self._run(prompt, agent, context or RunContext(), pending)
+
+    def refuse_nested_run(self) -> None:
+        """``RuntimeError`` inside a run of this session: a run there would have to wait for the one it is in
+        (re-entrant turns let it run at once instead, its spending counted in the outer run's spans)."""
+        if held_here(self.run_turn):
+            raise RuntimeError(f"session {self.id}: a run cannot start inside one of its own runs (from a tool or "
+                               "a hook): it would wait for the run it is inside; tell the agent with "
+                               "ToolContext.tell or Session.external instead, or run once this run has returned")
 
     async def _run(self, prompt: str | None, agent: "Agent | None", context: RunContext,
                    pending: PendingPrompt | None = None) -> LoggedString:

@@ -107,22 +107,30 @@ class ToolContext:
         session = self.agent.session
         return LoggedString(text, session.log_piece_of_text(self.agent.agent_id, str(text), cause=self.call_message_id))
 
-    def tell(self, agent: "str | Agent", text: str) -> str:
-        """Tell another agent (name, id, path of names, or the runtime agent) ``text`` now, as ``task`` and ``discuss``
+    def tell(self, agent: "str | Agent", text: str) -> str | None:
+        """Tell another agent (name, id, path of names, or the runtime agent) ``text``, as ``task`` and ``discuss``
         do: a user entry in its transcript whose substance is what ``text`` carries (a ``LoggedString``: a piece of
         text, an utterance), else a new piece of text caused by this call. Transform hooks may rewrite the words;
-        the substance stays. Returns the entry's message id. An agent waiting for its own tool calls' results
-        (the caller among them) cannot take a message before them: ``RuntimeError``."""
+        the substance stays. Returns the entry's message id, or None while it is held as ``Session.external``
+        holds an outside event: the agent has an LLM request in flight (the entry follows its answer, which was
+        made without it), events held already, or a run's prompt not recorded yet. An agent waiting for its own
+        tool calls' results (the caller among them) cannot take a message before them: ``RuntimeError``; a
+        ``LoggedString`` naming a message this session has no record of: ``ValueError``."""
         if not isinstance(text, str):
             raise TypeError(f"ToolContext.tell takes text (str), not {type(text).__name__}")
-        target = self.agent.session.find_agent(agent) if isinstance(agent, str) else agent
+        session = self.agent.session
+        target = session.find_agent(agent) if isinstance(agent, str) else agent
         if target is None:
-            raise ValueError(f"ToolContext.tell: no agent {agent!r} in session {self.agent.session.id}")
+            raise ValueError(f"ToolContext.tell: no agent {agent!r} in session {session.id}")
+        substance = substance_of(text)
+        if substance is not None and not session.has_record(substance):  # a link no record answers
+            raise ValueError(f"ToolContext.tell: the text's substance {substance} is no record of session {session.id}")
         if target.awaiting_tool_results():
             raise RuntimeError(f"ToolContext.tell: {target.name} ({target.agent_id}) waits for its tool calls' "
                                "results; a message now would come between a call and its result")
-        said = text if substance_of(text) else self.piece_of_text(text)
-        return self.agent.inform(target, said)
+        said = text if substance else self.piece_of_text(text)
+        delivered = LoggedString(session.hooks.transform(self.agent, target, str(said)), substance_of(said))
+        return session.outside.tell(target, delivered, None)
 
 
 TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")

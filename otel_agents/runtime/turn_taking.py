@@ -48,6 +48,11 @@ class Turn:
         return self._lock
 
 
+def held_here(turn: Turn) -> bool:
+    """Whether this call chain holds ``turn`` already (``hold`` would pass it without waiting)."""
+    return turn.rank in _held.get()
+
+
 @asynccontextmanager
 async def hold(*turns: Turn) -> AsyncIterator[None]:
     """Take these turns (waiting for whoever has them), in rank order; give them back on exit."""

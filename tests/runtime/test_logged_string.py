@@ -30,3 +30,14 @@ def test_id_survives_copy_and_pickle():
     s = LoggedString("Hello", "msg_000007")
     for clone in (copy.copy(s), copy.deepcopy(s), pickle.loads(pickle.dumps(s))):
         assert clone == "Hello" and clone.message_id == "msg_000007" and type(clone) is LoggedString
+
+
+def test_an_id_that_is_not_a_message_id_is_refused_where_the_string_is_made():
+    import pytest
+
+    with pytest.raises(TypeError, match="not int"):
+        LoggedString("x", 42)
+    for bad in ("", "42", "msg_12", "agent_001", "msg_000001 ", "MSG_000001"):
+        with pytest.raises(ValueError, match="is not a message id"):
+            LoggedString("x", bad)
+    assert LoggedString("x", "msg_1234567").message_id == "msg_1234567"  # past a million records

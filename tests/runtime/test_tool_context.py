@@ -124,3 +124,62 @@ def test_tell_and_piece_of_text_record_what_task_and_discuss_record_of_text_pass
     assert any("ToolContext.tell: main (" in r and "waits for its tool calls' results" in r for r in results)
     assert any("ToolContext.tell: no agent 'Nobody'" in r for r in results)
     assert not [r for r in records if r.get("content") in ("Note to self", "Hello?")]  # nothing recorded
+
+
+# --- tell to an agent whose LLM request is in flight: held until its answer, as Session.external holds ---
+
+OVERLAP = {"name": "overlap", "agents": {
+    "main": [{"tool_calls": [{"name": "task", "arguments": {"name": "Jack", "user_prompt": "Hi"}}]},
+             {"tool_calls": [{"name": "discuss", "arguments": {"speakers": ["Jack"], "prompt": "Talk"}},
+                             {"name": "whisper_later", "arguments": {"to": "Jack", "text": "psst"}},
+                             {"name": "forge", "arguments": {}}]},
+             "done"],
+    "Jack": ["Hello", {"text": "My answer", "latency_ms": 600}]}}
+
+
+@tool
+async def whisper_later(to: str, text: str, ctx: ToolContext) -> str:
+    """Say something to one agent a little later.
+
+    to: the agent's name
+    text: what to say
+    """
+    await asyncio.sleep(0.2)  # Jack's request is in flight by now
+    return f"whispered as {ctx.tell(to, text)}"
+
+
+@tool
+def forge(ctx: ToolContext) -> str:
+    """Pass on text whose substance no record has."""
+    from otel_agents import LoggedString
+
+    return f"forged as {ctx.tell('Jack', LoggedString('made up', 'msg_999999'))}"
+
+
+def test_tell_during_the_targets_llm_request_is_held_until_its_answer_with_its_substance(tmp_path, monkeypatch):
+    import orjson
+
+    import otel_agents
+    from otel_agents import Agent, Session
+    from support.in_process import run_in_process
+
+    monkeypatch.setenv("OTEL_AGENTS_RECORDER", "inline")
+    path = tmp_path / "overlap.json"
+    path.write_text(orjson.dumps(OVERLAP).decode())
+    with otel_agents.recording(home=tmp_path):
+        with Session(Agent("main", tools=[whisper_later, forge]), script=path) as session:
+            assert session.run_sync("Go") == "done"
+            jack = session.agent("Jack")
+    records = [orjson.loads(line) for line in (tmp_path / "sessions" / session.id / "events.jsonl").read_bytes().splitlines()]
+    said = [(r["role"], r["content"]) for r in records
+            if r["event_type"] == "transcript_entry" and r["agent_id"] == jack.agent_id]
+    assert said == [("user", "Hi"), ("assistant", "Hello"), ("user", "Talk"), ("assistant", "My answer"),
+                    ("user", "psst")]  # after the answer its request was made without
+    (psst,) = [r for r in records if r.get("content") == "psst" and r["event_type"] == "transcript_entry"]
+    piece = next(r for r in records if r["message_id"] == psst["substance"])
+    assert (piece["event_type"], piece["content"]) == ("piece_of_text", "psst")
+    results = {r["content"] for r in records if r.get("role") == "tool"}
+    assert "whispered as None" in results  # held: no id yet
+    assert any("substance msg_999999 is no record of session" in r for r in results)
+    assert not [r for r in records if r.get("content") == "made up"]
+    assert run_in_process("sessions", "verify", session.id, home=tmp_path).returncode == 0
