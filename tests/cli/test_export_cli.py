@@ -71,6 +71,11 @@ def _files(directory: Path) -> dict[str, tuple[bytes, int]]:
         (("--endpoint", "notaurl"), {}, "Error: invalid OTLP endpoint 'notaurl' for http/protobuf"),
         (("--endpoint", "http://127.0.0.1:4318"), {"OTEL_EXPORTER_OTLP_COMPRESSION": "brotli"},
          "Error: unsupported OTEL_EXPORTER_OTLP_COMPRESSION 'brotli' (use gzip, deflate or none)"),
+        # Read only once the spans were: a traceback and exit 1.
+        (("--endpoint", "http://127.0.0.1:4318"), {"OTEL_SPAN_LINK_COUNT_LIMIT": "abc"},
+         "Error: OTEL_SPAN_LINK_COUNT_LIMIT must be a whole number of at least 0, not 'abc'"),
+        (("--endpoint", "http://127.0.0.1:4318"), {"OTEL_AGENTS_EXPORT_VALUE_CAP": "abc"},
+         "Error: OTEL_AGENTS_EXPORT_VALUE_CAP must be a whole number of bytes, not 'abc'"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(saved, env, args, variables, message):
