@@ -78,7 +78,9 @@ def _cut(meta) -> str:
     from otel_agents.persistence.session_meta import TRUNCATED_VALUES
 
     count = meta.get(TRUNCATED_VALUES)
-    return f"  ({count} values cut or events dropped by the sender's export)" if type(count) is int and count > 0 else ""
+    if type(count) is not int or count <= 0:
+        return ""
+    return f"  ({count} values cut or events dropped by the sender's export)"
 
 
 def _lineage(meta) -> str:
