@@ -80,7 +80,7 @@ class ForkSource:
     records: list[dict[str, Any]]
     tree: Mapping[str, Any]
     redacted: bool = False
-    truncated: int = 0  # values cut by the sender's export (restore.with_values_cut)
+    truncated: int = 0  # values cut and events dropped by the sender's export (restore.with_values_cut)
 
 
 def load_source(session_dir: Path, session_id: str, warn: Warn = stderr_warning) -> ForkSource:

@@ -62,7 +62,7 @@ class SavedSession:
     runs: int = 0  # runs so far: the next one is runs + 1
     last_run: SavedRun | None = None  # the run the next one links to
     redacted: bool = False  # saved without message contents: see without_contents
-    truncated: int = 0  # values the sender's export cut to its caps: see with_values_cut
+    truncated: int = 0  # values cut and events dropped by the sender's export: see with_values_cut
     open_tool_calls: frozenset[str] = frozenset()  # ids of calls whose tool span never ended (a killed run)
     # (agent id, call id) -> replies the call made just after the records kept (a fork at a discuss speaker's
     # words: the caller's copy, recorded next), given before the call's cut result
@@ -76,10 +76,12 @@ def without_contents(session_id: str) -> str:
 
 
 def with_values_cut(session_id: str, count: int) -> str:
-    """Why a session received with values cut by the sender's export cannot have its agents rebuilt (resume, fork)."""
-    return (f"session {session_id} was received with {count} value(s) cut to the sender's export caps "
-            "(OTEL_AGENTS_EXPORT_VALUE_CAP, 1 MiB a span), so its agents cannot be rebuilt: "
-            "resume or fork it where it ran, whose local session holds them whole")
+    """Why a session received with values cut (or events dropped) by the sender's export cannot have its agents
+    rebuilt (resume, fork)."""
+    from otel_agents.persistence.session_meta import CUT_BY
+
+    return (f"session {session_id} was received with {count} value(s) cut or event(s) dropped {CUT_BY}, "
+            "so its agents cannot be rebuilt: resume or fork it where it ran, whose local session holds them whole")
 
 
 def saved_runs(tree: Mapping[str, Any] | None) -> tuple[int, SavedRun | None]:

@@ -281,13 +281,19 @@ def rebuild(dry_run: bool, reprice: bool, prices_file: Path | None, paths) -> No
         click.echo(f"wrote {written} records to {paths.billing_file}")
 
 
+class PricesRefused(click.ClickException):
+    """A price file (--prices, OTEL_AGENTS_PRICES) that cannot be used: one line, exit 2, nothing written."""
+
+    exit_code = 2
+
+
 def _current_prices(prices_file: Path | None = None):
     from otel_agents.llm.pricing import PriceConfigError, PriceTable
 
     try:
         return PriceTable.from_file(prices_file) if prices_file is not None else PriceTable.from_env()
-    except PriceConfigError as exc:
-        raise click.UsageError(str(exc)) from None
+    except PriceConfigError as exc:  # not click's UsageError: its Usage lines would blame the command line
+        raise PricesRefused(str(exc)) from None
 
 
 def _report_prices(plan) -> None:

@@ -61,7 +61,7 @@ def command_tracing(otlp_file: Path | None) -> Iterator[Any]:
     try:
         tracing = configure_recording(otlp_file)
     except RecordingConfigError as exc:
-        raise click.UsageError(str(exc)) from None
+        raise SettingRefused(str(exc)) from None
     try:
         yield tracing
     finally:
@@ -76,7 +76,7 @@ def make_llm(tracing, opts: ModelOptions):
     try:
         prices = PriceTable.from_env()
     except PriceConfigError as exc:
-        raise click.UsageError(str(exc)) from None
+        raise SettingRefused(str(exc)) from None
     return LLMClient(
         tracing.telemetry,
         retry=RetryPolicy(max_attempts=opts.max_attempts),
@@ -86,6 +86,13 @@ def make_llm(tracing, opts: ModelOptions):
         capture_input_messages=tracing.options.capture_input_messages,
         stream=opts.stream,
     )
+
+
+class SettingRefused(click.ClickException):
+    """A bad OTEL_* or OTEL_AGENTS_* value: one ``Error:`` line, exit 2. Not click's UsageError, whose
+    ``Usage:`` and ``Try --help`` lines point at the command line, which is not at fault."""
+
+    exit_code = EXIT_USAGE
 
 
 class StorageUnwritable(click.ClickException):
@@ -108,7 +115,7 @@ def _as_click(exc) -> click.ClickException:
         return SessionBusyError(str(exc))
     if isinstance(exc, Unwritable):
         return StorageUnwritable(str(exc))
-    return click.UsageError(str(exc))
+    return SettingRefused(str(exc))  # RecordingConfigError: a setting from the environment
 
 
 def own_session(directory: Path, *, create: bool = False):

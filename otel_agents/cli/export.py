@@ -50,7 +50,7 @@ def export(session_id: str, endpoint: str | None, headers: str | None, as_json: 
              "OTEL_EXPORTER_OTLP_TIMEOUT (not the specification's milliseconds): each request may wait that long")
     try:
         done = export_session(directory, target, warn)
-    except SessionNotExportable as exc:
+    except (SessionNotExportable, ConfigError) as exc:  # ConfigError: a bad OTEL_*_LIMIT or value cap, before sending
         raise ExportRefused(str(exc)) from None
     report = done.report
     if as_json:

@@ -74,11 +74,13 @@ def list_command(as_json: bool, paths) -> None:
 
 
 def _cut(meta) -> str:
-    """`` (N values cut in transit)`` for a session received with values the sender's export cut (not resumable)."""
+    """`` (N values cut or events dropped by the sender's export)`` for a session received so (not resumable)."""
     from otel_agents.persistence.session_meta import TRUNCATED_VALUES
 
     count = meta.get(TRUNCATED_VALUES)
-    return f"  ({count} values cut in transit)" if type(count) is int and count > 0 else ""
+    if type(count) is not int or count <= 0:
+        return ""
+    return f"  ({count} values cut or events dropped by the sender's export)"
 
 
 def _lineage(meta) -> str:

@@ -1,4 +1,4 @@
-"""OTLP/HTTP ``POST /v1/traces`` (protobuf or JSON, gzip or not) as a Starlette app over the writer."""
+"""OTLP/HTTP ``POST /v1/traces`` (protobuf or JSON; gzip, deflate or neither) as a Starlette app over the writer."""
 
 from __future__ import annotations
 
@@ -50,29 +50,48 @@ def _gunzip(raw: bytes) -> bytes:
     out, size = [], 0
     while raw:
         member = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        while raw:
-            chunk = member.decompress(raw, MAX_REQUEST_BYTES + 1 - size)
-            size += len(chunk)
-            out.append(chunk)
-            if size > MAX_REQUEST_BYTES:
-                raise TooLarge(f"{TOO_LARGE} decompressed")
-            raw = member.unconsumed_tail
-        if not member.eof:
-            raise BadRequest("the gzip body is cut or damaged: it ends mid-stream")
+        raw, size = _inflate(member, raw, out, size, "gzip")
         raw = member.unused_data
     return b"".join(out)
+
+
+def _deflate(raw: bytes) -> bytes:
+    """HTTP deflate: a zlib stream (what the Python OTLP exporter sends, zlib.compress); a raw deflate
+    stream without the zlib header, which some senders send, is read too. Capped as gzip is."""
+    zlib_header = len(raw) >= 2 and raw[0] & 0x0F == 8 and (raw[0] << 8 | raw[1]) % 31 == 0
+    stream = zlib.decompressobj(zlib.MAX_WBITS if zlib_header else -zlib.MAX_WBITS)
+    out: list[bytes] = []
+    _inflate(stream, raw, out, 0, "deflate")
+    if stream.unused_data:
+        raise BadRequest("the deflate body is damaged: bytes follow the end of its stream")
+    return b"".join(out)
+
+
+def _inflate(stream, raw: bytes, out: list[bytes], size: int, name: str) -> tuple[bytes, int]:
+    """One compressed stream into ``out``, a bounded piece at a time; the size so far after it."""
+    while raw:
+        chunk = stream.decompress(raw, MAX_REQUEST_BYTES + 1 - size)
+        size += len(chunk)
+        out.append(chunk)
+        if size > MAX_REQUEST_BYTES:
+            raise TooLarge(f"{TOO_LARGE} decompressed")
+        raw = stream.unconsumed_tail
+    if not stream.eof:
+        raise BadRequest(f"the {name} body is cut or damaged: it ends mid-stream")
+    return raw, size
 
 
 def _body(raw: bytes, encoding: str) -> bytes:
     encoding = encoding.strip().lower()
     if encoding in ("", "identity"):
         return raw
-    if encoding == "gzip":
-        try:
-            return _gunzip(raw)
-        except zlib.error as exc:
-            raise BadRequest(f"the gzip body is cut or damaged: {exc}") from None
-    raise BadRequest(f"unsupported Content-Encoding {encoding!r}")
+    inflate = {"gzip": _gunzip, "deflate": _deflate}.get(encoding)
+    if inflate is None:
+        raise BadRequest(f"unsupported Content-Encoding {encoding!r}: send gzip, deflate or an uncompressed body")
+    try:
+        return inflate(raw)
+    except zlib.error as exc:
+        raise BadRequest(f"the {encoding} body is cut or damaged: {exc}") from None
 
 
 def _decode(raw: bytes, content_type: str, encoding: str) -> Decoded:

@@ -25,7 +25,7 @@ from otel_agents.persistence.events_file import EventLine, EventsFileError, read
 from otel_agents.persistence.notices import Warn
 from otel_agents.persistence.ownership import describe_busy, owner_of
 from otel_agents.persistence.store import SessionStore, StoreError
-from otel_agents.persistence.session_meta import AWAITING_TRACE, checkpoint_is_current, values_cut
+from otel_agents.persistence.session_meta import AWAITING_TRACE, CUT_BY, checkpoint_is_current, values_cut
 from otel_agents.persistence.tree import build_tree
 from otel_agents.persistence.tree_flat import trees_equal
 from otel_agents.persistence import verify
@@ -117,8 +117,9 @@ def check_session(directory: Path, ledger: list[dict[str, Any]] | None, warn: Wa
                          "received by collect, bills it, or `otel-agents sessions repair` bills what there is")
     cut = values_cut(tree) if tree is not None else 0
     if cut:
-        out.notes.append(f"{cut} value(s) arrived cut to the sender's export caps (truncation markers where they were): "
-                         "views and billing hold, `resume` and `fork` refuse it")
+        out.notes.append(f"{cut} value(s) cut or event(s) dropped {CUT_BY} on the way here (a cap's cut ends in "
+                         "a truncation marker, a standard limit's in none): views and billing hold, `resume` and "
+                         "`fork` refuse it")
     if owner is not None:
         out.notes.append(describe_busy(store.session_id, owner) + ": what it has not finished is not checked")
     if tree is not None:

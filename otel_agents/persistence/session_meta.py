@@ -172,9 +172,13 @@ def _note_unfinished(meta: dict[str, Any], tree: Mapping[str, Any], before: int)
         meta.pop(UNFINISHED_LLM_CALLS, None)
 
 
-# Values the sending side's export cut to its caps (``otel_agents.export.truncated`` on the spans collect or
-# import received): the session holds truncation markers where they were, so it is never resumed or forked.
+# Values cut and events dropped by the sending side's export limits (``otel_agents.export.truncated`` on the
+# spans collect or import received): the session holds a cap's truncation markers, or a standard limit's cut
+# text without one, where values were, so it is never resumed or forked.
 TRUNCATED_VALUES = "truncated_values"
+# What cut them, as resume, fork and `sessions verify` say it: the count alone cannot tell which limit.
+CUT_BY = ("by the sender's export limits (its caps, OTEL_AGENTS_EXPORT_VALUE_CAP and 1 MiB a span, "
+          "or the standard OTEL_*_LIMIT variables)")
 
 
 def values_cut(tree: Mapping[str, Any]) -> int:

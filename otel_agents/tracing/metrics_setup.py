@@ -26,6 +26,7 @@ from otel_agents.tracing.setup import (
     ConfigError,
     check_compression,
     check_endpoint,
+    grpc_compression,
     make_resource,
     otlp_protocol,
 )
@@ -131,6 +132,8 @@ def _otlp_exporter() -> Any:
 
     if protocol == "grpc":
         from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import OTLPMetricExporter
+
+        kwargs["compression"] = grpc_compression("METRICS")
     else:
         from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
     asked = "otlp" in (os.environ.get("OTEL_METRICS_EXPORTER") or "").lower()

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 from urllib.parse import urlparse
 
 PROTOCOLS = ("grpc", "http/protobuf")
-COMPRESSIONS = ("gzip", "deflate", "none")  # what both the HTTP and the gRPC exporters take
+COMPRESSIONS = ("gzip", "deflate", "none")  # the HTTP exporter takes all three; the gRPC one, see grpc_compression
 
 
 class ConfigError(ValueError):
@@ -22,6 +23,20 @@ def check_compression(signal: str = "TRACES") -> None:
         if value.strip().lower() not in COMPRESSIONS:
             raise ConfigError(f"unsupported {name} {value!r} (use gzip, deflate or none)")
         return
+
+
+def grpc_compression(signal: str = "TRACES") -> Any:
+    """The compression variable as grpc.Compression (None: unset), given to the gRPC exporter: read by
+    itself, it takes only gzip, and raised (a traceback) for deflate and none, which check_compression passes."""
+    import grpc
+
+    check_compression(signal)
+    for name in (f"OTEL_EXPORTER_OTLP_{signal}_COMPRESSION", "OTEL_EXPORTER_OTLP_COMPRESSION"):
+        value = (os.environ.get(name) or "").strip().lower()
+        if value:
+            return {"gzip": grpc.Compression.Gzip, "deflate": grpc.Compression.Deflate,
+                    "none": grpc.Compression.NoCompression}[value]
+    return None
 
 
 def otlp_protocol(signal: str = "TRACES") -> str:

@@ -97,8 +97,9 @@ RUN_AGENTS_REVIVED = "otel_agents.run.agents_revived"  # evicted agents rebuilt 
 # names of the hooks installed when the run started (possibly none): a resume without one of them warns
 RUN_HOOKS = "otel_agents.run.hooks"
 RUN_REDACTED_SAVE = "otel_agents.run.redacted_save"  # message contents were not saved (--redacted-save)
-# On the network copy only (tracing/export_rules.py): how many of the span's values the export cut to its caps.
-# A session collect or import builds from such spans holds the truncation marker, not the value: never resumed.
+# On the network copy only (tracing/export_rules.py): how many of the span's values the export cut, and events it
+# dropped, to its caps or to the standard OTEL_*_LIMIT variables.
+# A session collect or import builds from such spans holds markers or cut text, not the values: never resumed.
 EXPORT_TRUNCATED = "otel_agents.export.truncated"
 RUN_FORK_SESSION = "otel_agents.run.fork.session"  # fork: the source session's id (on the fork's first run)
 RUN_FORK_MESSAGE = "otel_agents.run.fork.message"  # fork: the source message the fork starts just after

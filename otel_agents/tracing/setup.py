@@ -59,6 +59,7 @@ from otel_agents.tracing.otlp_env import (  # noqa: F401 - re-exported: the othe
     ConfigError,
     check_compression,
     check_endpoint,
+    grpc_compression,
     otlp_protocol,
 )
 from otel_agents.tracing.otlp_json import OtlpJsonFileExporter
@@ -252,6 +253,7 @@ def otlp_exporter(protocol: str, timeout_s: float, **kwargs: Any) -> SpanExporte
     if protocol == "grpc":
         from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcExporter
 
+        kwargs.setdefault("compression", grpc_compression())
         return GrpcExporter(timeout=timeout_s, **kwargs)
     from otel_agents.tracing.otlp_http_exporter import HttpSpanExporter  # the stock one, encoding directly
 

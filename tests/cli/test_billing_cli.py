@@ -601,3 +601,17 @@ def test_summary_cells_show_control_characters_as_escapes(home):
     assert not any(c in out for c in "\x1b\u202e\a")
     rows = json.loads(invoke(home, "summary", "--by", "model", "--json").stdout)["rows"]
     assert odd["model"] in [r["key"] for r in rows]  # --json keeps the exact name
+
+
+def test_an_unreadable_price_file_for_reprice_is_one_error_line_and_exit_2(home, tmp_path):
+    home, _, _ = home
+    before = (home / "billing.jsonl").read_bytes()
+    garbled = tmp_path / "prices.json"
+    garbled.write_text("{not json")
+    for args, env in ((["--prices", str(garbled)], {}), ([], {"OTEL_AGENTS_PRICES": str(garbled)})):
+        result = CliRunner().invoke(cli, ["billing", "rebuild", "--reprice", *args],
+                                    env={"OTEL_AGENTS_HOME": str(home), **env}, catch_exceptions=False)
+        assert result.exit_code == 2, result.output
+        assert result.stderr.startswith(f"Error: {garbled}"), result.stderr
+        assert len(result.stderr.splitlines()) == 1, result.stderr
+    assert (home / "billing.jsonl").read_bytes() == before

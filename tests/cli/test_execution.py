@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from otel_agents.cli import cli
-from otel_agents.cli.execution import command_tracing
+from otel_agents.cli.execution import SettingRefused, command_tracing
 
 READER = "OtelPeriodicExportingMetricReader"  # the SDK's name for a periodic reader's thread
 
@@ -55,12 +55,38 @@ def test_the_block_shuts_the_tracing_down_however_it_ends(cli_env, earlier, tmp_
     assert (tmp_path / "spans.jsonl").stat().st_size > 0
 
 
-def test_a_bad_setting_is_a_usage_error_and_starts_nothing(cli_env, earlier, tmp_path, monkeypatch):
+def test_a_bad_setting_is_exit_2_and_starts_nothing(cli_env, earlier, tmp_path, monkeypatch):
     monkeypatch.setenv("OTEL_TRACES_EXPORTER", "carrier-pigeon")
-    with pytest.raises(click.UsageError, match="OTEL_TRACES_EXPORTER"):
+    with pytest.raises(SettingRefused, match="OTEL_TRACES_EXPORTER") as refused:
         with command_tracing(tmp_path / "spans.jsonl"):
             pass
+    assert refused.value.exit_code == 2
     assert readers() == earlier
+
+
+BAD_SETTINGS = [
+    ({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9", "OTEL_EXPORTER_OTLP_COMPRESSION": "brotli"},
+     "Error: unsupported OTEL_EXPORTER_OTLP_COMPRESSION 'brotli' (use gzip, deflate or none)"),
+    ({"OTEL_SPAN_LINK_COUNT_LIMIT": "abc"},
+     "Error: OTEL_SPAN_LINK_COUNT_LIMIT must be a whole number of at least 0, not 'abc'"),
+    ({"OTEL_AGENTS_EXPORT_VALUE_CAP": "abc"}, "Error: OTEL_AGENTS_EXPORT_VALUE_CAP must be a whole number of bytes"),
+    ({"OTEL_AGENTS_PRICES": "/"}, "Error: /: cannot read prices"),
+]
+
+
+@pytest.mark.parametrize("variables, message", BAD_SETTINGS)
+def test_a_bad_otel_value_is_one_error_line_and_exit_2_for_run_resume_and_fork(cli_env, monkeypatch, variables,
+                                                                                message):
+    # click's UsageError put `Usage:` and `Try … --help` before it: the command line is not at fault.
+    done = invoke("run", "hi")
+    assert done.exit_code == 0, done.output
+    session_id = next(line.split(": ", 1)[1] for line in done.stderr.splitlines() if line.startswith("session: "))
+    for name, value in variables.items():
+        monkeypatch.setenv(name, value)
+    for command in (["run", "hi"], ["resume", session_id, "again"], ["fork", session_id, "--at", "msg_000002", "x"]):
+        result = invoke(*command)
+        assert result.exit_code == 2, (command, result.output)
+        assert len(result.stderr.splitlines()) == 1 and result.stderr.startswith(message), (command, result.stderr)
 
 
 def _demo(otlp: str) -> str:

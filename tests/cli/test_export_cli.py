@@ -71,6 +71,11 @@ def _files(directory: Path) -> dict[str, tuple[bytes, int]]:
         (("--endpoint", "notaurl"), {}, "Error: invalid OTLP endpoint 'notaurl' for http/protobuf"),
         (("--endpoint", "http://127.0.0.1:4318"), {"OTEL_EXPORTER_OTLP_COMPRESSION": "brotli"},
          "Error: unsupported OTEL_EXPORTER_OTLP_COMPRESSION 'brotli' (use gzip, deflate or none)"),
+        # Read only once the spans were: a traceback and exit 1.
+        (("--endpoint", "http://127.0.0.1:4318"), {"OTEL_SPAN_LINK_COUNT_LIMIT": "abc"},
+         "Error: OTEL_SPAN_LINK_COUNT_LIMIT must be a whole number of at least 0, not 'abc'"),
+        (("--endpoint", "http://127.0.0.1:4318"), {"OTEL_AGENTS_EXPORT_VALUE_CAP": "abc"},
+         "Error: OTEL_AGENTS_EXPORT_VALUE_CAP must be a whole number of bytes, not 'abc'"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(saved, env, args, variables, message):
@@ -218,22 +223,32 @@ def test_a_copy_with_values_cut_imports_as_a_session_that_refuses_to_resume(save
     meta = orjson.loads((tmp_path / "central" / "sessions" / session_id / "meta.json").read_bytes())
     assert meta["truncated_values"] > 0
     listed = CliRunner().invoke(cli, ["sessions", "list"], catch_exceptions=False)
-    assert f"({meta['truncated_values']} values cut in transit)" in listed.output
+    _assert_said_cut_by_the_senders_export(session_id, meta["truncated_values"])
+
+
+def _assert_said_cut_by_the_senders_export(session_id: str, count: int) -> None:
+    """list, verify, resume and fork name what is known: the sender's export limits, caps or standard ones."""
+    cause = ("by the sender's export limits (its caps, OTEL_AGENTS_EXPORT_VALUE_CAP and 1 MiB a span, "
+             "or the standard OTEL_*_LIMIT variables)")
+    listed = CliRunner().invoke(cli, ["sessions", "list"], catch_exceptions=False)
+    assert f"({count} values cut or events dropped by the sender's export)" in listed.output
     verified = CliRunner().invoke(cli, ["sessions", "verify", session_id], catch_exceptions=False)
-    assert verified.exit_code == 0 and "cut to the sender's export caps" in verified.output
+    assert verified.exit_code == 0 and f"{count} value(s) cut or event(s) dropped {cause}" in verified.output
     for command in (["resume", session_id, "again"], ["fork", session_id, "--at", "msg_000002", "again"]):
         refused = CliRunner().invoke(cli, command, catch_exceptions=False)
         assert refused.exit_code == 2, refused.output
-        assert "cut to the sender's export caps" in refused.output
+        assert f"was received with {count} value(s) cut or event(s) dropped {cause}, so" in " ".join(
+            refused.output.split())
 
 
-def test_a_copy_cut_by_the_standard_length_limit_imports_as_a_session_known_cut(saved, env, tmp_path):
-    # The standard length limits cut with no marker: the span's count is what says the values are not whole.
+def test_a_copy_cut_by_the_standard_limits_imports_as_a_session_known_cut_and_said_so(saved, env, tmp_path):
+    # The standard limits cut with no marker and drop events: the span's count is what says the values are not whole.
     # (The span-specific one: cut, an event's JSON-valued record field would not import at all.)
     from google.protobuf.json_format import MessageToJson
 
     home, session_id = saved
     env.setenv("OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT", "30")  # session ids (22) whole
+    env.setenv("OTEL_SPAN_EVENT_COUNT_LIMIT", "2")
     with HttpTraceReceiver() as receiver:
         assert invoke(session_id, "--endpoint", receiver.endpoint).exit_code == 0
         requests = receiver.requests
@@ -242,14 +257,17 @@ def test_a_copy_cut_by_the_standard_length_limit_imports_as_a_session_known_cut(
     assert strings and max(map(len, strings)) == 30
     copy = tmp_path / "copy.jsonl"
     copy.write_text("".join(MessageToJson(r, indent=None) + "\n" for r in requests))
+    assert any(span.dropped_events_count for r in requests for rs in r.resource_spans for ss in rs.scope_spans
+               for span in ss.spans)
     env.delenv("OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT")
+    env.delenv("OTEL_SPAN_EVENT_COUNT_LIMIT")
     env.setenv("OTEL_AGENTS_HOME", str(tmp_path / "central"))
     imported = CliRunner().invoke(cli, ["import", str(copy)], catch_exceptions=False)
     assert imported.exit_code == 0, imported.output
     meta = orjson.loads((tmp_path / "central" / "sessions" / session_id / "meta.json").read_bytes())
     assert meta["truncated_values"] > 0
-    refused = CliRunner().invoke(cli, ["resume", session_id, "again"], catch_exceptions=False)
-    assert refused.exit_code == 2 and "cut to the sender's export caps" in refused.output
+    # No cap cut anything and no marker is there: the texts must not say a cap did.
+    _assert_said_cut_by_the_senders_export(session_id, meta["truncated_values"])
 
 
 @pytest.mark.parametrize("limit", [25, 40])  # 25: within the first call's id (session ids, 22, stay whole)

@@ -9,7 +9,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
 
-from support.collector import Collector
+from support.collector import Collector, assert_same_session, run_session, session_id_in
 
 EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 
@@ -40,3 +40,19 @@ def test_a_body_that_does_not_parse_is_invalid_argument_with_a_status_and_a_good
             answer = ExportTraceServiceResponse.FromString(export(good, timeout=30))
             assert answer.partial_success.rejected_spans == 0
         assert collector.stop() == 0
+
+
+def test_runs_exporting_over_grpc_with_deflate_or_none_are_collected_whole(tmp_path):
+    # The gRPC exporter, reading the variable itself, takes only gzip: deflate and none, which the
+    # sender's own check passes, were a traceback at start and no run at all.
+    with Collector(tmp_path / "central", grpc=True) as collector:
+        endpoint = f"http://127.0.0.1:{collector.grpc_port}"
+        runs = {compression: run_session(tmp_path / compression, endpoint, "grpc",
+                                         env={"OTEL_EXPORTER_OTLP_COMPRESSION": compression,
+                                              "OTEL_EXPORTER_OTLP_METRICS_COMPRESSION": compression})
+                for compression in ("deflate", "none")}
+        errs = {compression: proc.communicate(timeout=300)[1] for compression, proc in runs.items()}
+        assert collector.stop() == 0
+    for compression, err in errs.items():
+        assert runs[compression].returncode == 0 and "could not send" not in err, err
+        assert_same_session(tmp_path / compression, tmp_path / "central", session_id_in(err))

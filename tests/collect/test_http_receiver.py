@@ -10,7 +10,7 @@ import zlib
 from google.rpc.status_pb2 import Status
 
 from otel_agents.collect.otlp_request import MAX_REQUEST_BYTES
-from support.collector import Collector
+from support.collector import Collector, assert_same_session, run_session, session_id_in
 
 
 def _post(port: int, body, headers: dict[str, str]):
@@ -72,3 +72,42 @@ def test_bodies_over_the_cap_sent_or_decompressed_are_413_and_the_receiver_stays
         assert collector.stop() == 0
     minutes = [json.loads(line) for line in collector.lines if '"spans_per_s"' in line]
     assert sum(m["rejected"] for m in minutes) == 4
+
+
+def _deflate_bomb(size: int, wbits: int = zlib.MAX_WBITS) -> bytes:
+    """deflate (zlib format, or raw with negative ``wbits``) of ``size`` zero bytes, a MiB at a time."""
+    squeeze = zlib.compressobj(1, zlib.DEFLATED, wbits)
+    zeros = bytes(1 << 20)
+    return b"".join(squeeze.compress(zeros) for _ in range(size >> 20)) + squeeze.flush()
+
+
+def test_deflate_is_read_as_gzip_is_a_bomb_413_and_a_cut_body_400(tmp_path):
+    empty = b'{"resourceSpans": []}'
+    deflate = {"Content-Type": "application/json", "Content-Encoding": "deflate"}
+    with Collector(tmp_path / "central") as collector:
+        port = collector.http_port
+        assert _post(port, zlib.compress(empty), deflate)[0] == 200  # zlib, as the OTLP exporter sends
+        raw = zlib.compressobj(6, zlib.DEFLATED, -zlib.MAX_WBITS)
+        assert _post(port, raw.compress(empty) + raw.flush(), deflate)[0] == 200  # raw deflate, no header
+        assert _post(port, zlib.compress(empty)[:-4], deflate)[0] == 400
+        assert _post(port, zlib.compress(empty) + b"junk", deflate)[0] == 400
+        for bomb in (_deflate_bomb(64 << 20), _deflate_bomb(64 << 20, -zlib.MAX_WBITS)):
+            status, answer = _post(port, bomb, {**deflate, "Content-Type": "application/x-protobuf"})
+            assert status == 413, (status, answer[:200])
+            assert Status.FromString(answer).message == "the request body is over 16 MiB decompressed"
+        status, answer = _post(port, zlib.compress(empty), {**deflate, "Content-Encoding": "br"})
+        assert status == 400
+        assert json.loads(answer)["message"] == (
+            "unsupported Content-Encoding 'br': send gzip, deflate or an uncompressed body")
+
+
+def test_a_run_exporting_with_deflate_compression_is_collected_whole(tmp_path):
+    """The real OTLP/HTTP exporter with OTEL_EXPORTER_OTLP_COMPRESSION=deflate, as the sender accepts it."""
+    local = tmp_path / "local"
+    with Collector(tmp_path / "central") as collector:
+        proc = run_session(local, collector.http_endpoint, "http/protobuf",
+                           env={"OTEL_EXPORTER_OTLP_COMPRESSION": "deflate"})
+        _, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0 and "could not send spans" not in err, err
+        assert collector.stop() == 0
+    assert_same_session(local, tmp_path / "central", session_id_in(err))
