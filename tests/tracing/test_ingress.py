@@ -8,7 +8,6 @@ import os
 import socket
 import subprocess
 import sys
-from pathlib import Path
 
 import orjson
 from hypothesis import given, strategies as st
