@@ -82,9 +82,11 @@ def test_a_real_receiver_gets_the_limits_and_the_session_keeps_everything(tmp_pa
     sent, saved = _sent_and_saved(tmp_path / "limit", OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT="10",
                                   OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT="3", OTEL_SPAN_EVENT_COUNT_LIMIT="1")
     assert len(sent) == len(whole)
+    placing = {sc.SESSION_ID, sc.GEN_AI_CONVERSATION_ID}  # never cut: a receiver places the span by them
     for span in sent:
         assert len(span.attributes) <= 3 and len(span.events) <= 1
-        assert all(len(s) <= 10 for s in _strings(span.attributes))
+        assert all(len(s) <= 10 for s in _strings([a for a in span.attributes if a.key not in placing]))
+        assert all(len(a.value.string_value) > 10 for a in span.attributes if a.key in placing)
         assert all(len(s) <= 10 for event in span.events for s in _strings(event.attributes))
     assert sum(span.dropped_attributes_count for span in sent) > 0
     assert sum(span.dropped_events_count for span in sent) > 0
