@@ -11,8 +11,8 @@ from otel_agents.cli.options import utf8_text
 
 
 def read_prompts(arguments: tuple[str, ...], default: tuple[str, ...]) -> list[str]:
-    """Arguments, else one per line from stdin, else an interactive prompt on a terminal; each
-    checked as text that can be saved (exit 2 before any call otherwise).
+    """Arguments (``-`` alone: none), else one per line from stdin, else an interactive prompt on a terminal;
+    each checked as text that can be saved (exit 2 before any call otherwise).
 
     With nothing given and nothing on stdin, the script's own prompts are used.
     The interactive prompt goes to stderr: stdout carries utterances only.
@@ -26,7 +26,7 @@ def read_prompts(arguments: tuple[str, ...], default: tuple[str, ...]) -> list[s
 
 
 def _gather_prompts(arguments: tuple[str, ...], default: tuple[str, ...]) -> list[str]:
-    if arguments:
+    if arguments and arguments != ("-",):  # `-` alone: stdin, as `send ID --to AGENT -` reads it
         return list(arguments)
     stdin = sys.stdin
     if not stdin.isatty():

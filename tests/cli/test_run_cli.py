@@ -143,6 +143,11 @@ def test_stdin_prompts_in_a_real_process(cli_env, tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "first answer\nsecond answer\n"
+    dash = subprocess.run(  # `-` alone reads stdin, as `send -` does: it was sent to the model as the prompt "-"
+        [sys.executable, "-m", "otel_agents", "run", "--script", str(path), "-"],
+        input="one\ntwo\n", capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120,
+    )
+    assert dash.returncode == 0 and dash.stdout == "first answer\nsecond answer\n", dash.stderr
     # The first turn is timed without the seconds of importing litellm (its span held them).
     tree = json.loads(gzip.decompress((cli_env / "sessions" / session_line(proc.stderr) / "tree.json.gz").read_bytes()))
     turn = tree["session"]["runs"][0]["turns"][0]
