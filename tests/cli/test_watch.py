@@ -43,6 +43,14 @@ def wait_for_line(proc: subprocess.Popen, prefix: str) -> list[str]:
     raise AssertionError(seen)
 
 
+def put(path: Path, text: str) -> None:
+    """``path`` appears whole at once (renamed into place): written in place, a poll between its creation and its
+    write sees it appear empty and then change, two events (a loaded CI machine hit that window)."""
+    part = path.with_name(path.name + ".part")
+    part.write_text(text)
+    os.replace(part, path)
+
+
 def records(home: Path) -> tuple[str, list[dict]]:
     (directory,) = (home / "sessions").iterdir()
     return directory.name, [orjson.loads(line) for line in (directory / "events.jsonl").read_bytes().splitlines()]
@@ -53,7 +61,7 @@ def test_a_watched_file_appearing_is_an_external_event_the_agent_answers(home, t
     proc = start(home, tmp_path, "run", "--watch", "data.json", "--watch-to", "Jack", "--watch-for", "5", PROMPT)
     wait_for_line(proc, "watching ")
     before = time.monotonic()
-    data.write_text('{"x": 1}')
+    put(data, '{"x": 1}')
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err
     sid, saved = records(home)
@@ -188,7 +196,7 @@ def test_a_watched_event_s_answer_shows_control_characters_as_escapes(home, tmp_
     script.write_text(json.dumps({"name": "ctl", "agents": {"main": ["first", "ding\a over\rwrite \u202eabc \x1b[2J"]}}))
     proc = start(home, tmp_path, "run", "--script", str(script), "--watch", "data.json", "--watch-for", "5", "go")
     wait_for_line(proc, "watching ")
-    (tmp_path / "data.json").write_text("{}")
+    put(tmp_path / "data.json", "{}")
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err
     assert out.split("\n") == ["first", "ding\\x07 over\\rwrite \\u202eabc \\x1b[2J", ""]
