@@ -37,7 +37,7 @@ def export(session_id: str, endpoint: str | None, headers: str | None, as_json: 
     """
     from otel_agents.session_export import SessionNotExportable, export_session
     from otel_agents.tracing.resend import resolve_target
-    from otel_agents.tracing.setup import LIKELY_MILLISECONDS_S, ConfigError
+    from otel_agents.tracing.setup import ConfigError, warn_about_millisecond_timeout
 
     directory = session_dir_or_exit(paths, session_id)
     try:
@@ -45,9 +45,8 @@ def export(session_id: str, endpoint: str | None, headers: str | None, as_json: 
     except ConfigError as exc:
         raise ExportRefused(str(exc)) from None
     warn = lambda m: click.echo(f"warning: {m}", err=True)  # noqa: E731
-    if target.timeout_s >= LIKELY_MILLISECONDS_S:  # no exit cap here: the command is the wait for the endpoint
-        warn(f"the OTLP export timeout {target.timeout_s:g} is read as seconds, as the installed OTLP exporters read "
-             "OTEL_EXPORTER_OTLP_TIMEOUT (not the specification's milliseconds): each request may wait that long")
+    # No exit cap here: the command is the wait for the endpoint.
+    warn_about_millisecond_timeout(target.timeout_s, "each request may wait that long")
     try:
         done = export_session(directory, target, warn)
     except (SessionNotExportable, ConfigError) as exc:  # ConfigError: a bad OTEL_*_LIMIT or value cap, before sending

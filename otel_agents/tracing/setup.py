@@ -143,12 +143,17 @@ def shutdown_bound_s() -> float:
     return exit_bound_s(export_timeout_s())
 
 
-def warn_about_millisecond_timeout(timeout_s: float) -> None:
-    """One line when the timeout looks like the specification's milliseconds, read here as seconds."""
+def warn_about_millisecond_timeout(timeout_s: float, consequence: str = "") -> None:
+    """One line when the timeout looks like the specification's milliseconds, read here as seconds.
+
+    `consequence` ends the line: what the long wait means to the caller (a run's exit is capped, an
+    export's requests are not); by default the run's exit cap.
+    """
     if timeout_s >= LIKELY_MILLISECONDS_S:
+        consequence = consequence or f"the exit waits at most {MAX_EXIT_WAIT_S:g} s"
         print(f"warning: the OTLP export timeout {timeout_s:g} is read as seconds, as the installed OTLP exporters "
-              f"read OTEL_EXPORTER_OTLP_TIMEOUT (not the specification's milliseconds); the exit waits at most "
-              f"{MAX_EXIT_WAIT_S:g} s", file=sys.stderr, flush=True)
+              f"read OTEL_EXPORTER_OTLP_TIMEOUT (not the specification's milliseconds); {consequence}",
+              file=sys.stderr, flush=True)
 
 
 def check_env_list_variables(*, resource: bool = True) -> None:

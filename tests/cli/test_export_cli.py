@@ -311,6 +311,7 @@ def test_a_timeout_that_looks_like_milliseconds_is_warned_of(saved, env):
         result = invoke(saved[1], "--endpoint", receiver.endpoint)
     assert result.exit_code == 0, result.output
     assert result.stderr.startswith("warning: the OTLP export timeout 10000 is read as seconds")
+    assert result.stderr.rstrip().endswith("each request may wait that long")  # no run's exit cap here
     env.setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "10")
     with HttpTraceReceiver() as receiver:
         assert invoke(saved[1], "--endpoint", receiver.endpoint).stderr == ""
