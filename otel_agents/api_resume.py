@@ -44,7 +44,8 @@ def resume(
     ran with; request parameters to the session's, ``model_settings`` on top. ``budget``: the session's
     limits (its last run's carry on, these on top), counting what it spent before unless
     ``budget_scope="run"``; agents' budgets count what each spent before likewise. ``eviction``: as
-    for ``Session`` (default: the script's); the limit holds from the resume on. Raises ``ResumeError``
+    for ``Session`` (default: the script's); the limit holds from the resume on. A session stopped before its first
+    run began has no agent to rebuild: its root starts afresh from ``script``. Raises ``ResumeError``
     (one line) when the session cannot be resumed, and ``ScriptError`` when the root answers from a script
     whose hooks or per-agent keys name no agent the session has or the script creates; nothing is run or
     billed then.
@@ -56,6 +57,7 @@ def resume(
     from otel_agents.restore import ResumeError, carried_budget, restore_session, root_name, saved_budget, saved_params
     from otel_agents.saved_session import (
         agents_spent, bill_before_resume, hooks_left_behind, load_for_resume, spent_before,
+        stopped_before_its_first_agent,
     )
     from otel_agents.session_recording import NoSuchSession, StorageUnwritable, own_session
 
@@ -82,6 +84,12 @@ def resume(
         loaded = load_script_arg(script if script is not None else (last.script if last else None), saved=script is None)
         check_scripted_model("resume", model, loaded)
         model = model or carried_model(last.model_override if last else None)  # as `otel-agents resume` does
+        if stopped_before_its_first_agent(saved, tree, meta):
+            ownership.release()  # the new session takes it as it starts
+            return _started_afresh(saved, loaded, rec, dict(
+                tools=tools or (), hooks=hooks or (), model=model, max_turns=max_turns, max_attempts=max_attempts,
+                timeout=timeout, api_base=api_base, model_settings=model_settings, stream=stream,
+                on_text=on_text, budget=budget, allow_unpriced=allow_unpriced, eviction=eviction))
         root_agent = app.agent if app is not None else _saved_root(root_name(saved))
         try:  # where the session's calls went; api_base="" is the provider's default endpoint
             api_base = carried_api_base(api_base, last.api_base if last else None, session_id)
@@ -125,3 +133,22 @@ def resume(
     except BaseException:
         ownership.release()  # idempotent: a started recording owns it from here
         raise
+
+
+def _started_afresh(saved: Any, loaded: Any, rec: Any, options: dict[str, Any]) -> Session:
+    """A session stopped before its first run began (even by kill -9) has no agent to rebuild: its root starts
+    now under the saved id, from the script given, as ``otel-agents resume`` starts it."""
+    from otel_agents.api import Agent
+    from otel_agents.restore import ResumeError
+
+    if loaded is None:  # no run recorded a script, and a root needs one (or use Session with the id)
+        raise ResumeError(f"session {saved.session_id} has no agents yet (it was stopped before its first run "
+                          f"began): pass script= to start its root afresh, or start it with "
+                          f"Session(agent, session_id={saved.session_id!r})")
+    if saved.redacted and not rec.redacted_save:  # its contents must not be kept
+        raise ResumeError(f"session {saved.session_id} was started with redacted saving and has no run: start "
+                          "it again in a recording(redacted_save=True) block")
+    tools = options.pop("tools")
+    session = Session(Agent(loaded.root_name, tools=tools), script=loaded, session_id=saved.session_id, **options)
+    session._context.source = "resume"  # recorded as the command's resume records it
+    return session

@@ -287,7 +287,7 @@ def _restore(saved: SavedSession, tool_list: tuple[Tool, ...], model_override: s
     records = saved.records
     check_records(records)
     if not any(r["event_type"] == sc.EVENT_AGENT_CREATED for r in records):
-        # Stopped before its first run began (even by kill -9): `otel-agents resume` starts its root afresh.
+        # Stopped before its first run began (even by kill -9): resume starts its root afresh (saved_session).
         raise ResumeError(f"session {saved.session_id} has no agents to resume"
                           + ("" if saved.runs else " (it was stopped before its first run began)"))
     last = saved.last_run

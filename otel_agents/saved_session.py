@@ -9,7 +9,8 @@ file that exists but cannot be read whole, or records that contradict the checkp
 are a :class:`~otel_agents.restore.ResumeError`: no model is called and nothing billed.
 The CLI and the Python API both resume through :func:`load_for_resume` and
 :func:`bill_before_resume` (and :func:`spent_before` and :func:`agents_spent`, what the session and
-agents with a budget spent before; :func:`hooks_left_behind`, the hooks that watched it and are not back).
+agents with a budget spent before; :func:`hooks_left_behind`, the hooks that watched it and are not back;
+:func:`stopped_before_its_first_agent`, a session whose root starts afresh).
 """
 
 from __future__ import annotations
@@ -100,6 +101,21 @@ def agents_spent(session_dir: Path, tree: Mapping[str, Any] | None) -> dict[str,
         except StoreError as exc:
             raise ResumeError(f"the saved tree is needed for the agents' budgets and cannot be read: {exc}") from None
     return spent_by_agent(tree)
+
+
+def stopped_before_its_first_agent(saved: SavedSession, tree: Mapping[str, Any] | None,
+                                   meta: Mapping[str, Any] | None) -> bool:
+    """Stopped (even by kill -9) before its root agent was made: no run, or runs that recorded nothing and made
+    no call (a run killed as it began). Its root starts afresh; an imported trace of another tool, whose runs
+    made model calls and recorded nothing, has nothing of ours to rebuild and is refused."""
+    if any(r.get("event_type") == sc.EVENT_AGENT_CREATED for r in saved.records):
+        return False
+    if not saved.runs:
+        return True
+    totals = ((tree or {}).get("totals") or {}).get("inclusive") if tree is not None else (meta or {}).get("totals")
+    if not isinstance(totals, dict):
+        return False
+    return not saved.records and not totals.get("llm_calls") and not totals.get("tool_calls")
 
 
 def _load(session_dir: Path, session_id: str):

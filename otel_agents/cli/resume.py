@@ -90,7 +90,9 @@ def _resume_owned(session_dir, session_id, prompts, script_name, model_opts, otl
         ResumeError, carried_budget, restore_session, saved_budget, saved_params,
     )
     from otel_agents.restored_models import carried_model
-    from otel_agents.saved_session import agents_spent, hooks_left_behind, load_for_resume, spent_before
+    from otel_agents.saved_session import (
+        agents_spent, hooks_left_behind, load_for_resume, spent_before, stopped_before_its_first_agent,
+    )
 
     try:  # everything is read and checked before any model is called or anything billed
         saved, tree, meta, repair = load_for_resume(session_dir, session_id)
@@ -128,7 +130,7 @@ def _resume_owned(session_dir, session_id, prompts, script_name, model_opts, otl
     with command_tracing(otlp_file) as tracing:  # shut down however the command ends
         llm = make_llm(tracing, model_opts)
         agent_settings, agent_budgets = agents_by_name(app, script)
-        fresh = _stopped_before_its_first_agent(saved, tree, meta)
+        fresh = stopped_before_its_first_agent(saved, tree, meta)
         override = use_saved_script(llm, script, model) if not fresh else None
         try:
             if fresh:  # stopped before its first run: its root starts now, as `run` would have started it
@@ -197,20 +199,6 @@ def _say_what_the_endpoint_lacks(tracing, repair, session_id: str) -> None:
                                    f"`otel-agents export {session_id}` sends the session again (collect keeps "
                                    "each span once)"), err=True)
             return
-
-
-def _stopped_before_its_first_agent(saved, tree, meta) -> bool:
-    """Stopped (even by kill -9) before its root agent was made: no run, or runs that recorded nothing and made
-    no call (a run killed as it began). Its root starts afresh; an imported trace of another tool, whose runs
-    made model calls and recorded nothing, has nothing of ours to rebuild and is refused."""
-    if any(r.get("event_type") == sc.EVENT_AGENT_CREATED for r in saved.records):
-        return False
-    if not saved.runs:
-        return True
-    totals = ((tree or {}).get("totals") or {}).get("inclusive") if tree is not None else (meta or {}).get("totals")
-    if not isinstance(totals, dict):
-        return False
-    return not saved.records and not totals.get("llm_calls") and not totals.get("tool_calls")
 
 
 def _fresh_session(saved, app, script, model_opts, tracing, llm, params, limits, eviction_opts):

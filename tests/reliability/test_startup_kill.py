@@ -199,3 +199,25 @@ def test_an_imported_trace_of_another_tool_has_no_agents_of_ours_and_is_not_star
     (directory,) = (rel_home / "sessions").iterdir()
     refused = invoke(["resume", directory.name, "hi"])
     assert refused.exit_code == 2 and "has no agents to resume" in refused.output, refused.output
+
+
+def test_python_resume_of_a_session_killed_holding_its_lock_starts_its_root_afresh(rel_home, tmp_path, monkeypatch):
+    """As the command does: ``otel_agents.resume`` refused it ("no agents to resume"), with no way on but
+    a new session under the id. Without a script there is no root to start: refused, saying what to pass."""
+    import otel_agents
+
+    directory, script, _ = killed_at_lock(rel_home, tmp_path)
+    session_id = directory.name
+    monkeypatch.setenv("OTEL_AGENTS_RECORDER", "inline")
+    with otel_agents.recording(home=rel_home):
+        with pytest.raises(otel_agents.ResumeError, match=r"no agents yet .* pass script="):
+            otel_agents.resume(session_id)
+        assert sorted(p.name for p in directory.iterdir()) == ["owner.lock"]  # the refusal wrote nothing
+        with otel_agents.resume(session_id, script=script) as session:
+            assert session.run_sync("hi") == "hello"
+    (run,) = load_tree(rel_home, session_id)["runs"]
+    assert run["status"] == "ok" and run["attributes"]["otel_agents.run.source"] == "resume"
+    assert verify(session_id).exit_code == 0
+    with otel_agents.recording(home=rel_home):
+        with otel_agents.resume(session_id) as session:  # its script is now the session's own
+            assert session.run_sync("more") == "hello again"
