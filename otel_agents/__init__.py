@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from otel_agents.llm.model_settings import ModelSettings
     from otel_agents.llm.scripts import ScriptError
     from otel_agents.restore import ResumeError
+    from otel_agents.runtime.agent_approval import agent_approval_hook
     from otel_agents.runtime.eviction import EvictionPolicy
     from otel_agents.runtime.logged_string import LoggedString
     from otel_agents.runtime.hooks import (
@@ -32,7 +33,6 @@ if TYPE_CHECKING:
         ReviewHook,
         ToolRequest,
         TransformHook,
-        agent_approval_hook,
         approval,
         remind,
         reset,
@@ -63,7 +63,7 @@ _HOMES = {
     "reset": "otel_agents.runtime.hooks",
     "remind": "otel_agents.runtime.hooks",
     "RemindHook": "otel_agents.runtime.hooks",
-    "agent_approval_hook": "otel_agents.runtime.hooks",
+    "agent_approval_hook": "otel_agents.runtime.agent_approval",
     "ApprovalHook": "otel_agents.runtime.hooks",
     "ReviewHook": "otel_agents.runtime.hooks",
     "TransformHook": "otel_agents.runtime.hooks",

@@ -9,9 +9,10 @@ from typing import Iterable
 
 from otel_agents.llm.script_hooks import HookSpec
 from otel_agents.llm.scripts import Script
+from otel_agents.runtime.agent_approval import agent_approval_hook
 from otel_agents.runtime.eviction import eviction_policy
 from otel_agents.runtime.hooks import (
-    ApprovalHook, Decision, RemindHook, ReviewHook, TransformHook, agent_approval_hook, check_tools_named, remind, reset,
+    ApprovalHook, Decision, RemindHook, ReviewHook, TransformHook, check_tools_named, remind, reset,
 )
 from otel_agents.runtime.session import AgentSpec, Session
 from otel_agents.runtime.tools import Tool

@@ -7,8 +7,9 @@ import functools
 
 import pytest
 
+from otel_agents.runtime.agent_approval import agent_approval_hook
 from otel_agents.runtime.hooks import (
-    ApprovalHook, RemindHook, ReviewHook, TransformHook, agent_approval_hook, approval, remind, reset, review, transform,
+    ApprovalHook, RemindHook, ReviewHook, TransformHook, approval, remind, reset, review, transform,
 )
 
 

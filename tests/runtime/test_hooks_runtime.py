@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from otel_agents.llm.script_hooks import HookSpec
-from otel_agents.runtime.hooks import Decision, ToolRequest, approval_prompt, parse_verdict
+from otel_agents.runtime.agent_approval import approval_prompt, parse_verdict
+from otel_agents.runtime.hooks import Decision, ToolRequest
 from otel_agents.runtime.scenario import install_hooks
 from otel_agents.runtime.session import Session
 

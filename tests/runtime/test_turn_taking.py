@@ -7,7 +7,7 @@ import contextvars
 
 import pytest
 
-from otel_agents.runtime.hooks import agent_approval_hook
+from otel_agents.runtime.agent_approval import agent_approval_hook
 from otel_agents.runtime.tools import tool
 from otel_agents.runtime.turn_taking import Turn, hold
 from support.transcripts import assert_provider_valid
