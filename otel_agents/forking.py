@@ -115,10 +115,21 @@ def resolve_at(source: ForkSource, at: str) -> ForkPoint:
     for ref in iter_records(source.tree):
         if ref.record.get("message_id") == message_id:
             run = _run_of_trace(source.tree, ref.trace_id)
-            if run is None or not ref.trace_id or not ref.span_id:
-                raise ForkError(f"message {message_id} of session {source.session_id} was recorded outside any run")
-            return ForkPoint(source.session_id, message_id, ref.trace_id, ref.span_id, run)
+            if run is None:  # told between runs (Session.external): the state the run before it left, and it
+                run = _run_before(source.tree, message_id_number(message_id))
+            if run is None:
+                raise ForkError(f"message {message_id} of session {source.session_id} was recorded before any run")
+            if ref.trace_id and ref.span_id:
+                return ForkPoint(source.session_id, message_id, ref.trace_id, ref.span_id, run)
+            return ForkPoint(source.session_id, message_id, run["trace_id"], run["span_id"], run)
     raise ForkError(f"session {source.session_id} has no message {at}")
+
+
+def _run_before(tree: Mapping[str, Any], number: int) -> Mapping[str, Any] | None:
+    """The last run that recorded something before message ``number``: a message told between runs goes on
+    from the state it left (its script, model and limits), as the next run would have."""
+    before = [(max(ids), run) for run in tree.get("runs", []) if (ids := [n for n in _ids_under(run) if n < number])]
+    return max(before, key=lambda pair: pair[0])[1] if before else None
 
 
 def _run_of_trace(tree: Mapping[str, Any], trace_id: str | None) -> Mapping[str, Any] | None:

@@ -188,3 +188,34 @@ def test_fork_carries_the_sources_limits_from_zero_with_budget_on_top(tmp_path, 
                 wider.run_sync("e")
     with pytest.raises(ValueError, match="budget_scope"):
         otel_agents.fork(sid, at=at, budget_scope="all")
+
+
+def test_fork_at_an_outside_event_told_between_runs_starts_just_after_it(tmp_path, monkeypatch):
+    """``Session.external`` between runs records the event outside any run: a fork there was refused
+    ("recorded outside any run"), though docs/fork.md takes any message id."""
+    import otel_agents
+    from otel_agents import Agent, Session
+
+    monkeypatch.setenv("OTEL_AGENTS_RECORDER", "inline")
+    home = tmp_path / "home"
+    with otel_agents.recording(home=home):
+        with Session(Agent("main"), script="jack-and-jill") as session:
+            session.run_sync(PROMPTS[0])
+            alarm = session.external("A fire alarm rings.", agent="Jill", source="alarm")
+            buzz = session.external("Jack's phone buzzes.", agent="Jack")
+            session.run_sync(PROMPTS[1])
+    sid = session.id
+    source_lines = events(home, sid)
+    for at, heard in ((alarm, "A fire alarm rings."), (buzz, "Jack's phone buzzes.")):
+        with otel_agents.recording(home=home):
+            with otel_agents.fork(sid, at=at) as forked:
+                last = forked.runtime.find_agent("Jill" if at == alarm else "Jack").transcript[-1]
+                assert (last["role"], last["content"]) == ("user", heard)
+                forked.run_sync(PROMPTS[1])
+        inherited = [line for line in source_lines if int(line["message_id"][4:]) <= int(at[4:])]
+        strip = lambda rows: [{k: v for k, v in row.items() if k not in VOLATILE} for row in rows]  # noqa: E731
+        assert strip(events(home, forked.id)[:len(inherited)]) == strip(inherited)
+        checked = subprocess.run([sys.executable, "-m", "otel_agents", "sessions", "verify", forked.id],
+                                 capture_output=True, text=True, env={**os.environ, "OTEL_AGENTS_HOME": str(home)},
+                                 timeout=120)
+        assert checked.returncode == 0, checked.stdout + checked.stderr
