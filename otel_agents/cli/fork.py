@@ -24,7 +24,9 @@ from otel_agents.cli.app_session import agents_by_name, install_session_hooks, l
 from otel_agents.cli.budget_options import BudgetOptions, budget_options, check_session_budgets
 from otel_agents.cli.eviction_options import EvictionOptions, eviction_options
 from otel_agents.cli.options import (
+    DataError,
     ledger_errors_are_data_errors,
+    not_empty,
     refuse_storage_output,
     session_dir_or_exit,
     storage_options,
@@ -55,7 +57,7 @@ def fork_session_command(source_id, at, prompts, script_name, model_opts, otlp_f
         limits = point.limits(budget_opts.limits())  # the source's limits, these on top: counted from zero
         kept = point.limits(None) or Budget()  # what a resume of the fork carries on after --budget-scope run
     except ForkError as exc:
-        raise click.UsageError(str(exc)) from None
+        raise DataError(str(exc)) from None
     # No prompt: the fork's one run only records the inherited state (resume it later).
     prompt_list = read_prompts(prompts, ()) or [None]
     # The fork goes on as the source's run of that message went: its script, model, app and parameters.
@@ -109,7 +111,7 @@ def fork_session_command(source_id, at, prompts, script_name, model_opts, otlp_f
                 budget=BudgetMeter.for_session(limits),
             )
         except ForkError as exc:
-            raise click.UsageError(str(exc)) from None
+            raise DataError(str(exc)) from None
         check_session_budgets(session, budget_opts)  # nothing spent before: a fork counts from zero
         session.carried_budget = kept if budget_opts.scope == "run" else None
         install_session_hooks(session, script, app)  # hooks are code: installed as the source's run had them
@@ -133,7 +135,7 @@ def fork_session_command(source_id, at, prompts, script_name, model_opts, otlp_f
 @click.option("--at", "at", required=True, metavar="MESSAGE",
               help="The message the fork starts just after: a message id (msg_000017) or a path label of "
                    "`sessions show` (4-3-2 in run 1, or RUN:LABEL), meaning the last message inside that node.")
-@click.option("--script", "script_name",
+@click.option("--script", "script_name", callback=not_empty,
               help="Script to go on with (default: the one the source's run of that message ran with).")
 @model_options
 @budget_options

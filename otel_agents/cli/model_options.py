@@ -8,7 +8,7 @@ from typing import Any, Callable
 
 import click
 
-from otel_agents.cli.options import FiniteFloat
+from otel_agents.cli.options import FiniteFloat, not_empty
 
 
 @dataclass
@@ -48,7 +48,7 @@ def model_options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--max-turns", type=click.IntRange(1), default=20, show_default=True,
                      help="LLM turns allowed in one response of one agent."),
         click.option("--api-base", help="Base URL of the model's API (e.g. a local OpenAI-compatible server)."),
-        click.option("--model",
+        click.option("--model", callback=not_empty,
                      help="Any litellm model string (e.g. openai/gpt-4o-mini); default: the script's offline model."),
     ]
 

@@ -131,6 +131,13 @@ def session_dir_or_exit(paths: Paths, session_id: str, must_exist: bool = True) 
     return path
 
 
+def not_empty(ctx, param, value):
+    """An option's value, refused when given empty: ``--script ''`` read as no option ran the default in silence."""
+    if value is not None and not value.strip():
+        raise click.BadParameter("must not be empty", ctx=ctx, param=param)
+    return value
+
+
 class FiniteFloat(click.FloatRange):
     """``click.FloatRange`` without NaN and infinity: NaN passes every comparison a range makes, and
     neither is a number of seconds or dollars a command can use."""

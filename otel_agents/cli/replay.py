@@ -187,7 +187,7 @@ def _forked_before_run(start: Any, app: Any, script: Any, model: str, **restore_
                                script_model=script.model if script else None, agent_settings=settings,
                                agent_budgets=budgets, **restore_kwargs)
     except ForkError as exc:
-        raise click.UsageError(str(exc)) from None
+        raise DataError(str(exc)) from None
     session.carry_spent(start.spent, lambda: start.agents_spent)
     install_session_hooks(session, script, app)
     return session

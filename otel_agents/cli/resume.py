@@ -23,7 +23,9 @@ from otel_agents.cli.app_session import agents_by_name, check_script_names, inst
 from otel_agents.cli.budget_options import BudgetOptions, budget_options, check_session_budgets
 from otel_agents.cli.eviction_options import EvictionOptions, eviction_options
 from otel_agents.cli.options import (
+    DataError,
     ledger_errors_are_data_errors,
+    not_empty,
     refuse_storage_output,
     session_dir_or_exit,
     storage_options,
@@ -97,7 +99,7 @@ def _resume_owned(session_dir, session_id, prompts, script_name, model_opts, otl
     try:  # everything is read and checked before any model is called or anything billed
         saved, tree, meta, repair = load_for_resume(session_dir, session_id)
     except ResumeError as exc:
-        raise click.UsageError(str(exc)) from None
+        raise DataError(str(exc)) from None
     last = saved.last_run
     app = load_app_or_exit(last.app) if last and last.app else None  # its tools and hooks, before any call
     saved_script = last.script if last and last.script else (None if app else FALLBACK_SCRIPT)
@@ -119,7 +121,7 @@ def _resume_owned(session_dir, session_id, prompts, script_name, model_opts, otl
         model_opts = replace(model_opts, api_base=carried_api_base(model_opts.api_base,
                                                                    last.api_base if last else None, session_id))
     except (ResumeError, ApiBaseError) as exc:
-        raise click.UsageError(str(exc)) from None
+        raise DataError(str(exc)) from None
 
     from otel_agents.cli.execution import StorageUnwritable
     from otel_agents.persistence.store import StoreError
@@ -155,7 +157,7 @@ def _resume_owned(session_dir, session_id, prompts, script_name, model_opts, otl
                                   lambda: agents_spent(session_dir, tree))
             session.carried_budget = carried_budget(saved, budget_opts.scope)
         except ResumeError as exc:
-            raise click.UsageError(str(exc)) from None
+            raise DataError(str(exc)) from None
         target = _target_or_exit(session, delivery)
         if not fresh:  # a new session has its hooks installed already (and its names checked)
             if script is not None and app is None:
@@ -219,7 +221,7 @@ def _fresh_session(saved, app, script, model_opts, tracing, llm, params, limits,
 @click.command()
 @click.argument("session_id")
 @click.argument("prompts", nargs=-1)
-@click.option("--script", "script_name",
+@click.option("--script", "script_name", callback=not_empty,
               help="Script to continue with (default: the one the session ran with). Agents on another "
                    "script's model (scripted/<name>) move to this script's; --model moves every agent. "
                    "Each change is recorded on the run (otel_agents.run.model_changes).")

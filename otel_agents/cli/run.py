@@ -21,7 +21,7 @@ from otel_agents.cli.execution import (
 from otel_agents.cli.prompts import read_prompts
 from otel_agents.cli.budget_options import budget_options, check_session_budgets
 from otel_agents.cli.eviction_options import eviction_options
-from otel_agents.cli.options import FiniteFloat, refuse_storage_output, storage_options
+from otel_agents.cli.options import FiniteFloat, not_empty, refuse_storage_output, storage_options
 from otel_agents.cli.model_options import check_scripted_model, model_options
 from otel_agents.cli.app_session import load_app_or_exit, new_session
 
@@ -33,7 +33,7 @@ DEMO_NOTICE = ("demo: the scripted model answers one call with a 429 rate limit 
 
 @click.command()
 @click.argument("prompts", nargs=-1)
-@click.option("--script", "script_name", default=None,
+@click.option("--script", "script_name", default=None, callback=not_empty,
               help=f"Built-in script name or path to a script JSON file (docs/scripts.md) [default: {DEFAULT_SCRIPT}].")
 @click.option("--app", "app_reference", metavar="MODULE:FACTORY",
               help="Run a Python app: the factory returns the root otel_agents.Agent (or (agent, hooks)).")

@@ -7,7 +7,7 @@ import click
 from otel_agents.arguments import SENDER_LIMIT as SOURCE_LIMIT  # the Python API's Session.send takes the same
 from otel_agents.cli.execution import finish, output_options
 from otel_agents.cli.model_options import model_options
-from otel_agents.cli.options import storage_options, utf8_text
+from otel_agents.cli.options import not_empty, storage_options, utf8_text
 from otel_agents.cli.prompts import text_or_stdin
 from otel_agents.cli.resume import Delivery, resume_session_command
 
@@ -30,7 +30,7 @@ def _checked_source(ctx, param, value: str | None) -> str | None:
                    "or id (agent_002) of the agent that receives it.")
 @click.option("--source", "sender", callback=_checked_source, metavar="NAME",
               help="Who sent it (e.g. cron, ci); the record's source becomes external:NAME.")
-@click.option("--script", "script_name", help="Script to continue with (default: the one the session ran with).")
+@click.option("--script", "script_name", callback=not_empty, help="Script to continue with (default: the one the session ran with).")
 @model_options
 @output_options
 @storage_options

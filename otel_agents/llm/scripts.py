@@ -360,11 +360,14 @@ def load_script(name_or_path: str, *, saved: bool = False) -> Script:
         if not path.is_file():
             known = ", ".join(BUILTIN_SCRIPTS)
             raise ScriptError(f"no script {name_or_path!r}: not a file and not a built-in script ({known})")
+        source = str(path.resolve())  # errors name the file as every later one does
         try:
             text = path.read_text(encoding="utf-8-sig")  # JSON is UTF-8; some editors start it with a BOM
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ScriptError(f"{path}: cannot read: {exc}") from None
-        source = str(path.resolve())
+        except UnicodeDecodeError as exc:
+            raise ScriptError(f"{source}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at byte offset "
+                              f"{exc.start}): JSON scripts are UTF-8") from None
+        except OSError as exc:
+            raise ScriptError(f"{source}: cannot read: {exc.strerror or exc}") from None
     try:
         check_nesting(text, source)  # before the parser, which fails on deep nesting with RecursionError
         data = json.loads(text, object_pairs_hook=lambda pairs: _one_value_per_key(pairs, source))

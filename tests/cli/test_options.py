@@ -80,3 +80,19 @@ def test_an_otlp_file_inside_the_sessions_directory_or_on_the_ledger_is_refused(
     assert [p.name for p in (home / "sessions").iterdir()] == [sid]  # no new session, not even a lock
     assert {p.name: p.read_bytes() for p in directory.iterdir()} == saved
     assert (home / "billing.jsonl").read_bytes() == ledger
+
+
+@pytest.mark.parametrize("args", [
+    ["run", "--script", "", "hello"],
+    ["run", "--model", " ", "hello"],
+    ["resume", "{sid}", "--script", "", "go on"],
+    ["fork", "{sid}", "--at", "msg_000001", "--script", "", "go on"],
+    ["send", "{sid}", "--to", "main", "--script", "", "hello"],
+    ["send", "{sid}", "--to", "main", "--model", "", "hello"],
+])
+def test_an_empty_script_or_model_is_refused_not_read_as_none_given(args, home):
+    """``--script ''`` ran the built-in demo and ``--model ''`` the script's model, without a word."""
+    result = CliRunner().invoke(cli, [a.format(sid="nope") for a in args])
+    assert result.exit_code == 2, result.output
+    assert "must not be empty" in result.stderr and result.stdout == ""
+    assert not home.exists() or not any((home / "sessions").glob("*"))

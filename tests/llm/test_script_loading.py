@@ -85,6 +85,16 @@ def test_missing_file_and_bad_json(tmp_path):
         load_script(str(bad))
 
 
+def test_a_script_that_is_not_utf8_names_the_file_whole_and_the_byte(tmp_path, monkeypatch):
+    # It gave the path as typed and the codec's own words, where every other script error names the absolute path.
+    (tmp_path / "latin.json").write_bytes(b'{"name": "caf\xe9", "agents": {}}')
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ScriptError) as caught:
+        load_script("latin.json")
+    assert str(caught.value) == (f"{tmp_path.resolve() / 'latin.json'}: not UTF-8 text (byte 0xe9 at byte offset 13): "
+                                 "JSON scripts are UTF-8")
+
+
 def test_a_script_saved_as_utf8_with_a_bom_and_non_ascii_text_loads(tmp_path):
     # Windows editors write the BOM; reading with the locale's encoding also broke non-ASCII text.
     path = tmp_path / "bom.json"
