@@ -121,8 +121,10 @@ def streams_meta(tree: Mapping[str, Any], directory: Path) -> dict[str, Any]:
     if owner_of(directory) is not None:
         return first_meta(tree, directory)
     store = SessionStore(directory)
-    # The lock's: a session stopped before its first span has no streams, and was created as it took it.
-    written = max([_mtime_ns(path) for path in (store.journal_path, store.events_path, directory / LOCK_FILE)])
+    # The lock's: a session stopped before its first span has no streams, and was created as it took it;
+    # the directory's when it holds none of these (an empty one), not 1970.
+    written = max([_mtime_ns(path) for path in (store.journal_path, store.events_path, directory / LOCK_FILE)]) \
+        or _mtime_ns(directory)
     started = tree.get("started_ns")
     created = started if isinstance(started, int) and not isinstance(started, bool) else written
     return closed_meta(tree, created_ns=created, updated_ns=max(created, written))

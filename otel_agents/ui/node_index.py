@@ -152,8 +152,18 @@ def _own(node: Mapping[str, Any]) -> tuple[int, float | None]:
         counted = entry.get("tokens")
         if isinstance(counted, Mapping):
             tokens += int(counted.get("total") or 0)
-        cost = _add(cost, entry.get("cost_usd"))
+        cost = _add(cost, billed(entry))
     return tokens, cost
+
+
+def billed(entry: Any) -> Any:
+    """An accounting entry's cost: 0 for a failed attempt without one (it billed nothing: the CLI's totals add
+    nothing and count it in no unpriced calls, tree_totals.py); None only for a completed attempt without a price."""
+    if not isinstance(entry, Mapping):
+        return None
+    cost = entry.get("cost_usd")
+    failed = entry.get("type") == "llm" and entry.get("status") not in (None, "ok")
+    return 0.0 if cost is None and failed else cost
 
 
 def _add(total: float | None, cost: Any) -> float | None:

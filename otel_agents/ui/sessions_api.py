@@ -14,10 +14,10 @@ from otel_agents.tracing.records import is_message_id
 from otel_agents.ui.loaded import SessionCache, UiSession
 from otel_agents.ui.security import ApiError, paging
 
-STATUSES = ("running", "ok", "failed", "interrupted")
+STATUSES = ("new", "running", "ok", "failed", "interrupted")
 SORTS = ("updated", "created", "cost", "tokens", "title")
 # The store's statuses (session_meta.effective_status, tree_kinds) as the UI's four.
-_UI_STATUS = {"ok": "ok", "running": "running", "in_progress": "running", "error": "failed",
+_UI_STATUS = {"new": "new", "ok": "ok", "running": "running", "in_progress": "running", "error": "failed",
               "interrupted": "interrupted", "cancelled": "interrupted", "incomplete": "interrupted"}
 
 
@@ -149,8 +149,10 @@ def detail_api(session: UiSession, jaeger_url: str | None) -> dict[str, Any]:
             "ended": _iso(run.get("ended_ns")),
             "jaeger_url": jaeger_link(jaeger_url, run.get("trace_id")),
         })
+    # The row's totals (meta.json as listed): a tree read from damaged streams lacks what was billed (its notes say so).
     inclusive = (tree.get("totals") or {}).get("inclusive") if isinstance(tree.get("totals"), Mapping) else None
-    totals = inclusive if isinstance(inclusive, Mapping) else (session.meta or {}).get("totals")
+    listed = (session.meta or {}).get("totals")
+    totals = listed if isinstance(listed, Mapping) else inclusive
     return {
         "id": session.session_id,
         "title": base["title"],
@@ -165,6 +167,7 @@ def detail_api(session: UiSession, jaeger_url: str | None) -> dict[str, Any]:
              "color": session.index.colors.get(agent_id, 0)}
             for agent_id, info in agents.items() if isinstance(info, Mapping)
         ],
+        "agent_count": base["agents"] if base["agents"] is not None else len(agents),
         "totals": {"tokens": _tokens(totals), "cost_usd": _cost(totals)},
         "node_count": len(session.index.entries),
         "forked_from": _forked_from(session.meta),

@@ -6,6 +6,7 @@ from typing import Any, Mapping
 
 from otel_agents.persistence.timestamps import iso_ts
 from otel_agents.ui.loaded import UiSession
+from otel_agents.ui.node_index import billed
 from otel_agents.ui.security import ApiError, check_span_id, paging
 
 
@@ -119,7 +120,7 @@ def node_api(session: UiSession, span_id: str) -> dict[str, Any]:
         "response": None,
         "reasoning": node.get("reasoning"),
         "usage": accounting.get("tokens") if isinstance(accounting, Mapping) else None,
-        "cost_usd": accounting.get("cost_usd") if isinstance(accounting, Mapping) else None,
+        "cost_usd": billed(accounting),
         "price_source": accounting.get("price_source") if isinstance(accounting, Mapping) else None,
         "tool": None,
         "ancestors": session.index.ancestors(span_id),

@@ -275,3 +275,29 @@ def test_a_forks_run_has_its_own_prompt_and_its_detail_names_its_source(own_home
     assert detail["forked_from"] == {"session": own_home.demo, "message": "msg_000021"}
     source = client.get(f"/api/sessions/{own_home.demo}").json()
     assert source["forked_from"] is None and source["runs"][0]["prompt"] == DEMO_PROMPT
+
+
+def test_an_empty_session_directory_is_new_as_sessions_list_says_without_1970(own_home):
+    """Its row said failed, with no problem, created and updated 1970-01-01."""
+    (own_home.sessions / "empty").mkdir()
+    (listed,) = [s for s in json.loads(own_home.cli("sessions", "list", "--json").stdout) if s["id"] == "empty"]
+    client = TestClient(create_app(own_home.sessions, []), base_url=LOCAL)
+    (row,) = client.get("/api/sessions", params={"q": "empty", "status": "new"}).json()["sessions"]
+    detail = client.get("/api/sessions/empty").json()
+    assert listed["status"] == row["status"] == detail["status"] == "new" and row["problem"] is None
+    assert not listed["created"].startswith("1970") and not row["created"].startswith("1970")
+    assert not detail["updated"].startswith("1970")
+
+
+def test_a_detail_from_damaged_streams_has_its_rows_totals_and_says_why(own_home):
+    """A torn spans.jsonl without tree.json.gz: the row had meta.json's totals, the detail 0 and one agent."""
+    directory = own_home.sessions / own_home.demo
+    spans = (directory / "spans.jsonl").read_bytes()
+    (directory / "spans.jsonl").write_bytes(spans[:3000])
+    (directory / "tree.json.gz").unlink(missing_ok=True)
+    client = TestClient(create_app(own_home.sessions, []), base_url=LOCAL)
+    (row,) = client.get("/api/sessions", params={"q": own_home.demo}).json()["sessions"]
+    detail = client.get(f"/api/sessions/{own_home.demo}").json()
+    assert (detail["status"], detail["totals"]["tokens"], detail["totals"]["cost_usd"], detail["agent_count"]) == (
+        row["status"], row["tokens"], row["cost_usd"], row["agents"])
+    assert any("torn" in note for note in detail["notes"])

@@ -132,3 +132,11 @@ def test_a_discuss_call_shows_every_reply_it_gave(ui_home, client):
         assert call["result"] == "\n\n".join(replies)
     # The demo's main discussion has two speakers, so two replies, in the order they were given.
     assert any(client.get(f"{base}/nodes/{r['id']}").json()["tool"]["result"].count("\n\n") == 1 for r in discuss)
+
+
+def test_a_failed_attempt_that_billed_nothing_costs_0_not_unpriced(ui_home, client):
+    """Its null cost read as unpriced, where the CLI's totals add nothing and count no unpriced call."""
+    base = f"/api/sessions/{ui_home.demo}"
+    failed = next(r for r in all_rows(client, base) if r["kind"] == "llm" and r["status"] == "error")
+    assert failed["self"]["cost_usd"] == failed["inclusive"]["cost_usd"] == 0
+    assert client.get(f"{base}/nodes/{failed['id']}").json()["cost_usd"] == 0

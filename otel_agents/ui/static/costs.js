@@ -82,7 +82,7 @@ const LEDGER_COLUMNS = [
   ["ts", (r) => fmt.when(r.ts)], ["run", (r) => r.run], ["path", (r) => r.path], ["agent", (r) => r.agent_name],
   ["type", (r) => r.type], ["status", (r) => r.status], ["model / tool", (r) => r.model || r.tool || ""],
   ["attempt", (r) => r.attempt ?? ""], ["tokens", (r) => (r.tokens ? r.tokens.total : "")],
-  ["cost", (r) => (r.type === "llm" ? fmt.cost(r.cost_usd) : "")], ["price source", (r) => r.price_source || ""],
+  ["cost", fmt.recordCost], ["price source", (r) => r.price_source || ""],
 ];
 
 async function showLedger(context, box, offset, isClosed) {

@@ -15,14 +15,27 @@ export function cost(usd) {
 }
 
 // Only LLM attempts are priced: a node with no attempt at or under it has no cost to show ("–"),
-// while an attempt whose model has no price is "unpriced".
+// while a completed attempt whose model has no price is "unpriced". A failed attempt that billed
+// nothing costs $0 (the API says 0); one running or cut off has no cost yet ("–"), as the CLI counts it.
 export function selfCost(row) {
-  return row.kind === "llm" ? cost(row.self.cost_usd) : "–";
+  if (row.kind !== "llm") return "–";
+  return row.self.cost_usd === null && row.status !== "ok" ? "–" : cost(row.self.cost_usd);
 }
 
 export function inclusiveCost(row) {
-  const priced = row.kind === "llm" || row.inclusive.cost_usd !== null || row.inclusive.tokens > 0;
+  const priced = (row.kind === "llm" && row.status === "ok") || row.inclusive.cost_usd !== null || row.inclusive.tokens > 0;
   return priced ? cost(row.inclusive.cost_usd) : "–";
+}
+
+// A ledger record's cost: a failed LLM attempt without one billed nothing ($0), as `billing summary`
+// counts it (not unpriced); an interrupted one's is unknown ("–").
+export function recordCost(record) {
+  if (record.type !== "llm") return "";
+  if (record.cost_usd === null || record.cost_usd === undefined) {
+    if (record.status === "failed") return "$0";
+    if (record.status !== "ok") return "–";
+  }
+  return cost(record.cost_usd);
 }
 
 export function duration(ms) {

@@ -44,7 +44,11 @@ export function showSession(main, sessionId) {
     header.append(el("h1", {}, session.title || session.id), el("div", { class: "facts" },
       status, session.live ? el("span", { class: "live-badge", id: "session-live" }, "live") : null,
       ` created ${fmt.when(session.created)} · updated ${fmt.when(session.updated)} · `,
-      `${session.agents.length} agents · ${session.totals.tokens === null ? "?" : fmt.tokens(session.totals.tokens)} tokens · ${fmt.cost(session.totals.cost_usd)} · ${session.node_count} nodes`));
+      `${session.agent_count} agents · ${session.totals.tokens === null ? "?" : fmt.tokens(session.totals.tokens)} tokens · ${fmt.cost(session.totals.cost_usd)} · ${session.node_count} nodes`));
+    if (session.notes.length) { // what loading had to say (damaged streams, no meta.json): the first, all on hover
+      const more = session.notes.length > 1 ? ` (+${session.notes.length - 1} more)` : "";
+      header.append(el("p", { class: "problem small", id: "session-notes", title: session.notes.join("\n") }, session.notes[0] + more));
+    }
     if (session.forked_from) { // as `sessions list` says it, the source a link
       const source = session.forked_from;
       header.append(el("p", { class: "muted small", id: "session-fork" }, "fork of ",
@@ -55,7 +59,7 @@ export function showSession(main, sessionId) {
     for (const run of session.runs) {
       runs.append(el("li", { dataset: { trace: run.trace_id || "" } },
         el("span", { class: `status ${run.status}` }, run.status), " ",
-        el("span", { class: "prompt" }, run.prompt || ""),
+        el("span", { class: "prompt", title: run.prompt || null }, run.prompt || ""),
         el("span", { class: "muted small" }, ` trace ${run.trace_id || "?"} `),
         run.jaeger_url ? el("a", { href: run.jaeger_url, class: "jaeger", target: "_blank", rel: "noopener noreferrer" }, "open in Jaeger") : null));
     }

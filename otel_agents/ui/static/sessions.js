@@ -31,7 +31,7 @@ export function showSessions(main, navigate) {
 
   const search = el("input", { type: "search", id: "filter-text", placeholder: "filter by text", value: state.q });
   const status = el("select", { id: "filter-status" },
-    ...["", "running", "ok", "failed", "interrupted"].map((s) => el("option", { value: s }, s || "any status")));
+    ...["", "new", "running", "ok", "failed", "interrupted"].map((s) => el("option", { value: s }, s || "any status")));
   status.value = state.status;
   const count = el("span", { class: "muted", id: "session-count" });
   const head = el("tr");
@@ -71,7 +71,8 @@ export function showSessions(main, navigate) {
     const statusCell = el("td", {}, el("span", { class: `status ${session.status}` }, session.status));
     if (session.live) statusCell.append(" ", el("span", { class: "live-badge" }, "live"));
     return el("tr", { dataset: { id: session.id }, class: session.live ? "is-live" : "" },
-      el("td", {}, el("a", { href, "data-nav": true }, session.title || session.id), el("div", { class: "muted small" }, session.id)),
+      el("td", {}, el("a", { href, "data-nav": true }, session.title || session.id), el("div", { class: "muted small" }, session.id),
+        session.problem ? el("div", { class: "problem small", title: session.problem }, session.problem) : null),
       statusCell,
       el("td", {}, fmt.when(session.created)),
       el("td", {}, fmt.when(session.updated)),
