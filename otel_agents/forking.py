@@ -115,7 +115,7 @@ def resolve_at(source: ForkSource, at: str) -> ForkPoint:
     for ref in iter_records(source.tree):
         if ref.record.get("message_id") == message_id:
             run = _run_of_trace(source.tree, ref.trace_id)
-            if run is None:  # told between runs (Session.external): the state the run before it left, and it
+            if run is None:  # told between runs (Session.external): goes on as the run before it ran
                 run = _run_before(source.tree, message_id_number(message_id))
             if run is None:
                 raise ForkError(f"message {message_id} of session {source.session_id} was recorded before any run")
