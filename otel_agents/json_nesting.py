@@ -63,10 +63,14 @@ def too_deep_line(data: str | bytes, limit: int = MAX_DEPTH) -> int | None:
         structure = _STRING.sub(b"", structure)
     # The deepest brackets are adjacent pairs; one replace drops exactly those (it never
     # rescans what it joined), so each pass peels one level off every nest.
-    for _ in range(limit):
+    for passes in range(limit):
         peeled = structure.replace(b"[]", b"")
         if len(peeled) == len(structure):
-            return None  # empty, or unbalanced and left to the parser to report
+            # Empty, or unbalanced (closes then opens are left): the parser reports that, unless the opens
+            # never closed nest too deep on their own, where it recurses first (the exact scan decides).
+            if structure.count(b"[") + passes > limit:
+                return _line_past(raw, limit)
+            return None
         structure = peeled
     if b"[]" not in structure:
         return None

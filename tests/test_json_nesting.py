@@ -69,7 +69,7 @@ def test_the_line_is_where_the_nesting_first_goes_too_deep():
 
 
 def test_text_that_is_not_json_is_left_to_the_parser():
-    assert too_deep_line("[[[[[[[[", 3) is None  # never closed: the parser says what is wrong
+    assert too_deep_line("[[[", 3) is None  # never closed: the parser says what is wrong
     assert too_deep_line('{"a": "unterminated', 3) is None
     assert too_deep_line(b"\xff\xfe[[]]", 1) == 1  # bytes that are not UTF-8: only brackets matter
 
@@ -81,3 +81,27 @@ def test_a_large_file_is_checked_quickly():
     started = time.perf_counter()
     assert too_deep_line(data) is None
     assert time.perf_counter() - started < 2.5  # C-speed passes, no Python loop per byte
+
+
+@pytest.mark.parametrize("text, limit, line", [
+    ("[[[[[[[[", 3, 1),
+    ("[\n" * 5000, 64, 65),
+    ('[{"a":' * 3000, 64, 1),
+    ('{"name": "x", "agents": {"main": [' + "[" * 5000, 64, 1),
+    ("[" * 40 + "[" * 30 + "]" * 30, 64, 1),  # unclosed around closed: deeper than either alone
+])
+def test_nesting_never_closed_is_refused_when_too_deep_not_left_to_a_recursing_parser(text, limit, line):
+    """The parser recursed through 5,000 unclosed brackets to a RecursionError (a traceback from import and
+    run --script) before it could say the text never closed."""
+    assert too_deep_line(text, limit) == line
+    with pytest.raises(NestingTooDeep):
+        check_nesting(text, "f.json", limit)
+
+
+def test_a_script_never_closed_deep_is_the_one_line_nesting_error(tmp_path):
+    from otel_agents.llm.scripts import ScriptError, load_script
+
+    path = tmp_path / "deep.json"
+    path.write_text('{"name": "x", "agents": {"main": [' + "[" * 5000)
+    with pytest.raises(ScriptError, match=r"deep\.json:1: nesting deeper than 64$"):
+        load_script(str(path))

@@ -441,9 +441,11 @@ def populated(env, tmp_path):
     (_otlp(GENAI_SPANS).replace('"spanId": "' + "c" * 16, '"spanId": "' + "c" * 15),
      "spans[2].spanId: invalid id"),
     ('{"resourceSpans": ' + "[" * 200 + "]" * 200 + "}", "nesting deeper than 64"),
+    ("[" * 5000, "nesting deeper than 64"),  # never closed: the parser recursed to a RecursionError
+    ('[{"a":' * 3000, "nesting deeper than 64"),
 ], ids=["negative-tokens", "fractional-tokens", "infinite-cost", "message-id", "list-attribute",
         "openinference-negative-tokens", "openinference-huge-tokens", "openllmetry-negative-tokens", "record",
-        "span-id", "nesting"])
+        "span-id", "nesting", "nesting-never-closed", "nesting-objects-never-closed"])
 def test_invalid_values_are_refused_and_nothing_is_written(populated, tmp_path, content, where):
     before = snapshot(populated)
     bad = tmp_path / "bad.json"
