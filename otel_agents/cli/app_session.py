@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from otel_agents.apps import App, AppError, load_app
+from otel_agents.cli.options import DataError
 
 
 def load_app_or_exit(reference: str) -> App:
@@ -31,9 +32,9 @@ def new_session(app: App | None, script: Any, model: str | None, **session_kwarg
         if resolve_model(script, model) == script.model:  # its turns make every agent, the CLI's only maker:
             script.check_agent_names(script.root_name)  # a name none of them has is a typo
     except HookToolsError as exc:
-        raise click.UsageError(f"script {script.name!r}: {exc}") from None
+        raise DataError(f"script {script.name!r}: {exc}") from None
     except ScriptError as exc:  # it names the script's file
-        raise click.UsageError(str(exc)) from None
+        raise DataError(str(exc)) from None
     return session
 
 
@@ -48,7 +49,7 @@ def check_script_names(session: Any, script: Any) -> None:
     try:
         script.check_agent_names(root.name, known={agent.name for agent in session.agents.values()})
     except ScriptError as exc:
-        raise click.UsageError(str(exc)) from None
+        raise DataError(str(exc)) from None
 
 
 def install_session_hooks(session: Any, script: Any, app: App | None) -> None:
@@ -60,7 +61,7 @@ def install_session_hooks(session: Any, script: Any, app: App | None) -> None:
         try:
             install_hooks(session, script.hooks)
         except HookToolsError as exc:
-            raise click.UsageError(f"script {script.name!r}: {exc}") from None
+            raise DataError(f"script {script.name!r}: {exc}") from None
     if app is not None:
         install_app_hooks(session, app)
 
@@ -87,7 +88,7 @@ def build_app_session(app: App, script: Any, model: str | None, **session_kwargs
         try:
             script.check_agent_names(agent.name, keys=False, hooks=app.hooks, owner=f"app {app.reference!r}")
         except ScriptError as exc:
-            raise click.UsageError(str(exc)) from None
+            raise DataError(str(exc)) from None
     root = AgentSpec(agent.name, chosen, agent.system_prompt, agent.tool_list(), agent.max_turns)
     session = Session(root=root, agent_settings=app.agent.settings_by_name(script),
                       agent_budgets=app.agent.budgets_by_name(script), **session_kwargs)

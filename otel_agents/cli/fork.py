@@ -70,8 +70,8 @@ def fork_session_command(source_id, at, prompts, script_name, model_opts, otlp_f
         script = load_script(script_name or saved_script, saved=not script_name) if script_name or saved_script else None
     except ScriptError as exc:
         if script_name:  # the user's own --script: no hint to pass what was passed
-            raise click.UsageError(f"--script: {exc}") from None
-        raise click.UsageError(f"cannot load the source session's script: {exc} (pass --script)") from None
+            raise DataError(f"--script: {exc}") from None
+        raise DataError(f"cannot load the source session's script: {exc} (pass --script)") from None
     check_scripted_model(script, model_opts.model)
     saved_model = attributes.get(sc.RUN_MODEL)
     model = model_opts.model or carried_model(saved_model if isinstance(saved_model, str) else None)

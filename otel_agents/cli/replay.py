@@ -93,7 +93,7 @@ def replay_command(session_id: str, from_run: int, strict: bool, verbose: bool, 
     try:
         script = load_script(source.script, saved=True) if source.script else None
     except ScriptError as exc:
-        raise click.UsageError(f"cannot load the session's script: {exc}") from None
+        raise DataError(f"cannot load the session's script: {exc}") from None
     try:  # each run's --param, as it recorded them: runs may have been given different ones
         run_params = {run: settings_from_json(text, f"run {run}") for run, text in source.params.items()}
     except ModelSettingsError as exc:

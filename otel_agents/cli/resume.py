@@ -107,8 +107,8 @@ def _resume_owned(session_dir, session_id, prompts, script_name, model_opts, otl
         script = load_script(script_name or saved_script, saved=not script_name) if script_name or saved_script else None
     except ScriptError as exc:
         if script_name:  # the user's own --script: no hint to pass what was passed
-            raise click.UsageError(f"--script: {exc}") from None
-        raise click.UsageError(f"cannot load the session's script: {exc} (pass --script)") from None
+            raise DataError(f"--script: {exc}") from None
+        raise DataError(f"cannot load the session's script: {exc} (pass --script)") from None
     check_scripted_model(script, model_opts.model)
     prompt_list = read_prompts(prompts, ())
     if not prompt_list:

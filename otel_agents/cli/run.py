@@ -21,7 +21,7 @@ from otel_agents.cli.execution import (
 from otel_agents.cli.prompts import read_prompts
 from otel_agents.cli.budget_options import budget_options, check_session_budgets
 from otel_agents.cli.eviction_options import eviction_options
-from otel_agents.cli.options import FiniteFloat, not_empty, refuse_storage_output, storage_options
+from otel_agents.cli.options import DataError, FiniteFloat, not_empty, refuse_storage_output, storage_options
 from otel_agents.cli.model_options import check_scripted_model, model_options
 from otel_agents.cli.app_session import load_app_or_exit, new_session
 
@@ -75,7 +75,7 @@ def run(prompts, script_name, app_reference, resume_id, watch_paths, watch_agent
     try:  # an app needs a script only when one is named: its agents may be on a real model
         script = load_script(script_name or DEFAULT_SCRIPT, saved=not script_name) if app is None or script_name else None
     except ScriptError as exc:
-        raise click.UsageError(str(exc)) from None
+        raise DataError(str(exc)) from None
     check_scripted_model(script, model_opts.model)
     prompt_list = read_prompts(prompts, script.prompts if script is not None else ())
     if not prompt_list:

@@ -424,3 +424,18 @@ def test_script_naming_both_a_builtin_and_a_file_here_exits_2_and_the_default_st
     mine = CliRunner().invoke(cli, ["run", "--script", "./jack-and-jill", "hi"])
     assert mine.exit_code == 0 and mine.stdout == "mine says hi\n", mine.output
     assert CliRunner().invoke(cli, ["run", "hi"]).exit_code == 0  # no --script: the built-in, as the default
+
+
+@pytest.mark.parametrize("script, says", [
+    ({"name": "s", "agents": {"main": ["hi"]}, "promts": ["x"]}, "promts"),
+    ({"name": "s", "agents": {"main": ["hi"]}, "hooks": [{"name": "h", "kind": "approval", "agent": "Nobdy"}]}, "Nobdy"),
+])
+def test_a_script_that_cannot_be_used_is_one_error_line(cli_env, tmp_path, script, says):
+    """docs/scripts.md: exit 2 and one line naming the key or hook; click's usage block came first, as for a
+    mistyped option, though the command was written rightly."""
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(script))
+    result = CliRunner().invoke(cli, ["run", "--script", str(path), "hi"])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith("Error: ") and len(result.stderr.splitlines()) == 1, result.stderr
+    assert says in result.stderr and result.stdout == ""
