@@ -233,6 +233,10 @@ def parse_script(data: Any, source: str) -> Script:
     name = data.get("name")
     if not isinstance(name, str) or not name or "/" in name:
         raise _fail(source, "'name' must be a non-empty string without '/'")
+    # It names the model (scripted/NAME) on every span, ledger record and console line, as agent names do.
+    problem = agent_name_problem(name)
+    if problem is not None:
+        raise _fail(source, f"'name' {problem}")
     agents_raw = data.get("agents")
     if not isinstance(agents_raw, dict):
         raise _fail(source, "'agents' must map agent names to lists of turns")

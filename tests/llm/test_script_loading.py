@@ -67,6 +67,10 @@ def test_a_file_by_path_records_its_absolute_path(tmp_path, monkeypatch):
         ({"name": "x", "agents": {"a/b": ["hi"]}}, "'agents' keys: 'a/b' may not contain '/'"),
         ({"name": "x", "agents": {}, "agent_params": {"a\nb": {}}}, r"'agent_params' keys: 'a\\nb' may not contain '\\n'"),
         ({"name": "x", "agents": {}, "agent_budgets": {"a/b": {}}}, "'agent_budgets' keys: 'a/b' may not contain '/'"),
+        # the model's name (scripted/NAME) on spans, ledger records and billing CSV: ESC reached them raw
+        ({"name": "esc\x1b[31m", "agents": {}}, r"'name' may not contain '\\x1b'"),
+        ({"name": " ", "agents": {}}, "'name' must not be empty"),
+        ({"name": "rtl\u202e", "agents": {}}, r"'name' may not contain '\\u202e'"),
     ],
 )
 def test_invalid_scripts_say_where_and_why(data, message):
