@@ -7,6 +7,7 @@ swallows a good record.
 
 from __future__ import annotations
 
+import codecs
 import itertools
 import os
 import stat
@@ -49,7 +50,8 @@ def unopenable(billing_file: Path, exc: OSError) -> LedgerError:
 def not_a_ledger(billing_file: Path) -> str | None:
     """Why a file already at the ledger's path is not a ledger (its first whole line is no record), or None.
 
-    Empty, missing, or one torn line (a first write cut short, which the next append ends) is a ledger.
+    Empty, missing, or one torn line that begins as our writer begins a record (a first write cut short,
+    which the next append ends) is a ledger.
     One line is read, so a mistyped ``--billing-file`` naming another file is refused before anything
     is appended to it.
     """
@@ -73,9 +75,11 @@ def not_a_ledger(billing_file: Path) -> str | None:
 def _first_line_problem(billing_file: Path, line: bytes) -> str | None:
     """Why ``line`` (the file's first, read up to ``_FIRST_LINE_LIMIT`` bytes) shows it is no ledger, or None."""
     if not line.endswith(b"\n"):
-        if len(line) < _FIRST_LINE_LIMIT:
-            return None  # empty, or a torn first record
-        return f"{billing_file} is not a billing ledger (its first line is longer than any ledger record)"
+        if len(line) >= _FIRST_LINE_LIMIT:
+            return f"{billing_file} is not a billing ledger (its first line is longer than any ledger record)"
+        if _torn_record(line):
+            return None  # empty, or a first write cut short (the next append cuts or ends it)
+        return f"{billing_file} is not a billing ledger (its first line is not a ledger record)"
     if record_id_of(line) is not None:
         return None
     return f"{billing_file} is not a billing ledger (its first line is not a ledger record)"
@@ -102,6 +106,22 @@ def check_readable_ledger(billing_file: Path) -> None:
 
 
 _ID_PREFIX = b'{"record_id":"'
+
+
+def _torn_record(line: bytes) -> bool:
+    """Whether an unterminated first line can be what our writer left when killed mid-line: every
+    line it writes starts with ``_ID_PREFIX``. Anything else (a note, a settings file, gzip bytes)
+    is another file, which an append would cut and a rebuild replace."""
+    if _ID_PREFIX.startswith(line):
+        return True  # empty, or cut inside the prefix
+    if not line.startswith(_ID_PREFIX):
+        return False
+    try:
+        # Not final: the cut may fall inside a character's bytes.
+        codecs.getincrementaldecoder("utf-8")().decode(line, final=False)
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def record_id_of(line: bytes) -> str | None:

@@ -226,6 +226,38 @@ def test_a_file_that_is_no_ledger_is_refused_by_readers_as_by_writers(home, tmp_
     assert missing.exit_code == 0  # no ledger yet is no records, as on a fresh machine
 
 
+# One line, no newline: a note, a settings file, gzip bytes. Each was taken for a torn first record.
+ONE_LINE_FILES = (b"my notes, no newline", b'{"hello": 1}', b'{"a":"\xff\xfe"}', gzip.compress(b"no newline in here"))
+
+
+@pytest.mark.parametrize("text", ONE_LINE_FILES, ids=["notes", "json", "not-utf8", "gzip"])
+def test_a_file_of_one_unterminated_line_that_is_no_record_is_refused_and_left_as_it_was(home, tmp_path, text):
+    """`billing rebuild` replaced such a file with the ledger (exit 0), `--dry-run` planned to, and
+    `billing summary` skipped it as "a torn last line"."""
+    home, _, _ = home
+    assert b"\n" not in text
+    other = tmp_path / "settings.json"
+    other.write_bytes(text)
+    for args in (["rebuild"], ["rebuild", "--dry-run"], ["summary"], ["export", "--format", "csv"]):
+        result = invoke(home, *args, "--billing-file", str(other))
+        assert result.exit_code == 2 and result.stdout == "", (args, result.output)
+        assert result.stderr.splitlines() == [
+            f"Error: {other} is not a billing ledger (its first line is not a ledger record)"], (args, result.stderr)
+        assert other.read_bytes() == text, args
+
+
+def test_a_torn_first_record_is_still_a_ledger_that_rebuild_repairs(home):
+    home, _, _ = home
+    ledger = home / "billing.jsonl"
+    count = len(ledger.read_bytes().splitlines())
+    ledger.write_bytes(ledger.read_bytes()[:40])  # the very first write, killed mid-line
+    summary = invoke(home, "summary", "--json")
+    assert summary.exit_code == 0 and "skipped a torn last line" in summary.stderr
+    result = invoke(home, "rebuild")
+    assert result.exit_code == 0, result.output
+    assert len(ledger_lines(home)) == count and ledger.read_bytes().endswith(b"\n")
+
+
 def test_a_damaged_line_inside_a_ledger_is_one_warning_and_a_missing_ledger_is_no_records(home, tmp_path):
     home, _, _ = home
     ledger = home / "billing.jsonl"

@@ -320,6 +320,37 @@ def test_a_billing_file_that_is_not_a_ledger_is_refused_and_left_as_it_was(cli_e
     assert not (tmp_path / "second").exists() or not any((tmp_path / "second").iterdir())
 
 
+@pytest.mark.parametrize(
+    "text", [b"my notes, no newline", b'{"hello": 1}', b'{"a":"\xff\xfe"}', gzip.compress(b"no newline in here")],
+    ids=["notes", "json", "not-utf8", "gzip"])
+def test_a_billing_file_of_one_unterminated_line_that_is_no_record_is_refused_not_wiped(cli_env, tmp_path, text):
+    """Such a file was taken for a ledger whose first record was torn: the append cut it to nothing
+    (notes gone, ledger records in their place) and `run` exited 0."""
+    assert b"\n" not in text
+    other = tmp_path / "notes.txt"
+    other.write_bytes(text)
+    spans = tmp_path / "spans.jsonl"
+    assert invoke(["hi", "--otlp-file", str(spans), "--sessions-dir", str(tmp_path / "first")]).exit_code == 0
+    for argv in (["run", "hi"], ["import", str(spans), "--sessions-dir", str(tmp_path / "second")]):
+        result = CliRunner().invoke(cli, [*argv, "--billing-file", str(other)])
+        assert result.exit_code == 2, (argv, result.output)
+        assert [line for line in result.stderr.splitlines() if line.startswith("Error")] == [
+            f"Error: {other} is not a billing ledger (its first line is not a ledger record)"], argv
+        assert other.read_bytes() == text, argv
+    assert not (tmp_path / "second").exists() or not any((tmp_path / "second").iterdir())
+
+
+def test_a_torn_first_ledger_record_is_cut_by_the_next_run(cli_env, tmp_path):
+    ledger = tmp_path / "billing.jsonl"
+    assert invoke(["hi", "--billing-file", str(ledger)]).exit_code == 0
+    count = len(ledger.read_bytes().splitlines())
+    ledger.write_bytes(ledger.read_bytes()[:50])  # the first run killed while writing its first line
+    result = CliRunner().invoke(cli, ["run", "hi", "--billing-file", str(ledger)])
+    assert result.exit_code == 0, result.output
+    lines = ledger.read_bytes().splitlines()
+    assert len(lines) == count and all(json.loads(line)["record_id"] for line in lines)
+
+
 def test_a_malformed_otlp_endpoint_is_exit_2_without_a_traceback_and_nothing_is_saved(cli_env, tmp_path):
     """OTEL_EXPORTER_OTLP_ENDPOINT="http://[::1" ended `run` with urlparse's traceback, exit 1."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_EXPORTER_OTLP")}

@@ -159,3 +159,39 @@ def test_every_field_the_record_writer_gives_has_a_csv_column(record):
             assert row[key] != "", key
         if REPRICED in r:
             assert row["repriced_price_source"] == r[REPRICED]["price_source"]
+
+
+# One line, no newline: what a notes file, a settings file or a compressed file often is.
+NOT_LEDGERS_OF_ONE_LINE = (b"my notes, no newline", b'{"hello": 1}', b'{"a":"\xff\xfe"}', b"\x1f\x8b\x08\x00hello",
+                           b' {"record_id":"t:s"}', b'{"record_id":"t:\xff')
+
+
+def test_a_lone_unterminated_line_is_a_ledger_only_as_our_writer_begins_one(tmp_path):
+    """A first line with no newline was taken for a torn first record whatever its bytes: an
+    append then cut the whole file and a rebuild replaced it, and readers skipped it as torn."""
+    from otel_agents.persistence.ledger import append_records
+    from otel_agents.persistence.ledger_read import LedgerError, check_readable_ledger, iter_records, not_a_ledger
+
+    other = tmp_path / "notes.txt"
+    for text in NOT_LEDGERS_OF_ONE_LINE:
+        other.write_bytes(text)
+        message = f"{other} is not a billing ledger (its first line is not a ledger record)"
+        assert not_a_ledger(other) == message, text
+        for read in (lambda: check_readable_ledger(other), lambda: list(iter_records(other, [].append))):
+            with pytest.raises(LedgerError) as refused:
+                read()
+            assert str(refused.value) == message, text
+        with pytest.raises(LedgerError, match="is not a billing ledger"):
+            append_records(other, [llm(1)])
+        assert other.read_bytes() == text
+    # A writer killed anywhere in its first line, even inside a character's bytes, left a ledger.
+    ledger = tmp_path / "billing.jsonl"
+    append_records(ledger, [llm(1, agent="Jösé"), llm(2)])
+    first = ledger.read_bytes().split(b"\n")[0]
+    assert first.startswith(b'{"record_id":"') and b"\xc3\xb6" in first
+    for cut in range(len(first) + 1):
+        ledger.write_bytes(first[:cut])
+        assert not_a_ledger(ledger) is None, first[:cut]
+    ledger.write_bytes(first[: first.index(b"\xc3\xb6") + 1])
+    append_records(ledger, [llm(3)])  # the torn line is cut, the new record appended
+    assert [r["span_id"] for r in read_records(ledger)] == [llm(3)["span_id"]]
