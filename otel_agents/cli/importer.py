@@ -41,6 +41,8 @@ def import_traces(files: tuple[str, ...], as_json: bool, paths) -> None:
     from otel_agents.persistence.paths import InvalidSessionId
     from otel_agents.persistence.store import NotALedger, StoreError
 
+    if "" in files:  # Path('') is '.', the working directory
+        raise ImportRefused("'' is not a file name")
     sources = []
     for path in map(Path, files):
         try:

@@ -20,8 +20,9 @@ class SafePath(click.Path):
     def convert(self, value, param, ctx):
         if isinstance(value, str) and "\x00" in value:
             self.fail(f"{value!r} is not a path: it contains a NUL byte", param, ctx)
-        if isinstance(value, str) and value == "" and not self.dir_okay:
-            self.fail("'' is not a file name", param, ctx)  # Path('') is '.', a directory
+        if isinstance(value, str) and value == "":  # Path('') is '.': a directory read or written unasked
+            self.fail("'' is not a file name" if not self.dir_okay else "'' is not a path (give . for this directory)",
+                      param, ctx)
         return super().convert(value, param, ctx)
 
 

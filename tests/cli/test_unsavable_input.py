@@ -101,3 +101,15 @@ def test_a_scripts_usage_past_64_bits_is_refused():
         parse_script(script, "big.json")
     script["agents"]["main"][0]["usage"]["input_tokens"] = 2**63 - 1
     parse_script(script, "big.json")
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["billing", "summary", "--billing-file", ""], "'--billing-file': '' is not a path (give . for this directory)"),
+    (["sessions", "list", "--sessions-dir", ""], "'--sessions-dir': '' is not a path (give . for this directory)"),
+    (["import", ""], "'' is not a file name"),
+])
+def test_an_empty_path_is_refused_not_read_as_the_working_directory(cli_env, argv, says):
+    """Path('') is '.': `billing summary --billing-file ""` read every *.jsonl of the working directory as a ledger."""
+    result = CliRunner().invoke(cli, argv)
+    assert result.exit_code == 2 and says in result.stderr, result.output
+    assert result.stdout == ""
