@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 from pydantic import ValidationError
 
-from otel_agents.cli.options import FiniteFloat, storage_options
+from otel_agents.cli.options import FiniteFloat, not_empty, storage_options
 from otel_agents.persistence.intake_state import HoldPolicy
 
 
@@ -14,9 +14,9 @@ class CollectRefused(click.ClickException):
 
 
 @click.command()
-@click.option("--http", "http", default="127.0.0.1:4318", show_default=True, metavar="HOST:PORT",
+@click.option("--http", "http", default="127.0.0.1:4318", callback=not_empty, show_default=True, metavar="HOST:PORT",
               help="OTLP/HTTP address (POST /v1/traces); 'off' for none.")
-@click.option("--grpc", "grpc", default=None, metavar="HOST:PORT", help="OTLP/gRPC address (e.g. 127.0.0.1:4317).")
+@click.option("--grpc", "grpc", default=None, callback=not_empty, metavar="HOST:PORT", help="OTLP/gRPC address (e.g. 127.0.0.1:4317).")
 @click.option("--hold-seconds", type=click.FloatRange(min=0.0), default=HoldPolicy().unnamed_hold_seconds,
               show_default=True, help="Seconds a trace that names no otel-agents session is held before its spans "
               "are dropped and counted as ignored.")

@@ -35,6 +35,10 @@ def ui(host: str, port: int, open_browser: bool, token: str | None, paths, ledge
         (token or "").encode("utf-8")
     except UnicodeEncodeError:  # bytes the locale could not decode: they cannot be put in the URL or the cookie
         raise click.BadParameter("the token must be text (UTF-8)", param_hint="--token") from None
+    if token is not None and any(c.isspace() or not c.isprintable() for c in token):
+        # no client could send it: a Bearer header and a cookie end at a line break, and a space splits them
+        raise click.BadParameter("the token must be one word of printable characters (no space or line break)",
+                                 param_hint="--token")
     try:
         serve(ServeOptions(paths.sessions_dir, ledgers, host=host, port=port, token=token,
                            open_browser=open_browser, jaeger_url=os.environ.get("OTEL_AGENTS_JAEGER_URL") or None))

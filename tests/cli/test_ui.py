@@ -111,6 +111,8 @@ def test_a_given_token_is_used_and_not_printed_on_stderr(home):
     (["--token", " "], "empty token"),
     (["--token", os.fsdecode(b"tok\xff")], "UTF-8"),  # bytes the locale cannot decode: no URL or cookie holds them
     (["--host", "no.such.host.invalid", "--token", "t"], "cannot listen"),
+    (["--token", "a b\nc"], "one word of printable characters"),  # no header or cookie could carry it
+    (["--token", "tab\tbed"], "one word of printable characters"),
 ])
 def test_bad_options_are_one_line_and_exit_2(home, args, message):
     done = subprocess.run([sys.executable, "-m", "otel_agents", "ui", *args], capture_output=True, text=True,

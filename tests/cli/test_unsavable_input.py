@@ -113,3 +113,10 @@ def test_an_empty_path_is_refused_not_read_as_the_working_directory(cli_env, arg
     result = CliRunner().invoke(cli, argv)
     assert result.exit_code == 2 and says in result.stderr, result.output
     assert result.stdout == ""
+
+
+@pytest.mark.parametrize("option", ["--http", "--grpc"])
+def test_collects_addresses_must_not_be_empty(cli_env, option):
+    """`--grpc ""` was as if not given and `--http ""` as off, without a word; `--http off` says off."""
+    result = CliRunner().invoke(cli, ["collect", option, ""])
+    assert result.exit_code == 2 and f"'{option}': must not be empty" in result.stderr, result.output
