@@ -26,6 +26,7 @@ from otel_agents.tracing.setup import (
     ConfigError,
     check_compression,
     check_endpoint,
+    endpoint_variable,
     grpc_compression,
     make_resource,
     otlp_protocol,
@@ -121,7 +122,7 @@ def _console_exporter() -> Any:
 def _otlp_exporter() -> Any:
     endpoint = metrics_endpoint()
     protocol = otlp_protocol("METRICS")
-    check_endpoint(endpoint, protocol)
+    check_endpoint(endpoint, protocol, endpoint_variable("METRICS"))
     check_compression("METRICS")
     timeout_set = any(os.environ.get(v) for v in ("OTEL_EXPORTER_OTLP_TIMEOUT", "OTEL_EXPORTER_OTLP_METRICS_TIMEOUT"))
     kwargs = {} if timeout_set else {"timeout": DEFAULT_EXPORT_TIMEOUT_S}

@@ -51,8 +51,17 @@ def otlp_protocol(signal: str = "TRACES") -> str:
     return protocol
 
 
-def check_endpoint(endpoint: str, protocol: str) -> None:
-    """Catch a malformed endpoint at start-up rather than as an export failure."""
+def endpoint_variable(signal: str) -> str | None:
+    """The variable an exporter of ``signal`` (TRACES, METRICS) takes its endpoint from, if either is set."""
+    for name in (f"OTEL_EXPORTER_OTLP_{signal}_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"):
+        if os.environ.get(name):
+            return name
+    return None
+
+
+def check_endpoint(endpoint: str, protocol: str, variable: str | None = None) -> None:
+    """Catch a malformed endpoint at start-up rather than as an export failure; ``variable`` names where it
+    was read, so the message points at what to fix."""
     try:
         # urlparse itself raises ValueError on an unbalanced IPv6 bracket ("http://[::1").
         parsed = urlparse(endpoint if "://" in endpoint else f"//{endpoint}")
@@ -67,4 +76,6 @@ def check_endpoint(endpoint: str, protocol: str) -> None:
         hint = "http://host:4317" if protocol == "grpc" else "http://host:4318"
         from otel_agents.tracing.redaction import redact_secrets
 
-        raise ConfigError(f"invalid OTLP endpoint {redact_secrets(endpoint)!r} for {protocol} (expected e.g. {hint})")
+        origin = f" in {variable}" if variable else ""
+        raise ConfigError(f"invalid OTLP endpoint {redact_secrets(endpoint)!r}{origin} for {protocol} "
+                          f"(expected e.g. {hint})")

@@ -70,8 +70,10 @@ def resolve_target(endpoint: str | None = None, headers: str | None = None) -> R
             url = url.rstrip("/") + TRACES_PATH  # a base URL, as OTEL_EXPORTER_OTLP_ENDPOINT
     elif os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
         url = os.environ["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"].strip()  # used verbatim, as the exporters do
+        check_endpoint(url, protocol, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
     elif os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT"):
         base = os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"].strip()
+        check_endpoint(base, protocol, "OTEL_EXPORTER_OTLP_ENDPOINT")  # as set, before the path is added
         url = base if protocol == "grpc" else base.rstrip("/") + TRACES_PATH
     else:
         raise ConfigError("no OTLP endpoint: give --endpoint URL or set OTEL_EXPORTER_OTLP_ENDPOINT")

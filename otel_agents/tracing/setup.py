@@ -59,6 +59,7 @@ from otel_agents.tracing.otlp_env import (  # noqa: F401 - re-exported: the othe
     ConfigError,
     check_compression,
     check_endpoint,
+    endpoint_variable,
     grpc_compression,
     otlp_protocol,
 )
@@ -300,7 +301,7 @@ def configure_tracing(options: TracingOptions | None = None) -> Tracing:
             if not endpoint:
                 continue  # nothing configured: nothing sent, nothing said
             protocol = otlp_protocol()
-            check_endpoint(endpoint, protocol)
+            check_endpoint(endpoint, protocol, endpoint_variable("TRACES"))
             check_compression()
             warn_about_millisecond_timeout(timeout_s)
             quiet_exporter_loggers()

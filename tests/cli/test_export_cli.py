@@ -66,6 +66,9 @@ def _files(directory: Path) -> dict[str, tuple[bytes, int]]:
         (("--endpoint", "http://127.0.0.1:4318"), {"OTEL_EXPORTER_OTLP_PROTOCOL": "thrift"},
          "Error: unsupported OTEL_EXPORTER_OTLP_PROTOCOL 'thrift'"),
         # gRPC takes host:port without a scheme, but a bare word was sent to and failed as exit 1.
+        # A bad variable is named, with its value as set (not with the path export adds to it).
+        ((), {"OTEL_EXPORTER_OTLP_ENDPOINT": "bogus"},
+         "Error: invalid OTLP endpoint 'bogus' in OTEL_EXPORTER_OTLP_ENDPOINT for http/protobuf"),
         (("--endpoint", "notaurl"), {"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"},
          "Error: invalid OTLP endpoint 'notaurl' for grpc"),
         (("--endpoint", "notaurl"), {}, "Error: invalid OTLP endpoint 'notaurl' for http/protobuf"),

@@ -90,15 +90,18 @@ def test_traces_endpoint_alone_enables_export(configured, monkeypatch):
         # The exporters sent uncompressed, silently, where every other bad OTEL_* value is exit 2.
         ("OTEL_EXPORTER_OTLP_COMPRESSION", "brotli", "unsupported OTEL_EXPORTER_OTLP_COMPRESSION 'brotli'"),
         ("OTEL_EXPORTER_OTLP_TRACES_COMPRESSION", "zstd", "unsupported OTEL_EXPORTER_OTLP_TRACES_COMPRESSION 'zstd'"),
-        ("OTEL_EXPORTER_OTLP_ENDPOINT", "localhost:4318", "invalid OTLP endpoint 'localhost:4318' for http/protobuf"),
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", "localhost:4318",
+         "invalid OTLP endpoint 'localhost:4318' in OTEL_EXPORTER_OTLP_ENDPOINT for http/protobuf"),
         ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://:4318", "invalid OTLP endpoint"),
         ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://host:99999", "invalid OTLP endpoint"),
         # urlparse raises on an unclosed IPv6 bracket: it was a bare ValueError, with a traceback.
-        ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://[::1", "invalid OTLP endpoint 'http://\\[::1' for http/protobuf"),
-        ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://::1]:4318/v1/traces", "invalid OTLP endpoint"),
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://[::1",
+         "invalid OTLP endpoint 'http://\\[::1' in OTEL_EXPORTER_OTLP_ENDPOINT for http/protobuf"),
+        ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://::1]:4318/v1/traces",
+         "in OTEL_EXPORTER_OTLP_TRACES_ENDPOINT for http/protobuf"),  # the variable to fix is named
         # A password in the URL is never quoted back; where it points is.
         ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://bob:TopSecretPw99@10.0.0.7:99999",
-         "invalid OTLP endpoint 'http://\\[REDACTED\\]@10.0.0.7:99999' for http/protobuf"),
+         "invalid OTLP endpoint 'http://\\[REDACTED\\]@10.0.0.7:99999' in OTEL_EXPORTER_OTLP_ENDPOINT for http/protobuf"),
     ],
 )
 def test_bad_configuration_is_a_clear_error(monkeypatch, variable, value, message):
