@@ -5,7 +5,7 @@ run's end. Writers hold an exclusive ``flock`` for the whole read-ids-then-appen
 so concurrent processes interleave whole lines only and a ``record_id``
 (``<trace_id>:<span_id>``) is never written twice: re-export, a retried flush,
 importing the same trace and recovery after a crash are all harmless. A line a
-killed writer left torn is cut by the next append, and a file that is not a ledger is never
+killed writer left torn is cut by the next append (a whole record missing only its newline is kept), and a file that is not a ledger is never
 opened for append (``ledger_read.not_a_ledger``). Reading is ``ledger_read.py``;
 summaries and exports are ``ledger_summary.py``.
 """
@@ -16,6 +16,8 @@ import fcntl
 import os
 from pathlib import Path
 from typing import Callable, Iterable, Mapping
+
+import orjson
 
 from otel_agents.persistence.ledger_read import (
     CSV_COLUMNS, LedgerError, Warn, iter_records, not_a_ledger, record_id_of, unopenable,
@@ -81,6 +83,15 @@ def _scan_ids(fd: int, offset: int, limit: int | None = None) -> tuple[set[str],
             if limit is not None and end - offset >= limit:
                 break
     return ids, end, None, last
+
+
+def _whole_record(tail: bytes) -> bool:
+    """Whether the bytes after the last newline are a whole ledger record (a JSON object with its id)."""
+    try:
+        value = orjson.loads(tail)
+    except orjson.JSONDecodeError:
+        return False
+    return isinstance(value, dict) and isinstance(value.get("record_id"), str)
 
 
 def _open_locked(billing_file: Path) -> int:
@@ -161,6 +172,11 @@ class LedgerAppender:
         try:
             self._catch_up(fd)
             end, torn_at = self._read_new(fd, None)
+            if torn_at is not None and _whole_record(os.pread(fd, os.fstat(fd).st_size - torn_at, torn_at)):
+                # A whole record whose newline alone is missing (a hand edit, another tool): kept, not cut, as
+                # the file's other appenders (line_appender) keep a whole last line.
+                _write_all(fd, b"\n")
+                end, torn_at = self._read_new(fd, None)
             if torn_at is not None:  # cut what a killed writer left half-written (we hold the lock)
                 os.ftruncate(fd, torn_at)
             out, new_ids = [], set()

@@ -125,6 +125,18 @@ def test_a_torn_last_line_is_skipped_with_a_warning_and_cut_by_the_next_append(t
 
 
 
+def test_a_whole_last_record_missing_only_its_newline_is_kept_by_the_next_append(tmp_path):
+    """It was cut as torn: a record another process wrote (or a hand edit) was lost until a rebuild."""
+    ledger = tmp_path / "billing.jsonl"
+    append_records(ledger, [llm(1)])
+    with open(ledger, "ab") as fh:
+        fh.write(orjson.dumps(llm(2)))  # whole, without its newline
+    assert append_records(ledger, [llm(2), llm(3)]) == 1  # llm(2) is there already: written once
+    ids = [r["record_id"] for r in iter_records(ledger, lambda _: None)]
+    assert ids == [llm(1)["record_id"], llm(2)["record_id"], llm(3)["record_id"]]
+    assert ledger.read_bytes().endswith(b"\n") and len(ledger.read_bytes().splitlines()) == 3
+
+
 WRITER = r"""
 import sys, time
 from pathlib import Path
