@@ -360,7 +360,8 @@ def test_a_malformed_otlp_endpoint_is_exit_2_without_a_traceback_and_nothing_is_
     assert proc.returncode == 2 and proc.stdout == "" and "Traceback" not in proc.stderr
     # As any other invalid endpoint ("notaurl"): run's usage error, its one Error line naming the value.
     assert [line for line in proc.stderr.splitlines() if line.startswith("Error")] == [
-        "Error: invalid OTLP endpoint 'http://[::1' for http/protobuf (expected e.g. http://host:4318)"], proc.stderr
+        "Error: invalid OTLP endpoint 'http://[::1' in OTEL_EXPORTER_OTLP_ENDPOINT for http/protobuf "
+        "(expected e.g. http://host:4318)"], proc.stderr
     assert not (cli_env / "sessions").exists() or not any((cli_env / "sessions").iterdir())
     assert not (cli_env / "billing.jsonl").exists()
 
