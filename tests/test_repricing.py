@@ -240,3 +240,20 @@ def test_prices_without_reprice_or_a_bad_prices_file_is_one_line_and_exit_2(home
     assert alone.exit_code == 2 and "--prices is used only with --reprice" in alone.stderr
     missing = CliRunner().invoke(cli, ["billing", "rebuild", "--reprice", "--prices", str(tmp_path / "none.json")])
     assert missing.exit_code == 2 and "cannot read prices" in missing.stderr and "Traceback" not in missing.stderr
+
+
+def test_a_price_that_overflows_is_one_error_line_naming_model_and_file_and_the_ledger_stays(home, tmp_path):
+    """1e308 a token printed "-> Infinity USD", wrote cost_usd null and made every call unpriced."""
+    from click.testing import CliRunner
+
+    from otel_agents.cli import cli
+
+    prices = tmp_path / "p.json"
+    prices.write_text(json.dumps({"acme/m": {"input_cost_per_token": 1e308, "output_cost_per_token": 1e308}}))
+    _orphan_ledger(home, ("t:1", "acme/m", 0.0048145, "config"))
+    before = (home / "billing.jsonl").read_bytes()
+    result = CliRunner().invoke(cli, ["billing", "rebuild", "--reprice", "--prices", str(prices)])
+    assert result.exit_code == 2, result.output
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("Error: ") and "'acme/m'" in line and str(prices.resolve()) in line and "not a finite" in line
+    assert "Infinity" not in result.stdout and (home / "billing.jsonl").read_bytes() == before

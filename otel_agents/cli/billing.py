@@ -252,7 +252,12 @@ def rebuild(dry_run: bool, reprice: bool, prices_file: Path | None, paths) -> No
         from otel_agents.repricing import reprice_plan
 
         adjust = partial(reprice_plan, prices=_current_prices(prices_file), sessions_dir=paths.sessions_dir)
-    done = rebuild_ledger(paths.billing_file, paths.sessions_dir, _warn, dry_run=dry_run, adjust=adjust)
+    from otel_agents.llm.pricing import NonFiniteCost
+
+    try:
+        done = rebuild_ledger(paths.billing_file, paths.sessions_dir, _warn, dry_run=dry_run, adjust=adjust)
+    except NonFiniteCost as exc:  # raised while the plan is adjusted: nothing was written
+        raise PricesRefused(str(exc)) from None
     plan, written, unreadable = done.plan, done.written, done.unreadable
     for rid in plan.added:  # ids and models are a ledger's text, which a hand may have edited
         click.echo(f"+ {shown(str(rid), lines=False)}")
