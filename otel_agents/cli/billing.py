@@ -324,8 +324,11 @@ def _report_prices(plan) -> None:
             f"{usd(change.new_cost)} ({change.new_source}){delta}{snapshot}"
         )
     _report_kept(plan.prices_kept)
-    if not plan.price_changes:  # no "their cost 0.0 -> 0.0" of records that are not there
-        click.echo(f"reprice: {plan.repriced} LLM records priced, none differently")
+    sources = len(plan.source_changes)
+    same_cost = (f"; {sources} record{'s' if sources > 1 else ''} kept {'their' if sources > 1 else 'its'} cost "
+                 "and only changed price source") if sources else ""
+    if not plan.price_changes:  # no "their cost 0 -> 0" of records that are not there
+        click.echo(f"reprice: {plan.repriced} LLM records priced, none differently{same_cost}")
         return
     old = [c.old_cost for c in plan.price_changes]
     new = [c.new_cost for c in plan.price_changes]
@@ -333,7 +336,7 @@ def _report_prices(plan) -> None:
     delta = f" ({signed_usd(total(new) - total(old))})" if None not in old and None not in new else ""
     click.echo(
         f"reprice: {plan.repriced} LLM records priced, {len(plan.price_changes)} differently; "
-        f"their cost {_sum_text(old)} -> {_sum_text(new)} USD{delta}"
+        f"their cost {_sum_text(old)} -> {_sum_text(new)} USD{delta}{same_cost}"
     )
 
 

@@ -127,11 +127,13 @@ class RebuildPlan:
     disagreeing: int = 0  # of the ids repeated: those whose copies differed (the preferred one kept)
     repriced: int = 0  # LLM records priced again (--reprice)
     price_changes: list = field(default_factory=list)  # repricing.PriceChange, those priced differently
+    source_changes: list = field(default_factory=list)  # those whose cost stays but price source changed
     prices_kept: list = field(default_factory=list)  # those the current prices cannot price: left as they were
 
     @property
     def differs(self) -> bool:
-        return bool(self.added or self.changed or self.removed or self.duplicates or self.price_changes)
+        return bool(self.added or self.changed or self.removed or self.duplicates or self.price_changes
+                    or self.source_changes)
 
 
 def plan_rebuild(
