@@ -272,8 +272,8 @@ def rebuild(dry_run: bool, reprice: bool, prices_file: Path | None, paths) -> No
         f"rebuild: {done.sessions} sessions, {plan.derived} records derived; "
         f"{len(plan.added)} added, {len(plan.changed)} changed, {len(plan.removed)} removed, "
         f"{plan.duplicates} duplicate lines dropped"
-        + (f" ({plan.disagreeing} records whose copies differed kept as their preferred copy)" if plan.disagreeing
-           else "")
+        + (f" ({plan.disagreeing} record{'s' if plan.disagreeing > 1 else ''} whose copies differed kept as "
+           "the preferred copy)" if plan.disagreeing else "")
         + f", {plan.kept} kept from sessions not rebuilt"
         + (f" ({', '.join(not_rebuilt)})" if not_rebuilt else "")
     )
