@@ -140,7 +140,10 @@ def reprice_plan(plan: Any, prices: Any, sessions_dir: Path | None = None) -> No
             replay_provider.register_replay_price(model)
     snapshots = session_snapshots(sessions_dir, (r.get("session_id") for r in plan.records)) if sessions_dir else None
     plan.repriced, changes = reprice(plan.records, prices, snapshots)
-    plan.price_changes = [c for c in changes if not c.kept]
+    # A record whose cost stays and whose price source changes (litellm's map -> a file giving the same
+    # rates) is written with its new source, but is not "priced differently": counted apart.
+    plan.price_changes = [c for c in changes if not c.kept and c.new_cost != c.old_cost]
+    plan.source_changes = [c for c in changes if not c.kept and c.new_cost == c.old_cost]
     plan.prices_kept = [c for c in changes if c.kept]
 
 
@@ -148,11 +151,16 @@ def usd(cost: float | Decimal | None) -> str:
     """Exact decimal text of a cost (12 decimals at most, trailing zeros dropped); ``unpriced`` for None."""
     from otel_agents.persistence.ledger_export import cost_text
 
-    return "unpriced" if cost is None else cost_text(cost)
+    if cost is None:
+        return "unpriced"
+    text = cost_text(cost)
+    return text[:-2] if text.endswith(".0") else text  # ``0``, ``2``: no decimals that say nothing
 
 
 def signed_usd(amount: Decimal) -> str:
-    """A difference of costs as ``usd`` writes a cost, with its sign (``+0.0001``, ``-0.00304``)."""
+    """A difference of costs as ``usd`` writes a cost, with its sign (``+0.0001``, ``-0.00304``; ``0``)."""
+    if amount == 0:
+        return "0"
     return ("-" if amount < 0 else "+") + usd(abs(amount))
 
 

@@ -133,9 +133,9 @@ def test_time_of_day_prices_use_the_records_own_time():
 
 
 def test_usd_and_total_are_exact():
-    assert usd(None) == "unpriced" and usd(0.1) == "0.1" and usd(0.0) == "0.0" and usd(1.5e-11) == "0.000000000015"
+    assert usd(None) == "unpriced" and usd(0.1) == "0.1" and usd(0.0) == "0" and usd(2.0) == "2" and usd(1.5e-11) == "0.000000000015"
     assert total([0.1, 0.2, None]) == Decimal("0.3")
-    assert signed_usd(Decimal("-0.00304450")) == "-0.0030445" and signed_usd(Decimal(0)) == "+0.0"
+    assert signed_usd(Decimal("-0.00304450")) == "-0.0030445" and signed_usd(Decimal(0)) == "0"
 
 
 # --- the session's pricing snapshot (issue 23) ------------------------------------------------
@@ -240,3 +240,43 @@ def test_prices_without_reprice_or_a_bad_prices_file_is_one_line_and_exit_2(home
     assert alone.exit_code == 2 and "--prices is used only with --reprice" in alone.stderr
     missing = CliRunner().invoke(cli, ["billing", "rebuild", "--reprice", "--prices", str(tmp_path / "none.json")])
     assert missing.exit_code == 2 and "cannot read prices" in missing.stderr and "Traceback" not in missing.stderr
+
+
+def test_a_price_that_overflows_is_one_error_line_naming_model_and_file_and_the_ledger_stays(home, tmp_path):
+    """1e308 a token printed "-> Infinity USD", wrote cost_usd null and made every call unpriced."""
+    from click.testing import CliRunner
+
+    from otel_agents.cli import cli
+
+    prices = tmp_path / "p.json"
+    prices.write_text(json.dumps({"acme/m": {"input_cost_per_token": 1e308, "output_cost_per_token": 1e308}}))
+    _orphan_ledger(home, ("t:1", "acme/m", 0.0048145, "config"))
+    before = (home / "billing.jsonl").read_bytes()
+    result = CliRunner().invoke(cli, ["billing", "rebuild", "--reprice", "--prices", str(prices)])
+    assert result.exit_code == 2, result.output
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("Error: ") and "'acme/m'" in line and str(prices.resolve()) in line and "not a finite" in line
+    assert "Infinity" not in result.stdout and (home / "billing.jsonl").read_bytes() == before
+
+
+def test_a_record_whose_cost_stays_and_only_its_price_source_changes_is_not_priced_differently(home, tmp_path):
+    """It was listed and counted as priced differently: `0.0012 (litellm) -> 0.0012 (config) (+0.0)`."""
+    from click.testing import CliRunner
+
+    from otel_agents.cli import cli
+
+    prices = tmp_path / "p.json"
+    prices.write_text(json.dumps({"acme/m": {"input_cost_per_token": 1e-6, "output_cost_per_token": 2e-6}}))
+    _orphan_ledger(home, ("t:1", "acme/m", 0.0012, "litellm"), ("t:2", "acme/m", 0.0048145, "config"))
+    result = CliRunner().invoke(cli, ["billing", "rebuild", "--reprice", "--prices", str(prices)])
+    assert result.exit_code == 0, result.output
+    assert [line.split()[1] for line in result.stdout.splitlines() if line.startswith("$ ")] == ["t:2"]
+    assert ("reprice: 2 LLM records priced, 1 differently; their cost 0.0048145 -> 0.0012 USD (-0.0036145); "
+            "1 record kept its cost and only changed price source\n") in result.stdout
+    assert "0.0 " not in result.stdout and "+0.0" not in result.stdout
+    written = {r["record_id"]: r for r in map(json.loads, (home / "billing.jsonl").read_text().splitlines())}
+    assert written["t:1"]["price_source"] == "config" and written["t:1"]["cost_usd"] == 0.0012  # its true source
+    _orphan_ledger(home, ("t:1", "acme/m", 0.0012, "litellm"))
+    alone = CliRunner().invoke(cli, ["billing", "rebuild", "--reprice", "--prices", str(prices), "--dry-run"])
+    assert "$ " not in alone.stdout and ("reprice: 1 LLM records priced, none differently; 1 record kept its cost "
+                                         "and only changed price source\n") in alone.stdout

@@ -252,7 +252,12 @@ def rebuild(dry_run: bool, reprice: bool, prices_file: Path | None, paths) -> No
         from otel_agents.repricing import reprice_plan
 
         adjust = partial(reprice_plan, prices=_current_prices(prices_file), sessions_dir=paths.sessions_dir)
-    done = rebuild_ledger(paths.billing_file, paths.sessions_dir, _warn, dry_run=dry_run, adjust=adjust)
+    from otel_agents.llm.pricing import NonFiniteCost
+
+    try:
+        done = rebuild_ledger(paths.billing_file, paths.sessions_dir, _warn, dry_run=dry_run, adjust=adjust)
+    except NonFiniteCost as exc:  # raised while the plan is adjusted: nothing was written
+        raise PricesRefused(str(exc)) from None
     plan, written, unreadable = done.plan, done.written, done.unreadable
     for rid in plan.added:  # ids and models are a ledger's text, which a hand may have edited
         click.echo(f"+ {shown(str(rid), lines=False)}")
@@ -266,7 +271,10 @@ def rebuild(dry_run: bool, reprice: bool, prices_file: Path | None, paths) -> No
     click.echo(
         f"rebuild: {done.sessions} sessions, {plan.derived} records derived; "
         f"{len(plan.added)} added, {len(plan.changed)} changed, {len(plan.removed)} removed, "
-        f"{plan.duplicates} duplicate lines dropped, {plan.kept} kept from sessions not rebuilt"
+        f"{plan.duplicates} duplicate lines dropped"
+        + (f" ({plan.disagreeing} record{'s' if plan.disagreeing > 1 else ''} whose copies differed kept as "
+           "the preferred copy)" if plan.disagreeing else "")
+        + f", {plan.kept} kept from sessions not rebuilt"
         + (f" ({', '.join(not_rebuilt)})" if not_rebuilt else "")
     )
     if reprice:
@@ -316,8 +324,11 @@ def _report_prices(plan) -> None:
             f"{usd(change.new_cost)} ({change.new_source}){delta}{snapshot}"
         )
     _report_kept(plan.prices_kept)
-    if not plan.price_changes:  # no "their cost 0.0 -> 0.0" of records that are not there
-        click.echo(f"reprice: {plan.repriced} LLM records priced, none differently")
+    sources = len(plan.source_changes)
+    same_cost = (f"; {sources} record{'s' if sources > 1 else ''} kept {'their' if sources > 1 else 'its'} cost "
+                 "and only changed price source") if sources else ""
+    if not plan.price_changes:  # no "their cost 0 -> 0" of records that are not there
+        click.echo(f"reprice: {plan.repriced} LLM records priced, none differently{same_cost}")
         return
     old = [c.old_cost for c in plan.price_changes]
     new = [c.new_cost for c in plan.price_changes]
@@ -325,7 +336,7 @@ def _report_prices(plan) -> None:
     delta = f" ({signed_usd(total(new) - total(old))})" if None not in old and None not in new else ""
     click.echo(
         f"reprice: {plan.repriced} LLM records priced, {len(plan.price_changes)} differently; "
-        f"their cost {_sum_text(old)} -> {_sum_text(new)} USD{delta}"
+        f"their cost {_sum_text(old)} -> {_sum_text(new)} USD{delta}{same_cost}"
     )
 
 

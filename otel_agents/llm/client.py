@@ -18,7 +18,7 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 from otel_agents.llm.api_base import sent_api_base
 from otel_agents.llm.price_snapshot import PriceEntries
 from otel_agents.llm.providers import provider_of, request_model_of
-from otel_agents.llm.pricing import PriceTable, Usage
+from otel_agents.llm.pricing import PRICE_SOURCE_UNPRICED, NonFiniteCost, PriceTable, Usage
 from otel_agents.llm.responses import (IN_PROCESS_PREFIXES, MalformedReply, assistant_message, estimate_usage,
                                        usage_invalid, usage_missing, usage_of)
 from otel_agents.llm.retry import RetryPolicy, error_text, error_type, is_transient, retry_after_seconds
@@ -307,7 +307,14 @@ class LLMClient:
         usage = usage_of(response)
         # Priced over litellm's whole usage object: audio and image tokens have no attribute of
         # their own on the span, but are billed at their rates.
-        cost, price_source = self.prices.cost(request.model, usage, provider_usage=getattr(response, "usage", None))
+        overflowed = False
+        try:
+            cost, price_source = self.prices.cost(request.model, usage, provider_usage=getattr(response, "usage", None))
+        except NonFiniteCost as exc:
+            # The call happened and its reply is kept; a cost no number holds is recorded as unknown
+            # (unpriced, null), said once here, never as infinity: `billing rebuild --reprice` prices it later.
+            self.telemetry.log("WRN", f"{exc}: the call is recorded unpriced", span=span)
+            cost, price_source, overflowed = None, PRICE_SOURCE_UNPRICED, True
         self.telemetry.set_attributes(span, {
             sc.GEN_AI_RESPONSE_ID: getattr(response, "id", None),
             sc.GEN_AI_RESPONSE_MODEL: getattr(response, "model", None),
@@ -320,7 +327,8 @@ class LLMClient:
             sc.LLM_PRICE_SOURCE: price_source,
             **served_attributes(response),
             sc.LLM_USAGE_ESTIMATED: True if progress.usage_estimated else None,
-            **self._price_entries.attributes(self.prices, request.model, span.get_span_context().trace_id),
+            **(self._price_entries.attributes(self.prices, request.model, span.get_span_context().trace_id)
+               if not overflowed else {}),
         })
         return usage, cost
 

@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 from typing import Any, Iterable
 
 from otel_agents.llm.price_snapshot import entry_attributes
-from otel_agents.llm.pricing import PRICE_SOURCE_UNPRICED, PriceTable, Usage
+from otel_agents.llm.pricing import PRICE_SOURCE_UNPRICED, NonFiniteCost, PriceTable, Usage
 from otel_agents.tracing import semconv as sc
 from otel_agents.tracing.foreign import LLM_OPERATIONS, has_usage, operation_of
 from otel_agents.tracing.spandata import SpanData
@@ -71,7 +71,10 @@ def _price(prices: PriceTable, attrs: dict[str, Any], at_ns: int,
                 known[candidate] = prices.lookup(candidate)[1] != PRICE_SOURCE_UNPRICED
             if not known[candidate]:
                 continue
-            cost, source = prices.cost(candidate, usage, at=at)
+            try:
+                cost, source = prices.cost(candidate, usage, at=at)
+            except NonFiniteCost:  # no number holds it: unpriced, as a live run records it
+                continue
             if cost is not None:
                 return cost, source, candidate
     return None, PRICE_SOURCE_UNPRICED, None

@@ -16,7 +16,7 @@ from functools import lru_cache
 from typing import Any, Mapping
 
 from otel_agents.llm.pricing import (
-    PRICE_SOURCE_CONFIG, PRICE_SOURCE_LITELLM, PRICE_SOURCE_UNPRICED, PriceTable, Usage,
+    PRICE_SOURCE_CONFIG, PRICE_SOURCE_LITELLM, PRICE_SOURCE_UNPRICED, NonFiniteCost, PriceTable, Usage,
 )
 from otel_agents.llm.once_per_trace import OncePerTrace
 from otel_agents.tracing import semconv as sc
@@ -98,7 +98,10 @@ def cost_from_entry(entry: Mapping[str, Any], usage: Usage, at: datetime | None 
     """
     model, source, rates = str(entry["model"]), str(entry["price_source"]), dict(entry["rates"])
     if source == PRICE_SOURCE_CONFIG:
-        return PriceTable({model: rates}).cost(model, usage, at=at)
+        try:
+            return PriceTable({model: rates}).cost(model, usage, at=at)
+        except NonFiniteCost:  # rates that overflow price nothing: the call was recorded unpriced
+            return None, PRICE_SOURCE_UNPRICED
     if source != PRICE_SOURCE_LITELLM:
         return None, PRICE_SOURCE_UNPRICED
     from otel_agents.llm.litellm_loader import load_litellm

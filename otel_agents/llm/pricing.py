@@ -42,6 +42,10 @@ class PriceConfigError(ValueError):
     """A price override file (OTEL_AGENTS_PRICES) that cannot be used."""
 
 
+class NonFiniteCost(PriceConfigError):
+    """Rates that price a call at more than a float holds (``1e308`` a token): no cost to record."""
+
+
 @dataclass(frozen=True)
 class Usage:
     input_tokens: int = 0  # all prompt tokens, cached ones included
@@ -253,7 +257,14 @@ class PriceTable:
                     )
             except Exception:  # noqa: BLE001 - litellm raises bare exceptions for what it cannot price
                 return None, PRICE_SOURCE_UNPRICED
-        return round(prompt + completion, COST_DECIMALS), source
+        cost = prompt + completion
+        if not math.isfinite(cost):  # a finite but huge rate overflows: infinity is no cost (nor JSON)
+            where = self.label if source == PRICE_SOURCE_CONFIG else "litellm's price map"
+            raise NonFiniteCost(
+                f"{where}: the price of {model!r} gives a cost that is not a finite number ({cost}) for "
+                f"{usage.input_tokens} input and {usage.output_tokens} output tokens; give it a real rate"
+            )
+        return round(cost, COST_DECIMALS), source
 
 
 def _litellm_info(model: str) -> Mapping[str, Any] | None:

@@ -33,6 +33,11 @@ def cost_text(cost: float | int | Decimal) -> str:
     return text + "0" if text.endswith(".") else text
 
 
+# A text cell starting with one of these is a formula to a spreadsheet (OWASP's "CSV injection"):
+# agent names, models and errors come from whoever sends traces, so such text is written after a `'`.
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
 def _csv_cell(value: object, money: bool = False) -> object:
     if value is None:
         return ""
@@ -40,6 +45,8 @@ def _csv_cell(value: object, money: bool = False) -> object:
         return orjson.dumps(value).decode()
     if money and type(value) in (float, int):
         return cost_text(value)  # a spreadsheet or a script reads 0.00000034, not 3.4e-07
+    if isinstance(value, str) and value.startswith(_FORMULA_STARTS):
+        return "'" + value  # text only: a number (a negative difference) is written as it is
     return value
 
 

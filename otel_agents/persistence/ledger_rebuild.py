@@ -11,6 +11,7 @@ import orjson
 from otel_agents.persistence.ledger import rewrite_records
 from otel_agents.persistence.ledger_read import Warn
 from otel_agents.persistence.ledger_records import carry_repricing, ledger_records
+from otel_agents.persistence.ledger_shards import preference
 from otel_agents.persistence.paths import InvalidSessionId, Paths
 from otel_agents.persistence.ownership import owner_of
 from otel_agents.persistence.store import SessionStore
@@ -123,13 +124,16 @@ class RebuildPlan:
     kept: int = 0
     held: int = 0  # of ``kept``: records of sessions whose saved state is not whole, left as they are
     duplicates: int = 0
+    disagreeing: int = 0  # of the ids repeated: those whose copies differed (the preferred one kept)
     repriced: int = 0  # LLM records priced again (--reprice)
     price_changes: list = field(default_factory=list)  # repricing.PriceChange, those priced differently
+    source_changes: list = field(default_factory=list)  # those whose cost stays but price source changed
     prices_kept: list = field(default_factory=list)  # those the current prices cannot price: left as they were
 
     @property
     def differs(self) -> bool:
-        return bool(self.added or self.changed or self.removed or self.duplicates or self.price_changes)
+        return bool(self.added or self.changed or self.removed or self.duplicates or self.price_changes
+                    or self.source_changes)
 
 
 def plan_rebuild(
@@ -145,10 +149,18 @@ def plan_rebuild(
     """
     plan = RebuildPlan()
     old_by_id: dict[str, dict] = {}
+    disagreeing: set[str] = set()
     for record in old:
-        if record["record_id"] in old_by_id:
+        rid = record["record_id"]
+        previous = old_by_id.get(rid)
+        if previous is not None:
             plan.duplicates += 1
-        old_by_id.setdefault(record["record_id"], record)
+            if previous != record:
+                disagreeing.add(rid)
+                # The copy billing summary counts (its preferred), not the first: the lines' order is no choice.
+                record = max(previous, record, key=preference)
+        old_by_id[rid] = record
+    plan.disagreeing = len(disagreeing)
     new_records = []
     standing: set[str] = set()  # derived, but the ledger's record stands
     for records in by_session.values():

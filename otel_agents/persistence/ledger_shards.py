@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import os
 import stat
+import tempfile
 from pathlib import Path
 from dataclasses import dataclass
-from typing import Callable, Iterable, Iterator
+from typing import IO, Iterable, Iterator
 
 import orjson
 
@@ -45,9 +46,13 @@ def ledger_files(given: Iterable[Path | str]) -> list[Path]:
 
 @dataclass
 class ReadStats:
-    """What a reader dropped: ``duplicates``, the records already read under the same ``record_id``."""
+    """What a reader dropped: ``duplicates``, the records already read under the same ``record_id``;
+    ``disagreeing``, the ids whose copies differed (``repriced_over_older`` of them a re-priced copy
+    and one not re-priced)."""
 
     duplicates: int = 0
+    disagreeing: int = 0
+    repriced_over_older: int = 0
 
 
 def repeated_warning(path: Path, count: int) -> str:
@@ -56,28 +61,21 @@ def repeated_warning(path: Path, count: int) -> str:
     return f"{path}: {count} {what} counted once (`otel-agents billing rebuild` drops the repeats)"
 
 
-def first_exact(
-    records: Iterable[dict], stats: ReadStats, suspects: set[int] | None, id_hash: Callable[[str], int]
-) -> Iterator[dict]:
-    """Each ``record_id``'s first record, counting the others in ``stats``; ids are held only when
-    their ``id_hash`` is in ``suspects`` (None: every id)."""
-    kept: set[str] = set()
-    for record in records:
-        rid = record["record_id"]
-        if suspects is None or id_hash(rid) in suspects:
-            if rid in kept:
-                stats.duplicates += 1
-                continue
-            kept.add(rid)
-        yield record
+def disagreeing_warning(stats: ReadStats) -> str:
+    """The one warning for the ids whose copies (in one ledger or several) differed."""
+    what = "record was" if stats.disagreeing == 1 else "records were"
+    repriced = (f", {stats.repriced_over_older} of them a re-priced copy and an older one"
+                if stats.repriced_over_older else "")
+    return (f"{stats.disagreeing} {what} found more than once with different contents{repriced}; "
+            "each counted once as its preferred copy (re-priced, else finished, else priced)")
 
 
 def preference(record: dict) -> tuple:
-    """How much a copy of a record found in several ledgers is preferred (the greatest wins), so
-    the copy counted does not depend on the order the ledgers are named in: a re-priced copy (it
-    carries the recorded price in ``repriced``) over one not re-priced, a finished call over one
-    shown interrupted, a priced one over one without a cost; then, between copies that still
-    differ, the greatest canonical JSON, arbitrary but the same whatever the order."""
+    """How much a copy of a record is preferred (the greatest wins), so the copy counted does not
+    depend on the order the copies are read in (ledgers named, or lines of one ledger): a re-priced
+    copy (it carries the recorded price in ``repriced``) over one not re-priced, a finished call
+    over one shown interrupted, a priced one over one without a cost; then, between copies that
+    still differ, the greatest canonical JSON, arbitrary but the same whatever the order."""
     return (
         isinstance(record.get(REPRICED), dict),
         record.get("status") != STATUS_INTERRUPTED,
@@ -86,95 +84,121 @@ def preference(record: dict) -> tuple:
     )
 
 
+def chosen(found: list[dict], stats: ReadStats) -> dict:
+    """The copy counted of a record read ``len(found)`` times; the others counted in ``stats``."""
+    stats.duplicates += len(found) - 1
+    first = found[0]
+    if all(record == first for record in found[1:]):
+        return first
+    stats.disagreeing += 1
+    if len({isinstance(record.get(REPRICED), dict) for record in found}) > 1:
+        stats.repriced_over_older += 1
+    return max(found, key=preference)
+
+
+def preferred_copies(records: Iterable[dict], stats: ReadStats) -> Iterator[dict]:
+    """Each ``record_id``'s preferred copy among ``records``, all held: meant for the few records
+    whose ids (or id hashes) were seen to repeat."""
+    by_id: dict[str, list[dict]] = {}
+    for record in records:
+        by_id.setdefault(record["record_id"], []).append(record)
+    for found in by_id.values():
+        yield chosen(found, stats)
+
+
 class LedgerShards:
-    """Iterates the records of one or several ledgers in order, dropping repeated ``record_id``s.
+    """Iterates the records of one or several ledgers, each ``record_id`` once.
 
     A record id is ``<trace_id>:<span_id>`` of the billed span, the ledger's idempotency
     key: a span delivered to two shards (a Collector retry after a re-route) is one call, and
     so is a line repeated inside one ledger (a copy or a concatenation), which is also warned
-    of, naming the ledger. ``duplicates`` counts the records dropped so far, ``across_ledgers``
-    those of them first read in another ledger.
+    of, naming the ledger. ``duplicates`` counts the records dropped, ``across_ledgers`` those
+    of them read in another ledger than the copy counted.
 
-    Within one ledger its first copy of a record counts. Copies in several ledgers may differ
-    (one re-priced by ``billing rebuild --reprice``, the other an older copy): the one counted is
-    the :func:`preference`'s, whatever the order of the ledgers, and ``disagreeing`` says for how
-    many ids the copies differed (warned of once). Several ledgers are therefore read twice: first
-    their ids, then their records, each yielded where its last copy is read (a pipe's records are
-    held from the first reading).
+    Copies may differ (one re-priced by ``billing rebuild --reprice``, the other an older copy):
+    the one counted is the :func:`preference`'s, whatever the order of the ledgers or of the lines
+    in one, and ``disagreeing`` says for how many ids the copies differed (warned of once). The
+    ledgers are therefore read twice: first their ids, then their records, each yielded where its
+    last copy is read (a pipe's records are spooled to an unnamed temporary file the first time).
     """
 
     def __init__(self, files: list[Path], warn: Warn | None = None) -> None:
         self.files = list(files)
         self.warn = warn or default_warn
-        self.duplicates = 0
+        self.stats = ReadStats()
         self.across_ledgers = 0
-        self.disagreeing = 0
-        self.repriced_over_older = 0  # of ``disagreeing``: a re-priced copy against one not re-priced
+
+    @property
+    def duplicates(self) -> int:
+        return self.stats.duplicates
+
+    @property
+    def disagreeing(self) -> int:
+        return self.stats.disagreeing
+
+    @property
+    def repriced_over_older(self) -> int:
+        return self.stats.repriced_over_older
 
     def __iter__(self) -> Iterator[dict]:
-        if len(self.files) == 1:
-            yield from self._first_copies_of(self.files[0])  # nothing to compare with: streamed as read
-            return
         # Exact ids, not hashes: an export streams each record as read, and cannot take one back.
-        held: dict[int, list[dict]] = {}  # the records of a ledger that cannot be read twice (a pipe)
-        copies: dict[str, int] = {}  # id -> how many ledgers hold it
-        for index, path in enumerate(self.files):
-            keep = None if _rereadable(path) else held.setdefault(index, [])
-            for record in self._first_copies_of(path, keep):
-                rid = record["record_id"]
-                copies[rid] = copies.get(rid, 0) + 1
-        contested: dict[str, list[dict]] = {}  # id -> the copies read so far, while some are still to come
-        for index, path in enumerate(self.files):
-            records = held[index] if index in held else self._first_copies_of(path, again=True)
-            for record in records:
-                rid = record["record_id"]
-                count = copies[rid]
-                if count == 1:
-                    yield record
-                    continue
-                found = contested.setdefault(rid, [])
-                found.append(record)
-                if len(found) == count:
-                    del contested[rid]
-                    yield self._chosen(found)
-        if self.disagreeing:
-            what = "record was" if self.disagreeing == 1 else "records were"
-            repriced = (f", {self.repriced_over_older} of them a re-priced copy and an older one"
-                        if self.repriced_over_older else "")
-            self.warn(f"{self.disagreeing} {what} found in more than one ledger with different contents{repriced}; "
-                      "each counted once as its preferred copy (re-priced, else finished, else priced)")
+        spools: dict[int, IO[bytes]] = {}  # the records of a ledger that cannot be read twice (a pipe)
+        try:
+            copies = self._count_copies(spools)
+            contested: dict[str, list[tuple[int, dict]]] = {}  # id -> the copies read so far, more to come
+            for index, path in enumerate(self.files):
+                records = _spooled(spools[index]) if index in spools else iter_records(path, lambda _: None)
+                for record in records:
+                    rid = record["record_id"]
+                    count = copies.get(rid)
+                    if not count:  # appended since the first reading (not in the ledger as read), or done
+                        continue
+                    if count == 1:
+                        copies[rid] = 0
+                        yield record
+                        continue
+                    found = contested.setdefault(rid, [])
+                    found.append((index, record))
+                    if len(found) == count:
+                        del contested[rid]
+                        copies[rid] = 0
+                        self.across_ledgers += len({i for i, _ in found}) - 1
+                        yield chosen([r for _, r in found], self.stats)
+        finally:
+            for spool in spools.values():
+                spool.close()
+        if self.stats.disagreeing:
+            self.warn(disagreeing_warning(self.stats))
 
-    def _first_copies_of(self, path: Path, keep: list[dict] | None = None, again: bool = False) -> Iterator[dict]:
-        """The ledger's records, each id's first copy in it (also put in ``keep``); its damage and
-        repeats are counted and warned of on the first reading only (not ``again``)."""
-        warn: Warn = (lambda _: None) if again else self.warn
-        kept: set[str] = set()
-        within = 0
-        for record in iter_records(path, warn):
-            rid = record["record_id"]
-            if rid in kept:
-                within += 1
-                continue
-            kept.add(rid)
-            if keep is not None:
-                keep.append(record)
-            yield record
-        if not again:
-            self.duplicates += within
+    def _count_copies(self, spools: dict[int, IO[bytes]]) -> dict[str, int]:
+        """How many copies of each id the ledgers hold; repeats inside one ledger are warned of,
+        naming it, and damage once (this is the first reading)."""
+        ledgers = len(self.files)
+        copies: dict[str, int] = {}  # id -> copies * ledgers + index of the last ledger read in: one dict
+        for index, path in enumerate(self.files):
+            spool = None if _rereadable(path) else spools.setdefault(index, tempfile.TemporaryFile())
+            within = 0
+            for record in iter_records(path, self.warn):
+                rid = record["record_id"]
+                seen = copies.get(rid)
+                if seen is None:
+                    copies[rid] = ledgers + index
+                else:
+                    within += seen % ledgers == index
+                    copies[rid] = (seen // ledgers + 1) * ledgers + index
+                if spool is not None:
+                    spool.write(orjson.dumps(record) + b"\n")
             if within:
                 self.warn(repeated_warning(path, within))
+        for rid, value in copies.items():
+            copies[rid] = value // ledgers
+        return copies
 
-    def _chosen(self, found: list[dict]) -> dict:
-        """The copy counted of a record several ledgers hold."""
-        self.duplicates += len(found) - 1
-        self.across_ledgers += len(found) - 1
-        first = found[0]
-        if all(record == first for record in found[1:]):
-            return first
-        self.disagreeing += 1
-        if len({isinstance(record.get(REPRICED), dict) for record in found}) > 1:
-            self.repriced_over_older += 1
-        return max(found, key=preference)
+
+def _spooled(spool: IO[bytes]) -> Iterator[dict]:
+    spool.seek(0)
+    for line in spool:
+        yield orjson.loads(line)
 
 
 def _rereadable(path: Path) -> bool:

@@ -27,7 +27,13 @@ from otel_agents.persistence.ledger_read import (
     iter_records,
     record_day,
 )
-from otel_agents.persistence.ledger_shards import ReadStats, first_exact, repeated_warning
+from otel_agents.persistence.ledger_shards import (
+    LedgerShards,
+    ReadStats,
+    disagreeing_warning,
+    preferred_copies,
+    repeated_warning,
+)
 from otel_agents.persistence.tree_shape import TOKEN_KEYS
 
 GROUP_BY = ("session", "agent", "model", "day")
@@ -247,10 +253,12 @@ def summarize_file(
     check_readable_ledger(billing_file)  # here, not in the worker that reads the first slice
     found = ReadStats()
     groups: Groups = {}
-    if not stat.S_ISREG(info.st_mode):  # a pipe can be read only once: hold its ids exactly
-        _aggregate(first_exact(filters.apply(iter_records(billing_file, warn)), found, None, _id_hash), key_of,
-                   groups)
-        return _rows(_counted(groups, billing_file, found, stats, warn))
+    if not stat.S_ISREG(info.st_mode):  # a pipe can be read only once: LedgerShards spools it
+        shards = LedgerShards([billing_file], warn)  # which warns of repeats and disagreeing copies
+        _aggregate(filters.apply(shards), key_of, groups)
+        if stats is not None:
+            stats.duplicates += shards.duplicates
+        return _rows(groups)
     size = info.st_size
     if workers is None:
         workers = (os.cpu_count() or 1) if size >= PARALLEL_MIN_BYTES else 1
@@ -283,16 +291,20 @@ def summarize_file(
             for part, _ in parts2:
                 _merge(groups, part)
             held = [record for _, records in parts2 for record in records]
-            _aggregate(first_exact(held, found, None, _id_hash), key_of, groups)
         else:
+            held = []
             records = iter_records(billing_file, lambda message: None)  # its damage was warned of
-            _aggregate(first_exact(filters.apply(records), found, repeated, _id_hash), key_of, groups)
+            _aggregate(_without(filters.apply(records), repeated, held), key_of, groups)
+        # Each id's preferred copy, as LedgerShards counts it: not the first, which depends on the order.
+        _aggregate(preferred_copies(held, found), key_of, groups)
     return _rows(_counted(groups, billing_file, found, stats, warn))
 
 
 def _counted(groups: Groups, billing_file: Path, found: ReadStats, stats: ReadStats | None, warn: Warn) -> Groups:
     if found.duplicates:  # one line for the ledger, however many
         warn(repeated_warning(billing_file, found.duplicates))
+    if found.disagreeing:
+        warn(disagreeing_warning(found))
     if stats is not None:
         stats.duplicates += found.duplicates
     return groups
@@ -332,18 +344,19 @@ def _slice_without(
 ) -> tuple[Groups, list[dict]]:
     """One slice's groups without the records whose id hash is in ``suspects``, and those records."""
     held: list[dict] = []
-
-    def others(records: Iterable[dict]) -> Iterator[dict]:
-        for record in records:
-            if _id_hash(record["record_id"]) in suspects:
-                held.append(record)
-            else:
-                yield record
-
     groups: Groups = {}
     records = filters.apply(iter_records(billing_file, lambda message: None, start, end))
-    _aggregate(others(records), _key_function(by), groups)
+    _aggregate(_without(records, suspects, held), _key_function(by), groups)
     return groups, held
+
+
+def _without(records: Iterable[dict], suspects: set[int], held: list[dict]) -> Iterator[dict]:
+    """``records`` but those whose id hash is in ``suspects``, which go to ``held``."""
+    for record in records:
+        if _id_hash(record["record_id"]) in suspects:
+            held.append(record)
+        else:
+            yield record
 
 
 def _merge(into: Groups, part: Groups) -> None:

@@ -471,3 +471,19 @@ def test_a_script_that_cannot_be_used_is_one_error_line(cli_env, tmp_path, scrip
     assert result.exit_code == 2, result.output
     assert result.stderr.startswith("Error: ") and len(result.stderr.splitlines()) == 1, result.stderr
     assert says in result.stderr and result.stdout == ""
+
+
+def test_a_price_that_overflows_records_the_call_unpriced_with_a_warning_never_infinity(cli_env, tmp_path, monkeypatch):
+    """A rate of 1e308 a token priced each call at infinity, a cost no ledger or total can hold."""
+    prices = tmp_path / "p.json"
+    prices.write_text(json.dumps({"scripted/jack-and-jill": {"input_cost_per_token": 1e308,
+                                                             "output_cost_per_token": 1e308}}))
+    monkeypatch.setenv("OTEL_AGENTS_PRICES", str(prices))
+    result = invoke(["hi"])
+    assert result.exit_code == 0, result.output
+    assert "'scripted/jack-and-jill' gives a cost that is not a finite number" in result.stderr
+    records = [json.loads(line, parse_constant=lambda name: pytest.fail(f"{name} in the ledger"))
+               for line in (cli_env / "billing.jsonl").read_text().splitlines()]
+    llm_ok = [r for r in records if r["type"] == "llm" and r["status"] == "ok"]
+    assert llm_ok and all(r["cost_usd"] is None and r["price_source"] == "unpriced" and "price_id" not in r
+                          for r in llm_ok)

@@ -298,3 +298,12 @@ def test_repricing_the_recorded_counts_gives_the_call_time_price(
     at_call, from_counts, _, _ = both_ways(PriceTable(), model, usage)
     assert from_counts == pytest.approx(at_call, abs=TOLERANCE)
     assert at_call == pytest.approx(litellm_cost(model, usage), abs=TOLERANCE)
+
+
+def test_a_cost_no_float_holds_is_an_error_not_infinity():
+    from otel_agents.llm.pricing import NonFiniteCost
+
+    table = PriceTable({"acme/huge": {"input_cost_per_token": 1e308, "output_cost_per_token": 1e308}})
+    with pytest.raises(NonFiniteCost, match="'acme/huge' gives a cost that is not a finite number"):
+        table.cost("acme/huge", Usage(input_tokens=2, output_tokens=2))
+    assert table.cost("acme/huge", Usage(input_tokens=1, output_tokens=0))[0] == 1e308  # finite: a cost

@@ -15,7 +15,7 @@ from otel_agents.persistence.ledger_read import CSV_COLUMNS
 def _csv_rows(records):
     text = io.StringIO()
     assert export_csv(records, text) == len(records)
-    return list(csv.DictReader(io.StringIO(text.getvalue())))
+    return list(csv.DictReader(io.StringIO(text.getvalue(), newline="")))
 
 
 def test_export_jsonl_and_csv():
@@ -48,3 +48,17 @@ def test_costs_are_plain_decimals_without_exponent_or_float_noise():
     assert _csv_rows([llm(2, cost=2e-05)])[0]["cost_usd"] == "0.00002"
     assert _csv_rows([llm(3, cost=1.0)])[0]["cost_usd"] == "1.0"
     assert _csv_rows([llm(4, cost=0)])[0]["cost_usd"] == "0.0" and _csv_rows([llm(5, cost=12)])[0]["cost_usd"] == "12.0"
+
+
+def test_text_cells_that_a_spreadsheet_would_run_as_formulas_are_written_as_text():
+    """An agent named =HYPERLINK(...) (any trace sender names agents) came out as a formula."""
+    names = ['=HYPERLINK("http://evil","click")', "+1+1", "-2+3", "@SUM(A1)", "\tx", "plain", "a=b"]
+    records = [dict(llm(n, cost=-0.5 if n == 1 else 0.25), agent_name=name, error=name)
+               for n, name in enumerate(names, 1)]
+    rows = _csv_rows(records)
+    want = ["'" + name if name[0] in "=+-@\t\r" else name for name in names]
+    assert [row["agent_name"] for row in rows] == want and [row["error"] for row in rows] == want
+    assert rows[0]["cost_usd"] == "-0.5" and rows[0]["tokens_input"].isdigit()  # numbers as they are
+    text = io.StringIO()
+    export_csv([dict(llm(1), agent_name="\r=1+1")], text)  # csv leaves a lone CR unquoted: read it raw
+    assert ",'\r=1+1," in text.getvalue()

@@ -26,6 +26,17 @@ def test_a_plan_names_what_was_added_changed_removed_and_kept():
     assert plan.differs
 
 
+def test_a_session_not_rebuilt_keeps_the_preferred_copy_of_a_repeated_record_whatever_the_line_order():
+    """The first copy was kept: the same lines in another order left another cost on the books."""
+    cheap, dear = rec(1, session="gone"), rec(1, session="gone", cost_usd=77.0)
+    kept = []
+    for old in ([cheap, dear, rec(2, session="gone")], [dear, cheap, rec(2, session="gone")]):
+        plan = plan_rebuild(old, {})
+        assert (plan.duplicates, plan.disagreeing, plan.kept) == (1, 1, 2)
+        kept.append(plan.records)
+    assert kept[0] == kept[1] and kept[0][0]["cost_usd"] == 77.0  # the greatest canonical JSON, as billing reads
+
+
 def test_a_ledger_equal_to_the_sessions_does_not_differ():
     records = [rec(1), rec(2)]
     plan = plan_rebuild(records, {"s1": [dict(r) for r in records]})

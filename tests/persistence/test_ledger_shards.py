@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -11,7 +12,7 @@ from hypothesis import strategies as st
 from ledger_samples import llm, tool
 from otel_agents.persistence.ledger import append_records
 from otel_agents.persistence.ledger_read import LedgerError, iter_records
-from otel_agents.persistence.ledger_shards import LedgerShards, ledger_files
+from otel_agents.persistence.ledger_shards import LedgerShards, ledger_files, preference
 from otel_agents.persistence.ledger_summary import summarize
 
 
@@ -79,7 +80,7 @@ def test_a_record_repeated_inside_one_ledger_is_read_once_with_a_warning(tmp_pat
         fh.write(ledger.read_bytes().splitlines(keepends=True)[0])
     warnings: list[str] = []
     reader = LedgerShards([ledger], warnings.append)
-    assert list(reader) == list(iter_records(ledger))[:4]
+    assert sorted(reader, key=lambda r: r["record_id"]) == sorted(list(iter_records(ledger))[:4], key=lambda r: r["record_id"])
     assert (reader.duplicates, reader.across_ledgers) == (1, 0)
     assert warnings == [f"{ledger}: 1 record written more than once was counted once"
                         " (`otel-agents billing rebuild` drops the repeats)"]
@@ -118,6 +119,29 @@ def test_copies_that_disagree_count_the_same_whatever_the_order(tmp_path, monkey
     assert results[0] == results[1]
     records, _, warnings = results[0]
     assert [r.get("cost_usd") for r in records] == [0.125, 0.25, 0.5, 0.75, None, 0.001]  # re-priced; finished
-    assert warnings == ["3 records were found in more than one ledger with different contents, 1 of them a "
+    assert warnings == ["3 records were found more than once with different contents, 1 of them a "
                         "re-priced copy and an older one; each counted once as its preferred copy "
                         "(re-priced, else finished, else priced)"]
+
+
+@pytest.mark.parametrize("held", [False, True], ids=["file", "pipe"])
+def test_copies_inside_one_ledger_count_as_across_ledgers_whatever_the_line_order(tmp_path, monkeypatch, held):
+    """Inside one ledger the first copy counted: the same lines in another order billed differently,
+    and nothing said the copies differed."""
+    import otel_agents.persistence.ledger_shards as shards_module
+
+    if held:
+        monkeypatch.setattr(shards_module, "_rereadable", lambda path: False)
+    old = [llm(1, cost=0.5), llm(2, cost=0.25), tool(3)]
+    other = {**old[0], "cost_usd": 77.0}
+    results = []
+    for name, lines in (("after.jsonl", [*old, other]), ("before.jsonl", [other, *old])):
+        ledger = tmp_path / name
+        ledger.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in lines))
+        warnings: list[str] = []
+        reader = LedgerShards([ledger], warnings.append)
+        records = sorted(reader, key=lambda r: r["record_id"])
+        assert (reader.duplicates, reader.across_ledgers, reader.disagreeing) == (1, 0, 1)
+        assert warnings[-1].startswith("1 record was found more than once with different contents")
+        results.append(records)
+    assert results[0] == results[1] and results[0][0]["cost_usd"] == max(other, old[0], key=preference)["cost_usd"]

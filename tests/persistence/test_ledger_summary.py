@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from datetime import date
 from decimal import Decimal
+from pathlib import Path
 
 import orjson
 import pytest
@@ -163,3 +164,34 @@ def test_summary_of_a_large_ledger_is_one_fast_pass(tmp_path):
     start = time.perf_counter()
     assert append_records(ledger, [llm(100_001)]) == 1
     assert time.perf_counter() - start < 2.0  # ~0.2 s when idle: one scan of the ids
+
+
+def test_copies_that_disagree_inside_one_ledger_are_summarized_the_same_whatever_the_line_order(tmp_path):
+    """The first copy of a repeated line counted: the same lines in another order gave another total,
+    and the warning never said the copies differed. Serial, parallel and a pipe choose alike."""
+    import os
+    import threading
+
+    records = [llm(n, session=f"s{n % 7}", cost=n / 1000) for n in range(1, 2001)]
+    other = {**records[0], "cost_usd": 77.0}
+    lines = [orjson.dumps(r) + b"\n" for r in records]
+    totals = set()
+    for name, content in (("after", [*lines, orjson.dumps(other) + b"\n"]),
+                          ("before", [orjson.dumps(other) + b"\n", *lines])):
+        ledger = tmp_path / f"{name}.jsonl"
+        ledger.write_bytes(b"".join(content))
+        for workers in (1, 2):
+            warnings: list[str] = []
+            (row,) = summarize_file(ledger, None, warn=warnings.append, workers=workers)
+            totals.add((row.calls, row.cost_usd))
+            assert warnings[-1].startswith("1 record was found more than once with different contents"), warnings
+        read, write = os.pipe()
+        feeder = threading.Thread(target=lambda: (os.write(write, b"".join(content)), os.close(write)))
+        feeder.start()
+        warnings = []
+        (row,) = summarize_file(Path(f"/dev/fd/{read}"), None, warn=warnings.append)
+        feeder.join()
+        os.close(read)
+        totals.add((row.calls, row.cost_usd))
+        assert warnings[-1].startswith("1 record was found more than once with different contents"), warnings
+    assert totals == {(2000, Decimal(sum(range(2, 2001))) / 1000 + 77)}
