@@ -24,7 +24,9 @@ def _approval(spec: HookSpec) -> ApprovalHook:
     denied = frozenset(spec.deny_tools)
     return ApprovalHook(
         spec.name,
-        lambda request: Decision(request.tool not in denied, f"tool '{request.tool}' is not allowed"),
+        # an allowed call's event says no reason: "is not allowed" on an allow read as a denial
+        lambda request: Decision(False, f"tool '{request.tool}' is not allowed") if request.tool in denied
+        else Decision(True),
         spec.tools,
         spec.agents,
     )

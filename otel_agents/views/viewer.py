@@ -134,18 +134,18 @@ class SessionViewer:
         by_name = [a for a in self._agents.values() if a.name == name_or_id]
         if len(by_name) == 1:
             return by_name[0].agent_id
-        if len(by_name) > 1:
-            options = ", ".join(f"{a.agent_id} ({a.path})" for a in by_name)
+        if len(by_name) > 1:  # a few, each path's end: a chain of one name made a line of hundreds of megabytes
+            options = _listed([f"{a.agent_id} ({a.path if len(a.path) <= 60 else '…' + a.path[-59:]})"
+                               for a in by_name])
             raise AmbiguousAgent(f"agent name {name_or_id!r} is ambiguous: {options}; give an id or a path")
         by_path = [a for a in self._agents.values() if a.path == name_or_id]
         if len(by_path) == 1:
             return by_path[0].agent_id
         if len(by_path) > 1:
-            options = ", ".join(a.agent_id for a in by_path)
-            raise AmbiguousAgent(f"agent path {name_or_id!r} is ambiguous: {options}; give an id")
-        known = [a.display_name for a in self._agents.values()]
-        listed = ", ".join(known[:_LIST_LIMIT]) + (", ..." if len(known) > _LIST_LIMIT else "")
-        raise UnknownAgent(f"unknown agent {name_or_id!r} (agents: {listed or 'none'})")
+            raise AmbiguousAgent(f"agent path {name_or_id!r} is ambiguous: {_listed([a.agent_id for a in by_path])}; "
+                                 "give an id")
+        known = _listed([a.display_name for a in self._agents.values()])
+        raise UnknownAgent(f"unknown agent {name_or_id!r} (agents: {known or 'none'})")
 
     def name_of(self, agent_id: str | None) -> str:
         if agent_id is None:
@@ -400,3 +400,7 @@ class SessionViewer:
             tools=tool_schemas(span_id, tools),
         )
 
+
+def _listed(items: list[str]) -> str:
+    """The first few of ``items``, joined; ``...`` and the count when there are more."""
+    return ", ".join(items[:_LIST_LIMIT]) + (f", ... ({len(items)} in all)" if len(items) > _LIST_LIMIT else "")

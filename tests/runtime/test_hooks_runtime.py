@@ -124,6 +124,18 @@ async def test_scripted_hook_specs_install_working_hooks(scripted):
     )
 
 
+def test_a_deny_tools_hook_gives_a_reason_only_when_it_denies():
+    """An allowed call's hook event said "tool 'task' is not allowed" beside its allow."""
+    from types import SimpleNamespace
+
+    from otel_agents.llm.script_hooks import HookSpec
+    from otel_agents.runtime.scenario import _approval
+
+    hook = _approval(HookSpec("approval", "NoDiscuss", deny_tools=("discuss",)))
+    assert hook.check(SimpleNamespace(tool="task")) == Decision(True, "")
+    assert hook.check(SimpleNamespace(tool="discuss")) == Decision(False, "tool 'discuss' is not allowed")
+
+
 def test_install_hooks_sorts_kinds():
     session = Session()
     install_hooks(session, [HookSpec("approval", "a", deny_tools=("task",)), HookSpec("review", "r"),

@@ -272,3 +272,24 @@ async def test_dialog_marks_what_hooks_rejected_and_rewrote(scripted_session, tm
         ]
         # Jack alone heard nothing rewritten and said the rejected line: only the rejection is marked.
         assert [bool(i.hooks) for i in viewer.extract_dialog(["Jack"])] == [False, True, False, False, False]
+
+
+async def test_an_ambiguous_name_lists_a_few_agents_each_by_its_paths_end(scripted_session):
+    """Every candidate with its whole path made one line of 368 MB for a chain of 12,000 agents of one name."""
+    parents = [f"P{n}{'x' * 70}" for n in range(14)]
+    script = {
+        "name": "many-jacks",
+        "agents": {
+            "main": [{"tool_calls": [{"name": "task", "arguments": {"name": p, "system_prompt": "s", "user_prompt": "go"}}
+                                     for p in parents]}, "done"],
+            **{p: [{"tool_calls": [{"name": "task", "arguments": {"name": "Jack", "system_prompt": "s"}}]}, "ok"]
+               for p in parents},
+        },
+    }
+    viewer = (await scripted_session(script, ["go"])).viewer()
+    with pytest.raises(AmbiguousAgent) as caught:
+        viewer.resolve_agent("Jack")
+    message = str(caught.value)
+    assert message.startswith("agent name 'Jack' is ambiguous: ") and message.endswith(", ... (14 in all); give an id or a path")
+    shown = message.split(": ", 1)[1].split(", ... ")[0].split(", ")
+    assert len(shown) == 12 and all(len(entry.split(" (", 1)[1]) <= 61 and "…" in entry for entry in shown), shown
