@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import io
 from decimal import Decimal
 from typing import IO, Iterable
 
@@ -66,6 +67,17 @@ def export_csv(records: Iterable[dict], out: IO[str]) -> int:
             else:
                 nested = record.get(field)
                 row.append(_csv_cell(nested.get(key), column.endswith("cost_usd")) if isinstance(nested, dict) else "")
-        writer.writerow(row)
+        if any(isinstance(cell, str) and "\r" in cell for cell in row):
+            _write_quoting_cr(row, out)
+        else:
+            writer.writerow(row)
         count += 1
     return count
+
+
+def _write_quoting_cr(row: list, out: IO[str]) -> None:
+    """The row with its cells holding a CR quoted: csv quotes a cell holding a character of the line end,
+    and a lone CR is none of ``\n``'s, so a reader split the row there (an error text from a provider)."""
+    line = io.StringIO()
+    csv.writer(line, lineterminator="\r\n").writerow(row)
+    out.write(line.getvalue()[:-2] + "\n")

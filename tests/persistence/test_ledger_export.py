@@ -60,5 +60,18 @@ def test_text_cells_that_a_spreadsheet_would_run_as_formulas_are_written_as_text
     assert [row["agent_name"] for row in rows] == want and [row["error"] for row in rows] == want
     assert rows[0]["cost_usd"] == "-0.5" and rows[0]["tokens_input"].isdigit()  # numbers as they are
     text = io.StringIO()
-    export_csv([dict(llm(1), agent_name="\r=1+1")], text)  # csv leaves a lone CR unquoted: read it raw
-    assert ",'\r=1+1," in text.getvalue()
+    export_csv([dict(llm(1), agent_name="\r=1+1")], text)
+    assert ',"\'\r=1+1",' in text.getvalue()  # quoted, its CR kept (below)
+
+
+def test_a_cell_holding_a_lone_cr_is_quoted_so_its_row_stays_one_row():
+    """csv quotes a cell holding a character of the line end, and a lone CR is none of "\n"'s: a reader split
+    the row at an error text's CR, shifting every later column."""
+    records = [dict(llm(1), error="upstream said\rretry later"), dict(llm(2), agent_name="a\r\nb"), llm(3)]
+    text = io.StringIO()
+    assert export_csv(records, text) == 3
+    rows = list(csv.DictReader(io.StringIO(text.getvalue(), newline="")))
+    assert [row["error"] for row in rows][0] == "upstream said\rretry later"
+    assert [row["agent_name"] for row in rows][1] == "a\r\nb"
+    assert [row["record_id"] for row in rows] == [r["record_id"] for r in records]
+    assert text.getvalue().endswith("\n") and "\r\n" not in text.getvalue().replace('a\r\nb', "")
